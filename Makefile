@@ -1,0 +1,124 @@
+# leakscope - GNU Makefile
+#
+#   make              build/leakscope and build/libleakscope.so
+#   make check        install missing Debian packages, build, run the tests
+#   make demo         install missing Debian packages, build, run the demo
+#   make bench        the benchmarks (not part of check)
+#   make install PREFIX=/usr/local
+
+PREFIX ?= /usr/local
+BINDIR = $(PREFIX)/bin
+LIBDIR = $(PREFIX)/lib/leakscope
+
+CC ?= gcc
+CXX ?= g++
+OPT ?= -O2
+WARN = -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
+CFLAGS_COMMON = $(OPT) -g -std=gnu11 $(WARN) -D_GNU_SOURCE
+B = build
+
+# The agent runs inside other programs: position independent, only the
+# interposed symbols exported, no dependency that drags symbols into the
+# target's global scope (libunwind is dlopen()ed RTLD_LOCAL at run time).
+AGENT_CFLAGS = $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+	-fno-stack-protector -fno-omit-frame-pointer
+AGENT_LDLIBS = -ldl -lpthread -lm
+
+CLI_CFLAGS = $(CFLAGS_COMMON) -DLS_LIBDIR='"$(LIBDIR)"' -I/usr/include/libiberty
+CLI_LDLIBS = -ldw -lelf -l:libiberty.a -lz -lm -lpthread
+
+AGENT_SRC = $(wildcard agent/*.c)
+AGENT_OBJ = $(AGENT_SRC:%.c=$(B)/%.o)
+# Everything but the interposed entry points, for unit tests.
+AGENT_CORE_OBJ = $(filter-out $(B)/agent/hooks.o,$(AGENT_OBJ))
+
+CLI_SRC = $(wildcard cli/*.c)
+CLI_OBJ = $(CLI_SRC:%.c=$(B)/%.o)
+CLI_LIB_OBJ = $(filter-out $(B)/cli/main.o,$(CLI_OBJ))
+
+UNIT_SRC = $(wildcard tests/unit/t-*.c)
+UNIT_BIN = $(UNIT_SRC:%.c=$(B)/%)
+
+# Ground-truth workloads: optimised and built WITHOUT frame pointers, as
+# Debian's own packages are, so the tests prove stacks do not need them.
+WL_CFLAGS = -O2 -g -fomit-frame-pointer -Wall -D_GNU_SOURCE -pthread
+WL_C = $(filter-out tests/workloads/lib%.c,$(wildcard tests/workloads/*.c))
+WL_CXX = $(wildcard tests/workloads/*.cc)
+WL_LIB = $(wildcard tests/workloads/lib*.c)
+WL_BIN = $(WL_C:%.c=$(B)/%) $(WL_CXX:%.cc=$(B)/%) $(WL_LIB:%.c=$(B)/%.so)
+
+DEMO_BIN = $(B)/demo/leaky-server
+
+all: $(B)/leakscope $(B)/libleakscope.so
+
+$(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) common/lsnap.h
+	@mkdir -p $(@D)
+	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
+
+$(B)/libleakscope.so: $(AGENT_OBJ)
+	$(CC) -shared -o $@ $^ $(AGENT_LDLIBS) -Wl,--version-script=agent/exports.map -Wl,-z,nodelete
+
+$(B)/agent-core.a: $(AGENT_CORE_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) common/lsnap.h
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -c -o $@ $<
+
+$(B)/leakscope: $(CLI_OBJ)
+	$(CC) -o $@ $^ $(CLI_LDLIBS)
+
+$(B)/cli-lib.a: $(CLI_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/tap.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -fPIC -o $@ $< $(B)/agent-core.a $(AGENT_LDLIBS)
+
+$(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a tests/unit/tap.h
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -o $@ $< $(B)/cli-lib.a $(CLI_LDLIBS)
+
+$(B)/tests/workloads/lib%.so: tests/workloads/lib%.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -fPIC -shared -o $@ $<
+
+$(B)/tests/workloads/%: tests/workloads/%.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $< -ldl
+
+$(B)/tests/workloads/%: tests/workloads/%.cc
+	@mkdir -p $(@D)
+	$(CXX) $(filter-out -D_GNU_SOURCE,$(WL_CFLAGS)) -o $@ $<
+
+$(B)/demo/%: demo/%.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $<
+
+deps:
+	@sh tools/install-deps.sh
+
+tests: all $(UNIT_BIN) $(WL_BIN)
+
+check: deps
+	@$(MAKE) --no-print-directory tests
+	@sh tests/run-tests
+
+demo: deps
+	@$(MAKE) --no-print-directory all $(DEMO_BIN)
+	@sh demo/run-demo
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -C bench
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)
+	install -m 0755 $(B)/libleakscope.so $(DESTDIR)$(LIBDIR)/libleakscope.so
+	install -m 0755 $(B)/leakscope $(DESTDIR)$(BINDIR)/leakscope
+
+clean:
+	rm -rf $(B)
+
+.PHONY: all deps tests check demo bench install clean
+.SECONDARY:

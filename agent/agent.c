@@ -1,0 +1,386 @@
+/*
+ * agent.c - start-up, configuration, bookkeeping, fork and exit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "../common/lsnap.h"
+#include "agent.h"
+#include "arena.h"
+#include "control.h"
+#include "guard.h"
+#include "live.h"
+#include "mmaps.h"
+#include "modules.h"
+#include "real.h"
+#include "sample.h"
+#include "site.h"
+#include "snapwrite.h"
+#include "stack.h"
+#include "sys.h"
+#include "thread.h"
+
+struct ls_agent ls_agent = { .depth = 64, .control = 1 };
+
+/* --- bookkeeping, called from hooks ------------------------------------ */
+
+static struct ls_site *intern(struct ls_thread *t, const uint64_t *pcs,
+			      uint32_t n, uint32_t kind)
+{
+	uint64_t h = ls_stack_hash(pcs, n, kind);
+	struct ls_site **slot = &t->stack_cache[h & (LS_STACK_CACHE - 1)];
+	struct ls_site *s = *slot;
+
+	if (s && ls_site_matches(s, pcs, n, kind, h))
+		return s;
+	s = ls_site_intern(pcs, n, kind, h);
+	if (s)
+		*slot = s;
+	return s;
+}
+
+static struct ls_site *capture_site(struct ls_thread *t, uint32_t kind)
+{
+	uint64_t pcs[LS_MAX_DEPTH];
+	int n = ls_stack_capture(pcs, ls_agent.depth);
+
+	return intern(t, pcs, (uint32_t)n, kind);
+}
+
+/* A recorded block goes away: settle its site. */
+static void settle_replaced(struct ls_thread *t, const struct ls_live_entry *old)
+{
+	struct ls_site *s = ls_site_get(old->site);
+	int64_t b, k;
+
+	if (!s)
+		return;
+	ls_sample_est(old->size, &b, &k);
+	ls_thread_site_delta(t, s, -b, -k, 0, 0);
+}
+
+static void insert(struct ls_thread *t, struct ls_site *s, void *p,
+		   size_t size)
+{
+	struct ls_live_entry e = {
+		.addr = (uint64_t)(uintptr_t)p,
+		.size = size,
+		.birth_ns = ls_now_ns(CLOCK_MONOTONIC_COARSE),
+		.site = s->id,
+		.tid = (uint32_t)t->tid,
+	}, old;
+	int64_t b, k;
+	int r = ls_live_insert(&e, &old);
+
+	if (r < 0)
+		return;
+	if (r == 1)
+		settle_replaced(t, &old);
+	else if (ls_sample_rate)
+		ls_sample_mark(e.addr);
+	ls_sample_est(size, &b, &k);
+	ls_thread_site_delta(t, s, b, k, (uint64_t)b, (uint64_t)k);
+}
+
+void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
+{
+	struct ls_site *s;
+
+	if (ls_sample_rate && !ls_sample_take(t, size))
+		return;
+	s = capture_site(t, LSNAP_KIND_HEAP);
+	if (s)
+		insert(t, s, p, size);
+}
+
+/* Take p out of the live table; in sampled mode the filter answers for
+ * almost every block that was never recorded. */
+static int take(uint64_t addr, struct ls_live_entry *e)
+{
+	if (ls_sample_rate && !ls_sample_maybe(addr))
+		return 0;
+	if (!ls_live_remove(addr, e))
+		return 0;
+	if (ls_sample_rate)
+		ls_sample_unmark(addr);
+	return 1;
+}
+
+void ls_track_free(struct ls_thread *t, void *p)
+{
+	struct ls_live_entry e;
+
+	if (take((uint64_t)(uintptr_t)p, &e))
+		settle_replaced(t, &e);
+}
+
+int ls_track_take(struct ls_thread *t, void *p, void *saved)
+{
+	struct ls_live_entry *e = saved;
+
+	_Static_assert(sizeof(*e) == LS_TRACK_SAVED, "saved entry size");
+	if (!take((uint64_t)(uintptr_t)p, e))
+		return 0;
+	settle_replaced(t, e);
+	return 1;
+}
+
+void ls_track_restore(struct ls_thread *t, const void *saved)
+{
+	const struct ls_live_entry *e = saved;
+	struct ls_site *s = ls_site_get(e->site);
+	struct ls_live_entry old;
+	int64_t b, k;
+
+	if (!s || ls_live_insert(e, &old) < 0)
+		return;
+	if (ls_sample_rate)
+		ls_sample_mark(e->addr);
+	/* Back as it was: live again, but not a new allocation. */
+	ls_sample_est(e->size, &b, &k);
+	ls_thread_site_delta(t, s, b, k, 0, 0);
+}
+
+void ls_track_mmap(struct ls_thread *t, void *p, size_t len)
+{
+	struct ls_site *s = capture_site(t, LSNAP_KIND_MMAP);
+	struct ls_live_entry e = {
+		.addr = (uint64_t)(uintptr_t)p,
+		.size = len,
+		.birth_ns = ls_now_ns(CLOCK_MONOTONIC_COARSE),
+		.tid = (uint32_t)t->tid,
+	};
+
+	if (!s)
+		return;
+	e.site = s->id;
+	/* Mappings are few and large: always recorded, weight 1. */
+	if (!ls_mmaps_add(&e))
+		ls_thread_site_delta(t, s, (int64_t)len * ls_sample_scale(),
+				     ls_sample_scale(),
+				     len * (uint64_t)ls_sample_scale(),
+				     (uint64_t)ls_sample_scale());
+}
+
+static void mmap_changed(uint32_t site, int64_t dbytes, int64_t dblocks,
+			 void *arg)
+{
+	struct ls_site *s = ls_site_get(site);
+
+	if (s)
+		ls_thread_site_delta(arg, s, dbytes * ls_sample_scale(),
+				     dblocks * ls_sample_scale(), 0, 0);
+}
+
+void ls_track_munmap(struct ls_thread *t, void *p, size_t len)
+{
+	ls_mmaps_remove((uint64_t)(uintptr_t)p, len, mmap_changed, t);
+}
+
+int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
+		    size_t newlen)
+{
+	if (!ls_mmaps_remove((uint64_t)(uintptr_t)old, oldlen, mmap_changed, t))
+		return 0;
+	ls_track_mmap(t, p, newlen);
+	return 1;
+}
+
+/* --- configuration ----------------------------------------------------- */
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	return (errno || *end) ? dflt : n;
+}
+
+static void env_copy(const char *name, char *dst, size_t cap)
+{
+	const char *v = getenv(name);
+
+	dst[0] = 0;
+	if (v && strlen(v) < cap)
+		strcpy(dst, v);
+}
+
+static void read_config(void)
+{
+	uint64_t d = env_u64("LEAKSCOPE_DEPTH", 64);
+
+	ls_agent.depth = d < 1 ? 1 : d > LS_MAX_DEPTH ? LS_MAX_DEPTH : (int)d;
+	ls_agent.follow_exec = env_u64("LEAKSCOPE_FOLLOW_EXEC", 0) != 0;
+	ls_agent.exit_blocks = env_u64("LEAKSCOPE_EXIT_BLOCKS", 0) != 0;
+	ls_agent.control = env_u64("LEAKSCOPE_CONTROL", 1) != 0;
+	ls_agent.sample_rate = env_u64("LEAKSCOPE_SAMPLE_RATE", 0);
+	env_copy("LEAKSCOPE_OUT_DIR", ls_agent.out_dir, sizeof(ls_agent.out_dir));
+	env_copy("LEAKSCOPE_RUNTIME_DIR", ls_agent.runtime_dir,
+		 sizeof(ls_agent.runtime_dir));
+}
+
+/*
+ * Under `leakscope run` without --follow-exec, put the environment back
+ * as the command would have had it: programs it starts are not traced,
+ * and a program that prints its environment prints the same thing.
+ */
+static void restore_environment(void)
+{
+	static const char *const vars[] = {
+		"LEAKSCOPE_RUN", "LEAKSCOPE_OUT_DIR", "LEAKSCOPE_DEPTH",
+		"LEAKSCOPE_FOLLOW_EXEC", "LEAKSCOPE_EXIT_BLOCKS",
+		"LEAKSCOPE_SAMPLE_RATE", "LEAKSCOPE_CONTROL",
+		"LEAKSCOPE_PRELOAD_ORIG", "LEAKSCOPE_SAMPLE_SEED",
+	};
+	const char *orig = getenv("LEAKSCOPE_PRELOAD_ORIG");
+	size_t i;
+
+	if (!getenv("LEAKSCOPE_RUN") || ls_agent.follow_exec)
+		return;
+	if (orig)
+		setenv("LD_PRELOAD", orig, 1);
+	else
+		unsetenv("LD_PRELOAD");
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+}
+
+static void read_cmdline(void)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	char *buf = ls_arena_alloc(LSNAP_MAX_PATH * 4);
+	ssize_t n, len = 0;
+
+	if (fd < 0 || !buf)
+		goto out;
+	while (len < LSNAP_MAX_PATH * 4 &&
+	       (n = read(fd, buf + len, LSNAP_MAX_PATH * 4 - len)) > 0)
+		len += n;
+	ls_agent.cmdline = buf;
+	ls_agent.cmdline_len = (size_t)len;
+out:
+	if (fd >= 0)
+		close(fd);
+}
+
+/* --- fork ---------------------------------------------------------------- */
+
+static void fork_prepare(void)
+{
+	/* Not the snapshot lock: a slow reader of a snapshot must not be
+	 * able to hold up the program's fork(). */
+	ls_guard_enter();
+	ls_modules_lock_all();
+	ls_mmaps_lock_all();
+	ls_site_lock_all();
+	ls_thread_lock_all();
+	ls_arena_lock_all();
+	ls_live_lock_all();
+}
+
+static void fork_parent(void)
+{
+	ls_live_unlock_all();
+	ls_arena_unlock_all();
+	ls_thread_unlock_all();
+	ls_site_unlock_all();
+	ls_mmaps_unlock_all();
+	ls_modules_unlock_all();
+	ls_guard_leave();
+}
+
+static void fork_child(void)
+{
+	ls_live_reset_child();
+	ls_arena_reset_child();
+	ls_site_reset_child();
+	ls_mmaps_reset_child();
+	ls_modules_reset_child();
+	ls_snapshot_reset_child();
+	ls_thread_reset_child();
+	ls_agent.pid = getpid();
+	ls_control_forget_child();
+	ls_guard_leave();
+}
+
+/* --- start and end -------------------------------------------------------- */
+
+__attribute__((constructor(101)))
+static void ls_agent_start(void)
+{
+	int saved = errno;
+
+	ls_agent.state = LS_STARTING;
+	ls_guard_enter();
+	ls_real_init();
+	read_config();
+	if (ls_thread_init() || !ls_real.free) {
+		__atomic_store_n(&ls_agent.state, LS_DISABLED, __ATOMIC_RELEASE);
+		goto out;
+	}
+	if (ls_sample_init(ls_agent.sample_rate,
+			   env_u64("LEAKSCOPE_SAMPLE_SEED", 0)))
+		ls_agent.sample_rate = 0;
+	ls_modules_refresh();
+	ls_stack_init();
+	read_cmdline();
+	ls_agent.pid = getpid();
+	ls_agent.start_mono = ls_now_ns(CLOCK_MONOTONIC);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	restore_environment();
+	__atomic_store_n(&ls_agent.state, LS_ON, __ATOMIC_RELEASE);
+	if (ls_agent.control)
+		ls_control_start();
+out:
+	ls_guard_leave();
+	errno = saved;
+}
+
+void ls_agent_exit_report(void)
+{
+	char path[PATH_MAX + 64], tmp[PATH_MAX + 80];
+	int expect = LS_ON, saved = errno, fd;
+
+	if (getpid() != ls_agent.pid || !ls_agent.out_dir[0])
+		return;
+	ls_guard_enter();
+	if (!__atomic_compare_exchange_n(&ls_agent.state, &expect, LS_DONE, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		goto out;
+	snprintf(path, sizeof(path), "%s/%d-%llu.lsnap", ls_agent.out_dir,
+		 (int)ls_agent.pid, (unsigned long long)ls_agent.start_mono);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto out;
+	if (ls_snapshot_write(fd, LSNAP_REASON_EXIT, ls_agent.exit_blocks) ||
+	    close(fd))
+		unlink(tmp);
+	else
+		rename(tmp, path);
+out:
+	ls_guard_leave();
+	errno = saved;
+}
+
+__attribute__((destructor(101)))
+static void ls_agent_stop(void)
+{
+	ls_agent_exit_report();
+	ls_control_stop();
+}
+
+void ls_agent_modules_changed(void)
+{
+	ls_modules_refresh();
+	ls_stack_invalidate();
+}

@@ -1,0 +1,71 @@
+/*
+ * agent.h - the agent's global state and the bookkeeping the hooks call.
+ *
+ * The hooks (hooks.c) do: guard, call the real function, and on success
+ * call one ls_track_* function.  Those capture the stack, intern the site,
+ * update the live table and the thread's counters.  Nothing here does I/O
+ * or symbolization; snapshots are written by the control thread or at
+ * exit (snapwrite.h).
+ */
+#ifndef LEAKSCOPE_AGENT_AGENT_H
+#define LEAKSCOPE_AGENT_AGENT_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "thread.h"
+
+enum ls_state {
+	LS_OFF = 0,		/* not initialised: hooks pass through */
+	LS_STARTING,		/* initialising: hooks pass through */
+	LS_ON,			/* tracking */
+	LS_DONE,		/* final report written: pass through */
+	LS_DISABLED,		/* could not start: pass through */
+};
+
+struct ls_agent {
+	int state;
+	int depth;		/* frames captured at most */
+	int follow_exec;
+	int exit_blocks;	/* block list in the exit snapshot */
+	int control;		/* serve the control socket */
+	uint64_t sample_rate;	/* 0 = full tracking */
+	pid_t pid;		/* whose state this is (changes at fork) */
+	uint64_t start_mono;
+	char out_dir[PATH_MAX];	/* where exit snapshots go; "" = none */
+	char runtime_dir[PATH_MAX];
+	char *cmdline;		/* /proc/self/cmdline, arena memory */
+	size_t cmdline_len;
+};
+
+extern struct ls_agent ls_agent;
+
+static inline int ls_agent_on(void)
+{
+	return __atomic_load_n(&ls_agent.state, __ATOMIC_RELAXED) == LS_ON;
+}
+
+/* Bookkeeping, called by hooks with the guard held. */
+void ls_track_alloc(struct ls_thread *t, void *p, size_t size);
+void ls_track_free(struct ls_thread *t, void *p);
+/* Remove p before a realloc; fills *saved, returns nonzero if tracked. */
+int ls_track_take(struct ls_thread *t, void *p, void *saved);
+/* Put back what ls_track_take() removed (the realloc failed). */
+void ls_track_restore(struct ls_thread *t, const void *saved);
+void ls_track_mmap(struct ls_thread *t, void *p, size_t len);
+void ls_track_munmap(struct ls_thread *t, void *p, size_t len);
+/* Returns nonzero if [old, old+len) held tracked anonymous memory. */
+int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
+		    size_t newlen);
+
+/* Write the exit snapshot if this process has not yet; called from the
+ * destructor and from _exit(). */
+void ls_agent_exit_report(void);
+/* After dlclose(). */
+void ls_agent_modules_changed(void);
+
+/* Size of a live-table entry passed through ls_track_take(). */
+#define LS_TRACK_SAVED 32
+
+#endif

@@ -1,0 +1,219 @@
+/*
+ * control.c - the control thread: accept, check the peer, read one
+ * bounded request line, answer, close.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "agent.h"
+#include "control.h"
+#include "guard.h"
+#include "snapwrite.h"
+
+#define REQUEST_TIMEOUT_MS 2000
+
+static int listen_fd = -1;
+static pid_t owner;		/* the pid whose socket path we hold */
+static struct sockaddr_un addr;
+
+int ls_control_runtime_dir(char *buf, size_t cap)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int n;
+
+	if (ls_agent.runtime_dir[0])
+		n = snprintf(buf, cap, "%s", ls_agent.runtime_dir);
+	else if (xdg && *xdg)
+		n = snprintf(buf, cap, "%s/leakscope", xdg);
+	else
+		n = snprintf(buf, cap, "/tmp/leakscope-%u", (unsigned)getuid());
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* mkdir -m 0700, then make sure nobody else owns or can write it. */
+static int prepare_dir(const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	if (lstat(dir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+	    (st.st_mode & 022))
+		return -EPERM;
+	return 0;
+}
+
+static int peer_allowed(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return 0;
+	return cred.uid == 0 || cred.uid == getuid();
+}
+
+/* One line, at most LS_CONTROL_MAX_REQUEST bytes, within the timeout. */
+static int read_request(int fd, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	while (len < cap - 1) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, REQUEST_TIMEOUT_MS) <= 0)
+			return -ETIMEDOUT;
+		n = recv(fd, buf + len, cap - 1 - len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EPROTO;
+		len += (size_t)n;
+		buf[len] = 0;
+		if (memchr(buf, '\n', len)) {
+			*strchr(buf, '\n') = 0;
+			return 0;
+		}
+	}
+	return -EMSGSIZE;
+}
+
+static void reply_error(int fd, const char *msg)
+{
+	char line[256];
+	int n = snprintf(line, sizeof(line), "ERR %s\n", msg);
+
+	send(fd, line, (size_t)n, MSG_NOSIGNAL);
+}
+
+static void serve(int fd)
+{
+	char req[LS_CONTROL_MAX_REQUEST];
+	struct timeval tv = { .tv_sec = 5 };
+	int r;
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (!peer_allowed(fd)) {
+		reply_error(fd, "permission denied");
+		return;
+	}
+	r = read_request(fd, req, sizeof(req));
+	if (r == -EMSGSIZE) {
+		reply_error(fd, "request too long");
+		return;
+	}
+	if (r) {
+		reply_error(fd, "malformed request");
+		return;
+	}
+	if (!strcmp(req, "snapshot"))
+		ls_snapshot_write(fd, LSNAP_REASON_REQUEST, 0);
+	else if (!strcmp(req, "snapshot blocks"))
+		ls_snapshot_write(fd, LSNAP_REASON_REQUEST, 1);
+	else if (!strcmp(req, "ping"))
+		send(fd, "OK leakscope 1\n", 15, MSG_NOSIGNAL);
+	else
+		reply_error(fd, "unknown request");
+}
+
+static void *control_main(void *arg)
+{
+	ls_guard_enter();	/* for good: nothing this thread does is tracked */
+	prctl(PR_SET_NAME, "leakscope");
+	for (;;) {
+		int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno == EBADF || errno == EINVAL)
+				break;
+			usleep(10000);
+			continue;
+		}
+		serve(fd);
+		close(fd);
+	}
+	return NULL;
+}
+
+static int open_socket(void)
+{
+	char dir[sizeof(addr.sun_path)];
+	int fd, r, n;
+
+	r = ls_control_runtime_dir(dir, sizeof(dir));
+	if (!r)
+		r = prepare_dir(dir);
+	if (r)
+		return r;
+	addr.sun_family = AF_UNIX;
+	n = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%d.sock", dir,
+		     (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(addr.sun_path);	/* stale, from a dead process of this pid */
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) ||
+	    chmod(addr.sun_path, 0600) || listen(fd, 8)) {
+		r = -errno;
+		close(fd);
+		unlink(addr.sun_path);
+		return r;
+	}
+	listen_fd = fd;
+	owner = getpid();
+	return 0;
+}
+
+int ls_control_start(void)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t th;
+	int r = open_socket();
+
+	if (r)
+		return r;
+	/* The thread takes no signal meant for the program. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 << 10);
+	r = -pthread_create(&th, &attr, control_main, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r)
+		ls_control_stop();
+	return r;
+}
+
+void ls_control_stop(void)
+{
+	if (listen_fd < 0 || owner != getpid())
+		return;
+	unlink(addr.sun_path);
+}
+
+void ls_control_forget_child(void)
+{
+	if (listen_fd >= 0)
+		close(listen_fd);
+	listen_fd = -1;
+	owner = 0;
+}

@@ -1,0 +1,29 @@
+/*
+ * control.h - the agent's control socket.
+ *
+ * A Unix stream socket per process, <runtime dir>/<pid>.sock, mode 0600,
+ * served by one agent thread (never by an allocation hook).  The runtime
+ * dir is $LEAKSCOPE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/leakscope, else
+ * /tmp/leakscope-<uid>; created 0700 and refused unless it is a real
+ * directory owned by the user.  Only the same user or root may talk to it
+ * (SO_PEERCRED).  The protocol is in docs/CONTROL-PROTOCOL.md.
+ */
+#ifndef LEAKSCOPE_AGENT_CONTROL_H
+#define LEAKSCOPE_AGENT_CONTROL_H
+
+#include <stddef.h>
+
+/* Start the control thread; 0 or a negative errno.  Outside hooks. */
+int ls_control_start(void);
+/* Remove this process's socket (at exit). */
+void ls_control_stop(void);
+/* In a fork child: the control thread did not survive; drop its state
+ * without touching the parent's socket. */
+void ls_control_forget_child(void);
+
+/* The runtime dir for this user, into buf; 0 or -ENAMETOOLONG. */
+int ls_control_runtime_dir(char *buf, size_t cap);
+
+#define LS_CONTROL_MAX_REQUEST 4096
+
+#endif

@@ -1,0 +1,416 @@
+/*
+ * hooks.c - the interposed allocation functions.
+ *
+ * Everything in this file runs inside the traced program's allocation
+ * calls.  Each hook does the minimum: take the recursion guard, call the
+ * real function, and on success hand the result to ls_track_*.  errno is
+ * what the real function left, whatever the bookkeeping did to it.  A
+ * call made while the guard is held (the agent's own allocations, a
+ * signal handler interrupting a hook) or before the agent is on goes
+ * straight through.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "agent.h"
+#include "guard.h"
+#include "real.h"
+#include "sys.h"
+#include "thread.h"
+
+#define LS_EXPORT __attribute__((visibility("default")))
+
+__thread int ls_guard_depth;
+
+static size_t page_size = 4096;
+
+static inline size_t page_round(size_t n)
+{
+	return (n + page_size - 1) & ~(page_size - 1);
+}
+
+/* The real functions are known.  Resolves them on first use; while that
+ * resolution is itself allocating, answers no and the boot pool serves. */
+static inline int ready(void)
+{
+	if (ls_likely(__atomic_load_n(&ls_real.free, __ATOMIC_ACQUIRE) != NULL))
+		return 1;
+	if (ls_real_resolving())
+		return 0;
+	ls_real_init();
+	return ls_real.free != NULL;
+}
+
+/* The thread record when this call is to be tracked, with the guard
+ * taken; NULL when the call should just pass through. */
+static inline struct ls_thread *enter(enum ls_fn fn)
+{
+	struct ls_thread *t;
+
+	if (ls_guard_held() || !ls_agent_on())
+		return NULL;
+	ls_guard_enter();
+	t = ls_thread_self();
+	if (!t) {
+		ls_guard_leave();
+		return NULL;
+	}
+	ls_thread_count(t, fn);
+	return t;
+}
+
+static inline void leave(void)
+{
+	ls_guard_leave();
+}
+
+static inline void track_alloc(struct ls_thread *t, void *p, size_t size)
+{
+	int e = errno;
+
+	ls_track_alloc(t, p, size);
+	errno = e;
+}
+
+LS_EXPORT void *malloc(size_t n)
+{
+	struct ls_thread *t;
+	void *p;
+
+	if (ls_unlikely(!ready()))
+		return ls_boot_alloc(n, 16);
+	t = enter(LS_FN_MALLOC);
+	if (!t)
+		return ls_real.malloc(n);
+	p = ls_real.malloc(n);
+	if (p)
+		track_alloc(t, p, n);
+	leave();
+	return p;
+}
+
+LS_EXPORT void free(void *p)
+{
+	struct ls_thread *t;
+	int e;
+
+	if (ls_unlikely(ls_boot_owns(p)) || ls_unlikely(!ready()))
+		return;
+	t = enter(LS_FN_FREE);
+	if (!t) {
+		ls_real.free(p);
+		return;
+	}
+	if (p) {
+		e = errno;
+		ls_track_free(t, p);
+		errno = e;
+	}
+	ls_real.free(p);
+	leave();
+}
+
+LS_EXPORT void *calloc(size_t n, size_t m)
+{
+	struct ls_thread *t;
+	size_t total;
+	void *p;
+
+	if (ls_unlikely(!ready())) {
+		if (__builtin_mul_overflow(n, m, &total)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return ls_boot_alloc(total, 16);	/* the pool is zeroed */
+	}
+	t = enter(LS_FN_CALLOC);
+	if (!t)
+		return ls_real.calloc(n, m);
+	p = ls_real.calloc(n, m);
+	if (p)
+		track_alloc(t, p, n * m);
+	leave();
+	return p;
+}
+
+static void *boot_realloc(void *p, size_t n)
+{
+	void *q = ready() ? malloc(n) : ls_boot_alloc(n, 16);
+	size_t old = ls_boot_size(p);
+
+	if (q)
+		memcpy(q, p, old < n ? old : n);
+	return q;
+}
+
+/* realloc and reallocarray, once the size is known not to overflow. */
+static void *do_realloc(void *p, size_t n, enum ls_fn fn)
+{
+	char saved[LS_TRACK_SAVED];
+	struct ls_thread *t;
+	int tracked, e;
+	void *q;
+
+	t = enter(fn);
+	if (!t)
+		return ls_real.realloc(p, n);
+	/* Out of the table first: once the real realloc has freed p, another
+	 * thread may be given the same address. */
+	tracked = p ? ls_track_take(t, p, saved) : 0;
+	q = ls_real.realloc(p, n);
+	e = errno;
+	if (q)
+		ls_track_alloc(t, q, n);
+	else if (tracked && n)		/* failed: p is still live */
+		ls_track_restore(t, saved);
+	errno = e;
+	leave();
+	return q;
+}
+
+LS_EXPORT void *realloc(void *p, size_t n)
+{
+	if (ls_unlikely(ls_boot_owns(p)))
+		return boot_realloc(p, n);
+	if (ls_unlikely(!ready()))
+		return ls_boot_alloc(n, 16);
+	return do_realloc(p, n, LS_FN_REALLOC);
+}
+
+LS_EXPORT void *reallocarray(void *p, size_t n, size_t m)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(n, m, &total)) {
+		if (ready() && ls_agent_on() && !ls_guard_held()) {
+			struct ls_thread *t = enter(LS_FN_REALLOCARRAY);
+
+			if (t)
+				leave();
+		}
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (ls_unlikely(ls_boot_owns(p)))
+		return boot_realloc(p, total);
+	if (ls_unlikely(!ready()))
+		return ls_boot_alloc(total, 16);
+	return do_realloc(p, total, LS_FN_REALLOCARRAY);
+}
+
+LS_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	struct ls_thread *t;
+	int r, e;
+
+	if (ls_unlikely(!ready())) {
+		if (!align || (align & (align - 1)) || align % sizeof(void *))
+			return EINVAL;
+		*out = ls_boot_alloc(n, align);
+		return *out ? 0 : ENOMEM;
+	}
+	t = enter(LS_FN_POSIX_MEMALIGN);
+	if (!t)
+		return ls_real.posix_memalign(out, align, n);
+	r = ls_real.posix_memalign(out, align, n);
+	if (!r) {
+		e = errno;
+		ls_track_alloc(t, *out, n);
+		errno = e;
+	}
+	leave();
+	return r;
+}
+
+/* aligned_alloc, memalign, valloc, pvalloc: an aligned block of n bytes,
+ * recorded as tracked bytes. */
+static void *aligned(void *(*fn2)(size_t, size_t), void *(*fn1)(size_t),
+		     size_t align, size_t n, size_t tracked, enum ls_fn fn)
+{
+	struct ls_thread *t = enter(fn);
+	void *p;
+
+	if (!t)
+		return fn2 ? fn2(align, n) : fn1(n);
+	p = fn2 ? fn2(align, n) : fn1(n);
+	if (p)
+		track_alloc(t, p, tracked);
+	leave();
+	return p;
+}
+
+LS_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	if (ls_unlikely(!ready()))
+		return ls_boot_alloc(n, align);
+	return aligned(ls_real.aligned_alloc, NULL, align, n, n,
+		       LS_FN_ALIGNED_ALLOC);
+}
+
+LS_EXPORT void *memalign(size_t align, size_t n)
+{
+	if (ls_unlikely(!ready()))
+		return ls_boot_alloc(n, align);
+	return aligned(ls_real.memalign, NULL, align, n, n, LS_FN_MEMALIGN);
+}
+
+LS_EXPORT void *valloc(size_t n)
+{
+	if (ls_unlikely(!ready()))
+		return ls_boot_alloc(n, page_size);
+	return aligned(NULL, ls_real.valloc, 0, n, n, LS_FN_VALLOC);
+}
+
+LS_EXPORT void *pvalloc(size_t n)
+{
+	if (ls_unlikely(!ready()))
+		return ls_boot_alloc(page_round(n), page_size);
+	return aligned(NULL, ls_real.pvalloc, 0, n, page_round(n),
+		       LS_FN_PVALLOC);
+}
+
+LS_EXPORT size_t malloc_usable_size(void *p)
+{
+	if (ls_unlikely(ls_boot_owns(p)))
+		return ls_boot_size(p);
+	if (ls_unlikely(!ready()))
+		return 0;
+	return ls_real.malloc_usable_size(p);
+}
+
+/* --- mappings ---------------------------------------------------------- */
+
+LS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
+		     off_t off)
+{
+	struct ls_thread *t;
+	void *p;
+	int e;
+
+	if (ls_unlikely(!ready()))
+		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	t = enter(LS_FN_MMAP);
+	if (!t)
+		return ls_real.mmap(addr, len, prot, flags, fd, off);
+	p = ls_real.mmap(addr, len, prot, flags, fd, off);
+	if (p != MAP_FAILED) {
+		e = errno;
+		if (flags & MAP_FIXED)	/* replaced whatever was there */
+			ls_track_munmap(t, p, page_round(len));
+		if (flags & MAP_ANONYMOUS)
+			ls_track_mmap(t, p, page_round(len));
+		errno = e;
+	}
+	leave();
+	return p;
+}
+
+LS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
+		       off_t off) __attribute__((alias("mmap")));
+
+LS_EXPORT int munmap(void *addr, size_t len)
+{
+	struct ls_thread *t;
+	int r, e;
+
+	if (ls_unlikely(!ready()))
+		return (int)syscall(SYS_munmap, addr, len);
+	t = enter(LS_FN_MUNMAP);
+	if (!t)
+		return ls_real.munmap(addr, len);
+	r = ls_real.munmap(addr, len);
+	if (!r) {
+		e = errno;
+		ls_track_munmap(t, addr, page_round(len));
+		errno = e;
+	}
+	leave();
+	return r;
+}
+
+LS_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+{
+	struct ls_thread *t;
+	void *want = NULL, *p;
+	va_list ap;
+	int e;
+
+	if (flags & MREMAP_FIXED) {
+		va_start(ap, flags);
+		want = va_arg(ap, void *);
+		va_end(ap);
+	}
+	if (ls_unlikely(!ready()))
+		return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
+	t = enter(LS_FN_MREMAP);
+	if (!t)
+		return ls_real.mremap(old, oldlen, newlen, flags, want);
+	p = ls_real.mremap(old, oldlen, newlen, flags, want);
+	if (p != MAP_FAILED) {
+		e = errno;
+		ls_track_mremap(t, old, page_round(oldlen), p, page_round(newlen));
+		errno = e;
+	}
+	leave();
+	return p;
+}
+
+/* --- the loader and the end ---------------------------------------------- */
+
+LS_EXPORT int dlclose(void *handle)
+{
+	int r, tracking;
+
+	if (ls_unlikely(!ready()) || !ls_real.dlclose)
+		return -1;
+	tracking = ls_agent_on() && !ls_guard_held();
+	/* Learn the modules about to go, so their frames stay
+	 * symbolizable after they are unmapped. */
+	if (tracking) {
+		ls_guard_enter();
+		ls_agent_modules_changed();
+		ls_guard_leave();
+	}
+	r = ls_real.dlclose(handle);
+	if (tracking) {
+		int e = errno;
+
+		ls_guard_enter();
+		ls_agent_modules_changed();
+		ls_guard_leave();
+		errno = e;
+	}
+	return r;
+}
+
+LS_EXPORT void _exit(int status)
+{
+	ls_agent_exit_report();
+	if (ready() && ls_real.exit_)
+		ls_real.exit_(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+LS_EXPORT void _Exit(int status)
+{
+	ls_agent_exit_report();
+	if (ready() && ls_real.Exit_)
+		ls_real.Exit_(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+__attribute__((constructor(101)))
+static void hooks_init(void)
+{
+	long p = sysconf(_SC_PAGESIZE);
+
+	if (p > 0)
+		page_size = (size_t)p;
+}

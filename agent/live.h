@@ -1,0 +1,64 @@
+/*
+ * live.h - the table of live heap blocks: address -> size, site, birth,
+ * thread.
+ *
+ * Sharded by address hash; each shard is an open-addressing table with
+ * linear probing and backward-shift deletion, guarded by its own spinlock,
+ * so two threads only meet when their blocks hash to the same shard.  No
+ * fixed capacity: a shard doubles when half full.  32 bytes per entry at
+ * a load factor between 1/4 and 1/2: at most 64 bytes per live block
+ * once a shard has grown past its initial size.
+ *
+ * All functions are safe inside allocation hooks; none is async-signal
+ * safe in the sense of being callable from a handler that interrupted the
+ * same thread inside the table (the hooks' recursion guard prevents that).
+ */
+#ifndef LEAKSCOPE_AGENT_LIVE_H
+#define LEAKSCOPE_AGENT_LIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ls_live_entry {
+	uint64_t addr;		/* 0 = empty slot */
+	uint64_t size;
+	uint64_t birth_ns;
+	uint32_t site;
+	uint32_t tid;
+};
+
+#define LS_LIVE_SHARDS 256
+
+/*
+ * Insert or replace.  Returns 0, or -ENOMEM when the table cannot grow
+ * (the block then goes untracked).  When an entry for addr already existed
+ * (the program freed it through a path the agent does not see), it is
+ * copied to *old and 1 is returned so the caller can settle its site.
+ */
+int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old);
+
+/* Remove addr; copies the entry to *out and returns 1, or returns 0 when
+ * addr is not tracked. */
+int ls_live_remove(uint64_t addr, struct ls_live_entry *out);
+
+/*
+ * Copy shard i's entries into buf (room for cap entries).  Returns the
+ * number of entries in the shard; when that exceeds cap nothing is copied
+ * and the caller retries with a larger buffer.  Holds the shard lock only
+ * while copying.
+ */
+size_t ls_live_copy_shard(unsigned i, struct ls_live_entry *buf, size_t cap);
+
+/* Entries in all shards, read without locks (approximate while running). */
+size_t ls_live_count(void);
+/* Bytes of slot arrays currently mapped. */
+size_t ls_live_mapped(void);
+
+/* Remove every entry (reset); calls fn for each removed entry first. */
+void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg);
+
+void ls_live_lock_all(void);
+void ls_live_unlock_all(void);
+void ls_live_reset_child(void);
+
+#endif

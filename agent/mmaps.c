@@ -1,0 +1,143 @@
+/*
+ * mmaps.c - tracked anonymous mappings.
+ */
+#include <errno.h>
+#include <string.h>
+#include "mmaps.h"
+#include "sys.h"
+
+static ls_lock_t lock = LS_LOCK_INIT;
+static struct ls_live_entry *regs;	/* sorted by addr, disjoint */
+static size_t nregs, capregs;
+
+static int reserve(size_t n)
+{
+	struct ls_live_entry *r;
+	size_t cap = capregs ? capregs : 256;
+
+	if (n <= capregs)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	r = ls_sys_map(cap * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	if (nregs)
+		memcpy(r, regs, nregs * sizeof(*r));
+	ls_sys_unmap(regs, capregs * sizeof(*r));
+	regs = r;
+	capregs = cap;
+	return 0;
+}
+
+/* First range whose end is above addr. */
+static size_t lower(uint64_t addr)
+{
+	size_t lo = 0, hi = nregs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (regs[mid].addr + regs[mid].size <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int ls_mmaps_add(const struct ls_live_entry *e)
+{
+	size_t i;
+	int ret;
+
+	ls_lock(&lock);
+	ret = reserve(nregs + 1);
+	if (ret)
+		goto out;
+	i = lower(e->addr);
+	memmove(&regs[i + 1], &regs[i], (nregs - i) * sizeof(*regs));
+	regs[i] = *e;
+	nregs++;
+out:
+	ls_unlock(&lock);
+	return ret;
+}
+
+static void drop(size_t i)
+{
+	memmove(&regs[i], &regs[i + 1], (nregs - i - 1) * sizeof(*regs));
+	nregs--;
+}
+
+uint64_t ls_mmaps_remove(uint64_t start, uint64_t len, ls_mmaps_fn fn,
+			 void *arg)
+{
+	uint64_t end = start + len, gone = 0;
+	size_t i;
+
+	ls_lock(&lock);
+	for (i = lower(start); i < nregs && regs[i].addr < end;) {
+		struct ls_live_entry *r = &regs[i];
+		uint64_t rend = r->addr + r->size;
+		uint64_t lo = r->addr > start ? r->addr : start;
+		uint64_t hi = rend < end ? rend : end;
+
+		gone += hi - lo;
+		if (lo == r->addr && hi == rend) {		/* whole */
+			fn(r->site, -(int64_t)r->size, -1, arg);
+			drop(i);
+			continue;
+		}
+		fn(r->site, -(int64_t)(hi - lo), 0, arg);
+		if (lo == r->addr) {				/* head */
+			r->addr = hi;
+			r->size = rend - hi;
+		} else if (hi == rend) {			/* tail */
+			r->size = lo - r->addr;
+		} else if (!reserve(nregs + 1)) {		/* middle */
+			r = &regs[i];
+			memmove(&regs[i + 1], r, (nregs - i) * sizeof(*r));
+			nregs++;
+			r->size = lo - r->addr;
+			regs[i + 1].addr = hi;
+			regs[i + 1].size = rend - hi;
+			fn(r->site, 0, 1, arg);
+			i++;
+		} else {
+			/* No room to split: keep the head only. */
+			fn(r->site, -(int64_t)(rend - hi), 0, arg);
+			r->size = lo - r->addr;
+		}
+		i++;
+	}
+	ls_unlock(&lock);
+	return gone;
+}
+
+size_t ls_mmaps_copy(struct ls_live_entry *buf, size_t cap)
+{
+	size_t n;
+
+	ls_lock(&lock);
+	n = nregs;
+	if (n <= cap && n)
+		memcpy(buf, regs, n * sizeof(*buf));
+	ls_unlock(&lock);
+	return n;
+}
+
+void ls_mmaps_lock_all(void)
+{
+	ls_lock(&lock);
+}
+
+void ls_mmaps_unlock_all(void)
+{
+	ls_unlock(&lock);
+}
+
+void ls_mmaps_reset_child(void)
+{
+	ls_lock_reset(&lock);
+}

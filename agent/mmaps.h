@@ -1,0 +1,33 @@
+/*
+ * mmaps.h - anonymous mappings the program made itself, as sorted ranges.
+ *
+ * munmap() may remove any part of a mapping, so these are kept as ranges
+ * rather than in the live-block hash table.  mmap calls are rare and cost
+ * a syscall anyway: one spinlock guards the array.
+ *
+ * Safe inside hooks.
+ */
+#ifndef LEAKSCOPE_AGENT_MMAPS_H
+#define LEAKSCOPE_AGENT_MMAPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "live.h"
+
+/* Called for every change of a range's site: dbytes and dblocks. */
+typedef void (*ls_mmaps_fn)(uint32_t site, int64_t dbytes, int64_t dblocks,
+			    void *arg);
+
+int ls_mmaps_add(const struct ls_live_entry *e);
+/* Remove [start, start+len); returns the bytes that were tracked. */
+uint64_t ls_mmaps_remove(uint64_t start, uint64_t len, ls_mmaps_fn fn,
+			 void *arg);
+/* Copy the ranges as entries (addr, size = length); see
+ * ls_live_copy_shard() for the cap protocol. */
+size_t ls_mmaps_copy(struct ls_live_entry *buf, size_t cap);
+
+void ls_mmaps_lock_all(void);
+void ls_mmaps_unlock_all(void);
+void ls_mmaps_reset_child(void);
+
+#endif

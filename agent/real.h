@@ -1,0 +1,48 @@
+/*
+ * real.h - the functions the agent interposes, as the next object in the
+ * lookup order (normally glibc) provides them.
+ *
+ * Resolved with dlsym(RTLD_NEXT) so that a program linked with another
+ * allocator (jemalloc, tcmalloc) keeps it.  dlsym itself may allocate;
+ * while resolution runs, allocations are served from a small static pool
+ * that is never freed (ls_boot_*).
+ */
+#ifndef LEAKSCOPE_AGENT_REAL_H
+#define LEAKSCOPE_AGENT_REAL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct ls_real {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	size_t (*malloc_usable_size)(void *);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
+	int (*munmap)(void *, size_t);
+	void *(*mremap)(void *, size_t, size_t, int, ...);
+	int (*dlclose)(void *);
+	void (*exit_)(int) __attribute__((noreturn));
+	void (*Exit_)(int) __attribute__((noreturn));
+};
+
+extern struct ls_real ls_real;
+
+/* Resolve everything; idempotent, safe to call from a hook (reentrant
+ * calls during resolution are served by the boot pool). */
+void ls_real_init(void);
+/* Nonzero while ls_real_init() is resolving. */
+int ls_real_resolving(void);
+
+void *ls_boot_alloc(size_t size, size_t align);
+int ls_boot_owns(const void *p);
+size_t ls_boot_size(const void *p);
+
+#endif

@@ -1,0 +1,109 @@
+/*
+ * sample.c - byte sampling.
+ */
+#include <errno.h>
+#include <math.h>
+#include "sample.h"
+#include "sys.h"
+
+#define FILTER_SLOTS (1u << 20)
+
+uint64_t ls_sample_rate;
+uint8_t *ls_sample_filter;
+static uint64_t seed_base;
+
+int ls_sample_init(uint64_t rate, uint64_t seed)
+{
+	if (!rate)
+		return 0;
+	ls_sample_filter = ls_sys_map(FILTER_SLOTS);
+	if (!ls_sample_filter)
+		return -ENOMEM;
+	seed_base = seed ? seed : ls_now_ns(CLOCK_MONOTONIC) ^ (uint64_t)getpid() << 32;
+	ls_sample_rate = rate;
+	return 0;
+}
+
+/* splitmix64: a good 64-bit stream from any seed, cheap. */
+static uint64_t next_u64(struct ls_thread *t)
+{
+	uint64_t z = (t->rng += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* An exponential gap of mean T, at least 1 byte. */
+static uint64_t gap(struct ls_thread *t)
+{
+	/* u in (0, 1]: never log(0). */
+	double u = ((next_u64(t) >> 11) + 1) * (1.0 / 9007199254740992.0);
+	double g = -log(u) * (double)ls_sample_rate;
+
+	return g < 1 ? 1 : g > 1e18 ? (uint64_t)1e18 : (uint64_t)g;
+}
+
+int ls_sample_hit(struct ls_thread *t, uint64_t size)
+{
+	if (!t->rng) {
+		/* First allocation of this thread: start its own stream and
+		 * place its first sample point.  Seeded by the order in which
+		 * threads first allocate, not their ids, so that a seeded run
+		 * of a deterministic program samples the same blocks. */
+		t->rng = seed_base ^ ((uint64_t)t->ordinal * 0xd6e8feb86659fd93ULL);
+		if (!t->rng)
+			t->rng = 1;
+		t->sample_left = gap(t);
+		if (t->sample_left > size) {
+			t->sample_left -= size;
+			return 0;
+		}
+	}
+	/* A point fell in this block.  Memorylessness: the next point past
+	 * its end is a fresh exponential gap away. */
+	t->sample_left = gap(t);
+	return size != 0;
+}
+
+void ls_sample_mark(uint64_t addr)
+{
+	uint8_t *c = &ls_sample_filter[ls_sample_slot(addr)];
+	uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+
+	/* Saturates at 255 and then stays: never a false negative. */
+	while (v != 255 && !__atomic_compare_exchange_n(c, &v, v + 1, 1,
+						       __ATOMIC_RELAXED,
+						       __ATOMIC_RELAXED))
+		;
+}
+
+void ls_sample_unmark(uint64_t addr)
+{
+	uint8_t *c = &ls_sample_filter[ls_sample_slot(addr)];
+	uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+
+	while (v != 255 && v != 0 &&
+	       !__atomic_compare_exchange_n(c, &v, v - 1, 1, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+void ls_sample_est(uint64_t size, int64_t *bytes, int64_t *blocks)
+{
+	double p;
+
+	if (!ls_sample_rate) {
+		*bytes = (int64_t)size;
+		*blocks = 1;
+		return;
+	}
+	if (!size) {		/* never sampled; count it plainly */
+		*bytes = 0;
+		*blocks = LS_SAMPLE_SCALE;
+		return;
+	}
+	p = -expm1(-(double)size / (double)ls_sample_rate);
+	*bytes = (int64_t)llround((double)size * LS_SAMPLE_SCALE / p);
+	*blocks = (int64_t)llround(LS_SAMPLE_SCALE / p);
+}

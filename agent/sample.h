@@ -1,0 +1,69 @@
+/*
+ * sample.h - Poisson byte sampling (--sample-rate), docs/SAMPLING.md.
+ *
+ * Sample points fall on the stream of allocated bytes as a Poisson
+ * process of mean gap T bytes, kept per thread; a block is recorded when
+ * a point falls inside it, so a block of s bytes is recorded with
+ * probability p(s) = 1 - exp(-s/T).  Recorded blocks stand for s/p(s)
+ * bytes and 1/p(s) blocks: unbiased estimates.  Unrecorded blocks leave
+ * no trace except in a counting filter keyed by address, which lets
+ * free() skip the live table for almost every block it sees.
+ *
+ * All functions are safe inside allocation hooks.
+ */
+#ifndef LEAKSCOPE_AGENT_SAMPLE_H
+#define LEAKSCOPE_AGENT_SAMPLE_H
+
+#include <stdint.h>
+#include "sys.h"
+#include "thread.h"
+
+/* Set T and the seed; maps the filter.  Outside hooks, at start. */
+int ls_sample_init(uint64_t rate, uint64_t seed);
+
+extern uint64_t ls_sample_rate;	/* T; 0 = full tracking */
+extern uint8_t *ls_sample_filter;
+
+int ls_sample_hit(struct ls_thread *t, uint64_t size);
+
+/* Should this allocation of size bytes be recorded? */
+static inline int ls_sample_take(struct ls_thread *t, uint64_t size)
+{
+	if (ls_likely(t->sample_left > size)) {
+		t->sample_left -= size;
+		return 0;
+	}
+	return ls_sample_hit(t, size);
+}
+
+static inline uint32_t ls_sample_slot(uint64_t addr)
+{
+	return (uint32_t)(((addr >> 4) * 0x9e3779b97f4a7c15ULL) >> 44);
+}
+
+/* Might addr be a recorded block?  No false negatives. */
+static inline int ls_sample_maybe(uint64_t addr)
+{
+	return __atomic_load_n(&ls_sample_filter[ls_sample_slot(addr)],
+			       __ATOMIC_RELAXED) != 0;
+}
+void ls_sample_mark(uint64_t addr);
+void ls_sample_unmark(uint64_t addr);
+
+/*
+ * In sampled mode the site counters hold estimates as fixed point, in
+ * units of 1/LS_SAMPLE_SCALE, so that the fractional weights of many small
+ * blocks add up without rounding bias.  ls_sample_scale() is the divisor
+ * a reader applies: LS_SAMPLE_SCALE when sampling, 1 in full tracking.
+ */
+#define LS_SAMPLE_SCALE 256
+static inline int64_t ls_sample_scale(void)
+{
+	return ls_sample_rate ? LS_SAMPLE_SCALE : 1;
+}
+
+/* What a recorded block of size bytes stands for, in counter units:
+ * exactly (size, 1) in full tracking. */
+void ls_sample_est(uint64_t size, int64_t *bytes, int64_t *blocks);
+
+#endif

@@ -1,0 +1,389 @@
+/*
+ * snapwrite.c - snapshot serialization.
+ *
+ * Per-site live figures are recomputed from the live tables, not taken
+ * from the counters: that makes them exactly agree with the block list of
+ * the same snapshot, and lets the threads' counters be batched.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <malloc.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "agent.h"
+#include "live.h"
+#include "mmaps.h"
+#include "modules.h"
+#include "sample.h"
+#include "site.h"
+#include "snapwrite.h"
+#include "sys.h"
+#include "thread.h"
+
+#define WBUF (64u << 10)
+
+struct writer {
+	int fd;
+	int err;
+	int is_socket;
+	uint32_t nrecords;
+	uint64_t hash;
+	size_t len;
+	unsigned char buf[WBUF];
+};
+
+/* Per-site sums for one snapshot. */
+struct sums {
+	uint32_t nsites;
+	int64_t *live_bytes, *live_blocks;
+	uint64_t *alloc_bytes, *alloc_blocks;
+	size_t mapped;
+};
+
+static ls_lock_t snap_lock = LS_LOCK_INIT;
+static struct writer w_static;
+
+static int flush_out(struct writer *w)
+{
+	size_t off = 0;
+
+	while (!w->err && off < w->len) {
+		ssize_t n = w->is_socket ?
+			send(w->fd, w->buf + off, w->len - off, MSG_NOSIGNAL) :
+			write(w->fd, w->buf + off, w->len - off);
+
+		if (n < 0 && errno == ENOTSOCK && w->is_socket) {
+			w->is_socket = 0;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			w->err = n < 0 ? -errno : -EIO;
+		else
+			off += (size_t)n;
+	}
+	w->len = 0;
+	return w->err;
+}
+
+static void put(struct writer *w, const void *p, size_t len)
+{
+	const unsigned char *c = p;
+
+	w->hash = lsnap_fnv1a(w->hash, p, len);
+	while (len && !w->err) {
+		size_t room = WBUF - w->len, k = len < room ? len : room;
+
+		memcpy(w->buf + w->len, c, k);
+		w->len += k;
+		c += k;
+		len -= k;
+		if (w->len == WBUF)
+			flush_out(w);
+	}
+}
+
+static void record(struct writer *w, uint32_t tag, uint32_t len)
+{
+	struct lsnap_rec_hdr h = { .tag = tag, .len = len };
+
+	put(w, &h, sizeof(h));
+	w->nrecords++;
+}
+
+static void put_header(struct writer *w, enum lsnap_reason reason)
+{
+	struct lsnap_header h = {
+		.pid = (uint32_t)getpid(),
+		.ppid = (uint32_t)getppid(),
+		.wall_ns = ls_now_ns(CLOCK_REALTIME),
+		.mono_ns = ls_now_ns(CLOCK_MONOTONIC),
+		.start_mono_ns = ls_agent.start_mono,
+		.sample_rate = ls_agent.sample_rate,
+		.mode = ls_agent.sample_rate ? LSNAP_MODE_SAMPLED : LSNAP_MODE_FULL,
+		.reason = reason,
+		.source = LSNAP_SOURCE_AGENT,
+		.max_depth = (uint32_t)ls_agent.depth,
+		.nthreads = ls_thread_seen(),
+		.module_gen = ls_modules_gen(),
+	};
+	struct lsnap_file_hdr f = { .magic = LSNAP_MAGIC, .version = LSNAP_VERSION };
+
+	put(w, &f, sizeof(f));
+	record(w, LSNAP_HEADER, sizeof(h));
+	put(w, &h, sizeof(h));
+	if (ls_agent.cmdline_len) {
+		record(w, LSNAP_COMMAND, (uint32_t)ls_agent.cmdline_len);
+		put(w, ls_agent.cmdline, ls_agent.cmdline_len);
+	}
+}
+
+static void put_calls(struct writer *w)
+{
+	uint64_t calls[LS_FN_COUNT];
+	unsigned i;
+
+	ls_thread_calls(calls);
+	record(w, LSNAP_CALLS, LS_FN_COUNT * sizeof(struct lsnap_call));
+	for (i = 0; i < LS_FN_COUNT; i++) {
+		struct lsnap_call c = { .count = calls[i] };
+
+		memcpy(c.name, ls_fn_names[i], strlen(ls_fn_names[i]));
+		put(w, &c, sizeof(c));
+	}
+}
+
+static void put_mallinfo(struct writer *w)
+{
+	struct mallinfo2 mi = mallinfo2();
+	struct lsnap_mallinfo m = {
+		.arena = mi.arena, .ordblks = mi.ordblks, .smblks = mi.smblks,
+		.hblks = mi.hblks, .hblkhd = mi.hblkhd, .usmblks = mi.usmblks,
+		.fsmblks = mi.fsmblks, .uordblks = mi.uordblks,
+		.fordblks = mi.fordblks, .keepcost = mi.keepcost,
+	};
+
+	record(w, LSNAP_MALLINFO, sizeof(m));
+	put(w, &m, sizeof(m));
+}
+
+static void put_modules(struct writer *w)
+{
+	unsigned i, n = ls_modules_refresh();
+
+	for (i = 0; i < n; i++) {
+		const struct ls_module *m = ls_modules_get(i);
+
+		record(w, LSNAP_MODULE, sizeof(m->m) + m->m.path_len);
+		put(w, &m->m, sizeof(m->m));
+		put(w, m->path, m->m.path_len);
+	}
+}
+
+static int sums_init(struct sums *s)
+{
+	/* Room for sites created while the snapshot runs; blocks of sites
+	 * beyond it are left for the next snapshot. */
+	uint32_t n = ls_site_count() + 1024;
+	size_t bytes = (size_t)n * 4 * sizeof(uint64_t);
+	char *p = ls_sys_map(bytes);
+
+	if (!p)
+		return -ENOMEM;
+	s->nsites = n;
+	s->mapped = bytes;
+	s->live_bytes = (int64_t *)p;
+	s->live_blocks = s->live_bytes + n;
+	s->alloc_bytes = (uint64_t *)(s->live_blocks + n);
+	s->alloc_blocks = s->alloc_bytes + n;
+	return 0;
+}
+
+/* Entries: account each in the sums (in counter units: estimates in
+ * sampled mode, except mappings, which are always recorded), optionally
+ * emit them as blocks. */
+static void put_entries(struct writer *w, struct sums *s,
+			const struct ls_live_entry *e, size_t n, int with_blocks,
+			int exact)
+{
+	int64_t b, k;
+	size_t i;
+
+	if (with_blocks && n)
+		record(w, LSNAP_BLOCKS, (uint32_t)(n * sizeof(struct lsnap_block)));
+	for (i = 0; i < n; i++) {
+		if (e[i].site < s->nsites) {
+			if (exact) {
+				b = (int64_t)e[i].size * ls_sample_scale();
+				k = ls_sample_scale();
+			} else {
+				ls_sample_est(e[i].size, &b, &k);
+			}
+			s->live_bytes[e[i].site] += b;
+			s->live_blocks[e[i].site] += k;
+		}
+		if (with_blocks) {
+			struct lsnap_block blk = {
+				.addr = e[i].addr, .size = e[i].size,
+				.birth_ns = e[i].birth_ns, .site = e[i].site,
+				.tid = e[i].tid,
+			};
+
+			put(w, &blk, sizeof(blk));
+		}
+	}
+}
+
+/*
+ * Copy a table (one shard or the mmap ranges) with copy(), growing the
+ * scratch buffer until it fits.  Blocks records are limited in size, so
+ * emit in slices.
+ */
+static int walk_one(struct writer *w, struct sums *s, int with_blocks,
+		    size_t (*copy)(unsigned, struct ls_live_entry *, size_t),
+		    unsigned idx, struct ls_live_entry **scratch, size_t *cap,
+		    int exact)
+{
+	const size_t slice = LSNAP_MAX_RECORD / sizeof(struct lsnap_block);
+	size_t n, off;
+
+	while ((n = copy(idx, *scratch, *cap)) > *cap) {
+		size_t ncap = n + n / 2 + 64;
+		struct ls_live_entry *b = ls_sys_map(ncap * sizeof(*b));
+
+		if (!b)
+			return -ENOMEM;
+		ls_sys_unmap(*scratch, *cap * sizeof(**scratch));
+		*scratch = b;
+		*cap = ncap;
+	}
+	for (off = 0; off < n; off += slice)
+		put_entries(w, s, *scratch + off, n - off < slice ? n - off : slice,
+			    with_blocks, exact);
+	return 0;
+}
+
+static size_t copy_mmaps(unsigned idx, struct ls_live_entry *buf, size_t cap)
+{
+	return ls_mmaps_copy(buf, cap);
+}
+
+static int walk_live(struct writer *w, struct sums *s, int with_blocks)
+{
+	struct ls_live_entry *scratch = NULL;
+	size_t cap = 0;
+	unsigned i;
+	int ret = 0;
+
+	for (i = 0; i < LS_LIVE_SHARDS && !ret; i++)
+		ret = walk_one(w, s, with_blocks, ls_live_copy_shard, i,
+			       &scratch, &cap, 0);
+	if (!ret)
+		ret = walk_one(w, s, with_blocks, copy_mmaps, 0, &scratch, &cap,
+			       1);
+	ls_sys_unmap(scratch, cap * sizeof(*scratch));
+	return ret;
+}
+
+static void add_pending(const struct ls_pending *p, void *arg)
+{
+	struct sums *s = arg;
+
+	if (p->site->id < s->nsites) {
+		s->alloc_bytes[p->site->id] += p->alloc_bytes;
+		s->alloc_blocks[p->site->id] += p->alloc_blocks;
+	}
+}
+
+/* From counter units to what the snapshot holds: bytes and blocks,
+ * rounded estimates in sampled mode. */
+static int64_t unscale(int64_t v)
+{
+	int64_t d = ls_sample_scale();
+
+	return v >= 0 ? (v + d / 2) / d : -((-v + d / 2) / d);
+}
+
+static void put_sites(struct writer *w, struct sums *s, struct lsnap_totals *t)
+{
+	uint32_t id, n = ls_site_count();
+
+	ls_thread_each_pending(add_pending, s);
+	for (id = 0; id < n && id < s->nsites; id++) {
+		struct ls_site *site = ls_site_get(id);
+		struct lsnap_site r;
+
+		if (!site)
+			continue;
+		r.id = id;
+		r.kind = site->kind;
+		r.gen = site->gen;
+		r.nframes = site->nframes;
+		r.live_bytes = unscale(s->live_bytes[id]);
+		r.live_blocks = unscale(s->live_blocks[id]);
+		r.allocated_bytes = (uint64_t)unscale((int64_t)(s->alloc_bytes[id] +
+			__atomic_load_n(&site->alloc_bytes, __ATOMIC_RELAXED)));
+		r.allocated_blocks = (uint64_t)unscale((int64_t)(s->alloc_blocks[id] +
+			__atomic_load_n(&site->alloc_blocks, __ATOMIC_RELAXED)));
+		t->live_bytes += (uint64_t)r.live_bytes;
+		t->live_blocks += (uint64_t)r.live_blocks;
+		t->allocated_bytes += r.allocated_bytes;
+		t->allocated_blocks += r.allocated_blocks;
+		record(w, LSNAP_SITE, sizeof(r) + r.nframes * sizeof(uint64_t));
+		put(w, &r, sizeof(r));
+		put(w, site->frames, r.nframes * sizeof(uint64_t));
+	}
+}
+
+static void put_totals(struct writer *w, struct lsnap_totals *t)
+{
+	int64_t live;
+	uint64_t peak, slack;
+
+	ls_thread_live_peak(&live, &peak, &slack);
+	peak = (uint64_t)unscale((int64_t)peak);
+	t->peak_live_bytes = peak > t->live_bytes ? peak : t->live_bytes;
+	t->peak_slack = (uint64_t)unscale((int64_t)slack);
+	record(w, LSNAP_TOTALS, sizeof(*t));
+	put(w, t, sizeof(*t));
+}
+
+static void put_end(struct writer *w)
+{
+	struct lsnap_end e = { .nrecords = w->nrecords, .hash = w->hash };
+	struct lsnap_rec_hdr h = { .tag = LSNAP_END, .len = sizeof(e) };
+
+	/* e.hash was taken before the END record's own bytes. */
+	put(w, &h, sizeof(h));
+	put(w, &e, sizeof(e));
+}
+
+int ls_snapshot_write(int fd, enum lsnap_reason reason, int with_blocks)
+{
+	struct writer *w = &w_static;
+	struct lsnap_totals totals = { 0 };
+	struct sums sums = { 0 };
+	int ret;
+
+	ls_snapshot_lock();
+	memset(w, 0, offsetof(struct writer, buf));
+	w->fd = fd;
+	w->is_socket = 1;
+	w->hash = LSNAP_FNV_INIT;
+	ret = sums_init(&sums);
+	if (ret)
+		goto out;
+	put_header(w, reason);
+	put_calls(w);
+	put_mallinfo(w);
+	put_modules(w);
+	ret = walk_live(w, &sums, with_blocks);
+	if (ret)
+		goto out;
+	put_sites(w, &sums, &totals);
+	put_totals(w, &totals);
+	put_end(w);
+	ret = flush_out(w);
+out:
+	if (sums.mapped)
+		ls_sys_unmap(sums.live_bytes, sums.mapped);
+	ls_snapshot_unlock();
+	return ret ? ret : w->err;
+}
+
+void ls_snapshot_lock(void)
+{
+	ls_lock(&snap_lock);
+}
+
+void ls_snapshot_unlock(void)
+{
+	ls_unlock(&snap_lock);
+}
+
+void ls_snapshot_reset_child(void)
+{
+	ls_lock_reset(&snap_lock);
+}

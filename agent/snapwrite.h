@@ -1,0 +1,22 @@
+/*
+ * snapwrite.h - serialize the agent's state as a snapshot (common/lsnap.h).
+ *
+ * Runs outside allocation hooks, on the control thread or in the exiting
+ * thread, with the recursion guard held.  Snapshots are serialized by one
+ * lock; the tables are read shard by shard, so tracking goes on meanwhile
+ * and a snapshot of a busy process is a close, not an atomic, picture.
+ */
+#ifndef LEAKSCOPE_AGENT_SNAPWRITE_H
+#define LEAKSCOPE_AGENT_SNAPWRITE_H
+
+#include "../common/lsnap.h"
+
+/* Write a whole snapshot to fd (file, pipe or socket: never raises
+ * SIGPIPE).  Returns 0 or a negative errno. */
+int ls_snapshot_write(int fd, enum lsnap_reason reason, int with_blocks);
+
+void ls_snapshot_lock(void);
+void ls_snapshot_unlock(void);
+void ls_snapshot_reset_child(void);
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * stack.h - capture the calling thread's stack from inside a hook.
+ *
+ * The frames returned start at the program: every frame inside the agent
+ * itself is dropped, so pcs[0] is the return address in the function that
+ * called malloc (or strdup's return address into libc, and so on).
+ *
+ * Safe inside allocation hooks.  ls_stack_init() is not: it runs once at
+ * the agent's start.
+ */
+#ifndef LEAKSCOPE_AGENT_STACK_H
+#define LEAKSCOPE_AGENT_STACK_H
+
+#include <stdint.h>
+
+int ls_stack_init(void);
+int ls_stack_capture(uint64_t *pcs, int max);
+/* Called after a dlclose(): forget cached unwind rules. */
+void ls_stack_invalidate(void);
+/* Which unwinder is in use, for stats. */
+const char *ls_stack_method(void);
+
+#endif

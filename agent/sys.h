@@ -1,0 +1,84 @@
+/*
+ * sys.h - the agent's primitives: raw memory from the kernel, a spinlock
+ * safe to use inside allocation hooks, clocks.
+ *
+ * Everything here may run inside an allocation hook: none of it allocates
+ * through malloc or calls stdio.
+ */
+#ifndef LEAKSCOPE_AGENT_SYS_H
+#define LEAKSCOPE_AGENT_SYS_H
+
+#include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LS_HIDDEN __attribute__((visibility("hidden")))
+#define ls_likely(x) __builtin_expect(!!(x), 1)
+#define ls_unlikely(x) __builtin_expect(!!(x), 0)
+#define LS_CACHELINE 64
+
+/*
+ * Anonymous memory straight from the kernel.  The agent never uses the
+ * traced program's allocator for itself, and calls the syscall directly
+ * so that its own mappings never pass through the mmap interposer.
+ * Return NULL on failure; errno is left as the caller had it.
+ */
+void *ls_sys_map(size_t len);
+void ls_sys_unmap(void *p, size_t len);
+
+static inline uint64_t ls_now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline pid_t ls_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/*
+ * A test-and-test-and-set lock.  Holders never call out of the agent
+ * while holding one, so waits are short; after a while a waiter yields the
+ * CPU, because on a 2-core machine the holder may have been preempted.
+ * Not reentrant.  A signal handler never takes one: the hooks' recursion
+ * guard sends any allocation made while a lock is held straight to the
+ * real allocator.
+ */
+typedef struct { int v; } ls_lock_t;
+#define LS_LOCK_INIT { 0 }
+
+static inline void ls_lock(ls_lock_t *l)
+{
+	unsigned spins = 0;
+
+	for (;;) {
+		if (!__atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE))
+			return;
+		while (__atomic_load_n(&l->v, __ATOMIC_RELAXED)) {
+			if (++spins > 200)
+				sched_yield();
+			else
+				__builtin_ia32_pause();
+		}
+	}
+}
+
+static inline void ls_unlock(ls_lock_t *l)
+{
+	__atomic_store_n(&l->v, 0, __ATOMIC_RELEASE);
+}
+
+/* After fork, in the child: whatever a vanished thread held is free. */
+static inline void ls_lock_reset(ls_lock_t *l)
+{
+	l->v = 0;
+}
+
+#endif

@@ -1,0 +1,244 @@
+/*
+ * thread.c - per-thread records and the flushing of their counters.
+ */
+#include <pthread.h>
+#include <string.h>
+#include "arena.h"
+#include "sys.h"
+#include "thread.h"
+
+const char *const ls_fn_names[LS_FN_COUNT] = {
+	"malloc", "calloc", "realloc", "reallocarray", "free",
+	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+	"mmap", "munmap", "mremap",
+};
+
+static __thread struct ls_thread *self;
+static struct ls_thread *registry;
+static ls_lock_t registry_lock = LS_LOCK_INIT;
+static pthread_key_t exit_key;
+static uint32_t threads_seen;
+
+/* Counters of threads that have exited. */
+static uint64_t retired_calls[LS_FN_COUNT];
+static int64_t global_live;
+static uint64_t global_peak;
+
+static void flush_entry(struct ls_pending *p)
+{
+	struct ls_site *s = p->site;
+
+	if (!s)
+		return;
+	__atomic_add_fetch(&s->live_bytes, p->live_bytes, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->live_blocks, p->live_blocks, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->alloc_bytes, p->alloc_bytes, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->alloc_blocks, p->alloc_blocks, __ATOMIC_RELAXED);
+	memset(p, 0, sizeof(*p));
+}
+
+static inline void seq_begin(struct ls_thread *t)
+{
+	__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static inline void seq_end(struct ls_thread *t)
+{
+	__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELEASE);
+}
+
+static void flush_live(struct ls_thread *t)
+{
+	int64_t now = __atomic_add_fetch(&global_live, t->live_delta,
+					  __ATOMIC_RELAXED);
+	uint64_t peak = __atomic_load_n(&global_peak, __ATOMIC_RELAXED);
+
+	t->live_delta = 0;
+	while (now > 0 && (uint64_t)now > peak &&
+	       !__atomic_compare_exchange_n(&global_peak, &peak, (uint64_t)now,
+					    1, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+void ls_thread_site_delta(struct ls_thread *t, struct ls_site *site,
+			  int64_t dbytes, int64_t dblocks, uint64_t abytes,
+			  uint64_t ablocks)
+{
+	struct ls_pending *p = &t->pending[site->id & (LS_PENDING - 1)];
+
+	seq_begin(t);
+	if (p->site != site) {
+		flush_entry(p);
+		p->site = site;
+	}
+	p->live_bytes += dbytes;
+	p->live_blocks += dblocks;
+	p->alloc_bytes += abytes;
+	p->alloc_blocks += ablocks;
+	if (++p->events >= LS_PENDING_FLUSH)
+		flush_entry(p);
+	seq_end(t);
+	t->live_delta += dbytes;
+	if (t->live_delta > LS_PEAK_BATCH || t->live_delta < -LS_PEAK_BATCH)
+		flush_live(t);
+}
+
+static void thread_exit(void *arg)
+{
+	struct ls_thread *t = arg;
+	unsigned i;
+
+	seq_begin(t);
+	for (i = 0; i < LS_PENDING; i++)
+		flush_entry(&t->pending[i]);
+	seq_end(t);
+	flush_live(t);
+	for (i = 0; i < LS_FN_COUNT; i++) {
+		__atomic_add_fetch(&retired_calls[i], t->calls[i],
+				   __ATOMIC_RELAXED);
+		__atomic_store_n(&t->calls[i], 0, __ATOMIC_RELAXED);
+	}
+	memset(t->stack_cache, 0, sizeof(t->stack_cache));
+	if (self == t)
+		self = NULL;
+	__atomic_store_n(&t->in_use, 0, __ATOMIC_RELEASE);
+}
+
+static struct ls_thread *claim(void)
+{
+	struct ls_thread *t;
+	int zero;
+
+	for (t = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); t; t = t->next) {
+		zero = 0;
+		if (!__atomic_load_n(&t->in_use, __ATOMIC_RELAXED) &&
+		    __atomic_compare_exchange_n(&t->in_use, &zero, 1, 0,
+						__ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return t;
+	}
+	t = ls_arena_alloc(sizeof(*t));
+	if (!t)
+		return NULL;
+	t->in_use = 1;
+	ls_lock(&registry_lock);
+	t->next = registry;
+	__atomic_store_n(&registry, t, __ATOMIC_RELEASE);
+	ls_unlock(&registry_lock);
+	return t;
+}
+
+struct ls_thread *ls_thread_self(void)
+{
+	struct ls_thread *t = self;
+
+	if (ls_likely(t))
+		return t;
+	t = claim();
+	if (!t)
+		return NULL;
+	t->tid = ls_gettid();
+	t->sample_left = 0;
+	t->rng = 0;
+	t->ordinal = __atomic_add_fetch(&threads_seen, 1, __ATOMIC_RELAXED);
+	self = t;
+	/* The destructor folds this record back when the thread exits.
+	 * Keys below PTHREAD_KEY_2NDLEVEL_SIZE need no allocation. */
+	pthread_setspecific(exit_key, t);
+	return t;
+}
+
+void ls_thread_calls(uint64_t out[LS_FN_COUNT])
+{
+	struct ls_thread *t;
+	unsigned i;
+
+	for (i = 0; i < LS_FN_COUNT; i++)
+		out[i] = __atomic_load_n(&retired_calls[i], __ATOMIC_RELAXED);
+	for (t = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); t; t = t->next)
+		for (i = 0; i < LS_FN_COUNT; i++)
+			out[i] += __atomic_load_n(&t->calls[i],
+						  __ATOMIC_RELAXED);
+}
+
+static void copy_pending(struct ls_thread *t, struct ls_pending *out)
+{
+	uint32_t s1, s2;
+	int tries = 0;
+
+	do {
+		s1 = __atomic_load_n(&t->seq, __ATOMIC_ACQUIRE);
+		memcpy(out, t->pending, sizeof(t->pending));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&t->seq, __ATOMIC_RELAXED);
+	} while ((s1 != s2 || (s1 & 1)) && ++tries < 1000);
+}
+
+void ls_thread_each_pending(void (*fn)(const struct ls_pending *, void *),
+			    void *arg)
+{
+	static struct ls_pending copy[LS_PENDING];	/* under caller's lock */
+	struct ls_thread *t;
+	unsigned i;
+
+	for (t = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); t; t = t->next) {
+		copy_pending(t, copy);
+		for (i = 0; i < LS_PENDING; i++)
+			if (copy[i].site)
+				fn(&copy[i], arg);
+	}
+}
+
+void ls_thread_live_peak(int64_t *live, uint64_t *peak, uint64_t *slack)
+{
+	struct ls_thread *t;
+	int64_t sum = __atomic_load_n(&global_live, __ATOMIC_RELAXED);
+	uint32_t n = 0;
+
+	for (t = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); t; t = t->next) {
+		sum += __atomic_load_n(&t->live_delta, __ATOMIC_RELAXED);
+		n++;
+	}
+	*live = sum;
+	*peak = __atomic_load_n(&global_peak, __ATOMIC_RELAXED);
+	*slack = (uint64_t)n * LS_PEAK_BATCH;
+}
+
+uint32_t ls_thread_seen(void)
+{
+	return __atomic_load_n(&threads_seen, __ATOMIC_RELAXED);
+}
+
+int ls_thread_init(void)
+{
+	return -pthread_key_create(&exit_key, thread_exit);
+}
+
+void ls_thread_lock_all(void)
+{
+	ls_lock(&registry_lock);
+}
+
+void ls_thread_unlock_all(void)
+{
+	ls_unlock(&registry_lock);
+}
+
+/* In the child only the forking thread survives: fold every other record
+ * as if its thread had exited, since their blocks live on in the child. */
+void ls_thread_reset_child(void)
+{
+	struct ls_thread *t;
+
+	ls_lock_reset(&registry_lock);
+	for (t = registry; t; t = t->next) {
+		if (t == self) {
+			t->tid = ls_gettid();
+			continue;
+		}
+		if (t->in_use)
+			thread_exit(t);
+	}
+}

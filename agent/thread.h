@@ -1,0 +1,107 @@
+/*
+ * thread.h - per-thread agent state: the recursion guard, the thread id,
+ * call counters, a cache of recently seen stacks and a cache of pending
+ * site-counter updates.
+ *
+ * Every counter here is written only by its own thread; snapshots read
+ * them without stopping anyone.  Pending site updates are flushed into
+ * the shared site counters once per LS_PENDING_FLUSH events per site, or
+ * when evicted, so the shared cache lines are written rarely.  A seqlock
+ * per thread lets a reader take a consistent copy of one pending entry.
+ *
+ * Records are reused after their thread exits (its counters folded into
+ * the global ones), so a program that creates a million short-lived
+ * threads does not make the agent grow.
+ */
+#ifndef LEAKSCOPE_AGENT_THREAD_H
+#define LEAKSCOPE_AGENT_THREAD_H
+
+#include <stdint.h>
+#include "site.h"
+
+enum ls_fn {
+	LS_FN_MALLOC,
+	LS_FN_CALLOC,
+	LS_FN_REALLOC,
+	LS_FN_REALLOCARRAY,
+	LS_FN_FREE,
+	LS_FN_POSIX_MEMALIGN,
+	LS_FN_ALIGNED_ALLOC,
+	LS_FN_MEMALIGN,
+	LS_FN_VALLOC,
+	LS_FN_PVALLOC,
+	LS_FN_MMAP,
+	LS_FN_MUNMAP,
+	LS_FN_MREMAP,
+	LS_FN_COUNT
+};
+
+extern const char *const ls_fn_names[LS_FN_COUNT];
+
+#define LS_PENDING 64		/* power of two */
+#define LS_PENDING_FLUSH 64	/* events per entry before a flush */
+#define LS_STACK_CACHE 256	/* power of two */
+#define LS_PEAK_BATCH (64 << 10)
+
+struct ls_pending {
+	struct ls_site *site;	/* NULL = empty */
+	uint32_t events;
+	int64_t live_bytes, live_blocks;
+	uint64_t alloc_bytes, alloc_blocks;
+};
+
+struct ls_thread {
+	struct ls_thread *next;	/* registry, never unlinked */
+	int in_use;
+	int tid;
+	uint32_t ordinal;	/* order of first use: seeds the sampler */
+	uint32_t seq;		/* odd while pending[] is being changed */
+	uint64_t calls[LS_FN_COUNT];
+	int64_t live_delta;	/* not yet added to the global live total */
+	uint64_t sample_left;	/* sampled mode: bytes to the next sample */
+	uint64_t rng;
+	struct ls_pending pending[LS_PENDING];
+	struct ls_site *stack_cache[LS_STACK_CACHE];
+};
+
+/* The calling thread's record, created on first use; NULL if the agent's
+ * memory is exhausted.  Safe in hooks. */
+struct ls_thread *ls_thread_self(void);
+
+/* Count one call of fn. */
+static inline void ls_thread_count(struct ls_thread *t, enum ls_fn fn)
+{
+	__atomic_store_n(&t->calls[fn], t->calls[fn] + 1, __ATOMIC_RELAXED);
+}
+
+/* Change site's live bytes and blocks by dbytes, dblocks and its
+ * allocated totals by abytes, ablocks (in sampled mode, in the fixed-point
+ * units of sample.h). */
+void ls_thread_site_delta(struct ls_thread *t, struct ls_site *site,
+			  int64_t dbytes, int64_t dblocks, uint64_t abytes,
+			  uint64_t ablocks);
+
+/* Sum of every thread's calls (live and exited). */
+void ls_thread_calls(uint64_t out[LS_FN_COUNT]);
+
+/*
+ * Per-site counters including the unflushed deltas of all threads:
+ * fn(site, pending-delta, arg) is called for each pending entry.
+ */
+void ls_thread_each_pending(void (*fn)(const struct ls_pending *, void *),
+			    void *arg);
+
+/* Global live total and its peak (exact to within LS_PEAK_BATCH per
+ * thread). */
+void ls_thread_live_peak(int64_t *live, uint64_t *peak, uint64_t *slack);
+/* Threads the agent has seen (records ever used). */
+uint32_t ls_thread_seen(void);
+
+/* At the agent's start, outside any hook. */
+int ls_thread_init(void);
+/* Fork handlers. */
+void ls_thread_lock_all(void);
+void ls_thread_unlock_all(void);
+void ls_thread_reset_child(void);
+
+#endif

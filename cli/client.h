@@ -1,0 +1,25 @@
+/*
+ * client.h - talking to a running agent over its control socket
+ * (agent/control.h, docs/CONTROL-PROTOCOL.md).
+ */
+#ifndef LEAKSCOPE_CLIENT_H
+#define LEAKSCOPE_CLIENT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "snapshot.h"
+
+/* The socket path of pid's agent, computed as the agent does. */
+int ls_client_socket_path(pid_t pid, char *buf, size_t cap);
+
+/*
+ * Ask pid's agent for a snapshot (with the block list when blocks is set)
+ * and read it into *snap.  Returns 0, or a negative errno with a one-line
+ * reason in err: -ESRCH no such process, -ENOENT no agent in it,
+ * -ECONNREFUSED stale socket, -EACCES not allowed, -EPROTO the agent
+ * answered with an error, -EINVAL corrupt reply.
+ */
+int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,
+		       char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * cmd.h - the subcommands and what they share.
+ */
+#ifndef LEAKSCOPE_CMD_H
+#define LEAKSCOPE_CMD_H
+
+#include <getopt.h>
+#include "report.h"
+
+/* Each returns the process exit status. */
+int ls_cmd_run(int argc, char **argv);
+
+/* Long options every reporting command takes; values >= 0x100. */
+enum {
+	LS_OPT_FORMAT = 0x100,
+	LS_OPT_OUTPUT,
+	LS_OPT_TOP,
+	LS_OPT_MIN_AGE,
+	LS_OPT_MIN_SIZE,
+	LS_OPT_MAX_SIZE,
+	LS_OPT_SHOW_ALLOCS,
+	LS_OPT_REPORT_END,
+};
+
+#define LS_REPORT_LONGOPTS \
+	{ "format", required_argument, NULL, LS_OPT_FORMAT }, \
+	{ "output", required_argument, NULL, LS_OPT_OUTPUT }, \
+	{ "top", required_argument, NULL, LS_OPT_TOP }, \
+	{ "min-age", required_argument, NULL, LS_OPT_MIN_AGE }, \
+	{ "min-size", required_argument, NULL, LS_OPT_MIN_SIZE }, \
+	{ "max-size", required_argument, NULL, LS_OPT_MAX_SIZE }, \
+	{ "show-allocs", no_argument, NULL, LS_OPT_SHOW_ALLOCS }
+
+/*
+ * Apply one report option; *output receives --output's argument.
+ * Returns 1 if c was a report option, 0 if not, -1 after printing an
+ * error for a bad value.
+ */
+int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
+		     const char **output);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * main.c - leakscope: find memory leaks and growth in running programs.
+ *
+ * Dispatches to the subcommands; each lives in its own file.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "cmd.h"
+#include "util.h"
+
+#define LS_VERSION "0.1.0"
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "run", ls_cmd_run, "run a command under the agent and report its leaks" },
+};
+
+static void usage(FILE *out)
+{
+	size_t i;
+
+	fputs("usage: leakscope <command> [options] [args]\n\ncommands:\n", out);
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fputs("\n'leakscope <command> --help' describes a command.\n", out);
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return LS_EXIT_FAILURE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("leakscope %s\n", LS_VERSION);
+		return 0;
+	}
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	ls_error("unknown command '%s' (see 'leakscope --help')", argv[1]);
+	return LS_EXIT_FAILURE;
+}

@@ -1,0 +1,60 @@
+/*
+ * options.c - the report options shared by every reporting command.
+ */
+#include <string.h>
+#include "cmd.h"
+#include "util.h"
+
+static int bad(const char *opt, const char *arg, const char *want)
+{
+	ls_error("invalid value '%s' for --%s: expected %s", arg, opt, want);
+	return -1;
+}
+
+int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
+		     const char **output)
+{
+	uint64_t v;
+
+	switch (c) {
+	case LS_OPT_FORMAT:
+		if (!strcmp(arg, "text"))
+			opts->format = LS_FORMAT_TEXT;
+		else if (!strcmp(arg, "json"))
+			opts->format = LS_FORMAT_JSON;
+		else if (!strcmp(arg, "folded"))
+			opts->format = LS_FORMAT_FOLDED;
+		else
+			return bad("format", arg, "text, json or folded");
+		return 1;
+	case LS_OPT_OUTPUT:
+		if (!*arg)
+			return bad("output", arg, "a file name");
+		*output = arg;
+		return 1;
+	case LS_OPT_TOP:
+		if (ls_parse_count(arg, &v) || !v)
+			return bad("top", arg, "a positive number of stacks");
+		opts->top = (size_t)v;
+		return 1;
+	case LS_OPT_MIN_AGE:
+		if (ls_parse_count(arg, &v) || v > UINT64_MAX / 1000000)
+			return bad("min-age", arg, "milliseconds");
+		opts->min_age_ns = v * 1000000;
+		return 1;
+	case LS_OPT_MIN_SIZE:
+		if (ls_parse_size(arg, &v))
+			return bad("min-size", arg, "a size such as 4096 or 64KiB");
+		opts->min_size = v;
+		return 1;
+	case LS_OPT_MAX_SIZE:
+		if (ls_parse_size(arg, &v) || !v)
+			return bad("max-size", arg, "a positive size such as 4096 or 64KiB");
+		opts->max_size = v;
+		return 1;
+	case LS_OPT_SHOW_ALLOCS:
+		opts->show_allocs = 1;
+		return 1;
+	}
+	return 0;
+}

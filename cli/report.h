@@ -1,0 +1,78 @@
+/*
+ * report.h - from a snapshot to what the user sees.
+ *
+ * ls_report_build() applies the user's filters to a struct ls_snapshot and
+ * produces a sorted list of sites with the figures to print; the renderers
+ * (text, json, folded) print one.  Symbolization happens here, once per
+ * distinct address, through symbolize.h.
+ */
+#ifndef LEAKSCOPE_REPORT_H
+#define LEAKSCOPE_REPORT_H
+
+#include <stdio.h>
+#include <stdint.h>
+#include "snapshot.h"
+
+enum ls_format {
+	LS_FORMAT_TEXT = 0,
+	LS_FORMAT_JSON,
+	LS_FORMAT_FOLDED,
+};
+
+struct ls_report_opts {
+	enum ls_format format;
+	size_t top;		/* 0 = all sites */
+	uint64_t min_age_ns;	/* only blocks at least this old */
+	uint64_t min_size;	/* only blocks of at least this size */
+	uint64_t max_size;	/* only blocks of at most this size; 0 = none */
+	int show_allocs;	/* list each block (addr, size, age) */
+	int need_blocks;	/* derived: a filter needs per-block data */
+};
+
+struct ls_report_site {
+	const struct ls_site *site;
+	int64_t live_bytes;	/* after filters */
+	int64_t live_blocks;
+	uint64_t allocated_bytes;
+	uint64_t allocated_blocks;
+	const struct ls_block **blocks;	/* owned array, oldest first; only
+					   with show_allocs */
+	size_t nblocks;
+};
+
+struct ls_report {
+	const struct ls_snapshot *snap;
+	struct ls_report_site *sites;	/* sorted: live bytes desc */
+	size_t nsites;		/* after --top */
+	size_t nsites_total;	/* sites with outstanding memory, before --top */
+	int64_t live_bytes, live_blocks;	/* of the sites kept by filters */
+};
+
+/* Derive opts->need_blocks from the filters. */
+void ls_report_opts_finish(struct ls_report_opts *opts);
+
+/*
+ * Build the report.  Sites with no outstanding block left after the
+ * filters are dropped.  Returns 0, or -ENOMEM; release with
+ * ls_report_release().  When opts->need_blocks is set and the snapshot has
+ * no block list, returns -ENODATA.
+ */
+int ls_report_build(const struct ls_snapshot *snap,
+		    const struct ls_report_opts *opts, struct ls_report *rep);
+void ls_report_release(struct ls_report *rep);
+
+/*
+ * Print the report to out in opts->format.  Symbolizes through a
+ * symbolizer built for rep->snap.  Returns 0, or a negative errno when
+ * writing failed.
+ */
+int ls_report_render(FILE *out, const struct ls_report *rep,
+		     const struct ls_report_opts *opts);
+
+/*
+ * The allocated-bytes threshold test used by --fail-on-leak: nonzero when
+ * the snapshot's outstanding bytes exceed limit.
+ */
+int ls_report_leaks_over(const struct ls_snapshot *snap, uint64_t limit);
+
+#endif /* LEAKSCOPE_REPORT_H */

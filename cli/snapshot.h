@@ -1,0 +1,90 @@
+/*
+ * snapshot.h - the in-memory snapshot model of the command-line tool.
+ *
+ * Every source (a snapshot file written by the agent at exit, a snapshot
+ * streamed over the control socket, later the eBPF tracer) is read into a
+ * struct ls_snapshot, and every renderer consumes one.  Nothing here is
+ * symbolized: frames are raw return addresses plus the module map needed to
+ * resolve them (see symbolize.h).
+ */
+#ifndef LEAKSCOPE_SNAPSHOT_H
+#define LEAKSCOPE_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../common/lsnap.h"
+
+struct ls_call_count {
+	char name[LSNAP_CALL_NAME + 1];
+	uint64_t count;
+};
+
+struct ls_module {
+	uint64_t bias, lo, hi;
+	uint32_t gen_from, gen_to;
+	unsigned build_id_len;
+	uint8_t build_id[LSNAP_BUILD_ID_MAX];
+	char *path;		/* owned */
+};
+
+struct ls_site {
+	uint32_t id;
+	uint32_t kind;		/* enum lsnap_site_kind */
+	uint32_t gen;
+	uint32_t nframes;
+	int64_t live_bytes;
+	int64_t live_blocks;
+	uint64_t allocated_bytes;
+	uint64_t allocated_blocks;
+	uint64_t *frames;	/* owned; frames[0] = allocating caller */
+};
+
+struct ls_block {
+	uint64_t addr, size, birth_ns;
+	uint32_t site;		/* ls_site.id */
+	uint32_t tid;
+};
+
+struct ls_snapshot {
+	struct lsnap_header hdr;
+	int has_totals, has_mallinfo, has_blocks;
+	struct lsnap_totals totals;
+	struct lsnap_mallinfo mallinfo;
+
+	char **argv;		/* owned, argc entries + NULL */
+	size_t argc;
+
+	struct ls_call_count *calls;
+	size_t ncalls;
+
+	struct ls_module *modules;
+	size_t nmodules;
+
+	struct ls_site *sites;	/* in file order */
+	size_t nsites;
+
+	struct ls_block *blocks;
+	size_t nblocks;
+};
+
+/*
+ * Read a snapshot from fd until LSNAP_END.  On success returns 0 and fills
+ * *snap, which the caller releases with ls_snapshot_release().  On failure
+ * returns a negative errno (-EINVAL for a malformed or corrupt snapshot,
+ * -ENOMEM, or the read error), leaves *snap empty and writes a one-line
+ * reason, without trailing newline, into err.
+ */
+int ls_snapshot_read_fd(int fd, struct ls_snapshot *snap, char *err,
+			size_t errlen);
+/* Same, from a file path; the reason names the file. */
+int ls_snapshot_load(const char *path, struct ls_snapshot *snap, char *err,
+		     size_t errlen);
+/* Free everything *snap owns and zero it; accepts a zeroed snapshot. */
+void ls_snapshot_release(struct ls_snapshot *snap);
+
+/* The site with this id, or NULL.  Sites are looked up by binary search
+ * when they are sorted by id (the agent writes them so), else linearly. */
+const struct ls_site *ls_snapshot_site(const struct ls_snapshot *snap,
+				       uint32_t id);
+
+#endif /* LEAKSCOPE_SNAPSHOT_H */

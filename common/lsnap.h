@@ -1,0 +1,179 @@
+/*
+ * lsnap.h - the leakscope snapshot wire format, shared by every producer
+ * (the preload agent, later the eBPF tracer) and every consumer (the
+ * command-line tool's reader).
+ *
+ * A snapshot is a 16-byte file header followed by records.  Each record is
+ * a struct lsnap_rec_hdr (tag, payload length) and the payload.  Integers
+ * are little-endian fixed width; payload structs are packed so that the
+ * bytes on the wire are the bytes of the struct on x86_64 and aarch64.
+ * A reader skips tags it does not know, which is how later versions add
+ * records without breaking older readers.  The last record is always
+ * LSNAP_END, which carries the record count and a FNV-1a hash of every byte
+ * before it: a file without a valid END record is truncated or corrupt.
+ *
+ * The format is documented for users in docs/SNAPSHOT-FORMAT.md; keep the
+ * two in step.
+ */
+#ifndef LEAKSCOPE_LSNAP_H
+#define LEAKSCOPE_LSNAP_H
+
+#include <stdint.h>
+
+#define LSNAP_MAGIC "LEAKSCP"	/* 7 chars + NUL = 8 bytes */
+#define LSNAP_VERSION 1
+
+/* Upper bounds a reader enforces before trusting a length. */
+#define LSNAP_MAX_RECORD (64u << 20)
+#define LSNAP_MAX_FRAMES 256
+#define LSNAP_MAX_PATH 4096
+
+struct lsnap_file_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t flags;		/* reserved, 0 */
+} __attribute__((packed));
+
+enum lsnap_tag {
+	LSNAP_HEADER = 1,	/* struct lsnap_header, once, first */
+	LSNAP_COMMAND = 2,	/* argv strings, each NUL-terminated */
+	LSNAP_CALLS = 3,	/* array of struct lsnap_call */
+	LSNAP_TOTALS = 4,	/* struct lsnap_totals */
+	LSNAP_MALLINFO = 5,	/* struct lsnap_mallinfo */
+	LSNAP_MODULE = 6,	/* struct lsnap_module + path bytes */
+	LSNAP_SITE = 7,		/* struct lsnap_site + nframes u64 */
+	LSNAP_BLOCKS = 8,	/* array of struct lsnap_block */
+	LSNAP_END = 0xffff,	/* struct lsnap_end, last */
+};
+
+struct lsnap_rec_hdr {
+	uint32_t tag;
+	uint32_t len;		/* payload bytes that follow */
+} __attribute__((packed));
+
+enum lsnap_mode {
+	LSNAP_MODE_FULL = 0,	/* every allocation recorded: exact */
+	LSNAP_MODE_SAMPLED = 1,	/* Poisson byte sampling: estimates */
+};
+
+enum lsnap_reason {
+	LSNAP_REASON_EXIT = 0,	/* written by the process as it exits */
+	LSNAP_REASON_REQUEST = 1,	/* asked for over the control socket */
+};
+
+enum lsnap_source {
+	LSNAP_SOURCE_AGENT = 0,	/* the LD_PRELOAD agent */
+};
+
+struct lsnap_header {
+	uint32_t pid;
+	uint32_t ppid;
+	uint64_t wall_ns;	/* CLOCK_REALTIME when taken */
+	uint64_t mono_ns;	/* CLOCK_MONOTONIC when taken: ages are
+				   mono_ns - block.birth_ns */
+	uint64_t start_mono_ns;	/* CLOCK_MONOTONIC when tracking began */
+	uint64_t sample_rate;	/* mean bytes between samples; 0 in full mode */
+	uint32_t mode;		/* enum lsnap_mode */
+	uint32_t reason;	/* enum lsnap_reason */
+	uint32_t source;	/* enum lsnap_source */
+	uint32_t max_depth;	/* frames captured at most per stack */
+	uint32_t nthreads;	/* threads the agent has seen */
+	uint32_t module_gen;	/* current module-map generation */
+} __attribute__((packed));
+
+#define LSNAP_CALL_NAME 16
+struct lsnap_call {
+	char name[LSNAP_CALL_NAME];	/* "malloc", "free", ...; NUL-padded */
+	uint64_t count;
+} __attribute__((packed));
+
+struct lsnap_totals {
+	uint64_t live_bytes;
+	uint64_t live_blocks;
+	uint64_t allocated_bytes;
+	uint64_t allocated_blocks;
+	uint64_t peak_live_bytes;
+	uint64_t peak_slack;	/* the peak is exact to within this many
+				   bytes (per-thread batching, see
+				   docs/ARCHITECTURE.md) */
+} __attribute__((packed));
+
+/* glibc mallinfo2(), taken when the snapshot was written. */
+struct lsnap_mallinfo {
+	uint64_t arena, ordblks, smblks, hblks, hblkhd;
+	uint64_t usmblks, fsmblks, uordblks, fordblks, keepcost;
+} __attribute__((packed));
+
+#define LSNAP_BUILD_ID_MAX 32
+#define LSNAP_GEN_LOADED UINT32_MAX
+/*
+ * One loaded object.  bias is what dl_iterate_phdr calls dlpi_addr: the
+ * run-time address of the object's virtual address 0.  [lo, hi) covers its
+ * PT_LOAD segments.  The object was mapped there for module-map
+ * generations [gen_from, gen_to); gen_to is LSNAP_GEN_LOADED while it still
+ * is.  A site created at generation g resolves its frames against modules
+ * whose interval contains g, so dlclose() followed by a new dlopen() at the
+ * same address does not confuse the two.
+ */
+struct lsnap_module {
+	uint64_t bias;
+	uint64_t lo, hi;
+	uint32_t gen_from, gen_to;
+	uint8_t build_id_len;
+	uint8_t build_id[LSNAP_BUILD_ID_MAX];
+	uint8_t pad[3];
+	uint32_t path_len;	/* path bytes follow, no NUL */
+} __attribute__((packed));
+
+enum lsnap_site_kind {
+	LSNAP_KIND_HEAP = 0,	/* malloc family */
+	LSNAP_KIND_MMAP = 1,	/* anonymous mmap/mremap by the program */
+};
+
+/*
+ * One allocation site: a distinct call stack.  frames[0] is the return
+ * address in the function that called the allocator (the allocating
+ * caller); the last frame is the outermost one.  Addresses are return
+ * addresses: a symbolizer looks up address - 1 for the line of the call.
+ * In sampled mode the counters are unbiased estimates, rounded.
+ */
+struct lsnap_site {
+	uint32_t id;
+	uint32_t kind;		/* enum lsnap_site_kind */
+	uint32_t gen;		/* module-map generation at creation */
+	uint32_t nframes;
+	int64_t live_bytes;
+	int64_t live_blocks;
+	uint64_t allocated_bytes;
+	uint64_t allocated_blocks;
+	/* uint64_t frames[nframes] follow */
+} __attribute__((packed));
+
+struct lsnap_block {
+	uint64_t addr;
+	uint64_t size;
+	uint64_t birth_ns;	/* CLOCK_MONOTONIC at allocation */
+	uint32_t site;
+	uint32_t tid;
+} __attribute__((packed));
+
+struct lsnap_end {
+	uint32_t nrecords;	/* records before this one */
+	uint32_t pad;
+	uint64_t hash;		/* FNV-1a 64 of every byte before this
+				   record's header */
+} __attribute__((packed));
+
+#define LSNAP_FNV_INIT 0xcbf29ce484222325ULL
+static inline uint64_t lsnap_fnv1a(uint64_t h, const void *buf, uint64_t len)
+{
+	const unsigned char *p = buf;
+
+	while (len--) {
+		h ^= *p++;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+#endif /* LEAKSCOPE_LSNAP_H */

@@ -1,0 +1,141 @@
+/*
+ * t-agent-live.c - the live-block table against a reference model.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../../agent/live.h"
+#include "tap.h"
+
+#define N 200000
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static size_t table_total(uint64_t *bytes)
+{
+	static struct ls_live_entry buf[N * 2];
+	size_t n = 0, k, i;
+	unsigned s;
+
+	*bytes = 0;
+	for (s = 0; s < LS_LIVE_SHARDS; s++) {
+		k = ls_live_copy_shard(s, buf, N * 2);
+		for (i = 0; i < k; i++)
+			*bytes += buf[i].size;
+		n += k;
+	}
+	return n;
+}
+
+static void test_model(void)
+{
+	static uint64_t live_size[N];	/* model: index -> size, 0 = free */
+	uint64_t seed = 42, bytes, want_bytes = 0;
+	size_t want_n = 0, i, errors = 0;
+	struct ls_live_entry e, old;
+
+	for (i = 0; i < 4 * N; i++) {
+		size_t k = xorshift(&seed) % N;
+		uint64_t addr = 0x7f0000000000ULL + k * 16;
+
+		if (live_size[k]) {
+			if (!ls_live_remove(addr, &e) || e.size != live_size[k] ||
+			    e.site != (uint32_t)k)
+				errors++;
+			want_bytes -= live_size[k];
+			want_n--;
+			live_size[k] = 0;
+		} else {
+			memset(&e, 0, sizeof(e));
+			e.addr = addr;
+			e.size = 1 + xorshift(&seed) % 4096;
+			e.site = (uint32_t)k;
+			if (ls_live_insert(&e, &old) != 0)
+				errors++;
+			live_size[k] = e.size;
+			want_bytes += e.size;
+			want_n++;
+		}
+	}
+	ok(errors == 0, "800k random inserts/removes agree with the model (%zu errors)", errors);
+	is_u64(table_total(&bytes), want_n, "live entries counted");
+	is_u64(bytes, want_bytes, "live bytes summed");
+	is_u64(ls_live_count(), want_n, "ls_live_count");
+	ok(!ls_live_remove(0x1234560, &e), "removing an unknown address finds nothing");
+	ok(ls_live_mapped() <= (want_n * 4 + LS_LIVE_SHARDS * 256) * sizeof(e),
+	   "table memory %zu bytes for %zu entries stays within 4 slots each",
+	   ls_live_mapped(), want_n);
+}
+
+static void test_replace(void)
+{
+	struct ls_live_entry e = { .addr = 0x5000, .size = 10, .site = 1 }, old;
+
+	ok(ls_live_insert(&e, &old) == 0, "insert new address");
+	e.size = 20;
+	e.site = 2;
+	ok(ls_live_insert(&e, &old) == 1 && old.size == 10 && old.site == 1,
+	   "insert over a live address returns the old entry");
+	ok(ls_live_remove(0x5000, &old) && old.size == 20, "latest entry kept");
+	ok(!ls_live_remove(0x5000, &old), "and removed once only");
+}
+
+struct thr { int id; size_t errors; };
+
+static void *worker(void *arg)
+{
+	struct thr *t = arg;
+	uint64_t base = 0x100000000ULL * (uint64_t)(t->id + 1);
+	struct ls_live_entry e, out;
+	size_t i, round;
+
+	for (round = 0; round < 20; round++) {
+		for (i = 0; i < 5000; i++) {
+			memset(&e, 0, sizeof(e));
+			e.addr = base + i * 32;
+			e.size = i + 1;
+			e.tid = (uint32_t)t->id;
+			if (ls_live_insert(&e, &out))
+				t->errors++;
+		}
+		for (i = 0; i < 5000; i++)
+			if (!ls_live_remove(base + i * 32, &out) ||
+			    out.size != i + 1 || out.tid != (uint32_t)t->id)
+				t->errors++;
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	pthread_t th[4];
+	struct thr t[4];
+	size_t errors = 0, before = ls_live_count();
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		t[i].id = i;
+		t[i].errors = 0;
+		pthread_create(&th[i], NULL, worker, &t[i]);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		errors += t[i].errors;
+	}
+	ok(errors == 0, "4 threads inserting and removing concurrently: %zu errors", errors);
+	is_u64(ls_live_count(), before, "nothing left behind by the threads");
+}
+
+int main(void)
+{
+	test_replace();
+	test_model();
+	test_threads();
+	return tap_done();
+}

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Install the Debian packages leakscope needs to build, test and run its
+# demo, if any is missing.  Idempotent: does nothing when all are present.
+set -e
+PKGS="gcc g++ make pkg-config libc6-dev libdw-dev libelf-dev libiberty-dev \
+zlib1g-dev libunwind8 python3 perl git sqlite3"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "leakscope: missing Debian packages:$missing (run as root to install them)" >&2
+	exit 1
+fi
+echo "leakscope: installing Debian packages:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
