@@ -79,15 +79,15 @@ $(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a tests/unit/tap.h
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(B)/cli-lib.a $(CLI_LDLIBS)
 
-$(B)/tests/workloads/lib%.so: tests/workloads/lib%.c
+$(B)/tests/workloads/lib%.so: tests/workloads/lib%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -fPIC -shared -o $@ $<
 
-$(B)/tests/workloads/%: tests/workloads/%.c
+$(B)/tests/workloads/%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $< -ldl
 
-$(B)/tests/workloads/%: tests/workloads/%.cc
+$(B)/tests/workloads/%: tests/workloads/%.cc tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CXX) $(filter-out -D_GNU_SOURCE,$(WL_CFLAGS)) -o $@ $<
 

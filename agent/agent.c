@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "../common/lsnap.h"
+#include "../common/runtime.h"
 #include "agent.h"
 #include "arena.h"
 #include "control.h"
@@ -16,6 +17,7 @@
 #include "live.h"
 #include "mmaps.h"
 #include "modules.h"
+#include "pmfile.h"
 #include "real.h"
 #include "sample.h"
 #include "site.h"
@@ -223,9 +225,16 @@ static void read_config(void)
 	ls_agent.exit_blocks = env_u64("LEAKSCOPE_EXIT_BLOCKS", 0) != 0;
 	ls_agent.control = env_u64("LEAKSCOPE_CONTROL", 1) != 0;
 	ls_agent.sample_rate = env_u64("LEAKSCOPE_SAMPLE_RATE", 0);
+	ls_agent.keep_pm = env_u64("LEAKSCOPE_KEEP", 0) != 0;
+	ls_agent.period_ms = (uint32_t)env_u64("LEAKSCOPE_PERIOD_MS", 1000);
+	if (ls_agent.period_ms < 10 || ls_agent.period_ms > 3600000)
+		ls_agent.period_ms = 1000;
+	ls_agent.hist_len = (uint32_t)env_u64("LEAKSCOPE_HISTORY", 120);
+	if (ls_agent.hist_len < 8 || ls_agent.hist_len > 4096)
+		ls_agent.hist_len = 120;
 	env_copy("LEAKSCOPE_OUT_DIR", ls_agent.out_dir, sizeof(ls_agent.out_dir));
-	env_copy("LEAKSCOPE_RUNTIME_DIR", ls_agent.runtime_dir,
-		 sizeof(ls_agent.runtime_dir));
+	if (ls_runtime_dir(ls_agent.runtime_dir, sizeof(ls_agent.runtime_dir)))
+		ls_agent.runtime_dir[0] = 0;
 }
 
 /*
@@ -240,6 +249,7 @@ static void restore_environment(void)
 		"LEAKSCOPE_FOLLOW_EXEC", "LEAKSCOPE_EXIT_BLOCKS",
 		"LEAKSCOPE_SAMPLE_RATE", "LEAKSCOPE_CONTROL",
 		"LEAKSCOPE_PRELOAD_ORIG", "LEAKSCOPE_SAMPLE_SEED",
+		"LEAKSCOPE_KEEP", "LEAKSCOPE_PERIOD_MS", "LEAKSCOPE_HISTORY",
 	};
 	const char *orig = getenv("LEAKSCOPE_PRELOAD_ORIG");
 	size_t i;
@@ -309,6 +319,7 @@ static void fork_child(void)
 	ls_thread_reset_child();
 	ls_agent.pid = getpid();
 	ls_control_forget_child();
+	ls_pm_forget_child();
 	ls_guard_leave();
 }
 
@@ -338,45 +349,89 @@ static void ls_agent_start(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	restore_environment();
 	__atomic_store_n(&ls_agent.state, LS_ON, __ATOMIC_RELEASE);
-	if (ls_agent.control)
+	if (ls_agent.control && ls_agent.runtime_dir[0] &&
+	    !ls_control_prepare_dir(ls_agent.runtime_dir)) {
+		ls_pm_open(ls_agent.runtime_dir, ls_agent.period_ms,
+			   ls_agent.hist_len);
 		ls_control_start();
+	}
 out:
 	ls_guard_leave();
 	errno = saved;
 }
 
-void ls_agent_exit_report(void)
+static void write_exit_snapshot(void)
 {
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 80];
-	int expect = LS_ON, saved = errno, fd;
+	int fd;
 
-	if (getpid() != ls_agent.pid || !ls_agent.out_dir[0])
-		return;
-	ls_guard_enter();
-	if (!__atomic_compare_exchange_n(&ls_agent.state, &expect, LS_DONE, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		goto out;
 	snprintf(path, sizeof(path), "%s/%d-%llu.lsnap", ls_agent.out_dir,
 		 (int)ls_agent.pid, (unsigned long long)ls_agent.start_mono);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
-		goto out;
+		return;
 	if (ls_snapshot_write(fd, LSNAP_REASON_EXIT, ls_agent.exit_blocks) ||
 	    close(fd))
 		unlink(tmp);
 	else
 		rename(tmp, path);
+}
+
+void ls_agent_exit_report(void)
+{
+	int expect = LS_ON, saved = errno;
+
+	if (getpid() != ls_agent.pid)
+		return;
+	ls_guard_enter();
+	if (!__atomic_compare_exchange_n(&ls_agent.state, &expect, LS_DONE, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		goto out;
+	ls_snapshot_lock();
+	ls_pm_tick();
+	ls_pm_close(ls_agent.keep_pm);
+	ls_snapshot_unlock();
+	if (ls_agent.out_dir[0])
+		write_exit_snapshot();
+	ls_control_stop();
 out:
 	ls_guard_leave();
 	errno = saved;
+}
+
+/* Forget every block seen so far (`leakscope reset`). */
+static void forget(const struct ls_live_entry *e, void *arg)
+{
+	struct ls_site *s = ls_site_get(e->site);
+	int64_t b, k;
+
+	if (!s)
+		return;
+	if (arg) {		/* a mapping: weight 1 */
+		b = (int64_t)e->size * ls_sample_scale();
+		k = ls_sample_scale();
+	} else {
+		ls_sample_est(e->size, &b, &k);
+		if (ls_sample_rate)
+			ls_sample_unmark(e->addr);
+	}
+	__atomic_sub_fetch(&s->live_bytes, b, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&s->live_blocks, k, __ATOMIC_RELAXED);
+	ls_thread_live_adjust(-b);
+}
+
+void ls_agent_reset(void)
+{
+	ls_live_clear(forget, NULL);
+	ls_mmaps_clear(forget, (void *)1);
+	ls_thread_reset_peak();
 }
 
 __attribute__((destructor(101)))
 static void ls_agent_stop(void)
 {
 	ls_agent_exit_report();
-	ls_control_stop();
 }
 
 void ls_agent_modules_changed(void)

@@ -30,6 +30,9 @@ struct ls_agent {
 	int follow_exec;
 	int exit_blocks;	/* block list in the exit snapshot */
 	int control;		/* serve the control socket */
+	int keep_pm;		/* keep the post-mortem file after exit */
+	uint32_t period_ms;	/* growth sampling period */
+	uint32_t hist_len;	/* growth samples kept per site */
 	uint64_t sample_rate;	/* 0 = full tracking */
 	pid_t pid;		/* whose state this is (changes at fork) */
 	uint64_t start_mono;
@@ -59,9 +62,14 @@ void ls_track_munmap(struct ls_thread *t, void *p, size_t len);
 int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
 		    size_t newlen);
 
-/* Write the exit snapshot if this process has not yet; called from the
- * destructor and from _exit(). */
+/* The process is ending: take a last growth sample, close the post-mortem
+ * file, write the exit snapshot (under `leakscope run`), remove the
+ * control socket.  Once per process; called from the destructor and from
+ * _exit(). */
 void ls_agent_exit_report(void);
+/* Forget every live block (the control socket's "reset"); allocated
+ * totals and call counts keep counting. */
+void ls_agent_reset(void);
 /* After dlclose(). */
 void ls_agent_modules_changed(void);
 

@@ -17,7 +17,9 @@
 #include "agent.h"
 #include "control.h"
 #include "guard.h"
+#include "pmfile.h"
 #include "snapwrite.h"
+#include "sys.h"
 
 #define REQUEST_TIMEOUT_MS 2000
 
@@ -25,22 +27,8 @@ static int listen_fd = -1;
 static pid_t owner;		/* the pid whose socket path we hold */
 static struct sockaddr_un addr;
 
-int ls_control_runtime_dir(char *buf, size_t cap)
-{
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	int n;
-
-	if (ls_agent.runtime_dir[0])
-		n = snprintf(buf, cap, "%s", ls_agent.runtime_dir);
-	else if (xdg && *xdg)
-		n = snprintf(buf, cap, "%s/leakscope", xdg);
-	else
-		n = snprintf(buf, cap, "/tmp/leakscope-%u", (unsigned)getuid());
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
-}
-
 /* mkdir -m 0700, then make sure nobody else owns or can write it. */
-static int prepare_dir(const char *dir)
+int ls_control_prepare_dir(const char *dir)
 {
 	struct stat st;
 
@@ -118,7 +106,10 @@ static void serve(int fd)
 		reply_error(fd, "malformed request");
 		return;
 	}
-	if (!strcmp(req, "snapshot"))
+	if (!strcmp(req, "reset")) {
+		ls_agent_reset();
+		send(fd, "OK\n", 3, MSG_NOSIGNAL);
+	} else if (!strcmp(req, "snapshot"))
 		ls_snapshot_write(fd, LSNAP_REASON_REQUEST, 0);
 	else if (!strcmp(req, "snapshot blocks"))
 		ls_snapshot_write(fd, LSNAP_REASON_REQUEST, 1);
@@ -128,19 +119,41 @@ static void serve(int fd)
 		reply_error(fd, "unknown request");
 }
 
+static uint64_t mono_ms(void)
+{
+	return ls_now_ns(CLOCK_MONOTONIC) / 1000000;
+}
+
+/* Serve requests; between them, take a growth sample every period. */
 static void *control_main(void *arg)
 {
+	/* The first sample at once: a process killed early still leaves a
+	 * post-mortem file with its start-up state and command line. */
+	uint64_t next = mono_ms();
+
 	ls_guard_enter();	/* for good: nothing this thread does is tracked */
 	prctl(PR_SET_NAME, "leakscope");
 	for (;;) {
-		int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		struct pollfd p = { .fd = listen_fd, .events = POLLIN };
+		uint64_t now = mono_ms();
+		int fd, r;
 
+		if (now >= next) {
+			ls_snapshot_lock();
+			ls_pm_tick();
+			ls_snapshot_unlock();
+			next += ls_pm_period_ms();
+			if (next <= now)	/* fell behind: do not catch up */
+				next = now + ls_pm_period_ms();
+			continue;
+		}
+		r = poll(&p, 1, (int)(next - now));
+		if (r <= 0)
+			continue;
+		fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
 			if (errno == EBADF || errno == EINVAL)
 				break;
-			usleep(10000);
 			continue;
 		}
 		serve(fd);
@@ -151,17 +164,11 @@ static void *control_main(void *arg)
 
 static int open_socket(void)
 {
-	char dir[sizeof(addr.sun_path)];
 	int fd, r, n;
 
-	r = ls_control_runtime_dir(dir, sizeof(dir));
-	if (!r)
-		r = prepare_dir(dir);
-	if (r)
-		return r;
 	addr.sun_family = AF_UNIX;
-	n = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%d.sock", dir,
-		     (int)getpid());
+	n = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%d.sock",
+		     ls_agent.runtime_dir, (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof(addr.sun_path))
 		return -ENAMETOOLONG;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

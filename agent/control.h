@@ -2,10 +2,10 @@
  * control.h - the agent's control socket.
  *
  * A Unix stream socket per process, <runtime dir>/<pid>.sock, mode 0600,
- * served by one agent thread (never by an allocation hook).  The runtime
- * dir is $LEAKSCOPE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/leakscope, else
- * /tmp/leakscope-<uid>; created 0700 and refused unless it is a real
- * directory owned by the user.  Only the same user or root may talk to it
+ * served by one agent thread (never by an allocation hook), which also
+ * takes the growth samples (pmfile.h).  The runtime dir (common/runtime.h)
+ * is created 0700 and refused unless it is a real directory owned by the
+ * user.  Only the same user or root may talk to it
  * (SO_PEERCRED).  The protocol is in docs/CONTROL-PROTOCOL.md.
  */
 #ifndef LEAKSCOPE_AGENT_CONTROL_H
@@ -21,8 +21,9 @@ void ls_control_stop(void);
  * without touching the parent's socket. */
 void ls_control_forget_child(void);
 
-/* The runtime dir for this user, into buf; 0 or -ENAMETOOLONG. */
-int ls_control_runtime_dir(char *buf, size_t cap);
+/* Create the runtime dir (common/runtime.h) if needed and check that it
+ * is ours and private; 0 or -errno. */
+int ls_control_prepare_dir(const char *dir);
 
 #define LS_CONTROL_MAX_REQUEST 4096
 

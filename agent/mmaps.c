@@ -127,6 +127,17 @@ size_t ls_mmaps_copy(struct ls_live_entry *buf, size_t cap)
 	return n;
 }
 
+void ls_mmaps_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
+{
+	size_t i;
+
+	ls_lock(&lock);
+	for (i = 0; i < nregs; i++)
+		fn(&regs[i], arg);
+	nregs = 0;
+	ls_unlock(&lock);
+}
+
 void ls_mmaps_lock_all(void)
 {
 	ls_lock(&lock);

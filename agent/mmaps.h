@@ -26,6 +26,9 @@ uint64_t ls_mmaps_remove(uint64_t start, uint64_t len, ls_mmaps_fn fn,
  * ls_live_copy_shard() for the cap protocol. */
 size_t ls_mmaps_copy(struct ls_live_entry *buf, size_t cap);
 
+/* Forget every range; fn is called for each first. */
+void ls_mmaps_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg);
+
 void ls_mmaps_lock_all(void);
 void ls_mmaps_unlock_all(void);
 void ls_mmaps_reset_child(void);

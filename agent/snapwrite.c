@@ -15,6 +15,7 @@
 #include "live.h"
 #include "mmaps.h"
 #include "modules.h"
+#include "pmfile.h"
 #include "sample.h"
 #include "site.h"
 #include "snapwrite.h"
@@ -330,6 +331,40 @@ static void put_totals(struct writer *w, struct lsnap_totals *t)
 	put(w, t, sizeof(*t));
 }
 
+/* The growth history of every site that ever held memory. */
+static void put_history(struct writer *w)
+{
+	const struct lspm_header *h = ls_pm_header();
+	struct lsnap_history hh;
+	uint64_t n, first, k;
+	uint32_t id;
+
+	if (!h || !h->ticks)
+		return;
+	n = h->ticks < h->hist_len ? h->ticks : h->hist_len;
+	first = h->ticks - n;
+	hh = (struct lsnap_history){
+		.period_ms = h->period_ms, .hist_len = h->hist_len,
+		.ticks = h->ticks, .first_mono_ns = h->first_mono_ns,
+		.last_mono_ns = h->last_mono_ns,
+	};
+	record(w, LSNAP_HISTORY, sizeof(hh));
+	put(w, &hh, sizeof(hh));
+	for (id = 0; id < h->nsites; id++) {
+		const int64_t *ring = ls_pm_history(id);
+		struct lsnap_site_history sh = { .site = id, .n = (uint32_t)n };
+
+		for (k = 0; k < n && !ring[(first + k) % h->hist_len]; k++)
+			;
+		if (k == n)
+			continue;	/* never held anything */
+		record(w, LSNAP_SITE_HISTORY, sizeof(sh) + n * 8);
+		put(w, &sh, sizeof(sh));
+		for (k = 0; k < n; k++)
+			put(w, &ring[(first + k) % h->hist_len], 8);
+	}
+}
+
 static void put_end(struct writer *w)
 {
 	struct lsnap_end e = { .nrecords = w->nrecords, .hash = w->hash };
@@ -363,6 +398,7 @@ int ls_snapshot_write(int fd, enum lsnap_reason reason, int with_blocks)
 	if (ret)
 		goto out;
 	put_sites(w, &sums, &totals);
+	put_history(w);
 	put_totals(w, &totals);
 	put_end(w);
 	ret = flush_out(w);

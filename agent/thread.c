@@ -206,6 +206,21 @@ void ls_thread_live_peak(int64_t *live, uint64_t *peak, uint64_t *slack)
 	*slack = (uint64_t)n * LS_PEAK_BATCH;
 }
 
+void ls_thread_live_adjust(int64_t delta)
+{
+	__atomic_add_fetch(&global_live, delta, __ATOMIC_RELAXED);
+}
+
+void ls_thread_reset_peak(void)
+{
+	int64_t live;
+	uint64_t peak, slack;
+
+	ls_thread_live_peak(&live, &peak, &slack);
+	__atomic_store_n(&global_peak, live > 0 ? (uint64_t)live : 0,
+			 __ATOMIC_RELAXED);
+}
+
 uint32_t ls_thread_seen(void)
 {
 	return __atomic_load_n(&threads_seen, __ATOMIC_RELAXED);

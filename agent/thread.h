@@ -94,6 +94,10 @@ void ls_thread_each_pending(void (*fn)(const struct ls_pending *, void *),
 /* Global live total and its peak (exact to within LS_PEAK_BATCH per
  * thread). */
 void ls_thread_live_peak(int64_t *live, uint64_t *peak, uint64_t *slack);
+/* Add delta to the global live total (blocks forgotten by a reset). */
+void ls_thread_live_adjust(int64_t delta);
+/* Restart the peak from the current live total (after a reset). */
+void ls_thread_reset_peak(void);
 /* Threads the agent has seen (records ever used). */
 uint32_t ls_thread_seen(void);
 

@@ -9,23 +9,19 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include "../common/runtime.h"
 #include "client.h"
 
 #define REPLY_TIMEOUT_S 30
 
 int ls_client_socket_path(pid_t pid, char *buf, size_t cap)
 {
-	const char *rt = getenv("LEAKSCOPE_RUNTIME_DIR");
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char dir[4096];
 	int n;
 
-	if (rt && *rt)
-		n = snprintf(buf, cap, "%s/%d.sock", rt, (int)pid);
-	else if (xdg && *xdg)
-		n = snprintf(buf, cap, "%s/leakscope/%d.sock", xdg, (int)pid);
-	else
-		n = snprintf(buf, cap, "/tmp/leakscope-%u/%d.sock",
-			     (unsigned)getuid(), (int)pid);
+	if (ls_runtime_dir(dir, sizeof(dir)))
+		return -ENAMETOOLONG;
+	n = snprintf(buf, cap, "%s/%d.sock", dir, (int)pid);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
@@ -67,15 +63,14 @@ static int connect_agent(pid_t pid, char *err, size_t errlen)
 	return fd;
 }
 
-int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,
-		       char *err, size_t errlen)
+/* Connect and send req; then peek: an "ERR" line is turned into an
+ * error.  Returns the connected fd or a negative errno. */
+static int ask(pid_t pid, const char *req, char *err, size_t errlen)
 {
-	const char *req = blocks ? "snapshot blocks\n" : "snapshot\n";
 	char peek[256];
 	ssize_t n;
 	int fd, r;
 
-	memset(snap, 0, sizeof(*snap));
 	fd = connect_agent(pid, err, errlen);
 	if (fd < 0)
 		return fd;
@@ -83,20 +78,90 @@ int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,
 		r = -errno;
 		snprintf(err, errlen, "pid %d: cannot send request: %s",
 			 (int)pid, strerror(errno));
-		goto out;
+		close(fd);
+		return r;
 	}
 	do
 		n = recv(fd, peek, sizeof(peek) - 1, MSG_PEEK);
 	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		r = -errno;
+		snprintf(err, errlen, "pid %d: no answer: %s", (int)pid,
+			 strerror(errno));
+		close(fd);
+		return r;
+	}
 	if (n >= 4 && !memcmp(peek, "ERR ", 4)) {
 		peek[n] = 0;
 		peek[strcspn(peek, "\n")] = 0;
 		snprintf(err, errlen, "pid %d refused: %s", (int)pid, peek + 4);
-		r = -EPROTO;
-		goto out;
+		close(fd);
+		return -EPROTO;
 	}
+	return fd;
+}
+
+int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,
+		       char *err, size_t errlen)
+{
+	int fd, r;
+
+	memset(snap, 0, sizeof(*snap));
+	fd = ask(pid, blocks ? "snapshot blocks\n" : "snapshot\n", err, errlen);
+	if (fd < 0)
+		return fd;
 	r = ls_snapshot_read_fd(fd, snap, err, errlen);
-out:
+	close(fd);
+	return r;
+}
+
+int ls_client_request(pid_t pid, const char *req, char *reply, size_t cap,
+		      char *err, size_t errlen)
+{
+	char line[4096];
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	if (snprintf(line, sizeof(line), "%s\n", req) >= (int)sizeof(line)) {
+		snprintf(err, errlen, "request too long");
+		return -EMSGSIZE;
+	}
+	fd = ask(pid, line, err, errlen);
+	if (fd < 0)
+		return fd;
+	while (len < cap - 1 && (n = recv(fd, reply + len, cap - 1 - len, 0)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	reply[len] = 0;
+	reply[strcspn(reply, "\n")] = 0;
+	return 0;
+}
+
+int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err, size_t errlen)
+{
+	char buf[65536];
+	ssize_t n;
+	int fd, r = 0;
+
+	fd = ask(pid, blocks ? "snapshot blocks\n" : "snapshot\n", err, errlen);
+	if (fd < 0)
+		return fd;
+	while ((n = recv(fd, buf, sizeof(buf), 0)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(out_fd, buf, (size_t)n) != n) {
+			r = -errno;
+			snprintf(err, errlen, "pid %d: transfer failed: %s",
+				 (int)pid, strerror(errno));
+			break;
+		}
+	}
 	close(fd);
 	return r;
 }

@@ -22,4 +22,19 @@ int ls_client_socket_path(pid_t pid, char *buf, size_t cap);
 int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,
 		       char *err, size_t errlen);
 
+/*
+ * Send a one-line request and read the agent's one-line reply (without
+ * its newline) into reply.  Errors as ls_client_snapshot(); an "ERR ..."
+ * reply gives -EPROTO.
+ */
+int ls_client_request(pid_t pid, const char *req, char *reply, size_t cap,
+		      char *err, size_t errlen);
+
+/*
+ * Ask for a snapshot and copy the raw bytes to out_fd, unparsed.  Errors
+ * as ls_client_snapshot(); the caller validates what it saved.
+ */
+int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err,
+		    size_t errlen);
+
 #endif

@@ -9,6 +9,11 @@
 
 /* Each returns the process exit status. */
 int ls_cmd_run(int argc, char **argv);
+int ls_cmd_report(int argc, char **argv);
+int ls_cmd_snapshot(int argc, char **argv);
+int ls_cmd_reset(int argc, char **argv);
+int ls_cmd_stats(int argc, char **argv);
+int ls_cmd_olds(int argc, char **argv);
 
 /* Long options every reporting command takes; values >= 0x100. */
 enum {

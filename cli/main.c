@@ -18,6 +18,11 @@ struct command {
 
 static const struct command commands[] = {
 	{ "run", ls_cmd_run, "run a command under the agent and report its leaks" },
+	{ "report", ls_cmd_report, "report a running process, a snapshot or a post-mortem file" },
+	{ "olds", ls_cmd_olds, "the oldest live blocks of a running process" },
+	{ "stats", ls_cmd_stats, "calls, totals and allocator statistics" },
+	{ "reset", ls_cmd_reset, "forget the blocks a running process allocated so far" },
+	{ "snapshot", ls_cmd_snapshot, "save a running process's state to a file" },
 };
 
 static void usage(FILE *out)
@@ -35,7 +40,7 @@ int main(int argc, char **argv)
 	size_t i;
 
 	if (argc < 2) {
-		usage(stderr);
+		ls_error("no command given (see 'leakscope --help')");
 		return LS_EXIT_FAILURE;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||

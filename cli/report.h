@@ -26,6 +26,7 @@ struct ls_report_opts {
 	uint64_t min_size;	/* only blocks of at least this size */
 	uint64_t max_size;	/* only blocks of at most this size; 0 = none */
 	int show_allocs;	/* list each block (addr, size, age) */
+	int growing;		/* only linear or exponential growth */
 	int need_blocks;	/* derived: a filter needs per-block data */
 };
 
@@ -55,7 +56,12 @@ void ls_report_opts_finish(struct ls_report_opts *opts);
  * Build the report.  Sites with no outstanding block left after the
  * filters are dropped.  Returns 0, or -ENOMEM; release with
  * ls_report_release().  When opts->need_blocks is set and the snapshot has
- * no block list, returns -ENODATA.
+ * no block list, returns -ENODATA (unless no site has anything
+ * outstanding: the report is then simply empty).  In sampled mode the
+ * figures built from blocks are estimates: each sampled heap block of
+ * size s stands for 1 / (1 - exp(-s / sample_rate)) blocks (mappings are
+ * always recorded, and count as one).  rep->snap points to
+ * snap, which must outlive the report.
  */
 int ls_report_build(const struct ls_snapshot *snap,
 		    const struct ls_report_opts *opts, struct ls_report *rep);
@@ -68,6 +74,15 @@ void ls_report_release(struct ls_report *rep);
  */
 int ls_report_render(FILE *out, const struct ls_report *rep,
 		     const struct ls_report_opts *opts);
+
+/*
+ * Same, through a symbolizer the caller owns (built for rep->snap), so
+ * that several reports of one process share its caches.
+ */
+struct ls_symbolizer;
+int ls_report_render_with(FILE *out, const struct ls_report *rep,
+			  const struct ls_report_opts *opts,
+			  struct ls_symbolizer *sym);
 
 /*
  * The allocated-bytes threshold test used by --fail-on-leak: nonzero when

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "client.h"
+#include "postmortem.h"
 #include "cmd.h"
 #include "report.h"
 #include "snapshot.h"
@@ -493,6 +494,8 @@ static int render(FILE *fp, const struct ls_snapshot *snap,
 	struct ls_report rep;
 	int err = ls_report_build(snap, opts, &rep);
 
+	if (err == -ENODATA)
+		return err;	/* no block list: the caller decides */
 	if (err) {
 		ls_error("cannot build the report of pid %u: %s", snap->hdr.pid,
 			 strerror(-err));
@@ -503,6 +506,21 @@ static int render(FILE *fp, const struct ls_snapshot *snap,
 	if (!err)
 		fflush(fp);
 	return err;
+}
+
+/* A post-mortem file has no block list: filters that need one are
+ * dropped, and the report says so. */
+static void render_plain(FILE *fp, const struct ls_snapshot *snap,
+			 const struct ls_report_opts *opts)
+{
+	struct ls_report_opts plain = *opts;
+
+	plain.min_age_ns = plain.min_size = plain.max_size = 0;
+	plain.show_allocs = 0;
+	ls_report_opts_finish(&plain);
+	ls_error("the post-mortem file of pid %u has no block list: "
+		 "block filters ignored", snap->hdr.pid);
+	render(fp, snap, &plain);
 }
 
 static void periodic_report(struct run *r)
@@ -652,6 +670,29 @@ static int render_other(struct run *r, const struct ls_snapshot *snap)
 }
 
 /*
+ * The command died without writing its exit snapshot (a signal, or
+ * _exit through a path the agent does not see): report what its
+ * post-mortem file held at the last growth sample, and remove the file.
+ * Returns 0, or -1 when there is none.
+ */
+static int postmortem_report(struct run *r, int *tripped)
+{
+	struct ls_snapshot snap;
+	char path[4200], err[1024];
+
+	if (ls_postmortem_path(r->child, path, sizeof(path)) ||
+	    ls_postmortem_load(path, &snap, err, sizeof(err)))
+		return -1;
+	unlink(path);
+	if (render(r->fp, &snap, &r->ropts) == -ENODATA)
+		render_plain(r->fp, &snap, &r->ropts);
+	if (r->fail_on_leak && ls_report_leaks_over(&snap, r->leak_limit))
+		*tripped = 1;
+	ls_snapshot_release(&snap);
+	return 0;
+}
+
+/*
  * Render everything; returns 0, 1 when --fail-on-leak tripped, or -1
  * when a report could not be produced.
  */
@@ -682,14 +723,16 @@ static int report_all(struct run *r, int status)
 		ls_snapshot_release(&c.snaps[i]);
 	free(c.snaps);
 	if (!root_seen) {
-		if (WIFSIGNALED(status))
-			ls_error("pid %d was killed by signal %d (%s) before it "
-				 "could write its report", (int)r->child,
+		int pm = postmortem_report(r, &tripped);
+
+		if (pm < 0 && WIFSIGNALED(status))
+			ls_error("pid %d was killed by signal %d (%s) and left "
+				 "no post-mortem file", (int)r->child,
 				 WTERMSIG(status), strsignal(WTERMSIG(status)));
-		else
+		else if (pm < 0)
 			ls_error("pid %d ended without writing its report (was "
 				 "the agent loaded?)", (int)r->child);
-		failed = 1;
+		failed |= pm < 0;
 	}
 	return failed ? -1 : tripped;
 }

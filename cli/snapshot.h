@@ -37,6 +37,9 @@ struct ls_site {
 	uint64_t allocated_bytes;
 	uint64_t allocated_blocks;
 	uint64_t *frames;	/* owned; frames[0] = allocating caller */
+	int64_t *history;	/* owned; live bytes per growth sample,
+				   oldest first; NULL if none */
+	uint32_t nhistory;
 };
 
 struct ls_block {
@@ -47,7 +50,11 @@ struct ls_block {
 
 struct ls_snapshot {
 	struct lsnap_header hdr;
-	int has_totals, has_mallinfo, has_blocks;
+	int has_totals, has_mallinfo, has_blocks, has_history;
+	int postmortem;		/* read from a post-mortem file */
+	int torn;		/* ... whose last update was cut short */
+	int exited;		/* ... of a process that exited normally */
+	struct lsnap_history history;
 	struct lsnap_totals totals;
 	struct lsnap_mallinfo mallinfo;
 

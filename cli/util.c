@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "util.h"
 
@@ -94,6 +95,7 @@ int ls_parse_seconds(const char *s, uint64_t *ns)
 int ls_outfile_open(struct ls_outfile *of, const char *path)
 {
 	size_t len = strlen(path) + 32;
+	struct stat st;
 	int err;
 
 	memset(of, 0, sizeof(*of));
@@ -102,6 +104,18 @@ int ls_outfile_open(struct ls_outfile *of, const char *path)
 	if (!of->path || !of->tmp) {
 		err = -ENOMEM;
 		goto fail;
+	}
+	/* A device, FIFO or socket (/dev/null, /dev/stdout, a pipe) is
+	 * written in place: renaming a file over it would replace it. */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		free(of->tmp);
+		of->tmp = NULL;
+		of->fp = fopen(path, "w");
+		if (!of->fp) {
+			err = -errno;
+			goto fail;
+		}
+		return 0;
 	}
 	snprintf(of->tmp, len, "%s.tmp.%d", path, (int)getpid());
 	of->fp = fopen(of->tmp, "wx");
@@ -128,9 +142,9 @@ int ls_outfile_commit(struct ls_outfile *of)
 	if (fclose(of->fp) && !err)
 		err = -errno;
 	of->fp = NULL;
-	if (!err && rename(of->tmp, of->path))
+	if (of->tmp && !err && rename(of->tmp, of->path))
 		err = -errno;
-	if (err)
+	if (of->tmp && err)
 		unlink(of->tmp);
 	free(of->path);
 	free(of->tmp);
@@ -142,7 +156,8 @@ void ls_outfile_abort(struct ls_outfile *of)
 {
 	if (of->fp) {
 		fclose(of->fp);
-		unlink(of->tmp);
+		if (of->tmp)
+			unlink(of->tmp);
 	}
 	free(of->path);
 	free(of->tmp);

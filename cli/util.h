@@ -30,7 +30,9 @@ int ls_parse_seconds(const char *s, uint64_t *ns);
 /*
  * A report file written whole or not at all: opened as PATH.tmp.PID,
  * renamed to PATH on commit, removed on abort.  Opening early is how
- * `run` proves the output is writable before starting the command.
+ * `run` proves the output is writable before starting the command.  A
+ * PATH that exists and is not a regular file (/dev/null, a FIFO) is
+ * written in place.
  */
 struct ls_outfile {
 	char *path;

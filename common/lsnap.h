@@ -43,6 +43,8 @@ enum lsnap_tag {
 	LSNAP_MODULE = 6,	/* struct lsnap_module + path bytes */
 	LSNAP_SITE = 7,		/* struct lsnap_site + nframes u64 */
 	LSNAP_BLOCKS = 8,	/* array of struct lsnap_block */
+	LSNAP_HISTORY = 9,	/* struct lsnap_history, at most once */
+	LSNAP_SITE_HISTORY = 10,	/* struct lsnap_site_history + n int64 */
 	LSNAP_END = 0xffff,	/* struct lsnap_end, last */
 };
 
@@ -155,6 +157,26 @@ struct lsnap_block {
 	uint64_t birth_ns;	/* CLOCK_MONOTONIC at allocation */
 	uint32_t site;
 	uint32_t tid;
+} __attribute__((packed));
+
+/*
+ * The growth sampler's time axis: sample k (0-based, of `ticks` taken) was
+ * taken at about first_mono_ns + k * period_ms; a site history holds the
+ * last n samples, n <= hist_len, oldest first, the newest being sample
+ * ticks - 1 taken at last_mono_ns.
+ */
+struct lsnap_history {
+	uint32_t period_ms;
+	uint32_t hist_len;
+	uint64_t ticks;
+	uint64_t first_mono_ns;
+	uint64_t last_mono_ns;
+} __attribute__((packed));
+
+struct lsnap_site_history {
+	uint32_t site;
+	uint32_t n;
+	/* int64_t live_bytes[n] follow, oldest first */
 } __attribute__((packed));
 
 struct lsnap_end {

@@ -1,0 +1,62 @@
+/*
+ * cfi.h - the unwind rule of one code address, from the .eh_frame CFI of
+ * the module that holds it.  The unwinder (unwind.h) caches these.
+ *
+ * A rule is one 64-bit word, so caches can publish it with one atomic
+ * store: where the CFA is (%rsp or %rbp plus an offset, possibly loaded
+ * from there), where the return address and the caller's %rbp are saved,
+ * or that the frame is a sigreturn trampoline, the outermost frame, or
+ * one that cannot be unwound.  x86_64 only.
+ */
+#ifndef LEAKSCOPE_AGENT_CFI_H
+#define LEAKSCOPE_AGENT_CFI_H
+
+#include <stdint.h>
+
+enum ls_cfi_kind {
+	LS_CFI_NONE = 0,	/* empty slot / not ready: never a real rule */
+	LS_CFI_FRAME,		/* an ordinary frame: apply the offsets */
+	LS_CFI_OUTERMOST,	/* return address undefined: the walk is done */
+	LS_CFI_SIGNAL,		/* sigreturn trampoline: ucontext at sp */
+	LS_CFI_STOP,		/* no usable CFI: cannot go further */
+};
+
+enum ls_cfi_rbp {
+	LS_CFI_RBP_SAME = 0,	/* callee left %rbp alone */
+	LS_CFI_RBP_AT_CFA,	/* saved at CFA + rbp_off */
+	LS_CFI_RBP_AT_RBP,	/* saved at %rbp + rbp_off (stack realignment) */
+	LS_CFI_RBP_UNDEF,	/* unknown: becomes 0, no rbp-based rule works */
+};
+
+union ls_cfi_rule {
+	uint64_t word;
+	struct {
+		int32_t cfa_off;
+		int16_t rbp_off;
+		int8_t ra_off;	/* return address at CFA + ra_off */
+		uint8_t bits;	/* kind | cfa on rbp | cfa deref | rbp rule */
+	} f;
+};
+
+#define LS_CFI_KIND(b) ((b) & 7u)
+#define LS_CFI_CFA_RBP 0x08u	/* CFA base is %rbp, else %rsp */
+#define LS_CFI_CFA_DEREF 0x10u	/* CFA = *(base + cfa_off) */
+#define LS_CFI_RBP_SHIFT 5
+
+/*
+ * The rule for pc.  exact == 0: pc is a return address, so the row of
+ * the call instruction (pc - 1) applies; exact != 0: pc was interrupted
+ * by a signal and its own row applies.  Never 0 (LS_CFI_NONE).
+ *
+ * *cacheable is set to 0 when pc lies in no loaded module: a later
+ * dlopen() may change that answer, whereas any other answer holds until
+ * the module is unloaded.
+ *
+ * Reads CFI only inside the module _dl_find_object() reports, each read
+ * bounded to its mapping; no allocation, no lock (_dl_find_object is
+ * async-signal-safe), errno untouched.  Safe in allocation hooks and
+ * signal handlers.  Costs about a microsecond: cache the result.
+ */
+uint64_t ls_cfi_rule(uint64_t pc, int exact, int *cacheable);
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * pmfile.h - the post-mortem file and the growth sampler (common/lspm.h).
+ *
+ * Once per period the control thread takes a sample: each site's live
+ * bytes and blocks, its allocated totals, the totals, calls and mallinfo,
+ * written in place into <runtime dir>/<pid>.pm, a file-backed shared
+ * mapping.  The same samples, kept as a ring per site, are the history
+ * from which the command-line tool labels each site's growth.  After a
+ * SIGKILL or the OOM killer the file still holds the last sample.
+ *
+ * None of this runs in an allocation hook.  ls_pm_tick() and the
+ * readers run under the snapshot lock (snapwrite.h).
+ */
+#ifndef LEAKSCOPE_AGENT_PMFILE_H
+#define LEAKSCOPE_AGENT_PMFILE_H
+
+#include <stdint.h>
+#include "../common/lspm.h"
+
+/* Create and map the file; 0 or -errno (then there is no post-mortem
+ * and no history, and everything else works). */
+int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len);
+/* Take one sample. */
+void ls_pm_tick(void);
+/* At a normal exit: mark it, and remove the file unless keep. */
+void ls_pm_close(int keep);
+/* In a fork child: the mapping is the parent's; let go of it. */
+void ls_pm_forget_child(void);
+
+/* The header, or NULL when there is no file. */
+const struct lspm_header *ls_pm_header(void);
+/* Site id's ring of hist_len samples (slot k % hist_len), or NULL. */
+const int64_t *ls_pm_history(uint32_t site);
+/* Milliseconds between samples. */
+uint32_t ls_pm_period_ms(void);
+
+#endif

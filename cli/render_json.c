@@ -1,0 +1,229 @@
+/*
+ * render_json.c - the machine-readable report: one compact JSON object per
+ * snapshot on one line.  The schema is docs/JSON-REPORT.md (version 1);
+ * any change here must keep to its stability rules.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <time.h>
+#include "json.h"
+#include "render.h"
+
+#define LS_JSON_REPORT_VERSION 1
+
+static void put_hex(struct ls_json *j, const char *key, uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
+	ls_json_str(j, key, buf);
+}
+
+/* ISO 8601 UTC, millisecond precision. */
+static void put_time(struct ls_json *j, const char *key, uint64_t wall_ns)
+{
+	time_t sec = (time_t)(wall_ns / 1000000000);
+	char buf[64], date[40];
+	struct tm tm;
+
+	if (!gmtime_r(&sec, &tm) ||
+	    !strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm)) {
+		ls_json_null(j, key);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%s.%03uZ", date,
+		 (unsigned)(wall_ns / 1000000 % 1000));
+	ls_json_str(j, key, buf);
+}
+
+static void put_process(struct ls_json *j, const struct ls_snapshot *s)
+{
+	const struct lsnap_header *h = &s->hdr;
+	size_t i;
+
+	ls_json_u64(j, "pid", h->pid);
+	ls_json_u64(j, "ppid", h->ppid);
+	ls_json_array(j, "command");
+	for (i = 0; i < s->argc; i++)
+		ls_json_str(j, NULL, s->argv[i]);
+	ls_json_end(j);
+	if (h->mode == LSNAP_MODE_SAMPLED) {
+		ls_json_str(j, "mode", "sampled");
+		ls_json_u64(j, "sample_rate", h->sample_rate);
+	} else {
+		ls_json_str(j, "mode", "full");
+	}
+	ls_json_str(j, "reason",
+		    h->reason == LSNAP_REASON_REQUEST ? "live" : "exit");
+	ls_json_bool(j, "postmortem", s->postmortem);
+	if (s->postmortem) {
+		ls_json_bool(j, "exited", s->exited);
+		ls_json_bool(j, "torn", s->torn);
+	}
+	put_time(j, "time", h->wall_ns);
+	ls_json_ms(j, "uptime_ms", h->mono_ns > h->start_mono_ns ?
+		   h->mono_ns - h->start_mono_ns : 0);
+	ls_json_u64(j, "threads", h->nthreads);
+}
+
+static void put_totals(struct ls_json *j, const struct ls_snapshot *s)
+{
+	const struct lsnap_totals *t = &s->totals;
+
+	if (!s->has_totals)
+		return;
+	ls_json_object(j, "totals");
+	ls_json_u64(j, "live_bytes", t->live_bytes);
+	ls_json_u64(j, "live_blocks", t->live_blocks);
+	ls_json_u64(j, "allocated_bytes", t->allocated_bytes);
+	ls_json_u64(j, "allocated_blocks", t->allocated_blocks);
+	ls_json_u64(j, "peak_live_bytes", t->peak_live_bytes);
+	ls_json_u64(j, "peak_slack", t->peak_slack);
+	ls_json_end(j);
+}
+
+static void put_calls(struct ls_json *j, const struct ls_snapshot *s)
+{
+	size_t i;
+
+	ls_json_object(j, "calls");
+	for (i = 0; i < s->ncalls; i++)
+		ls_json_u64(j, s->calls[i].name, s->calls[i].count);
+	ls_json_end(j);
+}
+
+static void put_mallinfo(struct ls_json *j, const struct ls_snapshot *s)
+{
+	const struct lsnap_mallinfo *m = &s->mallinfo;
+
+	if (!s->has_mallinfo)
+		return;
+	ls_json_object(j, "mallinfo");
+	ls_json_u64(j, "arena", m->arena);
+	ls_json_u64(j, "ordblks", m->ordblks);
+	ls_json_u64(j, "smblks", m->smblks);
+	ls_json_u64(j, "hblks", m->hblks);
+	ls_json_u64(j, "hblkhd", m->hblkhd);
+	ls_json_u64(j, "usmblks", m->usmblks);
+	ls_json_u64(j, "fsmblks", m->fsmblks);
+	ls_json_u64(j, "uordblks", m->uordblks);
+	ls_json_u64(j, "fordblks", m->fordblks);
+	ls_json_u64(j, "keepcost", m->keepcost);
+	ls_json_end(j);
+}
+
+static void put_filters(struct ls_json *j, const struct ls_render_ctx *c)
+{
+	const struct ls_report_opts *o = c->opts;
+
+	ls_json_object(j, "filters");
+	ls_json_ms(j, "min_age_ms", o->min_age_ns);
+	ls_json_u64(j, "min_size", o->min_size);
+	if (o->max_size)
+		ls_json_u64(j, "max_size", o->max_size);
+	else
+		ls_json_null(j, "max_size");
+	if (o->top)
+		ls_json_u64(j, "top", o->top);
+	else
+		ls_json_null(j, "top");
+	ls_json_end(j);
+	ls_json_u64(j, "sites_total", c->rep->nsites_total);
+	ls_json_object(j, "matched");
+	ls_json_i64(j, "live_bytes", c->rep->live_bytes);
+	ls_json_i64(j, "live_blocks", c->rep->live_blocks);
+	ls_json_end(j);
+}
+
+static void put_frame(struct ls_json *j, const struct ls_symframe *f)
+{
+	ls_json_object(j, NULL);
+	put_hex(j, "address", f->addr);
+	ls_json_str(j, "function", f->function);
+	if (f->function && !f->inlined)
+		ls_json_u64(j, "offset", f->offset);
+	else
+		ls_json_null(j, "offset");
+	ls_json_str(j, "module", f->module);
+	ls_json_str(j, "file", f->file);
+	if (f->line)
+		ls_json_u64(j, "line", (uint64_t)f->line);
+	else
+		ls_json_null(j, "line");
+	ls_json_bool(j, "inlined", f->inlined);
+	ls_json_end(j);
+}
+
+static void put_blocks(struct ls_json *j, const struct ls_render_ctx *c,
+		       const struct ls_report_site *r)
+{
+	size_t i;
+
+	ls_json_array(j, "blocks");
+	for (i = 0; i < r->nblocks; i++) {
+		const struct ls_block *b = r->blocks[i];
+
+		ls_json_object(j, NULL);
+		put_hex(j, "address", b->addr);
+		ls_json_u64(j, "size", b->size);
+		ls_json_ms(j, "age_ms", ls_block_age_ns(c->rep->snap, b));
+		ls_json_u64(j, "tid", b->tid);
+		ls_json_end(j);
+	}
+	ls_json_end(j);
+}
+
+static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
+		    const struct ls_report_site *r, struct ls_stack *st)
+{
+	size_t i;
+	int ret = ls_stack_build(c->sym, r->site, st);
+
+	if (ret)
+		return ret;
+	ls_json_object(j, NULL);
+	ls_json_u64(j, "id", r->site->id);
+	ls_json_str(j, "kind", r->site->kind == LSNAP_KIND_MMAP ? "mmap" : "heap");
+	ls_json_i64(j, "live_bytes", r->live_bytes);
+	ls_json_i64(j, "live_blocks", r->live_blocks);
+	ls_json_u64(j, "allocated_bytes", r->allocated_bytes);
+	ls_json_u64(j, "allocated_blocks", r->allocated_blocks);
+	ls_json_array(j, "frames");
+	for (i = 0; i < st->n; i++)
+		put_frame(j, &st->f[i]);
+	ls_json_end(j);
+	if (c->opts->show_allocs)
+		put_blocks(j, c, r);
+	ls_json_end(j);
+	return 0;
+}
+
+int ls_render_json(const struct ls_render_ctx *c)
+{
+	const struct ls_snapshot *s = c->rep->snap;
+	struct ls_stack st = { 0 };
+	struct ls_json j;
+	size_t i;
+	int ret = 0;
+
+	ls_json_init(&j, c->out);
+	ls_json_object(&j, NULL);
+	ls_json_str(&j, "format", "leakscope-report");
+	ls_json_u64(&j, "version", LS_JSON_REPORT_VERSION);
+	put_process(&j, s);
+	put_totals(&j, s);
+	put_calls(&j, s);
+	put_mallinfo(&j, s);
+	put_filters(&j, c);
+	ls_json_array(&j, "sites");
+	for (i = 0; i < c->rep->nsites && !ret; i++)
+		ret = put_site(&j, c, &c->rep->sites[i], &st);
+	ls_stack_release(&st);
+	if (ret)
+		return ret;
+	ls_json_end(&j);
+	ls_json_end(&j);
+	fputc('\n', c->out);
+	ret = ls_json_finish(&j);
+	return ret == -EIO ? 0 : ret;	/* write errors: report.c checks */
+}

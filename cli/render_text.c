@@ -1,0 +1,230 @@
+/*
+ * render_text.c - the human-readable report, in the spirit of bcc's
+ * memleak: a header, the sites with their stacks, then the totals.
+ */
+#include <inttypes.h>
+#include <string.h>
+#include "render.h"
+
+static int estimates(const struct ls_render_ctx *c)
+{
+	return c->rep->snap->hdr.mode == LSNAP_MODE_SAMPLED;
+}
+
+/* Strings come from the traced program and its files: keep control
+ * characters away from the terminal. */
+static void put_safe(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
+}
+
+static void put_num(const struct ls_render_ctx *c, int64_t v)
+{
+	fprintf(c->out, "%s%" PRId64, estimates(c) ? "~" : "", v);
+}
+
+static void put_unum(const struct ls_render_ctx *c, uint64_t v)
+{
+	fprintf(c->out, "%s%" PRIu64, estimates(c) ? "~" : "", v);
+}
+
+static void put_seconds(FILE *out, uint64_t ns)
+{
+	fprintf(out, "%" PRIu64 ".%03us", ns / 1000000000,
+		(unsigned)(ns / 1000000 % 1000));
+}
+
+static void put_filters(const struct ls_render_ctx *c)
+{
+	const struct ls_report_opts *o = c->opts;
+
+	if (!o->min_age_ns && !o->min_size && !o->max_size)
+		return;
+	fputs("Filters: only blocks", c->out);
+	if (o->min_age_ns) {
+		fputs(" at least ", c->out);
+		put_seconds(c->out, o->min_age_ns);
+		fputs(" old", c->out);
+	}
+	if (o->min_size)
+		fprintf(c->out, "%s at least %" PRIu64 " bytes",
+			o->min_age_ns ? "," : "", o->min_size);
+	if (o->max_size)
+		fprintf(c->out, "%s at most %" PRIu64 " bytes",
+			o->min_age_ns || o->min_size ? "," : "", o->max_size);
+	fputc('\n', c->out);
+}
+
+static void put_header(const struct ls_render_ctx *c)
+{
+	const struct ls_snapshot *s = c->rep->snap;
+	size_t i;
+
+	fprintf(c->out, "leakscope: pid %u", s->hdr.pid);
+	if (s->argc) {
+		fputs(" (", c->out);
+		for (i = 0; i < s->argc; i++) {
+			if (i)
+				fputc(' ', c->out);
+			put_safe(c->out, s->argv[i]);
+		}
+		fputc(')', c->out);
+	}
+	if (s->postmortem)
+		fputs(s->exited ? ", post-mortem after exit" : ", post-mortem",
+		      c->out);
+	else
+		fputs(s->hdr.reason == LSNAP_REASON_REQUEST ? ", live" :
+		      ", at exit", c->out);
+	if (estimates(c))
+		fprintf(c->out, ", sampled every %" PRIu64 " bytes on average: "
+			"figures are estimates\n", s->hdr.sample_rate);
+	else
+		fputs(", full tracking\n", c->out);
+	if (s->torn)
+		fputs("Note: the process died during an update: figures may "
+		      "mix two samples\n", c->out);
+	put_filters(c);
+}
+
+static void put_frame(FILE *out, const struct ls_symframe *f)
+{
+	fputs("\t\t", out);
+	if (f->function) {
+		put_safe(out, f->function);
+		if (!f->inlined)
+			fprintf(out, "+0x%" PRIx64, f->offset);
+	} else {
+		fprintf(out, "0x%" PRIx64, f->addr);
+	}
+	fputs(" [", out);
+	put_safe(out, f->module ? ls_sym_basename(f->module) : "unknown");
+	fputc(']', out);
+	if (f->file) {
+		fputc(' ', out);
+		put_safe(out, ls_sym_basename(f->file));
+		if (f->line)
+			fprintf(out, ":%d", f->line);
+	}
+	fputs(f->inlined ? " (inlined)\n" : "\n", out);
+}
+
+static void put_blocks(const struct ls_render_ctx *c,
+		       const struct ls_report_site *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nblocks; i++) {
+		const struct ls_block *b = r->blocks[i];
+
+		fprintf(c->out, "\t\taddr = 0x%" PRIx64 " size = %" PRIu64
+			" age = ", b->addr, b->size);
+		put_seconds(c->out, ls_block_age_ns(c->rep->snap, b));
+		fprintf(c->out, " tid = %u\n", b->tid);
+	}
+}
+
+static int put_site(const struct ls_render_ctx *c,
+		    const struct ls_report_site *r, struct ls_stack *st)
+{
+	int mmap = r->site->kind == LSNAP_KIND_MMAP;
+	size_t i;
+	int ret;
+
+	fputc('\t', c->out);
+	put_num(c, r->live_bytes);
+	fputs(" bytes in ", c->out);
+	put_num(c, r->live_blocks);
+	fprintf(c->out, " %s%s from stack%s\n", mmap ? "mapping" : "allocation",
+		r->live_blocks == 1 ? "" : "s", mmap ? " (mmap)" : "");
+	put_blocks(c, r);
+	ret = ls_stack_build(c->sym, r->site, st);
+	if (ret)
+		return ret;
+	for (i = 0; i < st->n; i++)
+		put_frame(c->out, &st->f[i]);
+	if (!st->n)
+		fputs("\t\t(no stack)\n", c->out);
+	return 0;
+}
+
+static void put_totals(const struct ls_render_ctx *c)
+{
+	const struct ls_snapshot *s = c->rep->snap;
+	const struct lsnap_totals *t = &s->totals;
+
+	if (!s->has_totals)
+		return;
+	fputs("Totals: ", c->out);
+	put_unum(c, t->live_bytes);
+	fputs(" bytes live in ", c->out);
+	put_unum(c, t->live_blocks);
+	fputs(" blocks; ", c->out);
+	put_unum(c, t->allocated_blocks);
+	fputs(" allocations (", c->out);
+	put_unum(c, t->allocated_bytes);
+	fputs(" bytes) made; peak ", c->out);
+	put_unum(c, t->peak_live_bytes);
+	fputs(" bytes live", c->out);
+	if (t->peak_slack)
+		fprintf(c->out, " (exact to within %" PRIu64 " bytes)",
+			t->peak_slack);
+	fputc('\n', c->out);
+}
+
+static void put_matched(const struct ls_render_ctx *c)
+{
+	const struct ls_report_opts *o = c->opts;
+
+	if (!o->min_age_ns && !o->min_size && !o->max_size)
+		return;
+	fputs("Matching the filters: ", c->out);
+	put_num(c, c->rep->live_bytes);
+	fputs(" bytes in ", c->out);
+	put_num(c, c->rep->live_blocks);
+	fputs(" blocks\n", c->out);
+}
+
+static void put_calls(const struct ls_render_ctx *c)
+{
+	const struct ls_snapshot *s = c->rep->snap;
+	const char *sep = "Calls: ";
+	size_t i;
+
+	for (i = 0; i < s->ncalls; i++) {
+		if (!s->calls[i].count)
+			continue;
+		fputs(sep, c->out);
+		put_safe(c->out, s->calls[i].name);
+		fprintf(c->out, " %" PRIu64, s->calls[i].count);
+		sep = ", ";
+	}
+	if (strcmp(sep, "Calls: "))
+		fputc('\n', c->out);
+}
+
+int ls_render_text(const struct ls_render_ctx *c)
+{
+	const struct ls_report *rep = c->rep;
+	struct ls_stack st = { 0 };
+	size_t i;
+	int ret = 0;
+
+	put_header(c);
+	if (!rep->nsites_total)
+		fputs("No stacks with outstanding allocations.\n", c->out);
+	else
+		fprintf(c->out, "Top %zu of %zu stacks with outstanding "
+			"allocations:\n", rep->nsites, rep->nsites_total);
+	for (i = 0; i < rep->nsites && !ret; i++)
+		ret = put_site(c, &rep->sites[i], &st);
+	ls_stack_release(&st);
+	if (ret)
+		return ret;
+	fputc('\n', c->out);
+	put_totals(c);
+	put_matched(c);
+	put_calls(c);
+	return 0;
+}

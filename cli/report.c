@@ -1,0 +1,415 @@
+/*
+ * report.c - filters, aggregation and sorting of a snapshot's sites, and
+ * the dispatch to the renderers.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "render.h"
+#include "report.h"
+
+/* Per-site sums over the blocks that pass the filters. */
+struct agg {
+	int64_t bytes, blocks;
+	double est_bytes, est_blocks;	/* sampled mode */
+	size_t nblk;
+};
+
+/* Site ids to indexes into snap->sites, for the block -> site join. */
+struct site_idx {
+	uint32_t id;
+	uint32_t i;
+};
+
+void ls_report_opts_finish(struct ls_report_opts *opts)
+{
+	opts->need_blocks = opts->min_age_ns || opts->min_size ||
+		opts->max_size || opts->show_allocs;
+}
+
+uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
+			 const struct ls_block *b)
+{
+	return snap->hdr.mono_ns > b->birth_ns ?
+		snap->hdr.mono_ns - b->birth_ns : 0;
+}
+
+static int block_passes(const struct ls_snapshot *snap,
+			const struct ls_report_opts *o, const struct ls_block *b)
+{
+	if (ls_block_age_ns(snap, b) < o->min_age_ns)
+		return 0;
+	if (b->size < o->min_size)
+		return 0;
+	return !o->max_size || b->size <= o->max_size;
+}
+
+static int cmp_idx(const void *a, const void *b)
+{
+	const struct site_idx *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static struct site_idx *index_sites(const struct ls_snapshot *snap)
+{
+	struct site_idx *ix = malloc((snap->nsites ? snap->nsites : 1) *
+				     sizeof(*ix));
+	size_t i;
+
+	if (!ix)
+		return NULL;
+	for (i = 0; i < snap->nsites; i++) {
+		ix[i].id = snap->sites[i].id;
+		ix[i].i = (uint32_t)i;
+	}
+	qsort(ix, snap->nsites, sizeof(*ix), cmp_idx);
+	return ix;
+}
+
+static long site_index(const struct site_idx *ix, size_t n, uint32_t id)
+{
+	struct site_idx key = { .id = id };
+	const struct site_idx *hit = bsearch(&key, ix, n, sizeof(*ix), cmp_idx);
+
+	return hit ? (long)hit->i : -1;
+}
+
+/*
+ * Poisson byte sampling picks a block of size s with probability
+ * 1 - exp(-s / rate); weighting each sampled block by the inverse gives
+ * unbiased estimates of bytes and blocks (docs/SAMPLING.md).  Mappings
+ * are always recorded: weight 1.
+ */
+static double sample_weight(const struct ls_snapshot *snap,
+			    const struct ls_site *site, uint64_t size)
+{
+	double p;
+
+	if (snap->hdr.mode != LSNAP_MODE_SAMPLED || !snap->hdr.sample_rate ||
+	    site->kind == LSNAP_KIND_MMAP)
+		return 1.0;
+	p = -expm1(-(double)size / (double)snap->hdr.sample_rate);
+	return p > 0 ? 1.0 / p : 1.0;
+}
+
+static void add_block(struct agg *a, const struct ls_snapshot *snap,
+		      const struct ls_site *site, const struct ls_block *b)
+{
+	double w = sample_weight(snap, site, b->size);
+
+	a->bytes += (int64_t)b->size;
+	a->blocks++;
+	a->est_bytes += w * (double)b->size;
+	a->est_blocks += w;
+	a->nblk++;
+}
+
+static int site_has_live(const struct ls_site *s)
+{
+	return s->live_blocks > 0 || s->live_bytes > 0;
+}
+
+static void fill_site(struct ls_report_site *r, const struct ls_site *s)
+{
+	memset(r, 0, sizeof(*r));
+	r->site = s;
+	r->live_bytes = s->live_bytes;
+	r->live_blocks = s->live_blocks;
+	r->allocated_bytes = s->allocated_bytes;
+	r->allocated_blocks = s->allocated_blocks;
+}
+
+static int from_sites(const struct ls_snapshot *snap, struct ls_report *rep)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < snap->nsites; i++)
+		n += site_has_live(&snap->sites[i]);
+	rep->sites = calloc(n ? n : 1, sizeof(*rep->sites));
+	if (!rep->sites)
+		return -ENOMEM;
+	for (i = 0; i < snap->nsites; i++)
+		if (site_has_live(&snap->sites[i]))
+			fill_site(&rep->sites[rep->nsites++], &snap->sites[i]);
+	return 0;
+}
+
+static int cmp_block_age(const void *a, const void *b)
+{
+	const struct ls_block *x = *(const struct ls_block *const *)a;
+	const struct ls_block *y = *(const struct ls_block *const *)b;
+
+	if (x->birth_ns != y->birth_ns)
+		return x->birth_ns < y->birth_ns ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Second pass for show_allocs: each kept site's blocks, oldest first. */
+static int collect_blocks(const struct ls_snapshot *snap,
+			  const struct ls_report_opts *o,
+			  const struct site_idx *ix, const long *slot,
+			  struct ls_report *rep)
+{
+	size_t i;
+
+	for (i = 0; i < rep->nsites; i++) {
+		struct ls_report_site *r = &rep->sites[i];
+
+		r->blocks = calloc(r->nblocks, sizeof(*r->blocks));
+		if (!r->blocks)
+			return -ENOMEM;
+		r->nblocks = 0;
+	}
+	for (i = 0; i < snap->nblocks; i++) {
+		const struct ls_block *b = &snap->blocks[i];
+		long si = site_index(ix, snap->nsites, b->site);
+		struct ls_report_site *r;
+
+		if (si < 0 || slot[si] < 0 || !block_passes(snap, o, b))
+			continue;
+		r = &rep->sites[slot[si]];
+		r->blocks[r->nblocks++] = b;
+	}
+	for (i = 0; i < rep->nsites; i++)
+		qsort(rep->sites[i].blocks, rep->sites[i].nblocks,
+		      sizeof(*rep->sites[i].blocks), cmp_block_age);
+	return 0;
+}
+
+/* Turn the per-site sums into report sites; slot[i] gets the report
+ * index of snap->sites[i], or -1. */
+static int agg_to_sites(const struct ls_snapshot *snap, const struct agg *a,
+			long *slot, struct ls_report *rep)
+{
+	int sampled = snap->hdr.mode == LSNAP_MODE_SAMPLED;
+	size_t i, n = 0;
+
+	for (i = 0; i < snap->nsites; i++)
+		n += a[i].nblk > 0;
+	rep->sites = calloc(n ? n : 1, sizeof(*rep->sites));
+	if (!rep->sites)
+		return -ENOMEM;
+	for (i = 0; i < snap->nsites; i++) {
+		struct ls_report_site *r;
+
+		slot[i] = -1;
+		if (!a[i].nblk)
+			continue;
+		slot[i] = (long)rep->nsites;
+		r = &rep->sites[rep->nsites++];
+		fill_site(r, &snap->sites[i]);
+		r->live_bytes = sampled ? llround(a[i].est_bytes) : a[i].bytes;
+		r->live_blocks = sampled ? llround(a[i].est_blocks) : a[i].blocks;
+		r->nblocks = a[i].nblk;
+	}
+	return 0;
+}
+
+static int any_live(const struct ls_snapshot *snap)
+{
+	size_t i;
+
+	for (i = 0; i < snap->nsites; i++)
+		if (site_has_live(&snap->sites[i]))
+			return 1;
+	return 0;
+}
+
+static int from_blocks(const struct ls_snapshot *snap,
+		       const struct ls_report_opts *o, struct ls_report *rep)
+{
+	struct site_idx *ix = NULL;
+	struct agg *a = NULL;
+	long *slot = NULL;
+	size_t i;
+	int ret = -ENOMEM;
+
+	if (!snap->has_blocks)
+		return any_live(snap) ? -ENODATA : from_sites(snap, rep);
+	ix = index_sites(snap);
+	a = calloc(snap->nsites ? snap->nsites : 1, sizeof(*a));
+	slot = calloc(snap->nsites ? snap->nsites : 1, sizeof(*slot));
+	if (!ix || !a || !slot)
+		goto out;
+	for (i = 0; i < snap->nblocks; i++) {
+		const struct ls_block *b = &snap->blocks[i];
+		long si = site_index(ix, snap->nsites, b->site);
+
+		/* A block of a site the snapshot did not list (created
+		 * while it was written) cannot be attributed. */
+		if (si >= 0 && block_passes(snap, o, b))
+			add_block(&a[si], snap, &snap->sites[si], b);
+	}
+	ret = agg_to_sites(snap, a, slot, rep);
+	if (!ret && o->show_allocs)
+		ret = collect_blocks(snap, o, ix, slot, rep);
+	if (!o->show_allocs)
+		for (i = 0; i < rep->nsites; i++)
+			rep->sites[i].nblocks = 0;
+out:
+	free(ix);
+	free(a);
+	free(slot);
+	return ret;
+}
+
+static int cmp_report_site(const void *a, const void *b)
+{
+	const struct ls_report_site *x = a, *y = b;
+
+	if (x->live_bytes != y->live_bytes)
+		return x->live_bytes > y->live_bytes ? -1 : 1;
+	if (x->live_blocks != y->live_blocks)
+		return x->live_blocks > y->live_blocks ? -1 : 1;
+	return x->site->id < y->site->id ? -1 : x->site->id > y->site->id;
+}
+
+static void apply_top(struct ls_report *rep, size_t top)
+{
+	size_t i;
+
+	if (!top || top >= rep->nsites)
+		return;
+	for (i = top; i < rep->nsites; i++) {
+		free(rep->sites[i].blocks);
+		rep->sites[i].blocks = NULL;
+	}
+	rep->nsites = top;
+}
+
+int ls_report_build(const struct ls_snapshot *snap,
+		    const struct ls_report_opts *opts, struct ls_report *rep)
+{
+	size_t i;
+	int ret;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->snap = snap;
+	ret = opts->need_blocks ? from_blocks(snap, opts, rep) :
+		from_sites(snap, rep);
+	if (ret) {
+		ls_report_release(rep);
+		return ret;
+	}
+	qsort(rep->sites, rep->nsites, sizeof(*rep->sites), cmp_report_site);
+	rep->nsites_total = rep->nsites;
+	for (i = 0; i < rep->nsites; i++) {
+		rep->live_bytes += rep->sites[i].live_bytes;
+		rep->live_blocks += rep->sites[i].live_blocks;
+	}
+	apply_top(rep, opts->top);
+	return 0;
+}
+
+void ls_report_release(struct ls_report *rep)
+{
+	size_t i, n;
+
+	if (!rep)
+		return;
+	/* nsites_total is 0 when a build failed half-way. */
+	n = rep->nsites > rep->nsites_total ? rep->nsites : rep->nsites_total;
+	for (i = 0; rep->sites && i < n; i++)
+		free(rep->sites[i].blocks);
+	free(rep->sites);
+	memset(rep, 0, sizeof(*rep));
+}
+
+int ls_report_leaks_over(const struct ls_snapshot *snap, uint64_t limit)
+{
+	uint64_t total = 0;
+	size_t i;
+
+	if (snap->has_totals) {
+		total = snap->totals.live_bytes;
+	} else {
+		for (i = 0; i < snap->nsites; i++)
+			if (snap->sites[i].live_bytes > 0)
+				total += (uint64_t)snap->sites[i].live_bytes;
+	}
+	return total > limit;
+}
+
+static int agent_frame(const struct ls_symframe *f)
+{
+	return f->module &&
+		!strncmp(ls_sym_basename(f->module), "libleakscope", 12);
+}
+
+int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
+		   struct ls_stack *st)
+{
+	struct ls_symframe fr[LS_SYM_MAX_FRAMES];
+	size_t i, j, n;
+	int ret;
+
+	st->n = 0;
+	for (i = 0; i < site->nframes; i++) {
+		ret = ls_symbolize_frame(sym, site->gen, site->frames[i], fr,
+					 LS_SYM_MAX_FRAMES, &n);
+		if (ret)
+			return ret;
+		if (st->n + n > st->cap) {
+			size_t ncap = st->cap ? 2 * st->cap : 64;
+			struct ls_symframe *p;
+
+			while (ncap < st->n + n)
+				ncap *= 2;
+			p = realloc(st->f, ncap * sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			st->f = p;
+			st->cap = ncap;
+		}
+		for (j = 0; j < n; j++)
+			if (!agent_frame(&fr[j]))
+				st->f[st->n++] = fr[j];
+	}
+	return 0;
+}
+
+void ls_stack_release(struct ls_stack *st)
+{
+	free(st->f);
+	memset(st, 0, sizeof(*st));
+}
+
+int ls_report_render_with(FILE *out, const struct ls_report *rep,
+			  const struct ls_report_opts *opts,
+			  struct ls_symbolizer *sym)
+{
+	struct ls_render_ctx ctx = { .out = out, .rep = rep, .opts = opts,
+				     .sym = sym };
+	int ret;
+
+	switch (opts->format) {
+	case LS_FORMAT_JSON:
+		ret = ls_render_json(&ctx);
+		break;
+	case LS_FORMAT_FOLDED:
+		ret = ls_render_folded(&ctx);
+		break;
+	default:
+		ret = ls_render_text(&ctx);
+		break;
+	}
+	errno = 0;
+	if (fflush(out) == EOF || ferror(out))
+		return ret ? ret : (errno ? -errno : -EIO);
+	return ret;
+}
+
+int ls_report_render(FILE *out, const struct ls_report *rep,
+		     const struct ls_report_opts *opts)
+{
+	struct ls_symbolizer *sym = ls_symbolizer_new(rep->snap);
+	int ret;
+
+	if (!sym)
+		return -ENOMEM;
+	ret = ls_report_render_with(out, rep, opts, sym);
+	ls_symbolizer_free(sym);
+	return ret;
+}

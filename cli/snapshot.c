@@ -1,0 +1,763 @@
+/*
+ * snapshot.c - the snapshot reader.
+ *
+ * The input comes from another process, possibly a dying or hostile one,
+ * through a file, a pipe or a socket, so every length is checked against
+ * the format's bounds before anything is allocated or copied, and every
+ * failure becomes one line of explanation rather than a crash.  The rules
+ * are written up in docs/SNAPSHOT-FORMAT.md.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "snapshot.h"
+
+#define RD_BUF (64u << 10)
+
+/*
+ * A buffered reader.  On a pipe or socket it never reads past the END
+ * record, so that whatever follows a snapshot on the stream stays there
+ * for the caller: "allowed" counts the bytes known to belong to the
+ * snapshot that have not been read from fd yet.
+ */
+struct reader {
+	int fd;
+	int bounded;
+	uint64_t allowed;
+	size_t pos, len;
+	unsigned char buf[RD_BUF];
+};
+
+/* A site's growth history, attached to its site once all are read. */
+struct pending_hist {
+	uint32_t site, n;
+	int64_t *v;
+};
+
+struct parse {
+	struct reader *rd;
+	struct ls_snapshot *snap;
+	uint32_t nrec;		/* records accepted so far, END excluded */
+	uint64_t hash;
+	unsigned char *payload;
+	size_t payload_cap;
+	int seen_header, seen_command, seen_totals, seen_mallinfo;
+	int seen_history;
+	int sites_sorted;
+	size_t cap_calls, cap_modules, cap_sites, cap_blocks;
+	struct pending_hist *hist;
+	size_t nhist, cap_hist;
+	char *err;
+	size_t errlen;
+};
+
+static int fail(struct parse *p, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct parse *p, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (p->err && p->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(p->err, p->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return ret;
+}
+
+/* strerror() starts with a capital; our messages are lowercase. */
+static const char *errstr(int e, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", strerror(e));
+	buf[0] = (char)tolower((unsigned char)buf[0]);
+	return buf;
+}
+
+static ssize_t fill_from_fd(struct reader *r, void *dst, size_t want)
+{
+	ssize_t n;
+
+	if (r->bounded && want > r->allowed)
+		want = (size_t)r->allowed;
+	if (want == 0)
+		return 0;
+	do
+		n = read(r->fd, dst, want);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (r->bounded)
+		r->allowed -= (uint64_t)n;
+	return n;
+}
+
+/*
+ * Copy up to n bytes into dst.  Returns the number copied, less than n
+ * only at end of input, or a negative errno.
+ */
+static ssize_t rd_read(struct reader *r, void *dst, size_t n)
+{
+	unsigned char *d = dst;
+	size_t done = 0;
+	ssize_t got;
+
+	while (done < n) {
+		if (r->pos < r->len) {
+			size_t k = r->len - r->pos;
+
+			if (k > n - done)
+				k = n - done;
+			memcpy(d + done, r->buf + r->pos, k);
+			r->pos += k;
+			done += k;
+			continue;
+		}
+		if (n - done >= RD_BUF) {
+			/* Large payloads bypass the buffer. */
+			got = fill_from_fd(r, d + done, n - done);
+			if (got > 0)
+				done += (size_t)got;
+		} else {
+			got = fill_from_fd(r, r->buf, RD_BUF);
+			r->pos = 0;
+			r->len = got > 0 ? (size_t)got : 0;
+		}
+		if (got < 0)
+			return got;
+		if (got == 0)
+			break;
+	}
+	return (ssize_t)done;
+}
+
+static const char *tag_name(uint32_t tag)
+{
+	switch (tag) {
+	case LSNAP_HEADER: return "header";
+	case LSNAP_COMMAND: return "command";
+	case LSNAP_CALLS: return "calls";
+	case LSNAP_TOTALS: return "totals";
+	case LSNAP_MALLINFO: return "mallinfo";
+	case LSNAP_MODULE: return "module";
+	case LSNAP_SITE: return "site";
+	case LSNAP_BLOCKS: return "blocks";
+	case LSNAP_HISTORY: return "history";
+	case LSNAP_SITE_HISTORY: return "site history";
+	case LSNAP_END: return "end";
+	}
+	return "unknown type";
+}
+
+/* Grow *arr (elements of size el) so that it holds at least need. */
+static int grow(void *arr, size_t *cap, size_t need, size_t el)
+{
+	void **a = arr;
+	size_t ncap = *cap ? *cap : 16;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / el)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	p = realloc(*a, ncap * el);
+	if (!p)
+		return -ENOMEM;
+	*a = p;
+	*cap = ncap;
+	return 0;
+}
+
+static int bad_len(struct parse *p, uint32_t tag, uint32_t len, size_t want)
+{
+	return fail(p, -EINVAL,
+		    "corrupt snapshot: record %u (%s) has length %u, expected %zu",
+		    p->nrec + 1, tag_name(tag), len, want);
+}
+
+static int once(struct parse *p, int *seen, uint32_t tag)
+{
+	if (*seen)
+		return fail(p, -EINVAL,
+			    "corrupt snapshot: record %u is a second %s record",
+			    p->nrec + 1, tag_name(tag));
+	*seen = 1;
+	return 0;
+}
+
+static int parse_header(struct parse *p, uint32_t len)
+{
+	struct lsnap_header *h = &p->snap->hdr;
+	int ret = once(p, &p->seen_header, LSNAP_HEADER);
+
+	if (ret)
+		return ret;
+	if (len != sizeof(*h))
+		return bad_len(p, LSNAP_HEADER, len, sizeof(*h));
+	memcpy(h, p->payload, sizeof(*h));
+	if (h->mode > LSNAP_MODE_SAMPLED)
+		return fail(p, -EINVAL, "corrupt snapshot: unknown mode %u",
+			    h->mode);
+	if (h->reason > LSNAP_REASON_REQUEST)
+		return fail(p, -EINVAL, "corrupt snapshot: unknown reason %u",
+			    h->reason);
+	return 0;
+}
+
+/* NUL-separated argv; a last argument without its NUL is kept. */
+static int parse_command(struct parse *p, uint32_t len)
+{
+	struct ls_snapshot *s = p->snap;
+	const char *c = (const char *)p->payload, *end = c + len;
+	size_t n = 0, i;
+	int ret = once(p, &p->seen_command, LSNAP_COMMAND);
+
+	if (ret)
+		return ret;
+	for (i = 0; i < len; i++)
+		if (c[i] == 0 || i + 1 == len)
+			n++;
+	s->argv = calloc(n + 1, sizeof(*s->argv));
+	if (!s->argv)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		size_t k = strnlen(c, (size_t)(end - c));
+
+		s->argv[i] = strndup(c, k);
+		if (!s->argv[i])
+			return -ENOMEM;
+		s->argc++;
+		c += k + 1;
+	}
+	return 0;
+}
+
+static int parse_calls(struct parse *p, uint32_t len)
+{
+	struct ls_snapshot *s = p->snap;
+	const struct lsnap_call *c = (const void *)p->payload;
+	size_t i, n = len / sizeof(*c);
+	int ret;
+
+	if (len % sizeof(*c))
+		return bad_len(p, LSNAP_CALLS, len,
+			       (n + 1) * sizeof(*c));
+	ret = grow(&s->calls, &p->cap_calls, s->ncalls + n, sizeof(*s->calls));
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		struct ls_call_count *o = &s->calls[s->ncalls++];
+		struct lsnap_call in;
+
+		memcpy(&in, &c[i], sizeof(in));
+		memcpy(o->name, in.name, LSNAP_CALL_NAME);
+		o->name[LSNAP_CALL_NAME] = 0;
+		o->count = in.count;
+	}
+	return 0;
+}
+
+static int parse_fixed(struct parse *p, uint32_t tag, uint32_t len,
+		       int *seen, int *has, void *dst, size_t size)
+{
+	int ret = once(p, seen, tag);
+
+	if (ret)
+		return ret;
+	if (len != size)
+		return bad_len(p, tag, len, size);
+	memcpy(dst, p->payload, size);
+	*has = 1;
+	return 0;
+}
+
+static int check_module(struct parse *p, const struct lsnap_module *m,
+			uint32_t len)
+{
+	unsigned rec = p->nrec + 1;
+
+	if (m->path_len > LSNAP_MAX_PATH)
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (module) "
+			    "has a path of %u bytes, more than %u", rec,
+			    m->path_len, LSNAP_MAX_PATH);
+	if (len != sizeof(*m) + m->path_len)
+		return bad_len(p, LSNAP_MODULE, len, sizeof(*m) + m->path_len);
+	if (m->build_id_len > LSNAP_BUILD_ID_MAX)
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (module) "
+			    "has a build id of %u bytes, more than %u", rec,
+			    m->build_id_len, LSNAP_BUILD_ID_MAX);
+	if (memchr(p->payload + sizeof(*m), 0, m->path_len))
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (module) "
+			    "has a NUL byte in its path", rec);
+	if (m->lo > m->hi || m->gen_from > m->gen_to)
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (module) "
+			    "has an inverted address or generation range", rec);
+	return 0;
+}
+
+static int parse_module(struct parse *p, uint32_t len)
+{
+	struct ls_snapshot *s = p->snap;
+	struct lsnap_module m;
+	struct ls_module *o;
+	int ret;
+
+	if (len < sizeof(m))
+		return bad_len(p, LSNAP_MODULE, len, sizeof(m));
+	memcpy(&m, p->payload, sizeof(m));
+	ret = check_module(p, &m, len);
+	if (!ret)
+		ret = grow(&s->modules, &p->cap_modules, s->nmodules + 1,
+			   sizeof(*s->modules));
+	if (ret)
+		return ret;
+	o = &s->modules[s->nmodules];
+	memset(o, 0, sizeof(*o));
+	o->path = strndup((const char *)p->payload + sizeof(m), m.path_len);
+	if (!o->path)
+		return -ENOMEM;
+	o->bias = m.bias;
+	o->lo = m.lo;
+	o->hi = m.hi;
+	o->gen_from = m.gen_from;
+	o->gen_to = m.gen_to;
+	o->build_id_len = m.build_id_len;
+	memcpy(o->build_id, m.build_id, m.build_id_len);
+	s->nmodules++;
+	return 0;
+}
+
+static int check_site(struct parse *p, const struct lsnap_site *r,
+		      uint32_t len)
+{
+	if (r->nframes > LSNAP_MAX_FRAMES)
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (site) "
+			    "has %u frames, more than %u", p->nrec + 1,
+			    r->nframes, LSNAP_MAX_FRAMES);
+	if (len != sizeof(*r) + (size_t)r->nframes * sizeof(uint64_t))
+		return bad_len(p, LSNAP_SITE, len, sizeof(*r) +
+			       (size_t)r->nframes * sizeof(uint64_t));
+	if (r->kind > LSNAP_KIND_MMAP)
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (site) "
+			    "has unknown kind %u", p->nrec + 1, r->kind);
+	return 0;
+}
+
+static int parse_site(struct parse *p, uint32_t len)
+{
+	struct ls_snapshot *s = p->snap;
+	struct lsnap_site r;
+	struct ls_site *o;
+	int ret;
+
+	if (len < sizeof(r))
+		return bad_len(p, LSNAP_SITE, len, sizeof(r));
+	memcpy(&r, p->payload, sizeof(r));
+	ret = check_site(p, &r, len);
+	if (!ret)
+		ret = grow(&s->sites, &p->cap_sites, s->nsites + 1,
+			   sizeof(*s->sites));
+	if (ret)
+		return ret;
+	o = &s->sites[s->nsites];
+	memset(o, 0, sizeof(*o));
+	if (r.nframes) {
+		o->frames = malloc(r.nframes * sizeof(uint64_t));
+		if (!o->frames)
+			return -ENOMEM;
+		memcpy(o->frames, p->payload + sizeof(r),
+		       r.nframes * sizeof(uint64_t));
+	}
+	if (s->nsites && s->sites[s->nsites - 1].id >= r.id)
+		p->sites_sorted = 0;
+	o->id = r.id;
+	o->kind = r.kind;
+	o->gen = r.gen;
+	o->nframes = r.nframes;
+	o->live_bytes = r.live_bytes;
+	o->live_blocks = r.live_blocks;
+	o->allocated_bytes = r.allocated_bytes;
+	o->allocated_blocks = r.allocated_blocks;
+	s->nsites++;
+	return 0;
+}
+
+static int parse_blocks(struct parse *p, uint32_t len)
+{
+	struct ls_snapshot *s = p->snap;
+	size_t i, n = len / sizeof(struct lsnap_block);
+	int ret;
+
+	if (len % sizeof(struct lsnap_block))
+		return bad_len(p, LSNAP_BLOCKS, len,
+			       (n + 1) * sizeof(struct lsnap_block));
+	ret = grow(&s->blocks, &p->cap_blocks, s->nblocks + n,
+		   sizeof(*s->blocks));
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		struct lsnap_block b;
+		struct ls_block *o = &s->blocks[s->nblocks++];
+
+		memcpy(&b, p->payload + i * sizeof(b), sizeof(b));
+		o->addr = b.addr;
+		o->size = b.size;
+		o->birth_ns = b.birth_ns;
+		o->site = b.site;
+		o->tid = b.tid;
+	}
+	s->has_blocks = 1;
+	return 0;
+}
+
+static int parse_site_history(struct parse *p, uint32_t len)
+{
+	struct lsnap_site_history h;
+	struct pending_hist *o;
+	int ret;
+
+	if (len < sizeof(h))
+		return bad_len(p, LSNAP_SITE_HISTORY, len, sizeof(h));
+	memcpy(&h, p->payload, sizeof(h));
+	if (len != sizeof(h) + (uint64_t)h.n * sizeof(int64_t))
+		return bad_len(p, LSNAP_SITE_HISTORY, len,
+			       sizeof(h) + (size_t)h.n * sizeof(int64_t));
+	if (p->snap->has_history && h.n > p->snap->history.hist_len)
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (site "
+			    "history) has %u samples, more than the %u kept",
+			    p->nrec + 1, h.n, p->snap->history.hist_len);
+	ret = grow(&p->hist, &p->cap_hist, p->nhist + 1, sizeof(*p->hist));
+	if (ret)
+		return ret;
+	o = &p->hist[p->nhist];
+	o->site = h.site;
+	o->n = h.n;
+	o->v = malloc((h.n ? h.n : 1) * sizeof(int64_t));
+	if (!o->v)
+		return -ENOMEM;
+	memcpy(o->v, p->payload + sizeof(h), h.n * sizeof(int64_t));
+	p->nhist++;
+	return 0;
+}
+
+static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
+{
+	struct ls_snapshot *s = p->snap;
+
+	switch (tag) {
+	case LSNAP_HEADER:
+		return parse_header(p, len);
+	case LSNAP_COMMAND:
+		return parse_command(p, len);
+	case LSNAP_CALLS:
+		return parse_calls(p, len);
+	case LSNAP_TOTALS:
+		return parse_fixed(p, tag, len, &p->seen_totals,
+				   &s->has_totals, &s->totals,
+				   sizeof(s->totals));
+	case LSNAP_MALLINFO:
+		return parse_fixed(p, tag, len, &p->seen_mallinfo,
+				   &s->has_mallinfo, &s->mallinfo,
+				   sizeof(s->mallinfo));
+	case LSNAP_MODULE:
+		return parse_module(p, len);
+	case LSNAP_SITE:
+		return parse_site(p, len);
+	case LSNAP_BLOCKS:
+		return parse_blocks(p, len);
+	case LSNAP_HISTORY:
+		return parse_fixed(p, tag, len, &p->seen_history,
+				   &s->has_history, &s->history,
+				   sizeof(s->history));
+	case LSNAP_SITE_HISTORY:
+		return parse_site_history(p, len);
+	}
+	return 0;	/* a later version's record: skipped */
+}
+
+static int read_error(struct parse *p, ssize_t n)
+{
+	char eb[128];
+
+	return fail(p, (int)n, "cannot read snapshot: %s",
+		    errstr((int)-n, eb, sizeof(eb)));
+}
+
+static int truncated(struct parse *p)
+{
+	return fail(p, -EINVAL,
+		    "snapshot ends before its END record (truncated?)");
+}
+
+static int read_file_hdr(struct parse *p)
+{
+	struct lsnap_file_hdr fh;
+	ssize_t n = rd_read(p->rd, &fh, sizeof(fh));
+	size_t cmp;
+
+	if (n < 0)
+		return read_error(p, n);
+	cmp = (size_t)n < sizeof(fh.magic) ? (size_t)n : sizeof(fh.magic);
+	if (n == 0 || memcmp(fh.magic, LSNAP_MAGIC, cmp))
+		return fail(p, -EINVAL, "not a leakscope snapshot");
+	if ((size_t)n < sizeof(fh))
+		return truncated(p);
+	if (fh.version != LSNAP_VERSION)
+		return fail(p, -EINVAL, "unsupported snapshot version %u "
+			    "(this leakscope reads version %u)", fh.version,
+			    LSNAP_VERSION);
+	p->hash = lsnap_fnv1a(LSNAP_FNV_INIT, &fh, sizeof(fh));
+	return 0;
+}
+
+/* Site ids must be unique for ls_snapshot_site() to be meaningful. */
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int check_site_ids(struct parse *p)
+{
+	const struct ls_snapshot *s = p->snap;
+	uint32_t *ids;
+	size_t i;
+	int ret = 0;
+
+	if (p->sites_sorted || s->nsites < 2)
+		return 0;
+	ids = malloc(s->nsites * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (i = 0; i < s->nsites; i++)
+		ids[i] = s->sites[i].id;
+	qsort(ids, s->nsites, sizeof(*ids), cmp_u32);
+	for (i = 1; i < s->nsites && !ret; i++)
+		if (ids[i] == ids[i - 1])
+			ret = fail(p, -EINVAL, "corrupt snapshot: site id %u "
+				   "appears twice", ids[i]);
+	free(ids);
+	return ret;
+}
+
+/*
+ * Give each site its history.  A history may come before or after its
+ * site; one for a site the snapshot does not list (created while it was
+ * written) is dropped.
+ */
+static int attach_histories(struct parse *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nhist; i++) {
+		struct pending_hist *h = &p->hist[i];
+		struct ls_site *site = (struct ls_site *)
+			ls_snapshot_site(p->snap, h->site);
+
+		if (!site)
+			continue;
+		if (site->history)
+			return fail(p, -EINVAL, "corrupt snapshot: site %u has "
+				    "two histories", h->site);
+		site->history = h->v;
+		site->nhistory = h->n;
+		h->v = NULL;
+	}
+	return 0;
+}
+
+static int read_end(struct parse *p, uint32_t len)
+{
+	struct lsnap_end e;
+	ssize_t n;
+	int ret;
+
+	if (len != sizeof(e))
+		return bad_len(p, LSNAP_END, len, sizeof(e));
+	n = rd_read(p->rd, &e, sizeof(e));
+	if (n < 0)
+		return read_error(p, n);
+	if ((size_t)n < sizeof(e))
+		return truncated(p);
+	if (e.pad)
+		return fail(p, -EINVAL, "corrupt snapshot: the END record's "
+			    "reserved field is not zero");
+	if (e.nrecords != p->nrec)
+		return fail(p, -EINVAL, "corrupt snapshot: the END record "
+			    "counts %u records, the snapshot has %u",
+			    e.nrecords, p->nrec);
+	if (e.hash != p->hash)
+		return fail(p, -EINVAL, "corrupt snapshot: checksum mismatch "
+			    "(damaged or altered)");
+	ret = check_site_ids(p);
+	return ret ? ret : attach_histories(p);
+}
+
+static int read_payload(struct parse *p, uint32_t tag, uint32_t len)
+{
+	ssize_t n;
+	int ret;
+
+	ret = grow(&p->payload, &p->payload_cap, len ? len : 1, 1);
+	if (ret)
+		return ret;
+	n = rd_read(p->rd, p->payload, len);
+	if (n < 0)
+		return read_error(p, n);
+	if ((size_t)n < len)
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (%s) is "
+			    "truncated", p->nrec + 1, tag_name(tag));
+	p->hash = lsnap_fnv1a(p->hash, p->payload, len);
+	return 0;
+}
+
+/* One record; returns 1 after the END record, 0 to go on, or -errno. */
+static int read_record(struct parse *p)
+{
+	struct lsnap_rec_hdr h;
+	ssize_t n = rd_read(p->rd, &h, sizeof(h));
+	int ret;
+
+	if (n < 0)
+		return read_error(p, n);
+	if ((size_t)n < sizeof(h))
+		return truncated(p);
+	if (!p->seen_header && h.tag != LSNAP_HEADER)
+		return fail(p, -EINVAL, "corrupt snapshot: the first record "
+			    "is not the header (found: %s)", tag_name(h.tag));
+	if (h.len > LSNAP_MAX_RECORD)
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (%s) "
+			    "claims %u bytes, more than the %u allowed",
+			    p->nrec + 1, tag_name(h.tag), h.len,
+			    LSNAP_MAX_RECORD);
+	/* This payload, and the next record's header unless this is END. */
+	p->rd->allowed += h.len + (h.tag == LSNAP_END ? 0 : sizeof(h));
+	if (h.tag == LSNAP_END) {
+		ret = read_end(p, h.len);
+		return ret ? ret : 1;
+	}
+	p->hash = lsnap_fnv1a(p->hash, &h, sizeof(h));
+	ret = read_payload(p, h.tag, h.len);
+	if (!ret)
+		ret = dispatch(p, h.tag, h.len);
+	if (!ret)
+		p->nrec++;
+	return ret;
+}
+
+static int parse_all(struct parse *p)
+{
+	int ret = read_file_hdr(p);
+
+	while (!ret)
+		ret = read_record(p);
+	if (ret == -ENOMEM)
+		fail(p, ret, "cannot read snapshot: out of memory");
+	return ret < 0 ? ret : 0;
+}
+
+int ls_snapshot_read_fd(int fd, struct ls_snapshot *snap, char *err,
+			size_t errlen)
+{
+	struct parse p = { .snap = snap, .err = err, .errlen = errlen,
+			   .sites_sorted = 1 };
+	struct stat st;
+	int ret;
+
+	memset(snap, 0, sizeof(*snap));
+	if (err && errlen)
+		err[0] = 0;
+	p.rd = calloc(1, sizeof(*p.rd));
+	if (!p.rd)
+		return fail(&p, -ENOMEM, "cannot read snapshot: out of memory");
+	p.rd->fd = fd;
+	p.rd->bounded = fstat(fd, &st) || !S_ISREG(st.st_mode);
+	p.rd->allowed = sizeof(struct lsnap_file_hdr) +
+		sizeof(struct lsnap_rec_hdr);
+	ret = parse_all(&p);
+	if (ret)
+		ls_snapshot_release(snap);
+	while (p.nhist--)
+		free(p.hist[p.nhist].v);
+	free(p.hist);
+	free(p.payload);
+	free(p.rd);
+	return ret;
+}
+
+int ls_snapshot_load(const char *path, struct ls_snapshot *snap, char *err,
+		     size_t errlen)
+{
+	char why[256], eb[128];
+	int fd, ret;
+
+	memset(snap, 0, sizeof(*snap));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		if (err && errlen)
+			snprintf(err, errlen, "cannot open '%s': %s", path,
+				 errstr(-ret, eb, sizeof(eb)));
+		return ret;
+	}
+	ret = ls_snapshot_read_fd(fd, snap, why, sizeof(why));
+	if (ret && err && errlen)
+		snprintf(err, errlen, "'%s': %s", path, why);
+	close(fd);
+	return ret;
+}
+
+void ls_snapshot_release(struct ls_snapshot *snap)
+{
+	size_t i;
+
+	if (!snap)
+		return;
+	for (i = 0; i < snap->argc; i++)
+		free(snap->argv[i]);
+	free(snap->argv);
+	free(snap->calls);
+	for (i = 0; i < snap->nmodules; i++)
+		free(snap->modules[i].path);
+	free(snap->modules);
+	for (i = 0; i < snap->nsites; i++) {
+		free(snap->sites[i].frames);
+		free(snap->sites[i].history);
+	}
+	free(snap->sites);
+	free(snap->blocks);
+	memset(snap, 0, sizeof(*snap));
+}
+
+const struct ls_site *ls_snapshot_site(const struct ls_snapshot *snap,
+				       uint32_t id)
+{
+	size_t lo = 0, hi = snap->nsites, i;
+
+	/* Ids are unique (checked on reading), so a hit is the answer even
+	 * when the sites are not in order; a miss falls back to a scan. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (snap->sites[mid].id == id)
+			return &snap->sites[mid];
+		if (snap->sites[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = 0; i < snap->nsites; i++)
+		if (snap->sites[i].id == id)
+			return &snap->sites[i];
+	return NULL;
+}

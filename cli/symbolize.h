@@ -1,0 +1,81 @@
+/*
+ * symbolize.h - turn the raw return addresses of a snapshot into function,
+ * module and source-line names.
+ *
+ * Works offline, after the process may have exited: each module of the
+ * snapshot's map is opened from disk (through elfutils libdwfl) only when
+ * an address in it is first asked for, and only trusted when its build id
+ * still matches the one recorded in the snapshot.  Debug information comes
+ * from the file itself or from separate debug files installed under
+ * /usr/lib/debug; nothing is ever fetched from the network
+ * (DEBUGINFOD_URLS is removed from the environment).
+ *
+ * Not thread-safe: one symbolizer per thread.
+ */
+#ifndef LEAKSCOPE_SYMBOLIZE_H
+#define LEAKSCOPE_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "snapshot.h"
+
+/*
+ * One symbolized frame.  Strings are owned by the symbolizer and live as
+ * long as it does.
+ */
+struct ls_symframe {
+	uint64_t addr;		/* the address asked for */
+	const char *function;	/* demangled name, NULL if unknown */
+	uint64_t offset;	/* addr - start of function; meaningful only
+				   when function is set and !inlined */
+	const char *module;	/* the module's path as the snapshot has it,
+				   NULL when no module covers addr */
+	const char *file;	/* source file as the debug info has it, or
+				   NULL */
+	int line;		/* source line, 0 if unknown */
+	int inlined;		/* 1: this function was inlined into the
+				   next frame; file:line are where the code
+				   at addr sits inside it */
+};
+
+/* Frames one address can expand to at most (its inline chain, capped). */
+#define LS_SYM_MAX_FRAMES 32
+
+struct ls_symbolizer;
+
+/*
+ * A symbolizer for the modules of snap, which must outlive it.  Returns
+ * NULL with errno set (ENOMEM) on failure.  Unsets DEBUGINFOD_URLS in
+ * this process's environment.
+ */
+struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap);
+
+/*
+ * Symbolize addr, a return address taken at module-map generation gen
+ * (ls_site.gen).  The line and the inline chain are those of addr - 1,
+ * the call instruction; function and offset are those of addr itself.
+ * Writes the frames for addr into out[0..*n): innermost first, i.e. the
+ * inlined functions (inlined = 1) and, last, the function that really
+ * holds the code.  *n is at least 1 and at most LS_SYM_MAX_FRAMES.
+ *
+ * The module is the one whose address range holds addr during generation
+ * gen, or failing that the first one loaded at that range after gen (the
+ * agent notices new modules lazily).  A module whose file is gone, whose
+ * build id differs from the snapshot's, "linux-vdso.so.1" or one with an
+ * empty path gives function NULL but still names the module.
+ *
+ * Returns 0, -ENOSPC when max is smaller than the frame count (*n is then
+ * the count needed, nothing is written), or -ENOMEM.  Results are cached
+ * per (gen, addr).
+ */
+int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
+		       struct ls_symframe *out, size_t max, size_t *n);
+
+/* Free the symbolizer and every string it handed out; accepts NULL. */
+void ls_symbolizer_free(struct ls_symbolizer *s);
+
+/* The last path component of path ("libc.so.6"); path itself if it has
+ * no '/'. */
+const char *ls_sym_basename(const char *path);
+
+#endif /* LEAKSCOPE_SYMBOLIZE_H */

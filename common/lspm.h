@@ -1,0 +1,68 @@
+/*
+ * lspm.h - the post-mortem file: the agent's site table and growth
+ * history, kept in a file-backed shared mapping so that it outlives the
+ * process (SIGKILL, the OOM killer).
+ *
+ * <runtime dir>/<pid>.pm is a sparse file of fixed layout: a header, then
+ * regions at the offsets the header gives.  The agent's sampler updates it
+ * in place once per period (default 1 s) between two increments of
+ * header.seq: an odd seq means an update was in progress (a reader retries,
+ * or after a crash accepts it as "torn").  All integers are native
+ * little-endian; every offset and count is validated by readers.
+ */
+#ifndef LEAKSCOPE_LSPM_H
+#define LEAKSCOPE_LSPM_H
+
+#include <stdint.h>
+#include "lsnap.h"
+
+#define LSPM_MAGIC "LSPMORT"
+#define LSPM_VERSION 1
+#define LSPM_HEADER_SIZE 65536
+#define LSPM_CMDLINE_MAX 16384
+#define LSPM_PATH_MAX 984	/* module entry = 1024 bytes */
+#define LSPM_NCALLS 16
+
+struct lspm_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size;
+	uint32_t pid, ppid;
+	uint64_t start_wall_ns, start_mono_ns;
+	uint32_t period_ms;	/* sampling period */
+	uint32_t hist_len;	/* samples kept per site (ring) */
+	uint64_t seq;		/* odd while an update is in progress */
+	uint64_t ticks;		/* samples taken; sample k is in slot k % hist_len */
+	uint64_t last_wall_ns, last_mono_ns;	/* time of the last sample */
+	uint64_t first_mono_ns;	/* time of sample 0 */
+	uint32_t mode, max_depth;
+	uint64_t sample_rate;
+	uint32_t nsites, sites_cap;
+	uint32_t nmodules, modules_cap;
+	uint64_t frames_used, frames_cap;
+	uint64_t modules_off, sites_off, frames_off, hist_off;
+	uint32_t nthreads, module_gen;
+	uint32_t exited;	/* 1 once the process exited normally */
+	uint32_t ncalls;
+	struct lsnap_totals totals;
+	struct lsnap_mallinfo mallinfo;
+	struct lsnap_call calls[LSPM_NCALLS];
+	uint32_t cmdline_len;
+	char cmdline[LSPM_CMDLINE_MAX];
+} __attribute__((packed));
+
+struct lspm_module {
+	struct lsnap_module m;	/* m.path_len <= LSPM_PATH_MAX */
+	char path[LSPM_PATH_MAX];
+} __attribute__((packed));
+
+struct lspm_site {
+	uint32_t id, kind, gen, nframes;
+	uint64_t frames_idx;	/* index into the frames region */
+	int64_t live_bytes, live_blocks;
+	uint64_t allocated_bytes, allocated_blocks;
+} __attribute__((packed));
+
+/* history: int64_t live_bytes[sites_cap][hist_len] at hist_off */
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * runtime.h - where a user's agents keep their sockets and post-mortem
+ * files, computed the same way by the agent and the command-line tool.
+ *
+ *   $LEAKSCOPE_RUNTIME_DIR, else $XDG_RUNTIME_DIR/leakscope, else
+ *   /dev/shm/leakscope-<uid> (memory: survives the process, not a reboot),
+ *   else /tmp/leakscope-<uid>.
+ */
+#ifndef LEAKSCOPE_RUNTIME_H
+#define LEAKSCOPE_RUNTIME_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static inline int ls_runtime_dir(char *buf, size_t cap)
+{
+	const char *rt = getenv("LEAKSCOPE_RUNTIME_DIR");
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+	int n;
+
+	if (rt && *rt)
+		n = snprintf(buf, cap, "%s", rt);
+	else if (xdg && *xdg)
+		n = snprintf(buf, cap, "%s/leakscope", xdg);
+	else if (!stat("/dev/shm", &st) && S_ISDIR(st.st_mode))
+		n = snprintf(buf, cap, "/dev/shm/leakscope-%u", (unsigned)getuid());
+	else
+		n = snprintf(buf, cap, "/tmp/leakscope-%u", (unsigned)getuid());
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+#endif

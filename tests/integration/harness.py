@@ -1,0 +1,399 @@
+"""harness.py - run leakscope on the ground-truth workloads and check reports.
+
+A test file tests/integration/t_TOPIC.py imports this module and declares
+its checks with the @check("what it proves") decorator; run.py runs them
+and prints TAP.  A check passes by returning, fails by raising Failure
+(through the assert helpers below, which always print expected and got)
+and is skipped by raising Skip("why").
+
+Runs are expensive, so a test file usually runs leakscope once per
+configuration inside a function decorated with @once and lets several
+checks share the result.
+
+Everything is located relative to this file: the repository root is two
+levels up, the binaries are the ones `make tests` builds under build/.
+"""
+
+import functools
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import traceback
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.path.join(ROOT, "build")
+LEAKSCOPE = os.path.join(BUILD, "leakscope")
+WORKLOADS = os.path.join(BUILD, "tests", "workloads")
+WORKLOAD_SRC = os.path.join(ROOT, "tests", "workloads")
+
+RUN_TIMEOUT = 60
+REPORT_FORMAT = "leakscope-report"
+
+REGISTRY = {}
+
+
+class Failure(AssertionError):
+    """A check failed; the message says what was expected and what came."""
+
+
+class Skip(Exception):
+    """A check cannot run here (a program is not installed...)."""
+
+
+def check(name):
+    """Register the decorated function as a check of its test file."""
+    def deco(fn):
+        REGISTRY.setdefault(fn.__module__, []).append((name, fn))
+        return fn
+    return deco
+
+
+def once(fn):
+    """Cache a function's result, or the exception it raised, so that a run
+    that times out is not repeated by every check that shares it."""
+    cache = {}
+
+    @functools.wraps(fn)
+    def wrapper(*args):
+        if args not in cache:
+            try:
+                cache[args] = (True, fn(*args))
+            except (Failure, Skip) as e:
+                cache[args] = (False, e)
+            except Exception as e:  # noqa: BLE001 - reported as a failure
+                cache[args] = (False, Failure("%s raised %s\n%s" % (
+                    fn.__name__, e, traceback.format_exc())))
+        good, value = cache[args]
+        if good:
+            return value
+        raise value
+    return wrapper
+
+
+# ----------------------------------------------------------------- asserts
+
+def fail(what, expected, got):
+    raise Failure("%s\n  expected: %s\n  got:      %s" % (what, expected, got))
+
+
+def eq(got, expected, what):
+    if got != expected:
+        fail(what, repr(expected), repr(got))
+
+
+def ok(cond, what, detail=""):
+    if not cond:
+        raise Failure(what + ("\n  " + detail if detail else ""))
+
+
+def ge(got, minimum, what):
+    if not isinstance(got, (int, float)) or got < minimum:
+        fail(what, ">= %r" % (minimum,), repr(got))
+
+
+def contains(haystack, needle, what):
+    if needle not in haystack:
+        fail(what, "to contain %r" % (needle,), shorten(haystack))
+
+
+def shorten(text, limit=1500):
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "... (%d more)" % (
+        len(text) - limit)
+
+
+# --------------------------------------------------------------- programs
+
+def workload(name):
+    """Absolute path of a built workload; fails when `make tests` did not
+    build it."""
+    path = os.path.join(WORKLOADS, name)
+    if not os.path.exists(path):
+        raise Failure("workload %s is not built (run make tests)" % name)
+    return path
+
+
+def marker_line(source, marker):
+    """Line number of the '/* @marker */' comment in a workload source
+    file: the line of the call the marker sits on."""
+    path = os.path.join(WORKLOAD_SRC, source)
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if re.search(r"/\*\s*@%s\s*\*/" % re.escape(marker), line):
+                return n
+    raise Failure("no @%s marker in %s" % (marker, source))
+
+
+def which(program):
+    return shutil.which(program)
+
+
+class Result:
+    """One finished process: argv, returncode, stdout, stderr (bytes), the
+    temporary directory it wrote into and, for leakscope runs, the reports
+    found there."""
+
+    def __init__(self, argv, returncode, stdout, stderr, pid):
+        self.argv = argv
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.pid = pid
+        self.tmpdir = None
+        self.output = None
+        self.files = {}
+
+    def describe(self):
+        return "command: %s\n  exit status: %s\n  stderr: %s" % (
+            " ".join(self.argv), self.returncode, shorten(self.stderr, 800))
+
+
+def run_process(argv, timeout=RUN_TIMEOUT, input=None, env=None, cwd=None):
+    """Run argv in its own session; kill the whole session on timeout."""
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None
+                             else subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=env, cwd=cwd, start_new_session=True)
+    except OSError as e:
+        raise Failure("cannot start %s: %s" % (argv[0], e))
+    try:
+        out, err = p.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = p.communicate()
+        raise Failure("timed out after %ss: %s\n  stderr so far: %s" % (
+            timeout, " ".join(argv), shorten(err, 800)))
+    return Result(argv, p.returncode, out, err, p.pid)
+
+
+def leakscope(options, command, output=True, timeout=RUN_TIMEOUT, input=None,
+              env=None, cwd=None):
+    """Run `leakscope run OPTIONS -- COMMAND`.
+
+    With output=True a fresh temporary directory receives --output
+    DIR/report; the result's .files maps every file left there to its
+    text and .output is the report path.  The directory is removed at exit
+    of the test process (tempfile cleanup is not needed between checks)."""
+    if not os.path.exists(LEAKSCOPE):
+        raise Failure("%s is not built (run make)" % os.path.relpath(
+            LEAKSCOPE, ROOT))
+    tmpdir = tempfile.mkdtemp(prefix="leakscope-test-")
+    _TMPDIRS.append(tmpdir)
+    argv = [LEAKSCOPE, "run"] + list(options)
+    out_path = os.path.join(tmpdir, "report")
+    if output:
+        argv += ["--output", out_path]
+    argv += ["--"] + list(command)
+    r = run_process(argv, timeout=timeout, input=input, env=env, cwd=cwd)
+    r.tmpdir = tmpdir
+    r.output = out_path if output else None
+    for name in sorted(os.listdir(tmpdir)):
+        path = os.path.join(tmpdir, name)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                r.files[name] = f.read().decode("utf-8", "replace")
+    return r
+
+
+_TMPDIRS = []
+
+
+def cleanup():
+    for d in _TMPDIRS:
+        shutil.rmtree(d, ignore_errors=True)
+    del _TMPDIRS[:]
+
+
+def expect_status(r, status, what="exit status"):
+    if r.returncode != status:
+        fail(what, status, "%s\n  %s" % (r.returncode, r.describe()))
+
+
+# ---------------------------------------------------------------- reports
+
+def parse_json_lines(text, where):
+    """Every non-empty line must be one JSON object."""
+    reports = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            raise Failure("%s line %d is not JSON (%s): %s" % (
+                where, n, e, shorten(line, 300)))
+        if not isinstance(obj, dict):
+            raise Failure("%s line %d is not an object" % (where, n))
+        reports.append(obj)
+    return reports
+
+
+def json_reports_in_stderr(r):
+    """JSON reports written to stderr (no --output): the lines that start
+    with '{'; anything else there is the command's own stderr."""
+    text = r.stderr.decode("utf-8", "replace")
+    lines = [l for l in text.splitlines() if l.startswith("{")]
+    return parse_json_lines("\n".join(lines), "stderr")
+
+
+def root_report(r):
+    """The single JSON report in --output FILE (the root process)."""
+    if "report" not in r.files:
+        raise Failure("no report file written\n  " + r.describe())
+    reps = parse_json_lines(r.files["report"], "report file")
+    exit_reps = [x for x in reps if x.get("reason") == "exit"]
+    if len(exit_reps) != 1:
+        fail("exit reports in the report file", 1,
+             "%d (%d lines)\n  %s" % (len(exit_reps), len(reps), r.describe()))
+    return exit_reps[0]
+
+
+def child_reports(r):
+    """{pid: report} for every FILE.PID written next to the root's FILE."""
+    out = {}
+    for name, text in r.files.items():
+        m = re.fullmatch(r"report\.(\d+)", name)
+        if m:
+            reps = parse_json_lines(text, name)
+            ok(len(reps) >= 1, "%s holds no report" % name)
+            out[int(m.group(1))] = reps[-1]
+    return out
+
+
+def module_is(frame, path):
+    mod = frame.get("module")
+    if not mod:
+        return False
+    try:
+        return os.path.realpath(mod) == os.path.realpath(path)
+    except (TypeError, ValueError):
+        return False
+
+
+def module_base(frame):
+    mod = frame.get("module")
+    return os.path.basename(mod) if isinstance(mod, str) else None
+
+
+def site_function(site, module):
+    """The function that allocated, seen from the program: the first
+    non-inlined frame of `module`."""
+    for fr in site.get("frames", []):
+        if module_is(fr, module) and not fr.get("inlined"):
+            return fr.get("function")
+    return None
+
+
+def outer_functions(site, module):
+    """Names of the non-inlined frames of `module`, innermost first."""
+    return [fr.get("function") for fr in site.get("frames", [])
+            if module_is(fr, module) and not fr.get("inlined")]
+
+
+def frame_text(fr):
+    return "%s%s [%s] %s:%s%s" % (
+        fr.get("function"), "+%s" % fr.get("offset")
+        if fr.get("offset") is not None else "", module_base(fr),
+        fr.get("file"), fr.get("line"), " (inlined)" if fr.get("inlined") else "")
+
+
+def site_text(site, max_frames=12):
+    lines = ["%s bytes in %s blocks (kind %s)" % (
+        site.get("live_bytes"), site.get("live_blocks"), site.get("kind"))]
+    for fr in site.get("frames", [])[:max_frames]:
+        lines.append("      " + frame_text(fr))
+    return "\n    ".join(lines)
+
+
+def sites_text(report, limit=15):
+    sites = report.get("sites", [])
+    parts = [site_text(s, 6) for s in sites[:limit]]
+    if len(sites) > limit:
+        parts.append("... %d more sites" % (len(sites) - limit))
+    return "\n    ".join(parts) if parts else "(no sites)"
+
+
+def find_sites(report, function, module):
+    return [s for s in report.get("sites", [])
+            if site_function(s, module) == function]
+
+
+def the_site(report, function, module):
+    """The one site whose first program frame is `function`."""
+    found = find_sites(report, function, module)
+    if len(found) != 1:
+        fail("sites whose first frame in %s is %s" % (
+            os.path.basename(module), function), "exactly 1",
+            "%d; the report's sites:\n    %s" % (len(found), sites_text(report)))
+    return found[0]
+
+
+def sites_mentioning(report, predicate):
+    """Sites with any frame whose function name satisfies predicate."""
+    return [s for s in report.get("sites", [])
+            if any(isinstance(fr.get("function"), str) and
+                   predicate(fr["function"]) for fr in s.get("frames", []))]
+
+
+def expect_site(report, function, module, live_bytes, live_blocks, kind="heap"):
+    site = the_site(report, function, module)
+    got = (site.get("live_bytes"), site.get("live_blocks"), site.get("kind"))
+    if got != (live_bytes, live_blocks, kind):
+        fail("%s: live_bytes, live_blocks, kind" % function,
+             (live_bytes, live_blocks, kind), "%s\n    %s" % (
+                 got, site_text(site)))
+    return site
+
+
+def expect_no_site(report, function, module):
+    found = find_sites(report, function, module)
+    if found:
+        fail("sites of %s" % function, "none",
+             "\n    ".join(site_text(s) for s in found))
+
+
+def expect_no_temporaries(report, prefix="tmp_"):
+    bad = sites_mentioning(report, lambda f: f.startswith(prefix))
+    if bad:
+        fail("sites with a %s* frame (freed temporaries)" % prefix, "none",
+             "\n    ".join(site_text(s) for s in bad))
+
+
+def expect_totals_consistent(report):
+    sites = report.get("sites", [])
+    t = report.get("totals", {})
+    eq(sum(s.get("live_bytes", 0) for s in sites), t.get("live_bytes"),
+       "sum of sites' live_bytes vs totals.live_bytes")
+    eq(sum(s.get("live_blocks", 0) for s in sites), t.get("live_blocks"),
+       "sum of sites' live_blocks vs totals.live_blocks")
+    eq(report.get("sites_total"), len(sites),
+       "sites_total vs the number of sites listed (no --top)")
+
+
+def parse_folded(text):
+    """[(frames outermost first, bytes)] from folded lines."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        stack, sep, num = line.rpartition(" ")
+        if not sep or not re.fullmatch(r"\d+", num):
+            raise Failure("folded line %d is not 'stack BYTES': %s" % (
+                n, shorten(line, 300)))
+        out.append((stack.split(";"), int(num)))
+    return out
+
+
+def is_subsequence(needles, haystack):
+    it = iter(haystack)
+    return all(any(n == h for h in it) for n in needles)

@@ -1,0 +1,646 @@
+/*
+ * t-agent-unwind.c - the CFI unwinder against libunwind, frame by frame.
+ *
+ * Ground truth is libunwind's unw_backtrace (Debian's libunwind8, loaded
+ * with dlopen as the agent does, so no link flag is needed) taken from
+ * the same frame as our capture, and __builtin_return_address for pcs[0].
+ * The helpers are built without frame pointers (checked at run time from
+ * their code bytes), some with alloca so their CFA is %rbp-based; stacks
+ * go through libc callbacks, a thread, signal handlers on the thread's
+ * stack and on an alternate stack, and a makecontext stack.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include "../../agent/unwind.h"
+#include "tap.h"
+
+#define MAXF 256
+/* noipa: no inlining, no cloning for constant arguments, no tail-call
+ * surprises from IPA: every helper is one real frame. */
+#define NOFP __attribute__((noipa, optimize("omit-frame-pointer")))
+
+static int (*unw_bt)(void **, int);
+
+/* One capture by us and one by libunwind from the same frame. */
+struct cap {
+	uint64_t ours[MAXF];
+	void *theirs[MAXF];
+	int n_ours, n_theirs;
+	uint64_t ra;		/* the capturing frame's return address */
+	int with_cold;		/* first a capture right after invalidating */
+	uint64_t cold[MAXF];
+	int n_cold;
+};
+
+static volatile int sink;
+
+static int load_libunwind(void)
+{
+	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	int (*policy)(void *, int);
+	void **as;
+
+	if (!h)
+		return -1;
+	unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+	policy = (int (*)(void *, int))dlsym(h, "_ULx86_64_set_caching_policy");
+	as = dlsym(h, "_ULx86_64_local_addr_space");
+	if (policy && as)
+		policy(*as, 2);		/* UNW_CACHE_PER_THREAD */
+	return unw_bt ? 0 : -1;
+}
+
+NOFP static void capture_both(struct cap *c)
+{
+	if (c->with_cold) {
+		ls_unwind_invalidate();
+		c->n_cold = ls_unwind_capture(c->cold, MAXF, 0);
+	}
+	c->n_ours = ls_unwind_capture(c->ours, MAXF, 0);
+	c->n_theirs = unw_bt(c->theirs, MAXF);
+	c->ra = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	sink++;
+}
+
+/* Index where libunwind's stack meets ours (its first frames are inside
+ * unw_backtrace and the capturing frame), or -1. */
+static int align(const struct cap *c)
+{
+	int j;
+
+	for (j = 0; j < 4 && j < c->n_theirs; j++)
+		if (c->n_ours > 0 &&
+		    (uint64_t)(uintptr_t)c->theirs[j] == c->ours[0])
+			return j;
+	return -1;
+}
+
+/* Number of leading frames equal after alignment; -1 if not aligned. */
+static int same_frames(const struct cap *c)
+{
+	int j = align(c), i;
+
+	if (j < 0)
+		return -1;
+	for (i = 0; i < c->n_ours && j + i < c->n_theirs; i++)
+		if (c->ours[i] != (uint64_t)(uintptr_t)c->theirs[j + i])
+			break;
+	return i;
+}
+
+static void check_cap(const struct cap *c, const char *what, int min)
+{
+	int j = align(c), same = same_frames(c);
+
+	is_u64(c->ours[0], c->ra, "%s: pcs[0] is the capturing frame's "
+	       "return address", what);
+	ok(j >= 0 && same == c->n_ours && c->n_theirs - j == c->n_ours,
+	   "%s: %d frames, identical to libunwind's %d (aligned at %d, "
+	   "%d equal)", what, c->n_ours, c->n_theirs - (j < 0 ? 0 : j), j,
+	   same);
+	ok(c->n_ours >= min, "%s: at least %d frames (%d)", what, min,
+	   c->n_ours);
+}
+
+/* ---------------------------------------------------------------- */
+/* Helpers: recursion without frame pointers, and with alloca.       */
+
+NOFP static int rec_plain(int d, struct cap *c)
+{
+	volatile char pad[24];
+	int r;
+
+	pad[d % 24] = (char)d;
+	r = d ? rec_plain(d - 1, c) : (capture_both(c), 0);
+	sink += pad[d % 24];
+	return r + 1;
+}
+
+NOFP static int rec_alloca(int d, struct cap *c)
+{
+	char *p = __builtin_alloca(16 + (size_t)(d % 7) * 16);
+	int r;
+
+	__asm__ volatile("" : : "r"(p) : "memory");
+	p[0] = (char)d;
+	r = d ? rec_alloca(d - 1, c) : (capture_both(c), 0);
+	sink += p[0];
+	return r + 1;
+}
+
+/* Alternating plain and alloca frames. */
+NOFP static int rec_mixed(int d, struct cap *c);
+
+NOFP static int rec_mixed_a(int d, struct cap *c)
+{
+	char *p = __builtin_alloca(32 + (size_t)(d & 3) * 8);
+	int r;
+
+	__asm__ volatile("" : : "r"(p) : "memory");
+	r = d ? rec_mixed(d - 1, c) : (capture_both(c), 0);
+	sink += p[0] = 1;
+	return r + 1;
+}
+
+NOFP static int rec_mixed(int d, struct cap *c)
+{
+	int r = d ? rec_mixed_a(d - 1, c) : (capture_both(c), 0);
+
+	sink += r;
+	return r + 1;
+}
+
+/* Does the code at fn set %rbp up as a frame pointer (mov %rsp,%rbp)? */
+static int uses_fp(const void *fn)
+{
+	const unsigned char *p = fn;
+	int i;
+
+	for (i = 0; i < 32; i++)
+		if (p[i] == 0x48 && p[i + 1] == 0x89 && p[i + 2] == 0xe5)
+			return 1;
+	return 0;
+}
+
+static void test_codegen(void)
+{
+	ok(!uses_fp((const void *)rec_plain) && !uses_fp((const void *)rec_mixed) &&
+	   !uses_fp((const void *)capture_both),
+	   "plain helpers are built without a frame pointer");
+	ok(uses_fp((const void *)rec_alloca) && uses_fp((const void *)rec_mixed_a),
+	   "alloca helpers keep their CFA in %%rbp");
+}
+
+static void test_recursion(void)
+{
+	static const int depths[] = { 5, 20, 50, 100 };
+	struct cap c = { 0 };
+	char what[64];
+	unsigned i;
+
+	for (i = 0; i < sizeof(depths) / sizeof(depths[0]); i++) {
+		rec_plain(depths[i], &c);
+		snprintf(what, sizeof(what), "plain recursion %d", depths[i]);
+		check_cap(&c, what, depths[i] + 2);
+		rec_alloca(depths[i], &c);
+		snprintf(what, sizeof(what), "alloca recursion %d", depths[i]);
+		check_cap(&c, what, depths[i] + 2);
+		rec_mixed(depths[i], &c);
+		snprintf(what, sizeof(what), "mixed recursion %d", depths[i]);
+		check_cap(&c, what, depths[i] + 2);
+	}
+}
+
+/* ---------------------------------------------------------------- */
+/* skip, max, cold and warm.                                         */
+
+/* Two captures from one frame: the second with skip and max. */
+NOFP static int cap_two(uint64_t *a, uint64_t *b, int *nb, int max, int skip)
+{
+	int na = ls_unwind_capture(a, MAXF, 0);
+
+	*nb = ls_unwind_capture(b, max, skip);
+	sink++;
+	return na;
+}
+
+static void test_skip_max(void)
+{
+	uint64_t a[MAXF], b[MAXF];
+	int na, nb, k;
+
+	na = cap_two(a, b, &nb, MAXF, 3);
+	ok(na >= 5 && nb == na - 3 && memcmp(a + 3, b, (size_t)nb * 8) == 0,
+	   "skip 3 drops exactly the 3 innermost frames (%d -> %d)", na, nb);
+	na = cap_two(a, b, &nb, MAXF, na);
+	ok(nb == 0, "skipping all %d frames leaves 0 (%d)", na, nb);
+	for (k = 1; k <= 3; k++) {
+		memset(b, 0, 8 * 8);
+		na = cap_two(a, b, &nb, k, 1);
+		ok(nb == k && memcmp(b, a + 1, (size_t)k * 8) == 0 &&
+		   b[k] == 0, "max %d, skip 1: exactly %d frames stored, "
+		   "the right ones", k, k);
+	}
+	ok(cap_two(a, b, &nb, 0, 0) > 2 && nb == 0 &&
+	   ls_unwind_capture(NULL, 5, 0) == 0, "max 0 and NULL pcs store "
+	   "nothing");
+}
+
+static void test_cold_warm(void)
+{
+	struct cap c = { 0 };
+
+	c.with_cold = 1;
+	rec_mixed(30, &c);
+	c.with_cold = 0;
+	ok(c.n_cold == c.n_ours &&
+	   memcmp(c.cold, c.ours, (size_t)c.n_ours * 8) == 0,
+	   "a warm capture equals a cold one from the same frame (%d "
+	   "frames)", c.n_ours);
+	check_cap(&c, "warm mixed recursion 30", 32);
+}
+
+/* ---------------------------------------------------------------- */
+/* Through libc: qsort, bsearch, a thread.                          */
+
+static struct cap cb_cap;
+static int cb_done;
+
+NOFP static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	if (!cb_done) {
+		cb_done = 1;
+		capture_both(&cb_cap);
+	}
+	return (x > y) - (x < y);
+}
+
+static void test_callbacks(void)
+{
+	int v[64], i, key = 17;
+
+	for (i = 0; i < 64; i++)
+		v[i] = (i * 37) % 64;
+	cb_done = 0;
+	qsort(v, 64, sizeof(v[0]), cmp_int);
+	check_cap(&cb_cap, "qsort comparator", 5);
+	cb_done = 0;
+	ok(bsearch(&key, v, 64, sizeof(v[0]), cmp_int) != NULL,
+	   "bsearch found the key");
+	check_cap(&cb_cap, "bsearch comparator", 4);
+}
+
+static void *thread_main(void *arg)
+{
+	struct cap *c = arg;
+
+	rec_mixed(12, c);
+	return NULL;
+}
+
+static void test_thread(void)
+{
+	pthread_t t;
+	struct cap c = { 0 };
+
+	memset(&c, 0, sizeof(c));
+	pthread_create(&t, NULL, thread_main, &c);
+	pthread_join(t, NULL);
+	check_cap(&c, "new thread, mixed recursion 12", 14);
+}
+
+/* ---------------------------------------------------------------- */
+/* Signals, sigaltstack, makecontext.                                */
+
+static struct cap sig_cap;
+static uint64_t raiser_ra, restore_rt;
+static const unsigned char sigreturn_code[9] = {
+	0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05
+};
+
+static void on_alarm(int sig)
+{
+	capture_both(&sig_cap);
+	sink += sig;
+}
+
+NOFP static int raise_here(int d)
+{
+	int r;
+
+	if (d) {
+		r = raise_here(d - 1);
+		sink += d;
+		return r + 1;
+	}
+	raiser_ra = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	raise(SIGALRM);
+	return sink;
+}
+
+static int has_pc(const struct cap *c, uint64_t pc)
+{
+	int i;
+
+	for (i = 0; i < c->n_ours; i++)
+		if (c->ours[i] == pc)
+			return 1;
+	return 0;
+}
+
+static void test_signal(int altstack)
+{
+	struct sigaction sa;
+	stack_t ss;
+	const char *what = altstack ? "SIGALRM on sigaltstack" : "SIGALRM";
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sa.sa_flags = altstack ? SA_ONSTACK : 0;
+	if (altstack) {
+		ss.ss_size = 64 << 10;
+		ss.ss_sp = mmap(NULL, ss.ss_size, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ss.ss_flags = 0;
+		sigaltstack(&ss, NULL);
+	}
+	sigaction(SIGALRM, &sa, NULL);
+	memset(&sig_cap, 0, sizeof(sig_cap));
+	raise_here(8);
+	check_cap(&sig_cap, what, 14);
+	ok(has_pc(&sig_cap, raiser_ra), "%s: the stack continues past the "
+	   "signal frame into the code that raised it", what);
+	/* capture_both returns into on_alarm, on_alarm into the
+	 * trampoline: mov $15,%rax; syscall (rt_sigreturn). */
+	ok(sig_cap.n_ours > 2 &&
+	   memcmp((const void *)(uintptr_t)sig_cap.ours[1], sigreturn_code, 9) == 0,
+	   "%s: frame 1 is the sigreturn trampoline", what);
+	restore_rt = sig_cap.ours[1];
+	signal(SIGALRM, SIG_DFL);
+	if (altstack) {
+		ss.ss_flags = SS_DISABLE;
+		sigaltstack(&ss, NULL);
+	}
+}
+
+static ucontext_t uc_main, uc_co;
+static struct cap co_cap;
+
+static void co_main(void)
+{
+	rec_mixed(6, &co_cap);
+}
+
+static void test_makecontext(void)
+{
+	size_t sz = 64 << 10;
+	char *stk = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	getcontext(&uc_co);
+	uc_co.uc_stack.ss_sp = stk;
+	uc_co.uc_stack.ss_size = sz;
+	uc_co.uc_link = &uc_main;
+	makecontext(&uc_co, co_main, 0);
+	swapcontext(&uc_main, &uc_co);
+	check_cap(&co_cap, "makecontext stack", 8);
+	munmap(stk, sz);
+}
+
+/* ---------------------------------------------------------------- */
+/* Stress: two threads, warm caches, invalidations meanwhile.        */
+
+#define STRESS_N 1000000
+#define STRESS_DEPTHS 8
+
+struct stress {
+	uint64_t ref[STRESS_DEPTHS][MAXF];
+	int nref[STRESS_DEPTHS];
+	long bad, done;
+};
+
+static volatile int stress_stop;
+
+/* ref: record libunwind's stack for depth d; else compare ours to it. */
+NOFP static void stress_leaf(struct stress *s, int d, int ref)
+{
+	uint64_t pcs[MAXF], ra = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	void *lu[MAXF];
+	int n, j;
+
+	if (ref) {
+		n = unw_bt(lu, MAXF);
+		for (j = 0; j < 4 && j < n && (uint64_t)(uintptr_t)lu[j] != ra; j++)
+			;
+		for (s->nref[d] = 0; j < n; j++)
+			s->ref[d][s->nref[d]++] = (uint64_t)(uintptr_t)lu[j];
+		return;
+	}
+	n = ls_unwind_capture(pcs, MAXF, 0);
+	if (n != s->nref[d] || memcmp(pcs, s->ref[d], (size_t)n * 8))
+		s->bad++;
+	s->done++;
+}
+
+NOFP static void stress_rec(struct stress *s, int d, int left, int ref);
+
+NOFP static void stress_rec_a(struct stress *s, int d, int left, int ref)
+{
+	char *p = __builtin_alloca(16 + (size_t)left * 8);
+
+	__asm__ volatile("" : : "r"(p) : "memory");
+	if (left)
+		stress_rec(s, d, left - 1, ref);
+	else
+		stress_leaf(s, d, ref);
+	sink += p[0] = 1;
+}
+
+NOFP static void stress_rec(struct stress *s, int d, int left, int ref)
+{
+	if (left)
+		stress_rec_a(s, d, left - 1, ref);
+	else
+		stress_leaf(s, d, ref);
+	sink++;
+}
+
+static void *stress_main(void *arg)
+{
+	struct stress *s = arg;
+	long i;
+	int d;
+
+	/* References and checks from the one call site. */
+	for (i = 0; i < STRESS_N + STRESS_DEPTHS; i++) {
+		d = (int)(i % STRESS_DEPTHS);
+		stress_rec(s, d, d, i < STRESS_DEPTHS);
+	}
+	return NULL;
+}
+
+static void *invalidator(void *arg)
+{
+	long *n = arg;
+
+	while (!stress_stop) {
+		ls_unwind_invalidate();
+		(*n)++;
+		usleep(2000);
+	}
+	return NULL;
+}
+
+static void test_stress(void)
+{
+	static struct stress s[2];
+	pthread_t t[2], inv;
+	long ninv = 0;
+	int i;
+
+	pthread_create(&inv, NULL, invalidator, &ninv);
+	for (i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, stress_main, &s[i]);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	stress_stop = 1;
+	pthread_join(inv, NULL);
+	for (i = 0; i < 2; i++) {
+		ok(s[i].done == STRESS_N && s[i].bad == 0 && s[i].nref[7] > 9,
+		   "stress thread %d: %ld captures, %ld differ from "
+		   "libunwind's cold stack", i, s[i].done, s[i].bad);
+	}
+	ok(ninv > 0, "%ld invalidations ran during the stress", ninv);
+}
+
+/* ---------------------------------------------------------------- */
+/* Garbage above the capturing frame must not crash the unwinder.    */
+
+#define GARBAGE_WORDS 96
+#define GARBAGE_TRIALS 20000
+
+static uint64_t rng = 88172645463325252ull;
+static char *noaccess;		/* a PROT_NONE page */
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static uint64_t garbage(uint64_t sp)
+{
+	switch (rnd() % 10) {
+	case 0: return rnd();
+	case 1: return rnd() & 0xffff;
+	case 2: return sp + rnd() % 8192 - 4096;
+	case 3: return sp + rnd() % (1u << 22);
+	case 4: return (uint64_t)(uintptr_t)rec_plain + rnd() % 256;
+	case 5: return (uint64_t)(uintptr_t)qsort + rnd() % 4096;
+	case 6: return restore_rt;
+	case 7: return (uint64_t)(uintptr_t)noaccess + rnd() % 4096;
+	case 8: return 0;
+	}
+	return sp + (rnd() % 64) * 8;
+}
+
+/* Scribble over the callers' frames (and maybe our own saved %rbp and
+ * return address), capture, put everything back. */
+__attribute__((noinline)) static int scribble(int words, int own)
+{
+	volatile uint64_t *top = __builtin_frame_address(0);
+	uint64_t save[GARBAGE_WORDS + 2], pcs[64];
+	int i, n, first = own ? 0 : 2;
+
+	for (i = first; i < words + 2; i++)
+		save[i] = top[i];
+	for (i = first; i < words + 2; i++)
+		top[i] = garbage((uint64_t)(uintptr_t)top);
+	n = ls_unwind_capture(pcs, 64, 0);
+	for (i = first; i < words + 2; i++)
+		top[i] = save[i];
+	return n;
+}
+
+NOFP static int garbage_rec(int d);
+
+NOFP static int garbage_rec_a(int d)
+{
+	char *p = __builtin_alloca(8 + (size_t)(d & 3) * 24);
+	int r;
+
+	__asm__ volatile("" : : "r"(p) : "memory");
+	r = d ? garbage_rec(d - 1) :
+		scribble(1 + (int)(rnd() % GARBAGE_WORDS), rnd() % 4 == 0);
+	sink += p[0] = 1;
+	return r;
+}
+
+NOFP static int garbage_rec(int d)
+{
+	int r = d ? garbage_rec_a(d - 1) :
+		scribble(1 + (int)(rnd() % GARBAGE_WORDS), rnd() % 4 == 0);
+
+	sink++;
+	return r;
+}
+
+static void garbage_child(void)
+{
+	long frames = 0;
+	int i, n;
+
+	noaccess = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+			-1, 0);
+	for (i = 0; i < GARBAGE_TRIALS; i++) {
+		if (i % 1000 == 0)
+			ls_unwind_invalidate();
+		n = garbage_rec((int)(rnd() % 12));
+		if (n < 0 || n > 64)
+			_exit(2);
+		frames += n;
+	}
+	_exit(frames > GARBAGE_TRIALS ? 0 : 3);
+}
+
+static void test_garbage(void)
+{
+	int status = -1;
+	pid_t pid;
+
+	ok(restore_rt != 0, "the trampoline address is known for the "
+	   "garbage test");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		garbage_child();
+	waitpid(pid, &status, 0);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	   "%d captures over garbage stacks: no crash, sane counts "
+	   "(status %#x)", GARBAGE_TRIALS, status);
+}
+
+/* ---------------------------------------------------------------- */
+
+static void test_uncached(void)
+{
+	struct cap c = { 0 };
+
+	rec_mixed(10, &c);
+	check_cap(&c, "before ls_unwind_init (uncached)", 12);
+}
+
+int main(void)
+{
+	if (load_libunwind() < 0) {
+		ok(0, "libunwind.so.8 loads (Debian package libunwind8)");
+		return tap_done();
+	}
+	test_codegen();
+	test_uncached();
+	ok(ls_unwind_init() == 0, "ls_unwind_init succeeds");
+	ok(ls_unwind_init() == 0, "a second ls_unwind_init is a no-op");
+	test_recursion();
+	test_skip_max();
+	test_cold_warm();
+	test_callbacks();
+	test_thread();
+	test_signal(0);
+	test_signal(1);
+	test_makecontext();
+	test_stress();
+	test_garbage();
+	return tap_done();
+}

@@ -1,0 +1,614 @@
+/*
+ * t-cli-snapshot.c - the snapshot reader against snapshots written here
+ * byte by byte: exact values back, and a precise refusal (never a crash)
+ * for every truncation, every flipped byte and every broken rule.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "../../cli/snapshot.h"
+#include "tap.h"
+
+struct wbuf {
+	unsigned char *p;
+	size_t len, cap;
+	uint32_t nrec;
+};
+
+static void w_put(struct wbuf *w, const void *src, size_t len)
+{
+	if (!len)
+		return;
+	if (w->len + len > w->cap) {
+		w->cap = (w->len + len) * 2 + 64;
+		w->p = realloc(w->p, w->cap);
+	}
+	memcpy(w->p + w->len, src, len);
+	w->len += len;
+}
+
+static void w_file_hdr(struct wbuf *w, const char *magic, uint32_t version)
+{
+	struct lsnap_file_hdr fh = { .version = version };
+
+	memcpy(fh.magic, magic, sizeof(fh.magic));
+	w_put(w, &fh, sizeof(fh));
+}
+
+/* A record made of two parts (struct + trailing bytes); len is what the
+ * record header claims. */
+static void w_rec2(struct wbuf *w, uint32_t tag, uint32_t len,
+		   const void *a, size_t alen, const void *b, size_t blen)
+{
+	struct lsnap_rec_hdr h = { .tag = tag, .len = len };
+
+	w_put(w, &h, sizeof(h));
+	w_put(w, a, alen);
+	if (blen)
+		w_put(w, b, blen);
+	w->nrec++;
+}
+
+static void w_rec(struct wbuf *w, uint32_t tag, const void *p, size_t len)
+{
+	w_rec2(w, tag, (uint32_t)len, p, len, NULL, 0);
+}
+
+static void w_end_with(struct wbuf *w, uint32_t nrec, uint64_t hash)
+{
+	struct lsnap_end e = { .nrecords = nrec, .hash = hash };
+	struct lsnap_rec_hdr h = { .tag = LSNAP_END, .len = sizeof(e) };
+
+	w_put(w, &h, sizeof(h));
+	w_put(w, &e, sizeof(e));
+}
+
+static void w_end(struct wbuf *w)
+{
+	w_end_with(w, w->nrec, lsnap_fnv1a(LSNAP_FNV_INIT, w->p, w->len));
+}
+
+static const struct lsnap_header std_hdr = {
+	.pid = 4242, .ppid = 17, .wall_ns = 1700000000123456789ULL,
+	.mono_ns = 90000000000ULL, .start_mono_ns = 80000000000ULL,
+	.sample_rate = 0, .mode = LSNAP_MODE_FULL,
+	.reason = LSNAP_REASON_EXIT, .source = LSNAP_SOURCE_AGENT,
+	.max_depth = 64, .nthreads = 3, .module_gen = 7,
+};
+
+static void w_header(struct wbuf *w)
+{
+	w_file_hdr(w, LSNAP_MAGIC, LSNAP_VERSION);
+	w_rec(w, LSNAP_HEADER, &std_hdr, sizeof(std_hdr));
+}
+
+static void w_site(struct wbuf *w, uint32_t id, uint32_t nframes,
+		   int64_t live_bytes, const uint64_t *frames)
+{
+	struct lsnap_site s = { .id = id, .kind = LSNAP_KIND_HEAP, .gen = 2,
+		.nframes = nframes, .live_bytes = live_bytes, .live_blocks = 2,
+		.allocated_bytes = 1000 + id, .allocated_blocks = 10 + id };
+
+	w_rec2(w, LSNAP_SITE, sizeof(s) + nframes * 8u, &s, sizeof(s),
+	       frames, nframes * 8u);
+}
+
+/* Where the first site record of the reference snapshot ends. */
+static size_t site5_end;
+
+struct hist3 {
+	struct lsnap_site_history h;
+	int64_t v[3];
+} __attribute__((packed));
+
+/*
+ * The reference snapshot: every record type, a call name that fills its
+ * 16 bytes, a record of a type from the future, sites out of id order.
+ */
+static void w_standard(struct wbuf *w)
+{
+	static const char cmd[] = "./prog\0-x\0\0last";
+	struct lsnap_call calls[3] = {
+		{ "malloc", 4000 }, { "free", 3988 },
+		{ "aligned_alloc_xy", 5 },	/* exactly 16 chars */
+	};
+	struct lsnap_totals t = { 1234, 12, 99999, 5000, 4096, 64 };
+	struct lsnap_mallinfo mi = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+	struct lsnap_module m = { .bias = 0x555500000000, .lo = 0x555500001000,
+		.hi = 0x555500009000, .gen_from = 2,
+		.gen_to = LSNAP_GEN_LOADED, .build_id_len = 20,
+		.path_len = 9 };
+	uint64_t frames[3] = { 0x555500001234, 0x555500002345, 0x7f0000001000 };
+	struct lsnap_block b[3] = {
+		{ 0x1000, 100, 89000000000ULL, 5, 4243 },
+		{ 0x2000, 200, 85000000000ULL, 5, 4244 },
+		{ 0x3000, 300, 88000000000ULL, 2, 4243 },
+	};
+	unsigned char future[5] = { 1, 2, 3, 4, 5 };
+	struct lsnap_history hh = { .period_ms = 1000, .hist_len = 4,
+		.ticks = 10, .first_mono_ns = 81000000000ULL,
+		.last_mono_ns = 90000000000ULL };
+	struct hist3 sh = { { 5, 3 }, { 100, -20, 300 } };
+	int i;
+
+	for (i = 0; i < 20; i++)
+		m.build_id[i] = (uint8_t)(0xa0 + i);
+	w_header(w);
+	w_rec(w, LSNAP_COMMAND, cmd, sizeof(cmd) - 1);	/* no final NUL */
+	w_rec(w, LSNAP_CALLS, calls, sizeof(calls));
+	w_rec(w, LSNAP_MALLINFO, &mi, sizeof(mi));
+	w_rec2(w, LSNAP_MODULE, sizeof(m) + 9, &m, sizeof(m), "/bin/prog", 9);
+	w_rec(w, 0x4242, future, sizeof(future));
+	w_rec(w, LSNAP_BLOCKS, b, sizeof(b));
+	w_site(w, 5, 3, 300, frames);
+	site5_end = w->len;
+	w_site(w, 2, 0, 300, NULL);
+	w_rec(w, LSNAP_HISTORY, &hh, sizeof(hh));
+	w_rec(w, LSNAP_SITE_HISTORY, &sh, sizeof(sh));
+	sh.h.site = 77;		/* a site the snapshot does not list */
+	w_rec(w, LSNAP_SITE_HISTORY, &sh, sizeof(sh));
+	w_rec(w, LSNAP_TOTALS, &t, sizeof(t));
+	w_end(w);
+}
+
+static int memfd_with(const void *p, size_t len)
+{
+	int fd = memfd_create("snap", 0);
+
+	if (fd < 0 || write(fd, p, len) != (ssize_t)len) {
+		perror("memfd");
+		exit(2);
+	}
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
+static int read_buf(const void *p, size_t len, struct ls_snapshot *s,
+		    char *err, size_t errlen)
+{
+	int fd = memfd_with(p, len), ret;
+
+	ret = ls_snapshot_read_fd(fd, s, err, errlen);
+	close(fd);
+	return ret;
+}
+
+static int has(const char *msg, const char *want)
+{
+	if (strstr(msg, want))
+		return 1;
+	printf("#   message '%s' lacks '%s'\n", msg, want);
+	return 0;
+}
+
+static void check_values(const struct ls_snapshot *s, const char *how)
+{
+	const struct ls_site *site;
+
+	ok(!memcmp(&s->hdr, &std_hdr, sizeof(std_hdr)), "%s: header", how);
+	ok(s->argc == 4 && !strcmp(s->argv[0], "./prog") &&
+	   !strcmp(s->argv[1], "-x") && !strcmp(s->argv[2], "") &&
+	   !strcmp(s->argv[3], "last") && s->argv[4] == NULL,
+	   "%s: argv, with an empty argument and no final NUL", how);
+	ok(s->ncalls == 3 && !strcmp(s->calls[0].name, "malloc") &&
+	   s->calls[0].count == 4000 && !strcmp(s->calls[1].name, "free") &&
+	   !strcmp(s->calls[2].name, "aligned_alloc_xy") &&
+	   s->calls[2].count == 5, "%s: calls, a 16-byte name terminated", how);
+	ok(s->has_totals && s->totals.live_bytes == 1234 &&
+	   s->totals.peak_slack == 64, "%s: totals", how);
+	ok(s->has_mallinfo && s->mallinfo.arena == 1 &&
+	   s->mallinfo.keepcost == 10, "%s: mallinfo", how);
+	ok(s->nmodules == 1 && !strcmp(s->modules[0].path, "/bin/prog") &&
+	   s->modules[0].build_id_len == 20 &&
+	   s->modules[0].build_id[19] == 0xa0 + 19 &&
+	   s->modules[0].lo == 0x555500001000 &&
+	   s->modules[0].gen_to == LSNAP_GEN_LOADED, "%s: module", how);
+	ok(s->nsites == 2 && s->sites[0].id == 5 && s->sites[0].nframes == 3 &&
+	   s->sites[0].frames[2] == 0x7f0000001000 &&
+	   s->sites[0].allocated_bytes == 1005 && s->sites[1].id == 2 &&
+	   s->sites[1].nframes == 0, "%s: sites", how);
+	ok(s->has_blocks && s->nblocks == 3 && s->blocks[1].addr == 0x2000 &&
+	   s->blocks[1].size == 200 && s->blocks[1].tid == 4244 &&
+	   s->blocks[2].site == 2, "%s: blocks", how);
+	ok(s->has_history && s->history.period_ms == 1000 &&
+	   s->history.hist_len == 4 && s->history.ticks == 10 &&
+	   s->history.last_mono_ns == 90000000000ULL, "%s: history", how);
+	ok(s->sites[0].nhistory == 3 && s->sites[0].history[0] == 100 &&
+	   s->sites[0].history[1] == -20 && s->sites[0].history[2] == 300 &&
+	   s->sites[1].nhistory == 0 && s->sites[1].history == NULL,
+	   "%s: site history attached to its site", how);
+	site = ls_snapshot_site(s, 2);
+	ok(site == &s->sites[1] && ls_snapshot_site(s, 5) == &s->sites[0] &&
+	   !ls_snapshot_site(s, 3), "%s: site lookup by id", how);
+}
+
+static void test_roundtrip(void)
+{
+	struct wbuf w = { 0 };
+	struct ls_snapshot s;
+	char err[256] = "x";
+
+	w_standard(&w);
+	if (ok(read_buf(w.p, w.len, &s, err, sizeof(err)) == 0,
+	       "standard snapshot reads back (%s)", err))
+		check_values(&s, "file");
+	ok(err[0] == 0, "no message on success");
+	ls_snapshot_release(&s);
+	ok(s.nsites == 0 && s.sites == NULL, "release zeroes");
+	ls_snapshot_release(&s);
+	free(w.p);
+}
+
+/* Every proper prefix is refused as truncated, never accepted. */
+static void test_truncations(void)
+{
+	struct wbuf w = { 0 };
+	struct ls_snapshot s;
+	char err[256];
+	size_t len, bad = 0;
+
+	w_standard(&w);
+	for (len = 0; len < w.len; len++) {
+		int ret = read_buf(w.p, len, &s, err, sizeof(err));
+		const char *want = len ? "truncated" : "not a leakscope snapshot";
+
+		if (ret != -EINVAL || !strstr(err, want) || s.nsites) {
+			if (!bad++)
+				printf("# length %zu: ret %d '%s'\n", len, ret, err);
+		}
+		ls_snapshot_release(&s);
+	}
+	is_u64(bad, 0, "each of the %zu truncations is refused as such", w.len);
+	/* Cut inside the payload of the 8th record, the first site. */
+	read_buf(w.p, site5_end - 10, &s, err, sizeof(err));
+	ok(!strcmp(err, "corrupt snapshot: record 8 (site) is truncated"),
+	   "cut inside a record names it: '%s'", err);
+	read_buf(w.p, w.len - 24, &s, err, sizeof(err));
+	ok(!strcmp(err, "snapshot ends before its END record (truncated?)"),
+	   "cut at a record boundary: '%s'", err);
+	free(w.p);
+}
+
+static void test_flips(void)
+{
+	struct wbuf w = { 0 };
+	struct ls_snapshot s;
+	char err[256];
+	size_t i, bad = 0;
+
+	w_standard(&w);
+	for (i = 0; i < w.len; i++) {
+		int ret;
+
+		w.p[i] ^= 0xff;
+		ret = read_buf(w.p, w.len, &s, err, sizeof(err));
+		if (ret != -EINVAL || !err[0]) {
+			if (!bad++)
+				printf("# flip at %zu accepted\n", i);
+		}
+		ls_snapshot_release(&s);
+		w.p[i] ^= 0xff;
+	}
+	is_u64(bad, 0, "each of the %zu single-byte corruptions is refused",
+	       w.len);
+	free(w.p);
+}
+
+/* A snapshot of a header plus one record, correctly ended. */
+static int with_record(uint32_t tag, uint32_t len, const void *a,
+		       size_t alen, const void *b, size_t blen,
+		       struct ls_snapshot *s, char *err, size_t errlen)
+{
+	struct wbuf w = { 0 };
+	int ret;
+
+	w_header(&w);
+	w_rec2(&w, tag, len, a, alen, b, blen);
+	w_end(&w);
+	ret = read_buf(w.p, w.len, s, err, errlen);
+	ls_snapshot_release(s);
+	free(w.p);
+	return ret;
+}
+
+static void expect(int ret, const char *err, const char *want,
+		   const char *what)
+{
+	ok(ret == -EINVAL && has(err, want), "%s: refused with '%s'", what,
+	   err);
+}
+
+static void test_bad_history(void)
+{
+	struct lsnap_history hh = { .period_ms = 1000, .hist_len = 2 };
+	struct hist3 sh = { { 1, 3 }, { 1, 2, 3 } };
+	struct ls_snapshot s;
+	struct wbuf w = { 0 };
+	char err[256];
+
+	w_header(&w);
+	w_rec(&w, LSNAP_HISTORY, &hh, sizeof(hh));
+	w_rec(&w, LSNAP_SITE_HISTORY, &sh, sizeof(sh));
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "has 3 samples, more than the 2 kept", "history too long");
+	w.len = w.nrec = 0;
+	w_header(&w);
+	w_rec2(&w, LSNAP_SITE_HISTORY, sizeof(sh) - 8, &sh, sizeof(sh) - 8,
+	       NULL, 0);
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "(site history) has length 24, expected 32",
+	       "history length disagrees with its count");
+	w.len = w.nrec = 0;
+	w_header(&w);
+	w_rec(&w, LSNAP_SITE_HISTORY, &sh, sizeof(sh));
+	w_site(&w, 1, 0, 1, NULL);
+	w_rec(&w, LSNAP_SITE_HISTORY, &sh, sizeof(sh));
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "site 1 has two histories", "two histories for one site");
+	free(w.p);
+}
+
+static void test_bad_records(void)
+{
+	struct ls_snapshot s;
+	char err[256], path[LSNAP_MAX_PATH + 1];
+	struct lsnap_site site = { .id = 1, .nframes = LSNAP_MAX_FRAMES + 1 };
+	struct lsnap_module m = { .path_len = LSNAP_MAX_PATH + 1 };
+	uint64_t frames[LSNAP_MAX_FRAMES + 1] = { 0 };
+	unsigned char zero[64] = { 0 };
+	int ret;
+
+	ret = with_record(LSNAP_SITE, sizeof(site) + sizeof(frames), &site,
+			  sizeof(site), frames, sizeof(frames), &s, err,
+			  sizeof(err));
+	expect(ret, err, "record 2 (site) has 257 frames, more than 256",
+	       "too many frames");
+	site.nframes = 2;
+	ret = with_record(LSNAP_SITE, sizeof(site) + 8, &site, sizeof(site),
+			  frames, 8, &s, err, sizeof(err));
+	expect(ret, err, "record 2 (site) has length 56, expected 64",
+	       "site length disagrees with nframes");
+	ret = with_record(LSNAP_SITE, 20, zero, 20, NULL, 0, &s, err,
+			  sizeof(err));
+	expect(ret, err, "(site) has length 20", "site shorter than its struct");
+	site.nframes = 0;
+	site.kind = 9;
+	ret = with_record(LSNAP_SITE, sizeof(site), &site, sizeof(site), NULL,
+			  0, &s, err, sizeof(err));
+	expect(ret, err, "unknown kind 9", "unknown site kind");
+	memset(path, 'a', sizeof(path));
+	ret = with_record(LSNAP_MODULE, sizeof(m) + sizeof(path), &m,
+			  sizeof(m), path, sizeof(path), &s, err, sizeof(err));
+	expect(ret, err, "path of 4097 bytes, more than 4096", "path too long");
+	m.path_len = 4;
+	m.build_id_len = 33;
+	ret = with_record(LSNAP_MODULE, sizeof(m) + 4, &m, sizeof(m), "/a/b",
+			  4, &s, err, sizeof(err));
+	expect(ret, err, "build id of 33 bytes", "build id too long");
+	m.build_id_len = 0;
+	ret = with_record(LSNAP_MODULE, sizeof(m) + 4, &m, sizeof(m), "/a\0b",
+			  4, &s, err, sizeof(err));
+	expect(ret, err, "NUL byte in its path", "NUL inside a path");
+	ret = with_record(LSNAP_MODULE, sizeof(m) + 3, &m, sizeof(m), "/ab",
+			  3, &s, err, sizeof(err));
+	expect(ret, err, "(module) has length", "module length disagrees");
+	ret = with_record(LSNAP_BLOCKS, 40, zero, 40, NULL, 0, &s, err,
+			  sizeof(err));
+	expect(ret, err, "(blocks) has length 40", "blocks not whole");
+	ret = with_record(LSNAP_CALLS, 30, zero, 30, NULL, 0, &s, err,
+			  sizeof(err));
+	expect(ret, err, "(calls) has length 30", "calls not whole");
+	ret = with_record(LSNAP_TOTALS, 40, zero, 40, NULL, 0, &s, err,
+			  sizeof(err));
+	expect(ret, err, "(totals) has length 40, expected 48", "short totals");
+	ret = with_record(LSNAP_HEADER, sizeof(std_hdr), &std_hdr,
+			  sizeof(std_hdr), NULL, 0, &s, err, sizeof(err));
+	expect(ret, err, "record 2 is a second header", "two headers");
+	test_bad_history();
+	ret = with_record(0x777, 0, NULL, 0, NULL, 0, &s, err, sizeof(err));
+	ok(ret == 0, "an empty record of an unknown type is skipped (%s)", err);
+}
+
+/* A header record whose length exceeds the format's maximum. */
+static void test_oversize(void)
+{
+	struct wbuf w = { 0 };
+	struct lsnap_rec_hdr h = { .tag = LSNAP_SITE,
+				   .len = LSNAP_MAX_RECORD + 1 };
+	struct ls_snapshot s;
+	char err[256];
+
+	w_header(&w);
+	w_put(&w, &h, sizeof(h));
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "record 2 (site) claims 67108865 bytes, more than the 67108864 "
+	       "allowed", "oversize record");
+	free(w.p);
+}
+
+static void test_bad_framing(void)
+{
+	struct wbuf w = { 0 };
+	struct ls_snapshot s;
+	struct lsnap_header h = std_hdr;
+	char err[256];
+
+	w_file_hdr(&w, "LEAKSCQ", LSNAP_VERSION);
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "not a leakscope snapshot", "bad magic");
+	ok(!strcmp(err, "not a leakscope snapshot"), "exact message");
+	w.len = 0;
+	w_file_hdr(&w, LSNAP_MAGIC, 2);
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "unsupported snapshot version 2", "bad version");
+	w.len = w.nrec = 0;
+	w_header(&w);
+	w_end_with(&w, 1, 12345);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "checksum mismatch", "bad hash");
+	w.len = w.nrec = 0;
+	w_header(&w);
+	w_end_with(&w, 2, lsnap_fnv1a(LSNAP_FNV_INIT, w.p, w.len));
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "counts 2 records, the snapshot has 1", "bad record count");
+	w.len = w.nrec = 0;
+	w_file_hdr(&w, LSNAP_MAGIC, LSNAP_VERSION);
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "the first record is not the header", "END without header");
+	w.len = w.nrec = 0;
+	w_file_hdr(&w, LSNAP_MAGIC, LSNAP_VERSION);
+	h.mode = 7;
+	w_rec(&w, LSNAP_HEADER, &h, sizeof(h));
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "unknown mode 7", "unknown mode");
+	w.len = w.nrec = 0;
+	w_header(&w);
+	w_site(&w, 3, 0, 1, NULL);
+	w_site(&w, 1, 0, 1, NULL);
+	w_site(&w, 3, 0, 1, NULL);
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "site id 3 appears twice", "duplicate site id");
+	free(w.p);
+}
+
+/*
+ * Structured fuzzing: random bytes changed inside the records, END fixed
+ * up so that the hash holds and the structural checks are what is tested.
+ */
+static void test_fuzz(void)
+{
+	struct wbuf w = { 0 }, f = { 0 };
+	struct ls_snapshot s;
+	size_t body, i, accepted = 0, refused = 0;
+	char err[256];
+	unsigned seed = 12345;
+	int it;
+
+	w_standard(&w);
+	body = w.len - 24;
+	for (it = 0; it < 3000; it++) {
+		f.len = 0;
+		w_put(&f, w.p, body);
+		for (i = 0; i < 1 + (unsigned)it % 4; i++)
+			f.p[16 + rand_r(&seed) % (body - 16)] = (unsigned char)rand_r(&seed);
+		w_end_with(&f, w.nrec, lsnap_fnv1a(LSNAP_FNV_INIT, f.p, body));
+		if (read_buf(f.p, f.len, &s, err, sizeof(err)) == 0)
+			accepted++;
+		else if (err[0])
+			refused++;
+		ls_snapshot_release(&s);
+	}
+	is_u64(accepted + refused, 3000,
+	       "3000 mutated snapshots: each accepted or refused with a reason "
+	       "(%zu refused)", refused);
+	free(w.p);
+	free(f.p);
+}
+
+static void on_alarm(int sig)
+{
+}
+
+/* Write buf to fd in small slow pieces, then the trailer, from a child. */
+static pid_t slow_writer(int fd, const unsigned char *buf, size_t len,
+			 const char *trailer)
+{
+	pid_t pid = fork();
+	size_t off;
+
+	if (pid)
+		return pid;
+	for (off = 0; off < len; off += 7) {
+		size_t k = len - off < 7 ? len - off : 7;
+
+		if (write(fd, buf + off, k) != (ssize_t)k)
+			_exit(1);
+		if (off % 70 == 0)
+			usleep(200);
+	}
+	if (write(fd, trailer, strlen(trailer)) < 0)
+		_exit(1);
+	_exit(0);
+}
+
+/*
+ * Over a pipe and a socket, with short reads and signals interrupting
+ * them: the same values, and the bytes after END left unread.
+ */
+static void test_stream(int use_socket)
+{
+	const char *how = use_socket ? "socket" : "pipe";
+	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART */
+	struct itimerval it = { { 0, 300 }, { 0, 300 } };
+	struct wbuf w = { 0 };
+	struct ls_snapshot s;
+	char err[256], rest[32] = { 0 };
+	int fds[2], ret, status;
+	pid_t pid;
+
+	w_standard(&w);
+	if (use_socket ? socketpair(AF_UNIX, SOCK_STREAM, 0, fds) : pipe(fds))
+		exit(2);
+	pid = slow_writer(fds[1], w.p, w.len, "NEXT");
+	close(fds[1]);
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	ret = ls_snapshot_read_fd(fds[0], &s, err, sizeof(err));
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	if (ok(ret == 0, "%s: snapshot read despite short reads and EINTR "
+	       "(%s)", how, err))
+		check_values(&s, how);
+	ls_snapshot_release(&s);
+	while (read(fds[0], rest + strlen(rest), 4 - strlen(rest)) > 0)
+		;
+	ok(!strcmp(rest, "NEXT"), "%s: bytes after END left for the caller "
+	   "('%s')", how, rest);
+	waitpid(pid, &status, 0);
+	close(fds[0]);
+	free(w.p);
+}
+
+static void test_load(void)
+{
+	struct ls_snapshot s;
+	char err[256];
+	int ret = ls_snapshot_load("no-such-dir/snap.lsnap", &s, err,
+				   sizeof(err));
+
+	ok(ret == -ENOENT && !strcmp(err, "cannot open 'no-such-dir/snap.lsnap"
+				     "': no such file or directory"),
+	   "missing file: %d '%s'", ret, err);
+	ret = ls_snapshot_load("/dev/null", &s, err, sizeof(err));
+	ok(ret == -EINVAL && !strcmp(err, "'/dev/null': not a leakscope "
+				     "snapshot"), "empty file: '%s'", err);
+}
+
+int main(void)
+{
+	test_roundtrip();
+	test_truncations();
+	test_flips();
+	test_bad_records();
+	test_oversize();
+	test_bad_framing();
+	test_fuzz();
+	test_stream(0);
+	test_stream(1);
+	test_load();
+	return tap_done();
+}
