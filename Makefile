@@ -75,7 +75,7 @@ $(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/t
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -fPIC -o $@ $< $(B)/agent-core.a $(AGENT_LDLIBS)
 
-$(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a tests/unit/tap.h
+$(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a tests/unit/tap.h tests/unit/cli-selfmap.h
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(B)/cli-lib.a $(CLI_LDLIBS)
 

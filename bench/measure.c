@@ -2,10 +2,11 @@
  * measure.c - run one command and say what it and each of its descendants
  * cost: wall time, CPU time and peak RSS per process.
  *
- *   measure [-o FILE] [-t TIMEOUT_SECONDS] -- CMD [ARGS...]
+ *   measure [-o FILE] [-t TIMEOUT_SECONDS] [-m LIMIT_MIB] -- CMD [ARGS...]
  *
  * Writes one JSON object (to FILE, or stdout) once CMD has exited:
  *   {"wall_s": 1.23, "exit_code": 0, "signal": 0, "timed_out": false,
+ *    "mem_limit_hit": false, "tree_rss_seen_kb": 1234,
  *    "tree_maxrss_kb": 1234, "taskstats": true, "taskstats_error": "",
  *    "lost_records": 0,
  *    "procs": [{"pid": 1, "ppid": 0, "comm": "x", "etime_us": 1,
@@ -23,10 +24,14 @@
  * traced program's own figures.  Listening needs CAP_NET_ADMIN (root);
  * without it "taskstats" is false and only tree_maxrss_kb is known.
  *
- * CMD runs in a process group of its own; on timeout the whole group gets
- * SIGKILL.  CMD's stdin, stdout and stderr are ours.  Records of processes
+ * CMD runs in a process group of its own; on timeout, or when the resident
+ * memory of CMD and its descendants (sampled from /proc once a second)
+ * passes LIMIT_MIB, the whole group gets SIGKILL: the machine is shared
+ * and a tracker that runs away must not take it down.  CMD's stdin, stdout and stderr are ours.  Records of processes
  * that outlive CMD, or that were orphaned before they exited, are missed.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/genetlink.h>
@@ -47,6 +52,7 @@
 #include <unistd.h>
 
 #define MAX_PROCS 4096
+#define MAX_SCAN 65536		/* processes looked at in one /proc scan */
 #define NL_BUF (64 * 1024)
 
 struct proc {
@@ -67,6 +73,14 @@ struct measure {
 	struct proc procs[MAX_PROCS];
 	unsigned nprocs;
 	unsigned lost;
+	long limit_kb;		/* 0 = no memory limit */
+	long rss_seen_kb;	/* largest tree RSS a scan saw */
+};
+
+struct scan_entry {
+	pid_t pid, ppid;
+	long rss_kb;
+	int mine;
 };
 
 static double mono_now(void)
@@ -318,14 +332,16 @@ static void json_string(FILE *f, const char *s)
 }
 
 static void report(FILE *f, const struct measure *m, pid_t child, double wall,
-		   int status, int timed_out, const struct rusage *ru)
+		   int status, int killed, const struct rusage *ru)
 {
 	const char *sep = "";
 	unsigned i;
 
 	fprintf(f, "{\"wall_s\": %.6f, \"exit_code\": %d, \"signal\": %d, \"timed_out\": %s,\n",
 		wall, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-		WIFSIGNALED(status) ? WTERMSIG(status) : 0, timed_out ? "true" : "false");
+		WIFSIGNALED(status) ? WTERMSIG(status) : 0, killed == 1 ? "true" : "false");
+	fprintf(f, " \"mem_limit_hit\": %s, \"tree_rss_seen_kb\": %ld,\n",
+		killed == 2 ? "true" : "false", m->rss_seen_kb);
 	fprintf(f, " \"tree_maxrss_kb\": %ld, \"taskstats\": %s, \"taskstats_error\": ",
 		ru->ru_maxrss, m->nl >= 0 ? "true" : "false");
 	json_string(f, m->nl_error);
@@ -347,6 +363,82 @@ static void report(FILE *f, const struct measure *m, pid_t child, double wall,
 	fprintf(f, "]}\n");
 }
 
+static int read_stat(pid_t pid, struct scan_entry *e)
+{
+	char path[64], buf[1024], *p;
+	long pages;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	/* The command name may hold anything: fields restart after its ')'. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
+			 "%*d %*d %*d %*d %*d %*d %*u %*u %ld", &e->ppid, &pages) != 2)
+		return -EPROTO;
+	e->pid = pid;
+	e->rss_kb = pages * (sysconf(_SC_PAGESIZE) / 1024);
+	e->mine = 0;
+	return 0;
+}
+
+/* Resident memory of root and all its descendants now, in KiB. */
+static long tree_rss_kb(pid_t root)
+{
+	static struct scan_entry e[MAX_SCAN];
+	struct dirent *d;
+	unsigned n = 0, i, changed = 1;
+	long sum = 0;
+	DIR *dir = opendir("/proc");
+
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir)) && n < MAX_SCAN) {
+		if (!isdigit((unsigned char)d->d_name[0]) || read_stat(atoi(d->d_name), &e[n]))
+			continue;
+		e[n].mine = e[n].pid == root;
+		n++;
+	}
+	closedir(dir);
+	/* Mark children of marked processes until nothing changes: trees are shallow. */
+	while (changed) {
+		changed = 0;
+		for (i = 0; i < n; i++) {
+			unsigned j;
+
+			for (j = 0; !e[i].mine && j < n; j++)
+				if (e[j].mine && e[j].pid == e[i].ppid)
+					e[i].mine = changed = 1;
+		}
+	}
+	for (i = 0; i < n; i++)
+		sum += e[i].mine ? e[i].rss_kb : 0;
+	return sum;
+}
+
+/* Over the memory limit?  Checked at most once a second. */
+static int over_limit(struct measure *m, pid_t child)
+{
+	static double next;
+	long kb;
+
+	if (!m->limit_kb || mono_now() < next)
+		return 0;
+	next = mono_now() + 1.0;
+	kb = tree_rss_kb(child);
+	if (kb > m->rss_seen_kb)
+		m->rss_seen_kb = kb;
+	return kb > m->limit_kb;
+}
+
 static pid_t spawn(char **argv)
 {
 	pid_t pid = fork();
@@ -362,20 +454,24 @@ static pid_t spawn(char **argv)
 	return pid;
 }
 
-/* Wait for child, reading exit records meanwhile; kill it at the deadline. */
+/*
+ * Wait for child, reading exit records meanwhile; kill it at the deadline
+ * or over the memory limit.  Returns 0, or what killed it: 1 = time,
+ * 2 = memory.
+ */
 static int wait_child(struct measure *m, pid_t child, double deadline,
 		      int *status, struct rusage *ru)
 {
 	int pidfd = syscall(SYS_pidfd_open, child, 0);
-	int timed_out = 0;
+	int killed = 0;
 
 	for (;;) {
 		struct pollfd fds[2] = { { .fd = pidfd, .events = POLLIN },
 					 { .fd = m->nl, .events = POLLIN } };
 		double left = deadline - mono_now();
 
-		if (left <= 0 && !timed_out) {
-			timed_out = 1;
+		if (!killed && (left <= 0 || over_limit(m, child))) {
+			killed = left <= 0 ? 1 : 2;
 			kill(-child, SIGKILL);
 		}
 		if (pidfd < 0 || poll(fds, 2, left > 0 && left < 1 ? (int)(left * 1000) + 1 : 1000) < 0)
@@ -386,7 +482,7 @@ static int wait_child(struct measure *m, pid_t child, double deadline,
 	}
 	if (pidfd >= 0)
 		close(pidfd);
-	return timed_out;
+	return killed;
 }
 
 int main(int argc, char **argv)
@@ -395,15 +491,17 @@ int main(int argc, char **argv)
 	const char *out = NULL;
 	double timeout = 0, t0, wall;
 	struct rusage ru = { 0 };
-	int opt, status = 0, timed_out;
+	int opt, status = 0, killed;
 	FILE *f = stdout;
 	pid_t child;
 
-	while ((opt = getopt(argc, argv, "+o:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "+o:t:m:")) != -1) {
 		if (opt == 'o')
 			out = optarg;
 		else if (opt == 't')
 			timeout = atof(optarg);
+		else if (opt == 'm')
+			m.limit_kb = atol(optarg) * 1024;
 		else
 			goto usage;
 	}
@@ -416,16 +514,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "measure: cannot fork: %s\n", strerror(errno));
 		return 1;
 	}
-	timed_out = wait_child(&m, child, timeout > 0 ? t0 + timeout : 1e300, &status, &ru);
+	killed = wait_child(&m, child, timeout > 0 ? t0 + timeout : 1e300, &status, &ru);
 	wall = mono_now() - t0;
 	taskstats_drain(&m);
 	if (out && !(f = fopen(out, "w"))) {
 		fprintf(stderr, "measure: cannot write '%s': %s\n", out, strerror(errno));
 		return 1;
 	}
-	report(f, &m, child, wall, status, timed_out, &ru);
+	report(f, &m, child, wall, status, killed, &ru);
 	return fclose(f) ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: measure [-o FILE] [-t TIMEOUT_SECONDS] -- CMD [ARGS...]\n");
+	fprintf(stderr, "usage: measure [-o FILE] [-t TIMEOUT_SECONDS] [-m LIMIT_MIB] -- CMD [ARGS...]\n");
 	return 2;
 }

@@ -1,11 +1,21 @@
 /*
- * unwind-bench.c - ns per stack capture at depth 15, code without frame
- * pointers: the agent's unwinder (warm, cold, two threads) against
- * libunwind's unw_backtrace (per-thread caching) and glibc's backtrace().
+ * unwind-bench.c - ns per stack capture 15 frames below main, in code
+ * built without frame pointers: the agent's unwinder against libunwind's
+ * unw_backtrace (per-thread caching) and glibc's backtrace().
+ *
+ * Three stack shapes, because the agent's unwinder remembers the last
+ * walk and re-reads only what could have changed:
+ *   same    every capture from the same stack (a tight allocation loop);
+ *   inner   the innermost 4 frames alternate between 4 call paths, the
+ *           outer ones stay (typical churn);
+ *   outer   the 2 outermost of the 15 frames alternate (16 paths), so
+ *           only the thread-start frames above them can be reused:
+ *           close to the plain cost of a cached walk.
  *
  * Build (after the agent objects exist; frame pointers off on purpose):
  *   gcc -O2 -g -fomit-frame-pointer -D_GNU_SOURCE -o build/bench/unwind-bench \
- *       bench/unwind-bench.c build/agent/unwind.o build/agent/sys.o -ldl -lpthread
+ *       bench/unwind-bench.c build/agent/unwind.o build/agent/cfi.o \
+ *       build/agent/sys.o -ldl -lpthread
  *
  * libunwind is dlopen()ed, as the agent does: linking libunwind.so.8 would
  * interpose its own weak backtrace() over glibc's.
@@ -20,18 +30,30 @@
 #include "../agent/unwind.h"
 
 #define DEPTH 15
+#define INNER 4
+#define PATHS 16
 #define MAXF 64
 #define NOFP __attribute__((noipa, optimize("omit-frame-pointer")))
 
-enum method { OURS, OURS_COLD, LIBUNWIND, GLIBC };
+enum method { NONE, OURS, OURS_COLD, LIBUNWIND, GLIBC, NMETHODS };
+enum shape { SAME, INNER_VARY, OUTER_VARY, NSHAPES };
 
-static const char *const names[] = {
-	"leakscope, warm caches", "leakscope, cold (invalidated each time)",
-	"libunwind unw_backtrace, UNW_CACHE_PER_THREAD", "glibc backtrace()",
+static const char *const method_names[NMETHODS] = {
+	"(no capture: the descent)", "leakscope", "leakscope, cold rules", "libunwind, per-thread cache",
+	"glibc backtrace()",
 };
+static const char *const shape_names[NSHAPES] = { "same", "inner", "outer" };
 
 static int (*unw_bt)(void **, int);
-static volatile uint64_t sink;
+
+struct run {
+	_Alignas(64) enum method m;	/* one cache line per thread */
+	enum shape shape;
+	long n;
+	double ns;
+	int frames;
+	uint64_t sum;		/* keeps the captures observable */
+};
 
 static uint64_t now_ns(void)
 {
@@ -58,110 +80,149 @@ static int load_libunwind(void)
 	return 0;
 }
 
-/* n captures with method m; returns the frames of the last one. */
-NOFP static int leaf(enum method m, long n)
+NOFP static int capture(struct run *r)
 {
 	uint64_t pcs[MAXF];
 	void *bt[MAXF];
 	int f = 0;
-	long i;
 
-	for (i = 0; i < n; i++) {
-		switch (m) {
-		case OURS_COLD:
-			ls_unwind_invalidate();
-			/* fall through */
-		case OURS:
-			f = ls_unwind_capture(pcs, MAXF, 0);
-			break;
-		case LIBUNWIND:
-			f = unw_bt(bt, MAXF);
-			break;
-		case GLIBC:
-			f = backtrace(bt, MAXF);
-			break;
-		}
-		sink += (uint64_t)f;
+	switch (r->m) {
+	case OURS_COLD:
+		ls_unwind_invalidate();
+		/* fall through */
+	case OURS:
+		f = ls_unwind_capture(pcs, MAXF, 0);
+		r->sum += pcs[f - 1];
+		break;
+	case LIBUNWIND:
+		f = unw_bt(bt, MAXF);
+		break;
+	case GLIBC:
+		f = backtrace(bt, MAXF);
+		break;
+	default:
+		f = 1;
 	}
 	return f;
 }
 
-/* Frameless frames between main and the capture: a realistic mix of
- * small stack frames and saved registers, no %rbp chain. */
-NOFP static int descend(int d, enum method m, long n)
+/* Which of the 4 copies the frame at depth d takes in capture i. */
+static inline int pick(const struct run *r, int d, long i)
 {
-	volatile char pad[16 + 8 * (DEPTH % 5)];
-	int r;
+	unsigned long u = (unsigned long)i;
 
-	pad[d % sizeof(pad)] = (char)d;
-	r = d > 1 ? descend(d - 1, m, n) : leaf(m, n);
-	sink += (uint64_t)pad[d % sizeof(pad)];
-	return r;
+	if (r->shape == INNER_VARY && d <= INNER)
+		return (int)((u + (unsigned)d) & 3);
+	if (r->shape == OUTER_VARY && d >= DEPTH - 1)
+		return (int)((d == DEPTH ? u : u >> 2) & 3);
+	return 0;
 }
 
-struct run {
-	enum method m;
-	long n;
-	double ns;
-	int frames;
+static int (*const paths[4])(int, struct run *, long);
+
+/* Frameless frames with small stack frames and saved registers, no %rbp
+ * chain; four copies so that call paths can differ. */
+#define DESCEND(name) \
+NOFP static int name(int d, struct run *r, long i) \
+{ \
+	volatile char pad[24]; \
+	int f; \
+	pad[d % 24] = (char)d; \
+	f = d > 1 ? paths[pick(r, d - 1, i)](d - 1, r, i) : capture(r); \
+	r->sum += (uint64_t)pad[d % 24]; \
+	return f; \
+}
+
+DESCEND(path0)
+DESCEND(path1)
+DESCEND(path2)
+DESCEND(path3)
+
+static int (*const paths[4])(int, struct run *, long) = {
+	path0, path1, path2, path3
 };
+
+static int top(struct run *r, long i)
+{
+	return paths[pick(r, DEPTH, i)](DEPTH, r, i);
+}
 
 static void *run_one(void *arg)
 {
 	struct run *r = arg;
 	uint64_t t0;
+	long i, warm = r->n / 10 + PATHS;
 
-	descend(DEPTH, r->m, r->n / 10 + 1);		/* warm up */
+	for (i = 0; i < warm; i++)
+		top(r, i);
 	t0 = now_ns();
-	r->frames = descend(DEPTH, r->m, r->n);
+	for (i = 0; i < r->n; i++)
+		r->frames = top(r, i);
 	r->ns = (double)(now_ns() - t0) / (double)r->n;
 	return NULL;
 }
 
-static void report(const char *name, const struct run *r, double base)
+/* The descent alone, per shape and thread count: subtracted below. */
+static double base_ns[NSHAPES][3];
+
+static void report(const char *name, enum shape shape, int threads,
+		   const struct run *r)
 {
-	printf("%-48s %9.1f %5d %8.2f %8.1fx\n", name, r->ns, r->frames,
-	       r->ns / r->frames, r->ns / base);
+	double net = r->ns - base_ns[shape][threads];
+
+	if (r->m == NONE) {
+		base_ns[shape][threads] = r->ns;
+		printf("%-34s %-6s %9.1f\n", name, shape_names[shape], r->ns);
+		return;
+	}
+	printf("%-34s %-6s %9.1f %9.1f %6d %8.2f\n", name, shape_names[shape],
+	       r->ns, net, r->frames, net / r->frames);
 }
 
-/* The warm capture from two threads at once: per-thread cost. */
-static void two_threads(long n, double base)
+static void bench(enum method m, enum shape shape, long n, int threads)
 {
-	struct run r[2] = { { OURS, n, 0, 0 }, { OURS, n, 0, 0 } };
+	struct run r[2];
 	pthread_t t[2];
+	char name[64];
 	int i;
 
-	for (i = 0; i < 2; i++)
+	memset(r, 0, sizeof(r));
+	for (i = 0; i < threads; i++) {
+		r[i].m = m;
+		r[i].shape = shape;
+		r[i].n = n;
 		pthread_create(&t[i], NULL, run_one, &r[i]);
-	for (i = 0; i < 2; i++)
+	}
+	for (i = 0; i < threads; i++)
 		pthread_join(t[i], NULL);
-	r[0].ns = (r[0].ns + r[1].ns) / 2;
-	report("leakscope, warm, 2 threads at once (each)", &r[0], base);
+	if (threads == 2)
+		r[0].ns = (r[0].ns + r[1].ns) / 2;
+	snprintf(name, sizeof(name), "%s%s", method_names[m],
+		 threads == 2 ? ", 2 threads" : "");
+	report(name, shape, threads, &r[0]);
 }
 
 int main(void)
 {
-	static const long iters[] = { 2000000, 20000, 1000000, 100000 };
-	struct run r;
-	double base = 0;
-	int m;
+	static const long iters[NMETHODS] = {
+		2000000, 2000000, 4000, 1000000, 100000
+	};
+	int m, s;
 
 	if (load_libunwind() < 0 || ls_unwind_init() < 0) {
 		fprintf(stderr, "unwind-bench: cannot load libunwind.so.8\n");
 		return 1;
 	}
-	printf("depth %d below main, no frame pointers\n", DEPTH);
-	printf("%-48s %9s %5s %8s %9s\n", "method", "ns/stack", "frames",
-	       "ns/frame", "vs ours");
-	for (m = OURS; m <= GLIBC; m++) {
-		memset(&r, 0, sizeof(r));
-		r.m = (enum method)m;
-		r.n = iters[m];
-		run_one(&r);
-		if (m == OURS)
-			base = r.ns;
-		report(names[m], &r, base);
-	}
-	two_threads(iters[OURS], base);
+	printf("captures %d frames below the thread start (plus capture, "
+	       "thread start), no frame pointers\n", DEPTH);
+	printf("%-34s %-6s %9s %9s %6s %8s\n", "method", "stack", "ns/call",
+	       "ns/stack", "frames", "ns/frame");
+	for (m = 0; m < NMETHODS; m++)
+		for (s = 0; s < NSHAPES; s++)
+			bench((enum method)m, (enum shape)s, iters[m], 1);
+	for (m = NONE; m <= OURS; m++)
+		for (s = 0; s < NSHAPES; s++)
+			bench((enum method)m, (enum shape)s, iters[m], 2);
+	bench(LIBUNWIND, OUTER_VARY, iters[LIBUNWIND], 2);
 	return 0;
 }

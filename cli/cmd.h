@@ -14,6 +14,8 @@ int ls_cmd_snapshot(int argc, char **argv);
 int ls_cmd_reset(int argc, char **argv);
 int ls_cmd_stats(int argc, char **argv);
 int ls_cmd_olds(int argc, char **argv);
+int ls_cmd_watch(int argc, char **argv);
+int ls_cmd_top(int argc, char **argv);
 
 /* Long options every reporting command takes; values >= 0x100. */
 enum {

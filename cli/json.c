@@ -86,6 +86,15 @@ void ls_json_u64(struct ls_json *j, const char *key, uint64_t v)
 	fprintf(j->out, "%" PRIu64, v);
 }
 
+void ls_json_f64(struct ls_json *j, const char *key, double v, int digits)
+{
+	member(j, key);
+	if (v != v || v > 1e300 || v < -1e300)
+		fputs("null", j->out);
+	else
+		fprintf(j->out, "%.*f", digits, v);
+}
+
 void ls_json_i64(struct ls_json *j, const char *key, int64_t v)
 {
 	member(j, key);

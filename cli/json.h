@@ -52,6 +52,8 @@ void ls_json_strn(struct ls_json *j, const char *key, const char *s,
 void ls_json_u64(struct ls_json *j, const char *key, uint64_t v);
 void ls_json_i64(struct ls_json *j, const char *key, int64_t v);
 void ls_json_bool(struct ls_json *j, const char *key, int v);
+/* A finite double with `digits` decimals (null when not finite). */
+void ls_json_f64(struct ls_json *j, const char *key, double v, int digits);
 void ls_json_null(struct ls_json *j, const char *key);
 /* A duration in nanoseconds written as milliseconds: an exact decimal,
  * without a fraction when it is whole (1500000 -> 1.5, 2000000 -> 2). */

@@ -23,6 +23,8 @@ static const struct command commands[] = {
 	{ "stats", ls_cmd_stats, "calls, totals and allocator statistics" },
 	{ "reset", ls_cmd_reset, "forget the blocks a running process allocated so far" },
 	{ "snapshot", ls_cmd_snapshot, "save a running process's state to a file" },
+	{ "watch", ls_cmd_watch, "slices of a running process's growth, then each site's trend" },
+	{ "top", ls_cmd_top, "a live view of the fastest growing sites" },
 };
 
 static void usage(FILE *out)

@@ -127,6 +127,7 @@ static void put_filters(struct ls_json *j, const struct ls_render_ctx *c)
 		ls_json_u64(j, "top", o->top);
 	else
 		ls_json_null(j, "top");
+	ls_json_bool(j, "growing", o->growing);
 	ls_json_end(j);
 	ls_json_u64(j, "sites_total", c->rep->nsites_total);
 	ls_json_object(j, "matched");
@@ -188,6 +189,14 @@ static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 	ls_json_i64(j, "live_blocks", r->live_blocks);
 	ls_json_u64(j, "allocated_bytes", r->allocated_bytes);
 	ls_json_u64(j, "allocated_blocks", r->allocated_blocks);
+	if (r->has_trend) {
+		ls_json_object(j, "trend");
+		ls_json_str(j, "label", ls_trend_name(r->trend.label));
+		ls_json_f64(j, "bytes_per_second", r->trend.bytes_per_second, 1);
+		ls_json_f64(j, "confidence", r->trend.confidence, 3);
+		ls_json_u64(j, "samples", r->trend.nsamples);
+		ls_json_end(j);
+	}
 	ls_json_array(j, "frames");
 	for (i = 0; i < st->n; i++)
 		put_frame(j, &st->f[i]);

@@ -39,6 +39,9 @@ static void put_filters(const struct ls_render_ctx *c)
 {
 	const struct ls_report_opts *o = c->opts;
 
+	if (o->growing)
+		fputs("Filters: only sites whose live bytes keep growing\n",
+		      c->out);
 	if (!o->min_age_ns && !o->min_size && !o->max_size)
 		return;
 	fputs("Filters: only blocks", c->out);
@@ -136,8 +139,12 @@ static int put_site(const struct ls_render_ctx *c,
 	put_num(c, r->live_bytes);
 	fputs(" bytes in ", c->out);
 	put_num(c, r->live_blocks);
-	fprintf(c->out, " %s%s from stack%s\n", mmap ? "mapping" : "allocation",
+	fprintf(c->out, " %s%s from stack%s", mmap ? "mapping" : "allocation",
 		r->live_blocks == 1 ? "" : "s", mmap ? " (mmap)" : "");
+	if (r->has_trend && r->trend.label != LS_TREND_UNKNOWN)
+		fprintf(c->out, " [%s, %+.0f B/s]", ls_trend_name(r->trend.label),
+			r->trend.bytes_per_second);
+	fputc('\n', c->out);
 	put_blocks(c, r);
 	ret = ls_stack_build(c->sym, r->site, st);
 	if (ret)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "render.h"
 #include "report.h"
+#include "trend.h"
 
 /* Per-site sums over the blocks that pass the filters. */
 struct agg {
@@ -255,6 +256,49 @@ out:
 	return ret;
 }
 
+/* Label each site's growth from its history, when the snapshot has one. */
+static int classify(const struct ls_snapshot *snap, struct ls_report *rep)
+{
+	size_t i;
+	int ret;
+
+	if (!snap->has_history || !snap->history.period_ms)
+		return 0;
+	for (i = 0; i < rep->nsites; i++) {
+		struct ls_report_site *r = &rep->sites[i];
+
+		if (!r->site->history)
+			continue;
+		ret = ls_trend_classify(r->site->history, r->site->nhistory,
+					snap->history.period_ms / 1000.0,
+					&r->trend);
+		if (ret == -ENOMEM)
+			return ret;
+		r->has_trend = !ret;
+	}
+	return 0;
+}
+
+static int grows(const struct ls_report_site *r)
+{
+	return r->has_trend && (r->trend.label == LS_TREND_LINEAR ||
+				r->trend.label == LS_TREND_EXPONENTIAL);
+}
+
+/* --growing: keep the sites whose history keeps rising. */
+static void keep_growing(struct ls_report *rep)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < rep->nsites; i++) {
+		if (grows(&rep->sites[i]))
+			rep->sites[n++] = rep->sites[i];
+		else
+			free(rep->sites[i].blocks);
+	}
+	rep->nsites = n;
+}
+
 static int cmp_report_site(const void *a, const void *b)
 {
 	const struct ls_report_site *x = a, *y = b;
@@ -289,6 +333,10 @@ int ls_report_build(const struct ls_snapshot *snap,
 	rep->snap = snap;
 	ret = opts->need_blocks ? from_blocks(snap, opts, rep) :
 		from_sites(snap, rep);
+	if (!ret)
+		ret = classify(snap, rep);
+	if (!ret && opts->growing)
+		keep_growing(rep);
 	if (ret) {
 		ls_report_release(rep);
 		return ret;

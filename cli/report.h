@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include "snapshot.h"
+#include "trend.h"
 
 enum ls_format {
 	LS_FORMAT_TEXT = 0,
@@ -39,6 +40,8 @@ struct ls_report_site {
 	const struct ls_block **blocks;	/* owned array, oldest first; only
 					   with show_allocs */
 	size_t nblocks;
+	int has_trend;		/* the snapshot had a growth history */
+	struct ls_trend trend;
 };
 
 struct ls_report {
@@ -60,8 +63,10 @@ void ls_report_opts_finish(struct ls_report_opts *opts);
  * outstanding: the report is then simply empty).  In sampled mode the
  * figures built from blocks are estimates: each sampled heap block of
  * size s stands for 1 / (1 - exp(-s / sample_rate)) blocks (mappings are
- * always recorded, and count as one).  rep->snap points to
- * snap, which must outlive the report.
+ * always recorded, and count as one).  With opts->growing only the sites
+ * whose growth history (ls_site.history) cli/trend.c labels linear or
+ * exponential are kept; a snapshot without histories then gives an empty
+ * report.  rep->snap points to snap, which must outlive the report.
  */
 int ls_report_build(const struct ls_snapshot *snap,
 		    const struct ls_report_opts *opts, struct ls_report *rep);

@@ -224,7 +224,13 @@ static int build_id_matches(Dwfl_Module *mod, const struct ls_module *m)
 		(len == 0 || !memcmp(bits, m->build_id, (size_t)len));
 }
 
-/* Open module i from disk once; nonzero when its symbols can be used. */
+/*
+ * Open module i from disk once; nonzero when its symbols can be used.
+ * NEEDSWORK: a process in another mount namespace (a container) sees other
+ * files under the same paths; for a live target /proc/PID/root/PATH would
+ * be the right file.  The build id check keeps a wrong file from giving
+ * wrong names meanwhile.
+ */
 static int open_module(struct ls_symbolizer *s, size_t i)
 {
 	struct modstate *ms = &s->mods[i];

@@ -326,6 +326,45 @@ static void test_sampled_blocks(void)
 	ls_snapshot_release(&s);
 }
 
+static int64_t *series(int64_t start, int64_t step, size_t n)
+{
+	int64_t *v = xcalloc(n, sizeof(*v));
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v[i] = start + step * (int64_t)i;
+	return v;
+}
+
+/* --growing keeps the site whose history rises steadily, not the flat
+ * one nor the one without history. */
+static void test_growing(void)
+{
+	struct ls_snapshot s = { 0 };
+	struct ls_report_opts o = { .growing = 1 };
+	uint64_t f[] = { 0x10 };
+
+	base_header(&s);
+	s.has_history = 1;
+	s.history = (struct lsnap_history){ .period_ms = 1000, .hist_len = 20,
+					    .ticks = 20 };
+	s.sites = xcalloc(3, sizeof(*s.sites));
+	add_site(&s, 1, LSNAP_KIND_HEAP, 1900, 19, 1900, 19, f, 1);
+	s.sites[0].history = series(0, 100, 20);
+	s.sites[0].nhistory = 20;
+	add_site(&s, 2, LSNAP_KIND_HEAP, 5000, 5, 5000, 5, f, 1);
+	s.sites[1].history = series(5000, 0, 20);
+	s.sites[1].nhistory = 20;
+	add_site(&s, 3, LSNAP_KIND_HEAP, 100, 1, 100, 1, f, 1);
+	check_build(&s, o, "1:1900/19", 1, "growing: the linear site only");
+	o.growing = 0;
+	check_build(&s, o, "2:5000/5,1:1900/19,3:100/1", 3, "without growing");
+	s.has_history = 0;
+	o.growing = 1;
+	check_build(&s, o, "", 0, "growing without histories: nothing");
+	ls_snapshot_release(&s);
+}
+
 static void test_leaks_over(struct ls_snapshot *s)
 {
 	ok(ls_report_leaks_over(s, 5329) && !ls_report_leaks_over(s, 5330),
@@ -489,7 +528,8 @@ static void test_json(void)
 		"\"hblks\":4,\"hblkhd\":5,\"usmblks\":6,\"fsmblks\":7,"
 		"\"uordblks\":8,\"fordblks\":9,\"keepcost\":10},"
 		"\"filters\":{\"min_age_ms\":1.5,\"min_size\":0,"
-		"\"max_size\":null,\"top\":null},\"sites_total\":1,"
+		"\"max_size\":null,\"top\":null,\"growing\":false},"
+		"\"sites_total\":1,"
 		"\"matched\":{\"live_bytes\":4096,\"live_blocks\":1},"
 		"\"sites\":[{\"id\":3,\"kind\":\"mmap\",\"live_bytes\":4096,"
 		"\"live_blocks\":1,\"allocated_bytes\":8192,"
@@ -608,6 +648,7 @@ int main(void)
 	test_show_allocs(&s);
 	test_no_blocks(&s);
 	test_sampled_blocks();
+	test_growing();
 	test_leaks_over(&s);
 	test_text(&s, ls_sym_basename(self.exe));
 	test_text_allocs(&s);

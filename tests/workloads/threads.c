@@ -57,9 +57,13 @@ WL_HELPER static void tmp_worker_alloc(void)
 
 WL_HELPER static void tmp_churn(int salt)
 {
+	/* A local pointer: both threads churn at once, and freeing the
+	 * shared wl_sink would free the other thread's block. */
 	for (int i = 0; i < 20000; i++) {
-		wl_sink = malloc((size_t)((i * 31 + salt) % 700) + 1);
-		free(wl_sink);
+		void *p = malloc((size_t)((i * 31 + salt) % 700) + 1);
+
+		wl_sink = p;
+		free(p);
 	}
 }
 
