@@ -56,6 +56,7 @@ static int peer_allowed(int fd)
 static int read_request(int fd, char *buf, size_t cap)
 {
 	size_t len = 0;
+	char *nl;
 
 	while (len < cap - 1) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -70,9 +71,11 @@ static int read_request(int fd, char *buf, size_t cap)
 			return -EPROTO;
 		len += (size_t)n;
 		buf[len] = 0;
-		if (memchr(buf, '\n', len)) {
-			*strchr(buf, '\n') = 0;
-			return 0;
+		nl = memchr(buf, '\n', len);
+		if (nl) {
+			*nl = 0;
+			/* A NUL inside the line would hide the rest of it. */
+			return strlen(buf) == (size_t)(nl - buf) ? 0 : -EPROTO;
 		}
 	}
 	return -EMSGSIZE;

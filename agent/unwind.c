@@ -74,12 +74,14 @@ struct uw_slot {
 
 /*
  * The last complete walk of a thread (it ended at an outermost frame), as
- * its states: each frame's pc, sp and %rbp and the rule that left it.  A
- * new walk that reaches one of these states (same pc and sp, and %rbp if
- * a later step uses it) re-reads the stack words the old walk read from
- * there on -- their addresses follow from consecutive states -- and if
- * every value is unchanged, the rest of the walk is the same: it is a
- * function of the state, the rules, the bounds and those words.
+ * its states: each frame's pc, sp and %rbp, the rule that left it, and
+ * where that step read the caller's return address and %rbp (0: no read;
+ * a deref CFA's address follows from the rule).  A new walk that reaches
+ * one of these states (same pc and sp, and %rbp if a later step uses it)
+ * re-reads those words from there on: each step whose words are unchanged
+ * led to the same next state -- a step is a function of the state, the
+ * rule, the bounds and the words it reads -- so those frames are taken
+ * from the memo without walking them.
  * Separate arrays, not an array of structs: GCC would otherwise pair the
  * stores with vector moves right on the walk's critical path.
  */
@@ -90,7 +92,7 @@ struct uw_memo {
 	uint32_t seq;		/* uw_seq of its rules */
 	uint64_t lo, hi;	/* the range it ran in */
 	uint64_t pc[UW_MEMO_MAX], sp[UW_MEMO_MAX], rbp[UW_MEMO_MAX];
-	uint64_t rule[UW_MEMO_MAX];
+	uint64_t rule[UW_MEMO_MAX], ra_at[UW_MEMO_MAX], rbp_at[UW_MEMO_MAX];
 };
 
 /* In a memo, rule bit 7 (never set by ls_cfi_rule) marks a state whose
@@ -505,36 +507,27 @@ static inline int uw_holds(const struct uw_memo *m, uint64_t a, uint64_t v)
 	return uw_in(a, m->lo, m->hi) && uw_load(a) == v;
 }
 
-/* Do the words step i of the memo read still hold what it read? */
-static int uw_memo_step_holds(const struct uw_memo *m, uint32_t i)
+/* Do the words step i of the memo read still hold what it read?  The
+ * range checks cannot fail for a memo the walk wrote; they keep a
+ * damaged one harmless. */
+static inline int uw_memo_step_holds(const struct uw_memo *m, uint32_t i)
 {
 	union ls_cfi_rule r = { .word = m->rule[i] };
-	uint64_t cfa = m->sp[i + 1], at;
-	uint64_t base = r.f.bits & LS_CFI_CFA_RBP ? m->rbp[i] : m->sp[i];
+	uint64_t base;
 
-	if ((r.f.bits & LS_CFI_CFA_DEREF) &&
-	    !uw_holds(m, base + (uint64_t)(int64_t)r.f.cfa_off, cfa))
+	if (!uw_holds(m, m->ra_at[i], m->pc[i + 1]))
 		return 0;
-	if (!uw_holds(m, cfa + (uint64_t)(int64_t)r.f.ra_off, m->pc[i + 1]))
+	if (m->rbp_at[i] && !uw_holds(m, m->rbp_at[i], m->rbp[i + 1]))
 		return 0;
-	switch (uw_rbp_how(r.word)) {
-	case LS_CFI_RBP_AT_CFA:
-		at = cfa + (uint64_t)(int64_t)r.f.rbp_off;
-		break;
-	case LS_CFI_RBP_AT_RBP:
-		at = m->rbp[i] + (uint64_t)(int64_t)r.f.rbp_off;
-		break;
-	default:
+	if (ls_likely(!(r.f.bits & LS_CFI_CFA_DEREF)))
 		return 1;
-	}
-	/* Out of range the walk took 0 without reading: still the case? */
-	return uw_in(at, m->lo, m->hi) ? uw_load(at) == m->rbp[i + 1] :
-					 m->rbp[i + 1] == 0;
+	base = r.f.bits & LS_CFI_CFA_RBP ? m->rbp[i] : m->sp[i];
+	return uw_holds(m, base + (uint64_t)(int64_t)r.f.cfa_off, m->sp[i + 1]);
 }
 
-/* -1 if every step from old state j on still reads what it read, else
- * the first step that does not.  Reads stay in the memo's range, which
- * the caller checked is the walk's. */
+/* The first step from old state j on whose words changed, or -1 if none
+ * did.  Reads stay in the memo's range, which the caller checked is the
+ * walk's. */
 static int uw_memo_verify(const struct uw_memo *m, uint32_t j)
 {
 	for (; j + 1 < m->n; j++)
@@ -543,13 +536,31 @@ static int uw_memo_verify(const struct uw_memo *m, uint32_t j)
 	return -1;
 }
 
-static void uw_memo_move(struct uw_memo *d, uint32_t to, const struct uw_memo *s,
-			 uint32_t from, uint32_t n)
+static void uw_memo_move(struct uw_memo *d, uint32_t to,
+			 const struct uw_memo *s, uint32_t from, uint32_t n)
 {
 	memmove(&d->pc[to], &s->pc[from], n * sizeof(d->pc[0]));
 	memmove(&d->sp[to], &s->sp[from], n * sizeof(d->sp[0]));
 	memmove(&d->rbp[to], &s->rbp[from], n * sizeof(d->rbp[0]));
 	memmove(&d->rule[to], &s->rule[from], n * sizeof(d->rule[0]));
+	memmove(&d->ra_at[to], &s->ra_at[from], n * sizeof(d->ra_at[0]));
+	memmove(&d->rbp_at[to], &s->rbp_at[from], n * sizeof(d->rbp_at[0]));
+}
+
+/* Emit the pcs of old states from..to-1; 0 once the output is full. */
+static int uw_memo_emit(const struct uw_memo *m, uint32_t from, uint32_t to,
+			struct uw_out *o)
+{
+	uint32_t c;
+
+	c = (uint32_t)o->skip < to - from ? (uint32_t)o->skip : to - from;
+	o->skip -= (int)c;
+	from += c;
+	c = (uint32_t)(o->max - o->n) < to - from ?
+	    (uint32_t)(o->max - o->n) : to - from;
+	memcpy(&o->pcs[o->n], &m->pc[from], c * sizeof(o->pcs[0]));
+	o->n += (int)c;
+	return o->n < o->max;
 }
 
 /* Old states j.. continue the new walk's k states: emit the old pcs,
@@ -558,10 +569,9 @@ __attribute__((noinline))
 static int uw_memo_splice(struct uw_memo *old, struct uw_memo *rec,
 			  uint32_t k, uint32_t j, struct uw_out *o)
 {
-	uint32_t i, rest = old->n - j;
+	uint32_t rest = old->n - j;
 
-	for (i = j + 1; i < old->n && uw_emit(o, old->pc[i]); i++)
-		;
+	uw_memo_emit(old, j + 1, old->n, o);
 	if (!rec || k + rest > UW_MEMO_MAX || k + j == 0)
 		return o->n;
 	if (k != j)
@@ -570,6 +580,24 @@ static int uw_memo_splice(struct uw_memo *old, struct uw_memo *rec,
 	uw_memo_liveness(old, k, !!(old->rule[k] & UW_RBP_LIVE));
 	old->n = k + rest;
 	return o->n;
+}
+
+/*
+ * Steps j..m-1 of the memo still hold (m is the first that changed): the
+ * walk is now in old state m.  Emit and record those frames; 0 if the
+ * output is full.
+ */
+__attribute__((noinline))
+static int uw_memo_take(const struct uw_memo *old, uint32_t j, uint32_t m,
+			struct uw_memo **rec, uint32_t *k, struct uw_out *o)
+{
+	if (*rec && *k + (m - j) < UW_MEMO_MAX) {
+		uw_memo_move(*rec, *k, old, j, m - j);
+		*k += m - j;
+	} else {
+		*rec = NULL;
+	}
+	return uw_memo_emit(old, j + 1, m + 1, o);
 }
 
 /* The walk in rec ended at an outermost frame: it becomes the memo. */
@@ -582,6 +610,7 @@ static void uw_memo_commit(struct uw_tcache *tc, struct uw_memo *rec,
 	rec->sp[k] = g->sp;
 	rec->rbp[k] = g->rbp;
 	rec->rule[k] = rule;
+	rec->ra_at[k] = rec->rbp_at[k] = 0;
 	uw_memo_liveness(rec, k, 0);
 	rec->n = k + 1;
 	rec->seq = seq;
@@ -601,7 +630,7 @@ static void uw_memo_commit(struct uw_tcache *tc, struct uw_memo *rec,
  */
 static int uw_walk(const struct uw_walk *w, struct uw_out *o)
 {
-	uint64_t pc = w->pc, sp = w->sp, rbp = w->rbp, cfa, at, nrbp;
+	uint64_t pc = w->pc, sp = w->sp, rbp = w->rbp, cfa, at, nrbp, rbp_at;
 	struct uw_range range = uw_bounds(sp);
 	uint64_t lo = range.lo, hi = range.hi;
 	struct uw_memo *old = NULL, *rec = NULL;
@@ -626,11 +655,18 @@ static int uw_walk(const struct uw_walk *w, struct uw_out *o)
 				old = NULL;
 			} else if (uw_memo_match(old, j, pc, sp, rbp)) {
 				m = uw_memo_verify(old, j);
-				if (m < 0) {
-					o->n = n;
-					o->skip = skip;
+				o->n = n;
+				o->skip = skip;
+				if (m < 0)
 					return uw_memo_splice(old, rec, k, j, o);
-				}
+				if ((uint32_t)m > j &&
+				    !uw_memo_take(old, j, (uint32_t)m, &rec, &k, o))
+					return o->n;
+				n = o->n;
+				skip = o->skip;
+				pc = old->pc[m];
+				sp = old->sp[m];
+				rbp = old->rbp[m];
 				j = (uint32_t)m + 1;
 			}
 		}
@@ -659,20 +695,16 @@ static int uw_walk(const struct uw_walk *w, struct uw_out *o)
 		}
 		if (ls_unlikely(cfa <= sp || cfa > hi))
 			break;		/* the CFA must rise, inside the range */
-		switch (uw_rbp_how(r.word)) {
-		case LS_CFI_RBP_SAME:
-			nrbp = rbp;
-			break;
-		case LS_CFI_RBP_AT_CFA:
-			at = cfa + (uint64_t)(int64_t)r.f.rbp_off;
-			nrbp = uw_in(at, lo, hi) ? uw_load(at) : 0;
-			break;
-		case LS_CFI_RBP_AT_RBP:
-			at = rbp + (uint64_t)(int64_t)r.f.rbp_off;
-			nrbp = uw_in(at, lo, hi) ? uw_load(at) : 0;
-			break;
-		default:
-			nrbp = 0;
+		nrbp = rbp;
+		rbp_at = 0;
+		if (uw_rbp_how(r.word) != LS_CFI_RBP_SAME) {
+			rbp_at = uw_rbp_how(r.word) == LS_CFI_RBP_AT_CFA ? cfa :
+				 uw_rbp_how(r.word) == LS_CFI_RBP_AT_RBP ? rbp : 0;
+			rbp_at += (uint64_t)(int64_t)r.f.rbp_off;
+			if (rbp_at && uw_in(rbp_at, lo, hi))
+				nrbp = uw_load(rbp_at);
+			else	/* undefined or out of range: 0, nothing read */
+				nrbp = rbp_at = 0;
 		}
 		at = cfa + (uint64_t)(int64_t)r.f.ra_off;
 		if (ls_unlikely(!uw_in(at, lo, hi)))
@@ -682,6 +714,8 @@ static int uw_walk(const struct uw_walk *w, struct uw_out *o)
 			rec->sp[k] = sp;
 			rec->rbp[k] = rbp;
 			rec->rule[k] = r.word;
+			rec->ra_at[k] = at;
+			rec->rbp_at[k] = rbp_at;
 			if (++k == UW_MEMO_MAX)
 				rec = NULL;	/* too deep to remember */
 		}

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "../common/runtime.h"
 #include "client.h"
+#include "procinfo.h"
 
 #define REPLY_TIMEOUT_S 30
 
@@ -19,7 +20,7 @@ int ls_client_socket_path(pid_t pid, char *buf, size_t cap)
 	char dir[4096];
 	int n;
 
-	if (ls_runtime_dir(dir, sizeof(dir)))
+	if (ls_proc_runtime_dir(pid, dir, sizeof(dir)))
 		return -ENAMETOOLONG;
 	n = snprintf(buf, cap, "%s/%d.sock", dir, (int)pid);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
@@ -47,8 +48,16 @@ static int connect_agent(pid_t pid, char *err, size_t errlen)
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		uid_t owner;
+
 		r = -errno;
-		if (r == -ENOENT)
+		if ((r == -ENOENT || r == -EACCES) && !ls_proc_uid(pid, &owner) &&
+		    owner != getuid() && getuid() != 0) {
+			snprintf(err, errlen, "pid %d belongs to another user "
+				 "(uid %u): only its owner or root can ask its "
+				 "agent", (int)pid, (unsigned)owner);
+			r = -EACCES;
+		} else if (r == -ENOENT)
 			snprintf(err, errlen, "pid %d has no leakscope agent "
 				 "(no socket '%s')", (int)pid, addr.sun_path);
 		else if (r == -ECONNREFUSED)

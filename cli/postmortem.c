@@ -17,6 +17,7 @@
 #include "../common/lspm.h"
 #include "../common/runtime.h"
 #include "postmortem.h"
+#include "procinfo.h"
 
 struct pm {
 	const unsigned char *base;
@@ -29,7 +30,7 @@ int ls_postmortem_path(pid_t pid, char *buf, size_t cap)
 	char dir[4096];
 	int n;
 
-	if (ls_runtime_dir(dir, sizeof(dir)))
+	if (ls_proc_runtime_dir(pid, dir, sizeof(dir)))
 		return -ENAMETOOLONG;
 	n = snprintf(buf, cap, "%s/%d.pm", dir, (int)pid);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;

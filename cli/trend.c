@@ -26,10 +26,6 @@
 #define TR_SHAPE_HI 1.5
 /* Shape of log(bytes) that still reads as a steady doubling. */
 #define TR_LOG_SHAPE_HI 2.5
-/* Largest share of the floor's rise one step may carry in a leak... */
-#define TR_JUMP_LINEAR 0.4
-/* ... and in a doubling staircase, whose last step is half of it. */
-#define TR_JUMP_EXP (2.0 / 3.0)
 /* A sample below this fraction of its neighbours is a glitch. */
 #define TR_GLITCH 0.5
 #define TR_SHAPE_CLAMP 9.0
@@ -47,7 +43,7 @@ struct tr_features {
 	double p_up;			/* best p of a test that says "up" */
 	double slope, slope1, slope2;	/* Theil-Sen: whole, older, recent */
 	double shape;
-	double rise, churn, jump;	/* floor statistics */
+	double rise, churn, steady;	/* floor statistics */
 };
 
 static void tr_swap(double *a, double *b)
@@ -251,22 +247,25 @@ static double tr_rise(const struct tr_series *s)
 }
 
 /*
- * Largest single step of the suffix-minimum floor as a share of its whole
- * rise: near 1 for a one-off allocation, small for a steady leak, about
- * 1/2 for a doubling staircase.
+ * How much the floor rose apart from its largest single step: about all of
+ * it for a steady leak, half for a doubling staircase, nothing for a
+ * one-off allocation.  The floor is the suffix minimum held flat over the
+ * newest third, where a minimum over the few samples left would rise with
+ * the churn alone.
  */
-static double tr_jump(const struct tr_series *s)
+static double tr_steady_rise(const struct tr_series *s)
 {
-	double top = s->f[s->m - 1], lo = top, big = 0;
+	size_t t = s->m / 3;
+	double top = tr_min(s->f + s->m - t, t), lo = top, big = 0;
 
-	for (size_t i = s->m - 1; i-- > 0;) {
+	for (size_t i = s->m - t; i-- > 0;) {
 		double v = fmin(s->f[i], lo);
 
 		if (lo - v > big)
 			big = lo - v;
 		lo = v;
 	}
-	return top > lo ? big / (top - lo) : 1;
+	return top - lo - big;
 }
 
 /*
@@ -322,7 +321,7 @@ static void tr_features(struct tr_series *s, struct tr_features *ft)
 	tr_fill_glitches(s);
 	ft->rise = tr_rise(s);
 	ft->churn = tr_churn(s, s->pairs);
-	ft->jump = tr_jump(s);
+	ft->steady = tr_steady_rise(s);
 }
 
 /* Growth that churn alone could not produce. */
@@ -338,13 +337,14 @@ static enum ls_trend_label tr_decide(const struct tr_series *s,
 
 	if (!(ft->p_up < TR_ALPHA) || !tr_material(ft->rise, ft->churn))
 		return LS_TREND_CONSTANT;
-	if (ft->shape < TR_SHAPE_LO || !tr_material(recent, ft->churn))
+	/* Stopped, slowing down, or grew by one step only. */
+	if (ft->shape < TR_SHAPE_LO || !tr_material(recent, ft->churn) ||
+	    !tr_material(ft->steady, ft->churn))
 		return LS_TREND_SATURATING;
-	if (ft->shape > TR_SHAPE_HI && ft->jump <= TR_JUMP_EXP &&
-	    tr_log_linear(s, s->pairs))
+	if (ft->shape > TR_SHAPE_HI && tr_log_linear(s, s->pairs))
 		return LS_TREND_EXPONENTIAL;
-	/* Accelerating but not doubling: a leak that started late, or a step. */
-	return ft->jump > TR_JUMP_LINEAR ? LS_TREND_SATURATING : LS_TREND_LINEAR;
+	/* Includes accelerating but not doubling: a leak that started late. */
+	return LS_TREND_LINEAR;
 }
 
 static double tr_rate(enum ls_trend_label label, const struct tr_features *ft)

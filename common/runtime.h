@@ -15,10 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static inline int ls_runtime_dir(char *buf, size_t cap)
+static inline int ls_runtime_dir_from(const char *rt, const char *xdg,
+				      unsigned uid, char *buf, size_t cap)
 {
-	const char *rt = getenv("LEAKSCOPE_RUNTIME_DIR");
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	struct stat st;
 	int n;
 
@@ -27,10 +26,18 @@ static inline int ls_runtime_dir(char *buf, size_t cap)
 	else if (xdg && *xdg)
 		n = snprintf(buf, cap, "%s/leakscope", xdg);
 	else if (!stat("/dev/shm", &st) && S_ISDIR(st.st_mode))
-		n = snprintf(buf, cap, "/dev/shm/leakscope-%u", (unsigned)getuid());
+		n = snprintf(buf, cap, "/dev/shm/leakscope-%u", uid);
 	else
-		n = snprintf(buf, cap, "/tmp/leakscope-%u", (unsigned)getuid());
+		n = snprintf(buf, cap, "/tmp/leakscope-%u", uid);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* This process's runtime dir. */
+static inline int ls_runtime_dir(char *buf, size_t cap)
+{
+	return ls_runtime_dir_from(getenv("LEAKSCOPE_RUNTIME_DIR"),
+				   getenv("XDG_RUNTIME_DIR"),
+				   (unsigned)getuid(), buf, cap);
 }
 
 #endif

@@ -162,7 +162,7 @@ static void test_late(void)
 static void test_even_median(void)
 {
 	/* 28 pairs: the median is the mean of the 14th and 15th slopes. */
-	int64_t x[8] = { 0, 1100, 1900, 3050, 4000, 4900, 6100, 7000 };
+	int64_t x[8] = { 0, 1200, 1900, 3100, 3900, 5200, 5800, 7100 };
 	struct ls_trend t = classify(x, 8, 1);
 	double want = brute_theil_sen(x, 8, 1);
 
@@ -389,6 +389,17 @@ static void gen_glitch(struct gen *g)	/* a leak with one sample read as 0 */
 		g->x[i] = i == at ? 0 : (int64_t)(base + t_of(g, i) * r + churn_next(&g->ch));
 }
 
+static void gen_burst_leak(struct gen *g)	/* 0, then a burst, then a leak */
+{
+	double r = unif(10e3, 1e6), burst = unif(1, 100) * r;
+	size_t zeros = 1 + rnd64() % 2;
+
+	g->rate = r;
+	churn_init(&g->ch, g->kind, unif(1, 5) * r);
+	for (size_t i = 0; i < g->n; i++)
+		g->x[i] = i < zeros ? 0 : (int64_t)(burst + t_of(g, i) * r + churn_next(&g->ch));
+}
+
 static void gen_shrink(struct gen *g)
 {
 	double r = unif(10e3, 1e6);
@@ -481,6 +492,7 @@ static const struct tcase cases[] = {
 	{ "one allocation at startup", gen_startup, L(CONSTANT) | L(SATURATING), 1, 97, 0 },
 	/* Robustness beyond them. */
 	{ "leak with one glitch sample", gen_glitch, L(LINEAR), 1, 95, 97 },
+	{ "leak after a burst at startup", gen_burst_leak, L(LINEAR), 1, 97, 97 },
 	{ "shrinking", gen_shrink, L(CONSTANT), 1, 97, 0 },
 	{ "logarithmic", gen_log, L(SATURATING), 1, 97, 0 },
 	{ "doubling every 4 s (smooth)", gen_smooth_doubling, L(EXPONENTIAL), 1, 97, 0 },

@@ -1,0 +1,65 @@
+/*
+ * procinfo.c - reading /proc for the live commands.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "../common/runtime.h"
+#include "procinfo.h"
+
+int ls_proc_uid(pid_t pid, uid_t *uid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (stat(path, &st))
+		return -ESRCH;
+	*uid = st.st_uid;
+	return 0;
+}
+
+/* The value of name in an environ block, or NULL. */
+static const char *env_value(const char *env, size_t len, const char *name)
+{
+	size_t nl = strlen(name), i = 0;
+
+	while (i < len) {
+		const char *e = env + i;
+		size_t el = strnlen(e, len - i);
+
+		if (el > nl && !memcmp(e, name, nl) && e[nl] == '=')
+			return e + nl + 1;
+		i += el + 1;
+	}
+	return NULL;
+}
+
+int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap)
+{
+	static char env[1 << 20];
+	char path[64];
+	uid_t uid;
+	ssize_t n, len = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || ls_proc_uid(pid, &uid)) {
+		if (fd >= 0)
+			close(fd);
+		return ls_runtime_dir(buf, cap);
+	}
+	while (len < (ssize_t)sizeof(env) - 1 &&
+	       (n = read(fd, env + len, sizeof(env) - 1 - (size_t)len)) > 0)
+		len += n;
+	close(fd);
+	env[len] = 0;
+	return ls_runtime_dir_from(env_value(env, (size_t)len, "LEAKSCOPE_RUNTIME_DIR"),
+				   env_value(env, (size_t)len, "XDG_RUNTIME_DIR"),
+				   (unsigned)uid, buf, cap);
+}

@@ -1,0 +1,21 @@
+/*
+ * procinfo.h - what /proc says about a target process: its owner and the
+ * runtime dir its agent chose (from the environment it started with, so
+ * that root finds the socket of another user's process).
+ */
+#ifndef LEAKSCOPE_PROCINFO_H
+#define LEAKSCOPE_PROCINFO_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Owner of pid; 0 or -ESRCH. */
+int ls_proc_uid(pid_t pid, uid_t *uid);
+
+/*
+ * The runtime dir pid's agent uses: computed from pid's initial
+ * environment and owner when /proc lets us read them, else our own.
+ */
+int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap);
+
+#endif

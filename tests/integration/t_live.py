@@ -1,0 +1,340 @@
+"""Live processes: report/olds/stats/snapshot/reset/watch/top on a running
+agent, growth trends, post-mortem after SIGKILL, and bad inputs.
+
+Ground truth: tests/workloads/growth.c (five sites of known shape over 24 s,
+sampled by the agent once per second) and slow.c (a steady 10 KB/s leak).
+Every agent here gets a private runtime dir (LEAKSCOPE_RUNTIME_DIR) so tests
+never see each other's sockets.
+"""
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from harness import (check, once, workload, eq, ok, ge, contains, fail,
+                     run_process, site_function, LEAKSCOPE, BUILD, Failure,
+                     Skip, shorten)
+
+AGENT = os.path.join(BUILD, "libleakscope.so")
+RUNTIME = tempfile.mkdtemp(prefix="leakscope-live-")
+os.chmod(RUNTIME, 0o700)
+GROWTH_SECONDS = 24
+LINEAR_RATE = 81920.0
+
+
+def env(extra=None):
+    e = dict(os.environ)
+    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
+    e.pop("LD_PRELOAD", None)
+    e.update(extra or {})
+    return e
+
+
+def start(prog, args=(), extra=None):
+    """Start prog with the agent preloaded by hand, as a user would."""
+    e = env(extra)
+    e["LD_PRELOAD"] = AGENT
+    p = subprocess.Popen([prog] + list(args), env=e, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    sock = os.path.join(RUNTIME, "%d.sock" % p.pid)
+    for _ in range(200):
+        if os.path.exists(sock):
+            return p
+        time.sleep(0.01)
+    p.kill()
+    raise Failure("the agent in pid %d never opened %s" % (p.pid, sock))
+
+
+def ls(*args, timeout=60):
+    return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout,
+                       env=env())
+
+
+def ls_json(*args):
+    r = ls(*args)
+    if r.returncode != 0:
+        fail("leakscope %s" % " ".join(map(str, args)), "status 0",
+             r.describe())
+    return json.loads(r.stdout.decode())
+
+
+def by_function(report, prog):
+    out = {}
+    for site in report["sites"]:
+        fn = site_function(site, prog)
+        if fn:
+            out.setdefault(fn, []).append(site)
+    return out
+
+
+@once
+def growth():
+    """One 24 s run of growth.c, examined while it runs and after a kill."""
+    prog = workload("growth")
+    p = start(prog, [str(GROWTH_SECONDS + 30)])
+    t0 = time.monotonic()
+    res = {"prog": prog, "pid": p.pid}
+    time.sleep(2.0)
+    res["stats"] = ls_json("stats", "--format", "json", p.pid)
+    res["report"] = ls_json("report", "--format", "json", p.pid)
+    res["olds"] = ls("olds", p.pid, 3)
+    snap = os.path.join(RUNTIME, "growth.lsnap")
+    res["snapshot"] = ls("snapshot", p.pid, "-o", snap)
+    res["from_file"] = ls("report", "--format", "json", "--show-allocs", snap)
+    res["top"] = ls("top", p.pid, "--count", "1")
+    time.sleep(max(0, GROWTH_SECONDS - (time.monotonic() - t0)))
+    res["growing"] = ls_json("report", "--growing", "--format", "json", p.pid)
+    res["final"] = ls_json("report", "--format", "json", p.pid)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    res["post"] = ls("report", "--postmortem", "--format", "json", p.pid)
+    res["post_text"] = ls("report", "--postmortem", p.pid)
+    return res
+
+
+def trend_of(report, prog, fn):
+    sites = by_function(report, prog).get(fn, [])
+    if len(sites) != 1:
+        fail("sites of %s" % fn, 1, len(sites))
+    if "trend" not in sites[0]:
+        fail("%s has a trend" % fn, "trend object", shorten(json.dumps(sites[0])))
+    return sites[0]["trend"]
+
+
+@check("live: stats, report and olds answer for a running pid")
+def t_live_basic():
+    g = growth()
+    s = g["stats"]
+    eq(s["pid"], g["pid"], "stats pid")
+    ge(s["totals"]["live_bytes"], 8192 * 10, "live bytes after 2 s")
+    ge(s["calls"]["malloc"], 100, "malloc calls after 2 s")
+    ok(s["mallinfo"]["arena"] > 0, "allocator statistics present")
+    eq(g["report"]["reason"], "live", "report reason")
+    ok("site_g_linear" in by_function(g["report"], g["prog"]),
+       "the linear site is in the live report")
+    eq(g["olds"].returncode, 0, "olds status")
+    ages = [float(l.split()[1][:-1]) for l in g["olds"].stdout.decode().splitlines()
+            if l.strip().startswith("age ")]
+    eq(len(ages), 3, "olds lists 3 blocks")
+    ok(ages == sorted(ages, reverse=True), "olds: oldest first", repr(ages))
+
+
+@check("live: snapshot -o FILE saves a snapshot that report FILE renders, with blocks")
+def t_snapshot_file():
+    g = growth()
+    eq(g["snapshot"].returncode, 0, "snapshot status")
+    eq(g["from_file"].returncode, 0, "report FILE status")
+    rep = json.loads(g["from_file"].stdout.decode())
+    eq(rep["pid"], g["pid"], "pid in the saved snapshot")
+    nblocks = sum(len(s.get("blocks", [])) for s in rep["sites"])
+    eq(nblocks, rep["totals"]["live_blocks"], "every live block saved")
+
+
+@check("live: top prints the sites by growth rate")
+def t_top():
+    g = growth()
+    eq(g["top"].returncode, 0, "top status")
+    contains(g["top"].stdout.decode(), "leakscope top - pid %d" % g["pid"], "top header")
+    contains(g["top"].stdout.decode(), "site_g_", "a growth site in top")
+
+
+@check("trend: a constant-rate leak with churn on the same stack is linear, rate within 10%")
+def t_linear():
+    g = growth()
+    t = trend_of(g["final"], g["prog"], "site_g_linear")
+    eq(t["label"], "linear", "site_g_linear label")
+    ok(abs(t["bytes_per_second"] - LINEAR_RATE) <= 0.1 * LINEAR_RATE,
+       "rate %.0f B/s vs %.0f" % (t["bytes_per_second"], LINEAR_RATE))
+
+
+@check("trend: a cache that fills and stops is saturating")
+def t_cache():
+    g = growth()
+    eq(trend_of(g["final"], g["prog"], "site_g_cache")["label"], "saturating",
+       "site_g_cache label")
+
+
+@check("trend: live bytes doubling every 4 s is exponential")
+def t_double():
+    g = growth()
+    eq(trend_of(g["final"], g["prog"], "site_g_double")["label"], "exponential",
+       "site_g_double label")
+
+
+@check("trend: steady churn with constant live bytes is constant")
+def t_steady():
+    g = growth()
+    eq(trend_of(g["final"], g["prog"], "site_g_steady")["label"], "constant",
+       "site_g_steady label")
+
+
+@check("trend: --growing lists the linear and exponential sites only; temporaries never")
+def t_growing():
+    g = growth()
+    fns = set(by_function(g["growing"], g["prog"]))
+    ok("site_g_linear" in fns and "site_g_double" in fns,
+       "growing sites reported", repr(sorted(fns)))
+    for fn in ("site_g_cache", "site_g_steady", "site_g_temp"):
+        ok(fn not in fns, "%s not reported as growing" % fn, repr(sorted(fns)))
+
+
+@check("post-mortem: after SIGKILL, report --postmortem PID gives the last state with stacks and trends")
+def t_postmortem():
+    g = growth()
+    r = g["post"]
+    eq(r.returncode, 0, "report --postmortem status")
+    rep = json.loads(r.stdout.decode())
+    eq(rep["pid"], g["pid"], "pid")
+    eq(rep["postmortem"], True, "marked post-mortem")
+    sites = by_function(rep, g["prog"])
+    lin = sites.get("site_g_linear", [])
+    eq(len(lin), 1, "linear site in the post-mortem report")
+    # The file is current to within one sampling period (1 s): 10 leaks/s.
+    want = g["final"]["totals"]["live_bytes"]
+    ok(abs(rep["totals"]["live_bytes"] - want) <= 3 * LINEAR_RATE,
+       "post-mortem live bytes %d near the last live report's %d"
+       % (rep["totals"]["live_bytes"], want))
+    eq(lin[0]["trend"]["label"], "linear", "post-mortem trend of the leak")
+    contains(g["post_text"].stdout.decode(), "post-mortem", "text says post-mortem")
+    contains(g["post_text"].stdout.decode(), "site_g_linear", "text has the stack")
+
+
+@check("reset: forgets the blocks seen so far; later reports show only newer ones")
+def t_reset():
+    prog = workload("slow")
+    p = start(prog)
+    try:
+        time.sleep(0.6)
+        before = ls_json("report", "--format", "json", p.pid)
+        r = ls("reset", p.pid)
+        eq(r.returncode, 0, "reset status")
+        after = ls_json("report", "--format", "json", p.pid)
+        time.sleep(0.5)
+        later = ls_json("report", "--format", "json", p.pid)
+    finally:
+        p.wait(timeout=30)
+    eq(p.returncode, 0, "target exit status after reset")
+    ge(before["totals"]["live_bytes"], 4000, "live bytes before reset")
+    ok(after["totals"]["live_bytes"] <= 2000,
+       "live bytes right after reset: %d" % after["totals"]["live_bytes"])
+    ok(3000 <= later["totals"]["live_bytes"] - after["totals"]["live_bytes"] <= 8000,
+       "0.5 s later about 5000 new bytes: %d" %
+       (later["totals"]["live_bytes"] - after["totals"]["live_bytes"]))
+
+
+@check("watch: slices then a trend summary naming the growing site")
+def t_watch():
+    prog = workload("slow")
+    p = start(prog)
+    try:
+        r = ls("watch", p.pid, "--interval", "0.3", "--slices", "5")
+    finally:
+        p.wait(timeout=30)
+    eq(r.returncode, 0, "watch status")
+    out = r.stdout.decode()
+    eq(out.count("[slice "), 5, "five slices")
+    contains(out, "site_tick", "the leaking site named")
+    summary = out.split("Trend over", 1)
+    ok(len(summary) == 2 and "linear" in summary[1] and "growing" in summary[1],
+       "summary labels the leak linear and growing", shorten(out))
+
+
+# --------------------------------------------------------------- bad inputs
+
+def expect_error(r, needle, what):
+    ok(r.returncode != 0, "%s: non-zero exit" % what, r.describe())
+    err = r.stderr.decode()
+    lines = [l for l in err.splitlines() if l.strip()]
+    ok(len(lines) == 1 and lines[0].startswith("leakscope: "),
+       "%s: one 'leakscope:' line on stderr" % what, err)
+    contains(err, needle, what)
+
+
+@check("errors: a pid without an agent, a dead pid, a stale socket, a missing file, a corrupt file")
+def t_bad_targets():
+    plain = subprocess.Popen(["sleep", "5"], env=env())
+    try:
+        expect_error(ls("report", plain.pid), "has no leakscope agent", "pid without agent")
+        # A socket left behind by a dead agent of this pid.
+        path = os.path.join(RUNTIME, "%d.sock" % plain.pid)
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(path)
+        s.close()
+        expect_error(ls("stats", plain.pid), "stale socket", "stale socket")
+        os.unlink(path)
+    finally:
+        plain.kill()
+        plain.wait()
+    expect_error(ls("report", plain.pid), "no process with pid", "dead pid")
+    expect_error(ls("report", "/nonexistent/snap.lsnap"), "cannot open", "missing file")
+    bad = os.path.join(RUNTIME, "corrupt.lsnap")
+    with open(bad, "wb") as f:
+        f.write(b"LEAKSCP\0" + bytes(range(256)) * 4)
+    expect_error(ls("report", bad), "snapshot", "corrupt file")
+    expect_error(ls("report", "--postmortem", plain.pid), "no post-mortem file",
+                 "post-mortem of a process that left none")
+    expect_error(ls("olds", "x"), "", "olds with a bad pid")
+    expect_error(ls("watch", "1", "--slices", "0"), "invalid value", "watch --slices 0")
+    expect_error(ls("snapshot", "1"), "expected PID and -o FILE", "snapshot without -o")
+    expect_error(ls("frobnicate"), "unknown command", "unknown command")
+
+
+@check("errors: another user's process is refused with a clear message")
+def t_other_user():
+    if os.getuid() != 0 or not os.path.exists("/usr/bin/setpriv"):
+        raise Skip("needs root and setpriv to act as another user")
+    prog = workload("slow")
+    p = start(prog)
+    try:
+        r = run_process(["setpriv", "--reuid=65534", "--regid=65534",
+                         "--clear-groups", LEAKSCOPE, "stats", str(p.pid)],
+                        env=env(), timeout=30)
+    finally:
+        p.wait(timeout=30)
+    if r.returncode == 126 or b"Permission denied" in r.stderr and b"leakscope:" not in r.stderr:
+        raise Skip("build/leakscope is not executable by nobody")
+    expect_error(r, "another user", "stats as nobody on root's process")
+
+
+@check("malformed requests (fuzzed) get errors and never harm the target")
+def t_fuzz():
+    p = start(workload("growth"), ["6"])
+    rnd = random.Random(7)
+    path = os.path.join(RUNTIME, "%d.sock" % p.pid)
+    answers = []
+    payloads = [b"", b"\n", b"snapshot extra\n", b"SNAPSHOT\n", b"x" * 5000,
+                b"\x00\xff\n", b"ping", b"reset now\n"]
+    payloads += [bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 300)))
+                 for _ in range(300)]
+    t0 = time.monotonic()
+    try:
+        for data in payloads:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(5)
+            s.connect(path)
+            try:
+                s.sendall(data)
+                s.shutdown(socket.SHUT_WR)
+                answers.append(s.recv(100))
+            except OSError:
+                answers.append(b"")
+            s.close()
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(5)
+        s.connect(path)
+        s.sendall(b"ping\n")
+        pong = s.recv(100)
+        s.close()
+        fuzz_seconds = time.monotonic() - t0
+    finally:
+        p.wait(timeout=30)
+    ok(fuzz_seconds < 5, "the fuzzing ran while the target lived (%.1fs)" % fuzz_seconds)
+    eq(p.returncode, 0, "target exit status after the fuzzing")
+    eq(pong, b"OK leakscope 1\n", "the agent still answers ping")
+    ok(all(a.startswith(b"ERR ") for a in answers),
+       "every malformed request answered with ERR",
+       repr([a for a in answers if not a.startswith(b"ERR ")][:5]))
