@@ -2,9 +2,9 @@
  * trend.c - growth labels for a site's live-byte history.
  *
  * Window minima (long series only), Mann-Kendall on the whole series and on
- * its older half, Theil-Sen slopes of the whole and of each half, and three
+ * its older half, Theil-Sen slopes of the whole and of each half, and
  * statistics of the series' floor: how far it rose, how wide the churn on
- * top of it is, and how much of the rise came in one jump.  docs/TRENDS.md
+ * top of it is, and how much of the rise came in one step.  docs/TRENDS.md
  * explains each threshold and how it was chosen.
  */
 #include <errno.h>
@@ -26,13 +26,15 @@
 #define TR_SHAPE_HI 1.5
 /* Shape of log(bytes) that still reads as a steady doubling. */
 #define TR_LOG_SHAPE_HI 2.5
+/* Share of the floor's rise in one step that makes it a one-off step. */
+#define TR_ONE_STEP 0.4
 /* A sample below this fraction of its neighbours is a glitch. */
 #define TR_GLITCH 0.5
 #define TR_SHAPE_CLAMP 9.0
 
 struct tr_series {
 	double y[TR_MAX_POINTS];	/* window minima, oldest first */
-	double f[TR_MAX_POINTS];	/* y with one-sample glitches filled */
+	double f[TR_MAX_POINTS];	/* y with a one-sample glitch filled */
 	size_t m, h;			/* points; points in each half */
 	double dt;			/* seconds between points */
 	double *pairs;			/* scratch, m(m-1)/2 doubles */
@@ -43,7 +45,8 @@ struct tr_features {
 	double p_up;			/* best p of a test that says "up" */
 	double slope, slope1, slope2;	/* Theil-Sen: whole, older, recent */
 	double shape;
-	double rise, churn, steady;	/* floor statistics */
+	double rise, churn;		/* floor: rise between thirds, churn */
+	double jump, steady;		/* floor: largest step share, rest */
 };
 
 static void tr_swap(double *a, double *b)
@@ -199,26 +202,30 @@ static void tr_window_minima(const int64_t *x, size_t n, double period_s,
 }
 
 /*
- * A sample below TR_GLITCH times both its neighbours (the newest: times
- * its predecessor) is taken for a glitch, such as a realloc caught between
- * its free and its malloc, and replaced by the lower neighbour.  Only the
- * floor statistics need this: one such sample would read as the floor
- * collapsing, while the rank statistics shrug it off.
+ * A sample below TR_GLITCH times both its neighbours is taken for a glitch,
+ * such as a realloc caught between its free and its malloc, and replaced
+ * by the lower neighbour: the floor statistics would read it as the floor
+ * collapsing, while the rank statistics shrug it off.  Glitches are rare by
+ * nature; a series with several such dips is one of temporaries coming and
+ * going, and is left alone.  So is the newest sample: nothing confirms it
+ * as a glitch, and a site holding nothing now is not leaking.
  */
-static void tr_fill_glitches(struct tr_series *s)
+static void tr_fill_glitch(struct tr_series *s)
 {
 	const double *y = s->y;
-	size_t m = s->m;
+	size_t at = 0, count = 0;
 
-	memcpy(s->f, y, m * sizeof *y);
-	for (size_t i = 1; i + 1 < m; i++) {
+	memcpy(s->f, y, s->m * sizeof *y);
+	for (size_t i = 1; i + 1 < s->m; i++) {
 		double nb = fmin(y[i - 1], y[i + 1]);
 
-		if (nb > 0 && y[i] < TR_GLITCH * nb)
-			s->f[i] = nb;
+		if (nb > 0 && y[i] < TR_GLITCH * nb) {
+			at = i;
+			count++;
+		}
 	}
-	if (y[m - 2] > 0 && y[m - 1] < TR_GLITCH * y[m - 2])
-		s->f[m - 1] = y[m - 2];
+	if (count == 1)
+		s->f[at] = fmin(y[at - 1], y[at + 1]);
 }
 
 /*
@@ -247,25 +254,40 @@ static double tr_rise(const struct tr_series *s)
 }
 
 /*
- * How much the floor rose apart from its largest single step: about all of
- * it for a steady leak, half for a doubling staircase, nothing for a
- * one-off allocation.  The floor is the suffix minimum held flat over the
- * newest third, where a minimum over the few samples left would rise with
- * the churn alone.
+ * Walk the floor, the suffix minimum of f held flat over the newest `hold`
+ * points, and return its whole rise and its largest single step.
  */
-static double tr_steady_rise(const struct tr_series *s)
+static void tr_floor_steps(const struct tr_series *s, size_t hold,
+			   double *rise, double *step)
 {
-	size_t t = s->m / 3;
-	double top = tr_min(s->f + s->m - t, t), lo = top, big = 0;
+	double top = tr_min(s->f + s->m - hold, hold), lo = top, big = 0;
 
-	for (size_t i = s->m - t; i-- > 0;) {
+	for (size_t i = s->m - hold; i-- > 0;) {
 		double v = fmin(s->f[i], lo);
 
 		if (lo - v > big)
 			big = lo - v;
 		lo = v;
 	}
-	return top - lo - big;
+	*rise = top - lo;
+	*step = big;
+}
+
+/*
+ * A one-off allocation shows as one step carrying most of the floor's
+ * rise (jump) with little rise besides it (steady); a leak that began with
+ * a burst has the step too, but keeps rising.  The steady part is measured
+ * on the floor held flat over the newest third, where a minimum over the
+ * few samples left would rise with the churn alone.
+ */
+static void tr_step_shares(const struct tr_series *s, struct tr_features *ft)
+{
+	double rise, step;
+
+	tr_floor_steps(s, 1, &rise, &step);
+	ft->jump = rise > 0 ? step / rise : 1;
+	tr_floor_steps(s, s->m / 3, &rise, &step);
+	ft->steady = rise - step;
 }
 
 /*
@@ -286,7 +308,7 @@ static double tr_shape(double b1, double b2)
 	return fmax(-TR_SHAPE_CLAMP, fmin(TR_SHAPE_CLAMP, p));
 }
 
-/* Does log(bytes) rise along a line, that is a steady growth factor? */
+/* Does log(bytes) rise along a line, that is by a steady growth factor? */
 static int tr_log_linear(const struct tr_series *s, double *pairs)
 {
 	double lg[TR_MAX_POINTS], g1, g2, p;
@@ -318,10 +340,10 @@ static void tr_features(struct tr_series *s, struct tr_features *ft)
 	ft->slope1 = tr_theil_sen(s->y, s->h, s->pairs) / s->dt;
 	ft->slope2 = tr_theil_sen(s->y + s->m - s->h, s->h, s->pairs) / s->dt;
 	ft->shape = tr_shape(ft->slope1, ft->slope2);
-	tr_fill_glitches(s);
+	tr_fill_glitch(s);
 	ft->rise = tr_rise(s);
 	ft->churn = tr_churn(s, s->pairs);
-	ft->steady = tr_steady_rise(s);
+	tr_step_shares(s, ft);
 }
 
 /* Growth that churn alone could not produce. */
@@ -339,8 +361,13 @@ static enum ls_trend_label tr_decide(const struct tr_series *s,
 		return LS_TREND_CONSTANT;
 	/* Stopped, slowing down, or grew by one step only. */
 	if (ft->shape < TR_SHAPE_LO || !tr_material(recent, ft->churn) ||
-	    !tr_material(ft->steady, ft->churn))
+	    (ft->jump > TR_ONE_STEP && !tr_material(ft->steady, ft->churn)))
 		return LS_TREND_SATURATING;
+	/*
+	 * NEEDSWORK: a container grown by realloc doubles its capacity at
+	 * doubling intervals, so its live bytes show a few steps and read as
+	 * saturating; its allocation count would tell.
+	 */
 	if (ft->shape > TR_SHAPE_HI && tr_log_linear(s, s->pairs))
 		return LS_TREND_EXPONENTIAL;
 	/* Includes accelerating but not doubling: a leak that started late. */
@@ -387,23 +414,15 @@ static double tr_margin(enum ls_trend_label label, double shape)
 	return 0.5 + 0.5 * fmin(1, fmax(0, d) / 0.5);
 }
 
-int ls_trend_classify(const int64_t *live_bytes, size_t n, double period_s,
-		      struct ls_trend *out)
+/* Classify x[0..n), n >= LS_TREND_MIN_SAMPLES, into out. */
+static int tr_classify(const int64_t *x, size_t n, double period_s,
+		       struct ls_trend *out)
 {
 	struct tr_series s;
 	struct tr_features ft;
 	double e;
 
-	if (!out || !(period_s > 0) || !isfinite(period_s) ||
-	    (!live_bytes && n >= LS_TREND_MIN_SAMPLES))
-		return -EINVAL;
-	memset(out, 0, sizeof *out);
-	out->label = LS_TREND_UNKNOWN;
-	out->mk_p = 1;
-	out->nsamples = n;
-	if (n < LS_TREND_MIN_SAMPLES)
-		return 0;
-	tr_window_minima(live_bytes, n, period_s, &s);
+	tr_window_minima(x, n, period_s, &s);
 	s.pairs = malloc(sizeof(double) * s.m * (s.m - 1) / 2);
 	if (!s.pairs)
 		return -ENOMEM;
@@ -418,6 +437,37 @@ int ls_trend_classify(const int64_t *live_bytes, size_t n, double period_s,
 	out->confidence = out->label == LS_TREND_CONSTANT ?
 		1 - e : e * tr_margin(out->label, ft.shape);
 	return 0;
+}
+
+int ls_trend_classify(const int64_t *live_bytes, size_t n, double period_s,
+		      struct ls_trend *out)
+{
+	size_t unborn = 0;
+
+	if (!out || !(period_s > 0) || !isfinite(period_s) ||
+	    (!live_bytes && n >= LS_TREND_MIN_SAMPLES))
+		return -EINVAL;
+	memset(out, 0, sizeof *out);
+	out->label = LS_TREND_UNKNOWN;
+	out->mk_p = 1;
+	out->nsamples = n;
+	if (n < LS_TREND_MIN_SAMPLES)
+		return 0;
+	/*
+	 * A history starts with the program, a site with its first call: the
+	 * zeros before it say nothing about how the site grows.
+	 */
+	while (unborn < n && live_bytes[unborn] <= 0)
+		unborn++;
+	if (unborn == n) {
+		out->label = LS_TREND_CONSTANT;
+		out->confidence = 1;
+		return 0;
+	}
+	out->nsamples = n - unborn;
+	if (out->nsamples < LS_TREND_MIN_SAMPLES)
+		return 0;
+	return tr_classify(live_bytes + unborn, n - unborn, period_s, out);
 }
 
 const char *ls_trend_name(enum ls_trend_label label)

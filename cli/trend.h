@@ -22,7 +22,7 @@ enum ls_trend_label {
 	LS_TREND_SATURATING,	/* grew, then stopped or keeps slowing down */
 	LS_TREND_LINEAR,	/* grows at a steady rate: the leak shape */
 	LS_TREND_EXPONENTIAL,	/* grows by a steady factor: doubling */
-	LS_TREND_UNKNOWN,	/* fewer than LS_TREND_MIN_SAMPLES samples */
+	LS_TREND_UNKNOWN,	/* too few samples (see nsamples) */
 };
 
 /* Below this many samples the label is LS_TREND_UNKNOWN. */
@@ -38,13 +38,14 @@ struct ls_trend {
 	 */
 	double bytes_per_second;
 	/*
-	 * 0..1, a ranking score rather than a calibrated probability: the
-	 * evidence for growth (Mann-Kendall, floor rise) for CONSTANT, that
-	 * evidence times the margin of the shape from its thresholds for the
-	 * growing labels.  0 for UNKNOWN.
+	 * 0..1, a ranking score rather than a calibrated probability: one
+	 * minus the evidence for growth (Mann-Kendall, floor rise) for
+	 * CONSTANT, that evidence times the margin of the shape from its
+	 * thresholds for the growing labels; 0 for UNKNOWN.
 	 */
 	double confidence;
-	double mk_z, mk_p;	/* Mann-Kendall over the whole series, two-sided p */
+	/* Mann-Kendall over the samples used (nsamples), two-sided p. */
+	double mk_z, mk_p;
 	/*
 	 * 1 + log3(slope of the recent half / slope of the older half): 1 for
 	 * a straight line, above 1.5 accelerating, below 0.5 slowing down.
@@ -52,17 +53,24 @@ struct ls_trend {
 	 * the older half does, 0 when neither does.  Always finite.
 	 */
 	double shape;
-	size_t nsamples;	/* n as given */
+	/*
+	 * Samples the label rests on: n less the leading samples of 0 (the
+	 * site did not exist yet; a history starts with the program), or n
+	 * when every sample is 0 (then CONSTANT).  UNKNOWN when below
+	 * LS_TREND_MIN_SAMPLES.
+	 */
+	size_t nsamples;
 };
 
 /*
  * Classify a series of n live-byte samples, oldest first, taken every
- * period_s seconds.  Long series are reduced to at most 128 window minima
- * first, so a call costs well under a millisecond whatever n is.
+ * period_s seconds.  Series longer than 128 samples are reduced to at most
+ * 128 window minima first: 3000 samples cost about 0.25 ms.
  * Deterministic: the same input gives the same output, bit for bit.
  *
- * Returns 0 and fills *out (UNKNOWN when n < LS_TREND_MIN_SAMPLES;
- * live_bytes may then be NULL), -EINVAL when out is NULL, live_bytes is
+ * Returns 0 and fills *out (UNKNOWN when fewer than LS_TREND_MIN_SAMPLES
+ * samples follow the leading zeros; live_bytes may be NULL when n is
+ * below LS_TREND_MIN_SAMPLES), -EINVAL when out is NULL, live_bytes is
  * NULL with n >= LS_TREND_MIN_SAMPLES, or period_s is not a positive finite
  * number, and -ENOMEM.  Thread-safe (no shared state); allocates with
  * malloc, so not for the agent's allocation hooks or signal handlers.
