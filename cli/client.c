@@ -17,13 +17,7 @@
 
 int ls_client_socket_path(pid_t pid, char *buf, size_t cap)
 {
-	char dir[4096];
-	int n;
-
-	if (ls_proc_runtime_dir(pid, dir, sizeof(dir)))
-		return -ENAMETOOLONG;
-	n = snprintf(buf, cap, "%s/%d.sock", dir, (int)pid);
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+	return ls_proc_runtime_file(pid, ".sock", buf, cap);
 }
 
 static int connect_agent(pid_t pid, char *err, size_t errlen)

@@ -27,13 +27,7 @@ struct pm {
 
 int ls_postmortem_path(pid_t pid, char *buf, size_t cap)
 {
-	char dir[4096];
-	int n;
-
-	if (ls_proc_runtime_dir(pid, dir, sizeof(dir)))
-		return -ENAMETOOLONG;
-	n = snprintf(buf, cap, "%s/%d.pm", dir, (int)pid);
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+	return ls_proc_runtime_file(pid, ".pm", buf, cap);
 }
 
 static int region_ok(const struct pm *pm, uint64_t off, uint64_t count,

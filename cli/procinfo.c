@@ -63,3 +63,14 @@ int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap)
 				   env_value(env, (size_t)len, "XDG_RUNTIME_DIR"),
 				   (unsigned)uid, buf, cap);
 }
+
+int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap)
+{
+	char dir[4096];
+	int n;
+
+	if (ls_proc_runtime_dir(pid, dir, sizeof(dir)))
+		return -ENAMETOOLONG;
+	n = snprintf(buf, cap, "%s/%d%s", dir, (int)pid, suffix);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}

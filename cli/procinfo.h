@@ -18,4 +18,7 @@ int ls_proc_uid(pid_t pid, uid_t *uid);
  */
 int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap);
 
+/* "<pid's runtime dir>/<pid><suffix>" into buf (".sock", ".pm"). */
+int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap);
+
 #endif
