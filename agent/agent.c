@@ -90,11 +90,8 @@ static void insert(struct ls_thread *t, struct ls_site *s, void *p,
 
 void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 {
-	struct ls_site *s;
+	struct ls_site *s = capture_site(t, LSNAP_KIND_HEAP);
 
-	if (ls_sample_rate && !ls_sample_take(t, size))
-		return;
-	s = capture_site(t, LSNAP_KIND_HEAP);
 	if (s)
 		insert(t, s, p, size);
 }

@@ -49,7 +49,8 @@ static inline int ls_agent_on(void)
 	return __atomic_load_n(&ls_agent.state, __ATOMIC_RELAXED) == LS_ON;
 }
 
-/* Bookkeeping, called by hooks with the guard held. */
+/* Bookkeeping, called by hooks with the guard held.  ls_track_alloc
+ * records p: in sampled mode the hook has already decided to. */
 void ls_track_alloc(struct ls_thread *t, void *p, size_t size);
 void ls_track_free(struct ls_thread *t, void *p);
 /* Remove p before a realloc; fills *saved, returns nonzero if tracked. */

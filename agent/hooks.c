@@ -20,6 +20,7 @@
 #include "agent.h"
 #include "guard.h"
 #include "real.h"
+#include "sample.h"
 #include "sys.h"
 #include "thread.h"
 
@@ -46,35 +47,68 @@ static inline int ready(void)
 	return ls_real.free != NULL;
 }
 
-/* The thread record when this call is to be tracked, with the guard
- * taken; NULL when the call should just pass through. */
-static inline struct ls_thread *enter(enum ls_fn fn)
+/*
+ * The thread record when this call is to be tracked, its call counted;
+ * NULL when it should just pass through.  Takes no guard: the real
+ * allocator is called unguarded, and only the agent's own bookkeeping
+ * runs under the guard.
+ */
+static inline struct ls_thread *tracking(enum ls_fn fn)
 {
 	struct ls_thread *t;
 
 	if (ls_guard_held() || !ls_agent_on())
 		return NULL;
-	ls_guard_enter();
-	t = ls_thread_self();
-	if (!t) {
+	t = ls_thread_tls;
+	if (ls_unlikely(!t)) {
+		ls_guard_enter();
+		t = ls_thread_claim();
 		ls_guard_leave();
-		return NULL;
+		if (!t)
+			return NULL;
 	}
 	ls_thread_count(t, fn);
 	return t;
 }
 
-static inline void leave(void)
-{
-	ls_guard_leave();
-}
-
-static inline void track_alloc(struct ls_thread *t, void *p, size_t size)
+/* The recording itself, out of line so that the hooks' fast paths need
+ * no saved registers. */
+static __attribute__((noinline)) void record_alloc(struct ls_thread *t,
+						   void *p, size_t size)
 {
 	int e = errno;
 
+	ls_guard_enter();
 	ls_track_alloc(t, p, size);
+	ls_guard_leave();
 	errno = e;
+}
+
+static __attribute__((noinline)) void record_free(struct ls_thread *t, void *p)
+{
+	int e = errno;
+
+	ls_guard_enter();
+	ls_track_free(t, p);
+	ls_guard_leave();
+	errno = e;
+}
+
+/* A block appeared.  In sampled mode most are let go here, in a few
+ * instructions. */
+static inline void note_alloc(struct ls_thread *t, void *p, size_t size)
+{
+	if (ls_sample_rate && !ls_sample_take(t, size))
+		return;
+	record_alloc(t, p, size);
+}
+
+/* A block is going.  In sampled mode the filter clears almost all. */
+static inline void note_free(struct ls_thread *t, void *p)
+{
+	if (!p || (ls_sample_rate && !ls_sample_maybe((uint64_t)(uintptr_t)p)))
+		return;
+	record_free(t, p);
 }
 
 LS_EXPORT void *malloc(size_t n)
@@ -84,35 +118,23 @@ LS_EXPORT void *malloc(size_t n)
 
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(n, 16);
-	t = enter(LS_FN_MALLOC);
-	if (!t)
-		return ls_real.malloc(n);
+	t = tracking(LS_FN_MALLOC);
 	p = ls_real.malloc(n);
-	if (p)
-		track_alloc(t, p, n);
-	leave();
+	if (t && p)
+		note_alloc(t, p, n);
 	return p;
 }
 
 LS_EXPORT void free(void *p)
 {
 	struct ls_thread *t;
-	int e;
 
 	if (ls_unlikely(ls_boot_owns(p)) || ls_unlikely(!ready()))
 		return;
-	t = enter(LS_FN_FREE);
-	if (!t) {
-		ls_real.free(p);
-		return;
-	}
-	if (p) {
-		e = errno;
-		ls_track_free(t, p);
-		errno = e;
-	}
+	t = tracking(LS_FN_FREE);
+	if (t)
+		note_free(t, p);
 	ls_real.free(p);
-	leave();
 }
 
 LS_EXPORT void *calloc(size_t n, size_t m)
@@ -128,13 +150,10 @@ LS_EXPORT void *calloc(size_t n, size_t m)
 		}
 		return ls_boot_alloc(total, 16);	/* the pool is zeroed */
 	}
-	t = enter(LS_FN_CALLOC);
-	if (!t)
-		return ls_real.calloc(n, m);
+	t = tracking(LS_FN_CALLOC);
 	p = ls_real.calloc(n, m);
-	if (p)
-		track_alloc(t, p, n * m);
-	leave();
+	if (t && p)
+		note_alloc(t, p, n * m);
 	return p;
 }
 
@@ -152,24 +171,29 @@ static void *boot_realloc(void *p, size_t n)
 static void *do_realloc(void *p, size_t n, enum ls_fn fn)
 {
 	char saved[LS_TRACK_SAVED];
-	struct ls_thread *t;
-	int tracked, e;
+	struct ls_thread *t = tracking(fn);
+	int tracked = 0, e;
 	void *q;
 
-	t = enter(fn);
 	if (!t)
 		return ls_real.realloc(p, n);
 	/* Out of the table first: once the real realloc has freed p, another
 	 * thread may be given the same address. */
-	tracked = p ? ls_track_take(t, p, saved) : 0;
+	if (p && (!ls_sample_rate || ls_sample_maybe((uint64_t)(uintptr_t)p))) {
+		ls_guard_enter();
+		tracked = ls_track_take(t, p, saved);
+		ls_guard_leave();
+	}
 	q = ls_real.realloc(p, n);
 	e = errno;
-	if (q)
-		ls_track_alloc(t, q, n);
-	else if (tracked && n)		/* failed: p is still live */
+	if (q) {
+		note_alloc(t, q, n);
+	} else if (tracked && n) {	/* failed: p is still live */
+		ls_guard_enter();
 		ls_track_restore(t, saved);
+		ls_guard_leave();
+	}
 	errno = e;
-	leave();
 	return q;
 }
 
@@ -187,12 +211,8 @@ LS_EXPORT void *reallocarray(void *p, size_t n, size_t m)
 	size_t total;
 
 	if (__builtin_mul_overflow(n, m, &total)) {
-		if (ready() && ls_agent_on() && !ls_guard_held()) {
-			struct ls_thread *t = enter(LS_FN_REALLOCARRAY);
-
-			if (t)
-				leave();
-		}
+		if (ready())
+			tracking(LS_FN_REALLOCARRAY);	/* counted, nothing else */
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -206,7 +226,7 @@ LS_EXPORT void *reallocarray(void *p, size_t n, size_t m)
 LS_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
 	struct ls_thread *t;
-	int r, e;
+	int r;
 
 	if (ls_unlikely(!ready())) {
 		if (!align || (align & (align - 1)) || align % sizeof(void *))
@@ -214,33 +234,23 @@ LS_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		*out = ls_boot_alloc(n, align);
 		return *out ? 0 : ENOMEM;
 	}
-	t = enter(LS_FN_POSIX_MEMALIGN);
-	if (!t)
-		return ls_real.posix_memalign(out, align, n);
+	t = tracking(LS_FN_POSIX_MEMALIGN);
 	r = ls_real.posix_memalign(out, align, n);
-	if (!r) {
-		e = errno;
-		ls_track_alloc(t, *out, n);
-		errno = e;
-	}
-	leave();
+	if (t && !r)
+		note_alloc(t, *out, n);
 	return r;
 }
 
-/* aligned_alloc, memalign, valloc, pvalloc: an aligned block of n bytes,
- * recorded as tracked bytes. */
+/* aligned_alloc, memalign, valloc, pvalloc: an aligned block, recorded
+ * as `tracked` bytes. */
 static void *aligned(void *(*fn2)(size_t, size_t), void *(*fn1)(size_t),
 		     size_t align, size_t n, size_t tracked, enum ls_fn fn)
 {
-	struct ls_thread *t = enter(fn);
-	void *p;
+	struct ls_thread *t = tracking(fn);
+	void *p = fn2 ? fn2(align, n) : fn1(n);
 
-	if (!t)
-		return fn2 ? fn2(align, n) : fn1(n);
-	p = fn2 ? fn2(align, n) : fn1(n);
-	if (p)
-		track_alloc(t, p, tracked);
-	leave();
+	if (t && p)
+		note_alloc(t, p, tracked);
 	return p;
 }
 
@@ -285,28 +295,32 @@ LS_EXPORT size_t malloc_usable_size(void *p)
 
 /* --- mappings ---------------------------------------------------------- */
 
+/* Mapping bookkeeping: rare and a syscall anyway, always under the guard. */
+#define GUARDED(stmt) do {					\
+		int e_ = errno;						\
+		ls_guard_enter();					\
+		stmt;							\
+		ls_guard_leave();					\
+		errno = e_;						\
+	} while (0)
+
 LS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 		     off_t off)
 {
 	struct ls_thread *t;
 	void *p;
-	int e;
 
 	if (ls_unlikely(!ready()))
 		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-	t = enter(LS_FN_MMAP);
-	if (!t)
-		return ls_real.mmap(addr, len, prot, flags, fd, off);
+	t = tracking(LS_FN_MMAP);
 	p = ls_real.mmap(addr, len, prot, flags, fd, off);
-	if (p != MAP_FAILED) {
-		e = errno;
-		if (flags & MAP_FIXED)	/* replaced whatever was there */
-			ls_track_munmap(t, p, page_round(len));
-		if (flags & MAP_ANONYMOUS)
-			ls_track_mmap(t, p, page_round(len));
-		errno = e;
-	}
-	leave();
+	if (t && p != MAP_FAILED && (flags & (MAP_FIXED | MAP_ANONYMOUS)))
+		GUARDED({
+			if (flags & MAP_FIXED)	/* replaced what was there */
+				ls_track_munmap(t, p, page_round(len));
+			if (flags & MAP_ANONYMOUS)
+				ls_track_mmap(t, p, page_round(len));
+		});
 	return p;
 }
 
@@ -316,20 +330,14 @@ LS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
 LS_EXPORT int munmap(void *addr, size_t len)
 {
 	struct ls_thread *t;
-	int r, e;
+	int r;
 
 	if (ls_unlikely(!ready()))
 		return (int)syscall(SYS_munmap, addr, len);
-	t = enter(LS_FN_MUNMAP);
-	if (!t)
-		return ls_real.munmap(addr, len);
+	t = tracking(LS_FN_MUNMAP);
 	r = ls_real.munmap(addr, len);
-	if (!r) {
-		e = errno;
-		ls_track_munmap(t, addr, page_round(len));
-		errno = e;
-	}
-	leave();
+	if (t && !r)
+		GUARDED(ls_track_munmap(t, addr, page_round(len)));
 	return r;
 }
 
@@ -338,7 +346,6 @@ LS_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	struct ls_thread *t;
 	void *want = NULL, *p;
 	va_list ap;
-	int e;
 
 	if (flags & MREMAP_FIXED) {
 		va_start(ap, flags);
@@ -347,16 +354,11 @@ LS_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	}
 	if (ls_unlikely(!ready()))
 		return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
-	t = enter(LS_FN_MREMAP);
-	if (!t)
-		return ls_real.mremap(old, oldlen, newlen, flags, want);
+	t = tracking(LS_FN_MREMAP);
 	p = ls_real.mremap(old, oldlen, newlen, flags, want);
-	if (p != MAP_FAILED) {
-		e = errno;
-		ls_track_mremap(t, old, page_round(oldlen), p, page_round(newlen));
-		errno = e;
-	}
-	leave();
+	if (t && p != MAP_FAILED)
+		GUARDED(ls_track_mremap(t, old, page_round(oldlen), p,
+					page_round(newlen)));
 	return p;
 }
 

@@ -15,7 +15,7 @@ static ls_lock_t resolve_lock = LS_LOCK_INIT;
 
 /* dlsym() needs a few hundred bytes at most; glibc's dlerror state is the
  * usual customer. */
-static char boot_pool[64 << 10] __attribute__((aligned(64)));
+char ls_boot_pool[LS_BOOT_POOL] __attribute__((aligned(64)));
 static size_t boot_used;
 
 struct boot_hdr {
@@ -34,20 +34,14 @@ void *ls_boot_alloc(size_t size, size_t align)
 	do {
 		start = (used + sizeof(*h) + align - 1) & ~(align - 1);
 		end = start + size;
-		if (end > sizeof(boot_pool) || end < start)
+		if (end > sizeof(ls_boot_pool) || end < start)
 			return NULL;
 	} while (!__atomic_compare_exchange_n(&boot_used, &used, end, 1,
 					      __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
-	h = (struct boot_hdr *)(boot_pool + start) - 1;
+	h = (struct boot_hdr *)(ls_boot_pool + start) - 1;
 	h->size = size;
-	return boot_pool + start;
-}
-
-int ls_boot_owns(const void *p)
-{
-	return (const char *)p >= boot_pool &&
-	       (const char *)p < boot_pool + sizeof(boot_pool);
+	return ls_boot_pool + start;
 }
 
 size_t ls_boot_size(const void *p)

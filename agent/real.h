@@ -41,8 +41,17 @@ void ls_real_init(void);
 /* Nonzero while ls_real_init() is resolving. */
 int ls_real_resolving(void);
 
+#define LS_BOOT_POOL (64 << 10)
+extern char ls_boot_pool[LS_BOOT_POOL];
+
 void *ls_boot_alloc(size_t size, size_t align);
-int ls_boot_owns(const void *p);
+
+/* Was p served by the boot pool?  Inline: free() asks it every time. */
+static inline int ls_boot_owns(const void *p)
+{
+	return (size_t)((const char *)p - ls_boot_pool) < LS_BOOT_POOL;
+}
+
 size_t ls_boot_size(const void *p);
 
 #endif

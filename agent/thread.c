@@ -13,7 +13,7 @@ const char *const ls_fn_names[LS_FN_COUNT] = {
 	"mmap", "munmap", "mremap",
 };
 
-static __thread struct ls_thread *self;
+__thread struct ls_thread *ls_thread_tls;
 static struct ls_thread *registry;
 static ls_lock_t registry_lock = LS_LOCK_INIT;
 static pthread_key_t exit_key;
@@ -101,8 +101,8 @@ static void thread_exit(void *arg)
 		__atomic_store_n(&t->calls[i], 0, __ATOMIC_RELAXED);
 	}
 	memset(t->stack_cache, 0, sizeof(t->stack_cache));
-	if (self == t)
-		self = NULL;
+	if (ls_thread_tls == t)
+		ls_thread_tls = NULL;
 	__atomic_store_n(&t->in_use, 0, __ATOMIC_RELEASE);
 }
 
@@ -130,20 +130,17 @@ static struct ls_thread *claim(void)
 	return t;
 }
 
-struct ls_thread *ls_thread_self(void)
+struct ls_thread *ls_thread_claim(void)
 {
-	struct ls_thread *t = self;
+	struct ls_thread *t = claim();
 
-	if (ls_likely(t))
-		return t;
-	t = claim();
 	if (!t)
 		return NULL;
 	t->tid = ls_gettid();
 	t->sample_left = 0;
 	t->rng = 0;
 	t->ordinal = __atomic_add_fetch(&threads_seen, 1, __ATOMIC_RELAXED);
-	self = t;
+	ls_thread_tls = t;
 	/* The destructor folds this record back when the thread exits.
 	 * Keys below PTHREAD_KEY_2NDLEVEL_SIZE need no allocation. */
 	pthread_setspecific(exit_key, t);
@@ -249,7 +246,7 @@ void ls_thread_reset_child(void)
 
 	ls_lock_reset(&registry_lock);
 	for (t = registry; t; t = t->next) {
-		if (t == self) {
+		if (t == ls_thread_tls) {
 			t->tid = ls_gettid();
 			continue;
 		}

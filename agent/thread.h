@@ -64,9 +64,17 @@ struct ls_thread {
 	struct ls_site *stack_cache[LS_STACK_CACHE];
 };
 
+extern __thread struct ls_thread *ls_thread_tls;
+struct ls_thread *ls_thread_claim(void);
+
 /* The calling thread's record, created on first use; NULL if the agent's
  * memory is exhausted.  Safe in hooks. */
-struct ls_thread *ls_thread_self(void);
+static inline struct ls_thread *ls_thread_self(void)
+{
+	struct ls_thread *t = ls_thread_tls;
+
+	return __builtin_expect(t != NULL, 1) ? t : ls_thread_claim();
+}
 
 /* Count one call of fn. */
 static inline void ls_thread_count(struct ls_thread *t, enum ls_fn fn)

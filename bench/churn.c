@@ -1,15 +1,17 @@
 /*
  * churn.c - the allocation churn the benchmark measures tracking cost on.
  *
- *   churn THREADS OPS_PER_THREAD SEED
+ *   churn THREADS OPS_PER_THREAD SEED [RING_SLOTS]
  *
  * Each thread does OPS_PER_THREAD operations.  One operation picks a size
  * (16 B - 4 KiB, mostly small), allocates it with malloc, calloc or realloc
  * through a chain of 10-15 nested calls (4 families x 6 depths x 3 calls =
  * 72 distinct allocation stacks), writes a few bytes into it and stores it
- * in a random slot of a per-thread ring of 4096 live blocks, freeing the
- * block that was there: most blocks die young.  One block in 1000 is moved
- * to a list that is never freed: some live forever.
+ * in a random slot of a per-thread ring of live blocks (4096 slots unless
+ * told), freeing the block that was there: most blocks die young.  One
+ * block in 1000 is moved to a list that is never freed: some live forever.
+ * A big ring (half a million slots) keeps many blocks live, to weigh what
+ * a tracker spends per live block.
  *
  * It is built without frame pointers, as Debian's packages are, so a
  * tracker cannot lean on them.  Everything is deterministic for a seed:
@@ -28,9 +30,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define RING_SLOTS 4096
+#define MAX_RING_SLOTS (1u << 24)
 #define KEEP_EVERY 1000
 #define MAX_THREADS 64
 
@@ -52,7 +56,8 @@ struct worker {
 	uint64_t kept_count;
 	uint64_t ring_live;	/* ring blocks live when the work ended */
 	void *kept;		/* singly linked through each block's first word */
-	void *ring[RING_SLOTS];
+	unsigned ring_slots;
+	void **ring;
 };
 
 /*
@@ -186,7 +191,7 @@ static int one_op(struct worker *w, uint64_t i)
 {
 	uint64_t r = rng_next(&w->rng);
 	uint64_t path = rng_next(&w->rng);
-	unsigned slot = (r >> 40) % RING_SLOTS;
+	unsigned slot = (r >> 40) % w->ring_slots;
 	unsigned kind = (r >> 32) % 100;
 	struct op op = { .size = pick_size(r), .trail = i };
 	void *p;
@@ -222,7 +227,7 @@ static void *worker_main(void *arg)
 	for (i = 0; i < w->ops; i++)
 		if (one_op(w, i) < 0)
 			return (void *)1;
-	for (i = 0; i < RING_SLOTS; i++) {
+	for (i = 0; i < w->ring_slots; i++) {
 		w->ring_live += w->ring[i] != NULL;
 		free(w->ring[i]);
 	}
@@ -246,29 +251,48 @@ static int parse_u64(const char *s, uint64_t *out)
 	return (errno || end == s || *end) ? -EINVAL : 0;
 }
 
+/* The rings come from mmap: outside the allocator being measured. */
+static void **ring_new(uint64_t slots)
+{
+	void *p = mmap(NULL, slots * sizeof(void *), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
 int main(int argc, char **argv)
 {
 	static struct worker workers[MAX_THREADS];
-	uint64_t nthreads, ops, seed, checksum = 0, live = 0;
+	uint64_t nthreads, ops, seed, slots = RING_SLOTS, checksum = 0, live = 0;
 	double t0, t1;
 	unsigned i;
 	int failed = 0;
 
-	if (argc != 4 || parse_u64(argv[1], &nthreads) || parse_u64(argv[2], &ops) ||
-	    parse_u64(argv[3], &seed) || !nthreads || nthreads > MAX_THREADS) {
-		fprintf(stderr, "usage: churn THREADS(1-%d) OPS_PER_THREAD SEED\n", MAX_THREADS);
+	if ((argc != 4 && argc != 5) || parse_u64(argv[1], &nthreads) ||
+	    parse_u64(argv[2], &ops) || parse_u64(argv[3], &seed) ||
+	    (argc == 5 && parse_u64(argv[4], &slots)) || !nthreads ||
+	    nthreads > MAX_THREADS || !slots || slots > MAX_RING_SLOTS) {
+		fprintf(stderr, "usage: churn THREADS(1-%d) OPS_PER_THREAD SEED [RING_SLOTS]\n",
+			MAX_THREADS);
 		return 2;
 	}
-	t0 = now();
 	for (i = 0; i < nthreads; i++) {
 		workers[i].id = i;
 		workers[i].ops = ops;
 		workers[i].rng = seed * 1000003 + i;
+		workers[i].ring_slots = slots;
+		workers[i].ring = ring_new(slots);
+		if (!workers[i].ring) {
+			fprintf(stderr, "churn: cannot map a ring of %" PRIu64 " slots\n", slots);
+			return 1;
+		}
+	}
+	t0 = now();
+	for (i = 0; i < nthreads; i++)
 		if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i])) {
 			fprintf(stderr, "churn: cannot create thread %u\n", i);
 			return 1;
 		}
-	}
 	for (i = 0; i < nthreads; i++) {
 		void *ret;
 

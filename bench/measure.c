@@ -112,6 +112,8 @@ static int genl_send(int fd, uint16_t family, uint8_t cmd, uint16_t attr,
 	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
 	size_t len = NLMSG_LENGTH(GENL_HDRLEN);
 
+	if (size > sizeof(msg) - NLMSG_ALIGN(len) - NLA_HDRLEN)
+		return -EMSGSIZE;
 	gh->cmd = cmd;
 	gh->version = 1;
 	len = nla_put(msg, len, attr, data, size);
@@ -123,7 +125,7 @@ static int genl_send(int fd, uint16_t family, uint8_t cmd, uint16_t attr,
 	return 0;
 }
 
-/* Walk the attributes in [p, p + len), calling fn on each. */
+/* Loop a over the attributes in [p, p + len), stopping at a malformed one. */
 #define NLA_FOR_EACH(a, p, len)						\
 	for (a = (struct nlattr *)(p);					\
 	     (char *)a + NLA_HDRLEN <= (char *)(p) + (len) &&		\
@@ -131,41 +133,45 @@ static int genl_send(int fd, uint16_t family, uint8_t cmd, uint16_t attr,
 	     (char *)a + a->nla_len <= (char *)(p) + (len);		\
 	     a = (struct nlattr *)((char *)a + NLA_ALIGN(a->nla_len)))
 
+/* The family id in a CTRL_CMD_GETFAMILY answer, if it holds one. */
+static void genl_family_id(struct nlmsghdr *nh, uint16_t *family)
+{
+	char *p = (char *)NLMSG_DATA(nh) + GENL_HDRLEN;
+	struct nlattr *a;
+
+	NLA_FOR_EACH(a, p, nh->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN))
+		if (a->nla_type == CTRL_ATTR_FAMILY_ID)
+			memcpy(family, (char *)a + NLA_HDRLEN, sizeof(*family));
+}
+
 /*
- * Read the replies to one request: the family id if asked for, and the
- * ack.  Returns 0 or the negative errno the kernel answered.
+ * Read the answers to one request up to its ack, picking the family id
+ * out if asked to.  Returns 0 or the negative errno the kernel answered.
  */
 static int genl_reply(int fd, uint16_t *family)
 {
 	static char buf[NL_BUF];
-	ssize_t n = recv(fd, buf, sizeof(buf), 0);
-	struct nlmsghdr *nh;
-	int err = -EPROTO;
 
-	if (n < 0)
-		return -errno;
-	for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, n); nh = NLMSG_NEXT(nh, n)) {
-		if (nh->nlmsg_type == NLMSG_ERROR) {
-			struct nlmsgerr *e = NLMSG_DATA(nh);
+	if (family)
+		*family = 0;
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		struct nlmsghdr *nh;
 
-			if (e->error || !family)
-				return e->error;
-			continue;
-		}
-		if (family) {
-			struct nlattr *a;
-			char *p = (char *)NLMSG_DATA(nh) + GENL_HDRLEN;
+		if (n < 0)
+			return -errno;
+		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, n); nh = NLMSG_NEXT(nh, n)) {
+			if (nh->nlmsg_type == NLMSG_ERROR) {
+				struct nlmsgerr *e = NLMSG_DATA(nh);
 
-			NLA_FOR_EACH(a, p, nh->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN))
-				if (a->nla_type == CTRL_ATTR_FAMILY_ID) {
-					memcpy(family, (char *)a + NLA_HDRLEN, 2);
-					err = 0;
-				}
+				if (e->error)
+					return e->error;
+				return family && !*family ? -EPROTO : 0;
+			}
+			if (family && nh->nlmsg_type == GENL_ID_CTRL)
+				genl_family_id(nh, family);
 		}
 	}
-	if (family && !err)
-		genl_reply(fd, NULL);	/* swallow the ack */
-	return err;
 }
 
 static int cpu_mask(char *buf, size_t size)
