@@ -71,7 +71,8 @@ static void insert(struct ls_thread *t, struct ls_site *s, void *p,
 	struct ls_live_entry e = {
 		.addr = (uint64_t)(uintptr_t)p,
 		.size = size,
-		.birth_ns = ls_now_ns(CLOCK_MONOTONIC_COARSE),
+		.birth = ls_live_birth(ls_now_ns(CLOCK_MONOTONIC_COARSE),
+				       ls_agent.start_mono),
 		.site = s->id,
 		.tid = (uint32_t)t->tid,
 	}, old;
@@ -150,7 +151,8 @@ void ls_track_mmap(struct ls_thread *t, void *p, size_t len)
 	struct ls_live_entry e = {
 		.addr = (uint64_t)(uintptr_t)p,
 		.size = len,
-		.birth_ns = ls_now_ns(CLOCK_MONOTONIC_COARSE),
+		.birth = ls_live_birth(ls_now_ns(CLOCK_MONOTONIC_COARSE),
+				       ls_agent.start_mono),
 		.tid = (uint32_t)t->tid,
 	};
 

@@ -75,6 +75,6 @@ void ls_agent_reset(void);
 void ls_agent_modules_changed(void);
 
 /* Size of a live-table entry passed through ls_track_take(). */
-#define LS_TRACK_SAVED 32
+#define LS_TRACK_SAVED 24
 
 #endif

@@ -75,7 +75,7 @@ int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 	int ret = 0;
 
 	ls_lock(&s->lock);
-	if ((s->count + 1) * 2 > s->mask + 1 && grow(s)) {
+	if ((s->count + 1) * 4 > (s->mask + 1) * 3 && grow(s)) {
 		ret = -ENOMEM;
 		goto out;
 	}

@@ -5,9 +5,9 @@
  * Sharded by address hash; each shard is an open-addressing table with
  * linear probing and backward-shift deletion, guarded by its own spinlock,
  * so two threads only meet when their blocks hash to the same shard.  No
- * fixed capacity: a shard doubles when half full.  32 bytes per entry at
- * a load factor between 1/4 and 1/2: at most 64 bytes per live block
- * once a shard has grown past its initial size.
+ * fixed capacity: a shard doubles when three quarters full.  24 bytes per
+ * entry at a load factor between 3/8 and 3/4: 32 to 64 bytes per live
+ * block once a shard has grown past its initial size.
  *
  * All functions are safe inside allocation hooks; none is async-signal
  * safe in the sense of being callable from a handler that interrupted the
@@ -19,13 +19,36 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * 24 bytes.  Sizes up to 2^40 - 1 (1 TiB: no heap block of a 64-bit Linux
+ * process is larger in practice), thread ids up to 2^24 - 1 (the kernel's
+ * pid_max is at most 2^22), birth in 1/256 s since the agent started,
+ * saturating after 194 days.
+ */
 struct ls_live_entry {
 	uint64_t addr;		/* 0 = empty slot */
-	uint64_t size;
-	uint64_t birth_ns;
+	uint64_t size : 40;
+	uint64_t tid : 24;
 	uint32_t site;
-	uint32_t tid;
+	uint32_t birth;		/* see ls_live_birth() */
 };
+
+#define LS_LIVE_TICKS_PER_S 256
+
+/* A birth stamp for "now" (CLOCK_MONOTONIC_COARSE) relative to start. */
+static inline uint32_t ls_live_birth(uint64_t now_ns, uint64_t start_ns)
+{
+	uint64_t t = now_ns > start_ns ?
+		(now_ns - start_ns) / (1000000000u / LS_LIVE_TICKS_PER_S) : 0;
+
+	return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+/* Back to CLOCK_MONOTONIC nanoseconds. */
+static inline uint64_t ls_live_birth_ns(uint32_t birth, uint64_t start_ns)
+{
+	return start_ns + (uint64_t)birth * (1000000000u / LS_LIVE_TICKS_PER_S);
+}
 
 #define LS_LIVE_SHARDS 256
 

@@ -208,7 +208,9 @@ static void put_entries(struct writer *w, struct sums *s,
 		if (with_blocks) {
 			struct lsnap_block blk = {
 				.addr = e[i].addr, .size = e[i].size,
-				.birth_ns = e[i].birth_ns, .site = e[i].site,
+				.birth_ns = ls_live_birth_ns(e[i].birth,
+							     ls_agent.start_mono),
+				.site = e[i].site,
 				.tid = e[i].tid,
 			};
 
