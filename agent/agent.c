@@ -316,6 +316,7 @@ static void fork_child(void)
 	ls_modules_reset_child();
 	ls_snapshot_reset_child();
 	ls_thread_reset_child();
+	ls_stack_atfork_child();
 	ls_agent.pid = getpid();
 	ls_control_forget_child();
 	ls_pm_forget_child();

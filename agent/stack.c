@@ -1,30 +1,43 @@
 /*
  * stack.c - stack capture.
  *
- * Uses libunwind (nongnu, Debian's libunwind8), loaded with dlopen()
- * RTLD_LOCAL: linking it would put its _Unwind_* symbols in front of
- * libgcc's in the traced program and change how its C++ exceptions are
- * unwound.
+ * The agent's own CFI unwinder (unwind.c) by default: it caches one
+ * compact rule per return address, which is what keeps full tracking
+ * cheap (docs/UNWINDING.md has the measurements against libunwind).
+ * LEAKSCOPE_UNWIND=libunwind selects Debian's libunwind instead, and
+ * LEAKSCOPE_UNWIND=check runs both on every capture and counts the stacks
+ * where they disagree (ls_stack_mismatches), for testing.
+ *
+ * libunwind is loaded with dlopen() RTLD_LOCAL: linking it would put its
+ * _Unwind_* symbols in front of libgcc's in the traced program and change
+ * how its C++ exceptions are unwound.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include "modules.h"
 #include "site.h"
 #include "stack.h"
 #include "sys.h"
+#include "unwind.h"
 
 #define UNW_CACHE_PER_THREAD 2	/* libunwind's unw_caching_policy_t */
+#define SLACK 16		/* agent frames above the program's */
 
+enum method { OWN, LIBUNWIND, CHECK };
+
+static enum method method = OWN;
 static int (*unw_backtrace_fn)(void **, int);
 static uint64_t self_lo, self_hi;
+static uint64_t mismatches;
 
-int ls_stack_init(void)
+static int load_libunwind(void)
 {
 	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	int (*set_policy)(void *, int);
 	void *as;
 
-	ls_modules_self_range(&self_lo, &self_hi);
 	if (!h)
 		return -ENOENT;
 	unw_backtrace_fn = (int (*)(void **, int))dlsym(h, "unw_backtrace");
@@ -35,28 +48,84 @@ int ls_stack_init(void)
 	return unw_backtrace_fn ? 0 : -ENOENT;
 }
 
-int ls_stack_capture(uint64_t *pcs, int max)
+int ls_stack_init(void)
 {
-	void *buf[LS_MAX_DEPTH + 16];
-	int n, i, skip = 0;
+	const char *m = getenv("LEAKSCOPE_UNWIND");
 
-	if (!unw_backtrace_fn)
-		return 0;
-	n = unw_backtrace_fn(buf, max + 16 > LS_MAX_DEPTH + 16 ?
-				  LS_MAX_DEPTH + 16 : max + 16);
-	while (skip < n && (uint64_t)(uintptr_t)buf[skip] >= self_lo &&
-	       (uint64_t)(uintptr_t)buf[skip] < self_hi)
+	ls_modules_self_range(&self_lo, &self_hi);
+	if (m && !strcmp(m, "libunwind"))
+		method = LIBUNWIND;
+	else if (m && !strcmp(m, "check"))
+		method = CHECK;
+	if (method != OWN && load_libunwind())
+		method = OWN;
+	return ls_unwind_init();
+}
+
+/* Drop the agent's own frames from the front of raw[0..n) into pcs. */
+static int cut_agent(const uint64_t *raw, int n, uint64_t *pcs, int max)
+{
+	int skip = 0, i;
+
+	while (skip < n && raw[skip] >= self_lo && raw[skip] < self_hi)
 		skip++;
 	for (i = 0; skip + i < n && i < max; i++)
-		pcs[i] = (uint64_t)(uintptr_t)buf[skip + i];
+		pcs[i] = raw[skip + i];
 	return i;
+}
+
+static int capture_libunwind(uint64_t *raw, int want)
+{
+	void *buf[LS_MAX_DEPTH + SLACK];
+	int n = unw_backtrace_fn(buf, want), i;
+
+	for (i = 0; i < n; i++)
+		raw[i] = (uint64_t)(uintptr_t)buf[i];
+	return n;
+}
+
+__attribute__((noinline))
+int ls_stack_capture(uint64_t *pcs, int max)
+{
+	uint64_t raw[LS_MAX_DEPTH + SLACK], other[LS_MAX_DEPTH + SLACK];
+	int want = max + SLACK, n, k, a, b;
+
+	if (want > LS_MAX_DEPTH + SLACK)
+		want = LS_MAX_DEPTH + SLACK;
+	if (method == LIBUNWIND)
+		n = capture_libunwind(raw, want);
+	else
+		n = ls_unwind_capture(raw, want, 0);
+	k = cut_agent(raw, n, pcs, max);
+	if (method == CHECK) {
+		uint64_t mine[LS_MAX_DEPTH];
+
+		/* libunwind starts inside this function: align on the
+		 * program's frames before comparing. */
+		b = capture_libunwind(other, want);
+		a = cut_agent(other, b, mine, max);
+		if (a != k || memcmp(mine, pcs, (size_t)k * sizeof(*pcs)))
+			__atomic_add_fetch(&mismatches, 1, __ATOMIC_RELAXED);
+	}
+	return k;
 }
 
 void ls_stack_invalidate(void)
 {
+	ls_unwind_invalidate();
+}
+
+void ls_stack_atfork_child(void)
+{
+	ls_unwind_atfork_child();
 }
 
 const char *ls_stack_method(void)
 {
-	return "libunwind";
+	return method == OWN ? "cfi" : method == LIBUNWIND ? "libunwind" : "check";
+}
+
+uint64_t ls_stack_mismatches(void)
+{
+	return __atomic_load_n(&mismatches, __ATOMIC_RELAXED);
 }

@@ -17,7 +17,12 @@ int ls_stack_init(void);
 int ls_stack_capture(uint64_t *pcs, int max);
 /* Called after a dlclose(): forget cached unwind rules. */
 void ls_stack_invalidate(void);
-/* Which unwinder is in use, for stats. */
+/* In a fork child (see ls_unwind_atfork_child). */
+void ls_stack_atfork_child(void);
+/* Which unwinder is in use: "cfi", "libunwind" or "check". */
 const char *ls_stack_method(void);
+/* With LEAKSCOPE_UNWIND=check: captures where the two unwinders
+ * disagreed. */
+uint64_t ls_stack_mismatches(void);
 
 #endif
