@@ -155,15 +155,15 @@ static void rd_init(struct cfi_rd *r, const struct cfi_mod *m, uint64_t at,
 
 #define HDR_TABLE_ENC 0x3b	/* datarel | sdata4: what every linker writes */
 
-/* Address of the FDE whose range may hold pc, or 0. */
-static uint64_t cfi_fde_search(const struct cfi_mod *m, uint64_t pc)
+/* The header's table: its address and entry count; 0 if it has none we
+ * can use. */
+static uint64_t cfi_hdr_table(const struct cfi_mod *m, uint64_t *count)
 {
-	struct cfi_rd r;
+	uint64_t hdr = (uint64_t)(uintptr_t)m->hdr, tab;
 	uint8_t ver, ptr_enc, cnt_enc, tab_enc;
-	uint64_t count, lo = 0, hi, mid, tab;
-	int32_t ent[2];
+	struct cfi_rd r;
 
-	rd_init(&r, m, (uint64_t)(uintptr_t)m->hdr, m->hi - (uint64_t)(uintptr_t)m->hdr);
+	rd_init(&r, m, hdr, m->hi - hdr);
 	ver = (uint8_t)rd_uint(&r, 1);
 	ptr_enc = (uint8_t)rd_uint(&r, 1);
 	cnt_enc = (uint8_t)rd_uint(&r, 1);
@@ -172,24 +172,37 @@ static uint64_t cfi_fde_search(const struct cfi_mod *m, uint64_t pc)
 	 * scan of .eh_frame; such modules get no frames. */
 	if (ver != 1 || cnt_enc == PE_OMIT || tab_enc != HDR_TABLE_ENC)
 		return 0;
-	rd_ptr(&r, ptr_enc, m);
-	count = rd_ptr(&r, cnt_enc, m);
+	rd_ptr(&r, ptr_enc, m);			/* .eh_frame itself: unused */
+	*count = rd_ptr(&r, cnt_enc, m);
 	tab = (uint64_t)(uintptr_t)r.p;
-	if (r.bad || count == 0 || count > (m->hi - tab) / 8)
+	if (r.bad || *count == 0 || *count > (m->hi - tab) / 8)
+		return 0;
+	return tab;
+}
+
+/* Address of the FDE whose range may hold pc, or 0: the last entry of
+ * the sorted table starting at or below pc. */
+static uint64_t cfi_fde_search(const struct cfi_mod *m, uint64_t pc)
+{
+	uint64_t hdr = (uint64_t)(uintptr_t)m->hdr, count, lo = 0, hi, mid;
+	uint64_t tab = cfi_hdr_table(m, &count);
+	int32_t ent[2];
+
+	if (!tab)
 		return 0;
 	hi = count;
-	while (hi - lo > 1) {	/* last entry with initial_loc <= pc */
+	while (hi - lo > 1) {
 		mid = lo + (hi - lo) / 2;
 		memcpy(ent, (const void *)(uintptr_t)(tab + 8 * mid), 8);
-		if ((uint64_t)(uintptr_t)m->hdr + (uint64_t)(int64_t)ent[0] <= pc)
+		if (hdr + (uint64_t)(int64_t)ent[0] <= pc)
 			lo = mid;
 		else
 			hi = mid;
 	}
 	memcpy(ent, (const void *)(uintptr_t)(tab + 8 * lo), 8);
-	if ((uint64_t)(uintptr_t)m->hdr + (uint64_t)(int64_t)ent[0] > pc)
+	if (hdr + (uint64_t)(int64_t)ent[0] > pc)
 		return 0;
-	return (uint64_t)(uintptr_t)m->hdr + (uint64_t)(int64_t)ent[1];
+	return hdr + (uint64_t)(int64_t)ent[1];
 }
 
 /* ------------------------------------------------------------------ */
@@ -229,7 +242,7 @@ static int cfi_entry(const struct cfi_mod *m, uint64_t at, struct cfi_rd *body)
 
 /* The augmentation data of a "z" CIE. */
 static int cfi_cie_aug(struct cfi_cie *c, const char *aug, struct cfi_rd *r,
-		      const struct cfi_mod *m)
+		       const struct cfi_mod *m)
 {
 	uint64_t len = rd_uleb(r);
 	struct cfi_rd d = *r;
@@ -263,7 +276,8 @@ static int cfi_cie_aug(struct cfi_cie *c, const char *aug, struct cfi_rd *r,
 	return d.bad ? -1 : 0;
 }
 
-static int cfi_cie_parse(const struct cfi_mod *m, uint64_t at, struct cfi_cie *c)
+static int cfi_cie_parse(const struct cfi_mod *m, uint64_t at,
+			 struct cfi_cie *c)
 {
 	struct cfi_rd r;
 	const char *aug;
@@ -294,8 +308,8 @@ static int cfi_cie_parse(const struct cfi_mod *m, uint64_t at, struct cfi_cie *c
 	return r.bad ? -1 : 0;
 }
 
-static int cfi_fde_parse(const struct cfi_mod *m, uint64_t at, struct cfi_cie *c,
-			struct cfi_fde *f)
+static int cfi_fde_parse(const struct cfi_mod *m, uint64_t at,
+			 struct cfi_cie *c, struct cfi_fde *f)
 {
 	struct cfi_rd r;
 	uint64_t id_at, id, range;
@@ -304,7 +318,8 @@ static int cfi_fde_parse(const struct cfi_mod *m, uint64_t at, struct cfi_cie *c
 		return -1;
 	id_at = (uint64_t)(uintptr_t)r.p;
 	id = rd_uint(&r, 4);
-	if (r.bad || id == 0 || id > id_at || cfi_cie_parse(m, id_at - id, c) < 0)
+	if (r.bad || id == 0 || id > id_at ||
+	    cfi_cie_parse(m, id_at - id, c) < 0)
 		return -1;
 	f->begin = rd_ptr(&r, c->fde_enc, m);
 	range = rd_ptr(&r, PE_FMT(c->fde_enc), m);
@@ -432,11 +447,13 @@ static int cfi_op(struct cfi_exec *x, struct cfi_rd *r, uint8_t op)
 	case 0x02: return cfi_advance(x, rd_uint(r, 1) * x->c->code_align);
 	case 0x03: return cfi_advance(x, rd_uint(r, 2) * x->c->code_align);
 	case 0x04: return cfi_advance(x, rd_uint(r, 4) * x->c->code_align);
-	case 0x05:						/* offset_extended */
+	case 0x05:					/* offset_extended */
 		reg = rd_uleb(r);
 		cfi_set(x, reg, H_OFF, (int64_t)rd_uleb(r) * daf);
 		return 0;
-	case 0x06: cfi_restore(x, rd_uleb(r)); return 0;	/* restore_extended */
+	case 0x06:					/* restore_extended */
+		cfi_restore(x, rd_uleb(r));
+		return 0;
 	case 0x07: cfi_set(x, rd_uleb(r), H_UNDEF, 0); return 0;
 	case 0x08: cfi_set(x, rd_uleb(r), H_SAME, 0); return 0;
 	case 0x09:						/* register */
@@ -449,12 +466,12 @@ static int cfi_op(struct cfi_exec *x, struct cfi_rd *r, uint8_t op)
 		x->row.cfa_off = (int64_t)rd_uleb(r);
 		x->row.cfa_is_expr = 0;
 		return 0;
-	case 0x0d:						/* def_cfa_register */
+	case 0x0d:					/* def_cfa_register */
 		x->row.cfa_reg = rd_uleb(r);
 		x->row.cfa_is_expr = 0;
 		return 0;
 	case 0x0e: x->row.cfa_off = (int64_t)rd_uleb(r); return 0;
-	case 0x0f:						/* def_cfa_expression */
+	case 0x0f:					/* def_cfa_expression */
 		cfi_block(r, &x->row.expr, &x->row.len);
 		x->row.cfa_is_expr = 1;
 		return 0;
@@ -467,7 +484,7 @@ static int cfi_op(struct cfi_exec *x, struct cfi_rd *r, uint8_t op)
 			g->len = len;
 		}
 		return 0;
-	case 0x11:						/* offset_extended_sf */
+	case 0x11:					/* offset_extended_sf */
 		reg = rd_uleb(r);
 		cfi_set(x, reg, H_OFF, rd_sleb(r) * daf);
 		return 0;
@@ -482,8 +499,10 @@ static int cfi_op(struct cfi_exec *x, struct cfi_rd *r, uint8_t op)
 		rd_uleb(r);
 		cfi_set(x, reg, H_OTHER, 0);
 		return 0;
-	case 0x2e: rd_uleb(r); return 0;			/* GNU_args_size */
-	case 0x2f:				/* GNU_negative_offset_extended */
+	case 0x2e:					/* GNU_args_size */
+		rd_uleb(r);
+		return 0;
+	case 0x2f:			/* GNU_negative_offset_extended */
 		reg = rd_uleb(r);
 		cfi_set(x, reg, H_OFF, -(int64_t)rd_uleb(r) * daf);
 		return 0;
@@ -506,7 +525,7 @@ static int cfi_run(struct cfi_exec *x, struct cfi_rd *r)
 			break;
 		case 2:
 			cfi_set(x, op & 0x3fu, H_OFF,
-			       (int64_t)rd_uleb(r) * x->c->data_align);
+				(int64_t)rd_uleb(r) * x->c->data_align);
 			rc = 0;
 			break;
 		case 3:
@@ -541,7 +560,7 @@ struct cfi_sym {
 #define CFI_EVAL_DEPTH 8
 
 static int cfi_eval_breg(struct cfi_sym *s, uint64_t reg, int64_t off,
-			uint64_t pc)
+			 uint64_t pc)
 {
 	s->deref = 0;
 	s->v = off;
@@ -550,7 +569,7 @@ static int cfi_eval_breg(struct cfi_sym *s, uint64_t reg, int64_t off,
 	else if (reg == DW_RBP)
 		s->base = B_RBP;
 	else if (reg == DW_RIP)
-		s->base = B_CONST, s->v = (int64_t)pc + off;
+		s->base = B_CONST, s->v = (int64_t)pc + off;	/* rip: known */
 	else
 		return -1;
 	return 0;
@@ -595,8 +614,8 @@ static int cfi_eval_bin(struct cfi_sym *a, const struct cfi_sym *b, uint8_t op)
 }
 
 /* One operation; *sp is the stack depth. */
-static int cfi_eval_op(struct cfi_rd *r, uint8_t op, struct cfi_sym *st, int *sp,
-		      uint64_t pc)
+static int cfi_eval_op(struct cfi_rd *r, uint8_t op, struct cfi_sym *st,
+		       int *sp, uint64_t pc)
 {
 	struct cfi_sym *top = *sp ? &st[*sp - 1] : NULL;
 	struct cfi_sym v = { B_CONST, 0, 0 };
@@ -659,7 +678,7 @@ static int cfi_eval_op(struct cfi_rd *r, uint8_t op, struct cfi_sym *st, int *sp
 
 /* Evaluate; with_cfa pushes the CFA first (register rules do). */
 static int cfi_eval(const uint8_t *p, uint64_t len, uint64_t pc, int with_cfa,
-		   struct cfi_sym *out)
+		    struct cfi_sym *out)
 {
 	struct cfi_sym st[CFI_EVAL_DEPTH];
 	struct cfi_rd r = { p, p + len, 0 };
@@ -685,7 +704,7 @@ static int cfi_fits(int64_t v, int bits)
 }
 
 static int cfi_reduce_cfa(const struct cfi_row *row, uint64_t pc,
-			 union ls_cfi_rule *r)
+			  union ls_cfi_rule *r)
 {
 	struct cfi_sym s = { B_CONST, 0, 0 };
 
@@ -708,7 +727,7 @@ static int cfi_reduce_cfa(const struct cfi_row *row, uint64_t pc,
 /* Where a register rule says the value is saved, as base + off with base
  * B_CFA or B_RBP; -1 if not "saved at an address" we can express. */
 static int cfi_reg_addr(const struct cfi_reg *g, const union ls_cfi_rule *r,
-		       uint64_t pc, struct cfi_sym *s)
+			uint64_t pc, struct cfi_sym *s)
 {
 	if (g->how == H_OFF) {
 		*s = (struct cfi_sym){ B_CFA, 0, g->off };
@@ -717,7 +736,8 @@ static int cfi_reg_addr(const struct cfi_reg *g, const union ls_cfi_rule *r,
 	if (g->how != H_EXPR || cfi_eval(g->expr, g->len, pc, 1, s) < 0 ||
 	    s->deref)
 		return -1;
-	if (s->base == B_RSP && !(r->f.bits & (LS_CFI_CFA_RBP | LS_CFI_CFA_DEREF))) {
+	if (s->base == B_RSP &&
+	    !(r->f.bits & (LS_CFI_CFA_RBP | LS_CFI_CFA_DEREF))) {
 		s->base = B_CFA;	/* rsp = CFA - cfa_off in this frame */
 		s->v -= r->f.cfa_off;
 	}
@@ -725,14 +745,15 @@ static int cfi_reg_addr(const struct cfi_reg *g, const union ls_cfi_rule *r,
 }
 
 static void cfi_reduce_rbp(const struct cfi_row *row, uint64_t pc,
-			  union ls_cfi_rule *r)
+			   union ls_cfi_rule *r)
 {
 	struct cfi_sym s;
 	unsigned how = LS_CFI_RBP_UNDEF;
 
 	if (row->rbp.how == H_SAME) {
 		how = LS_CFI_RBP_SAME;
-	} else if (cfi_reg_addr(&row->rbp, r, pc, &s) == 0 && cfi_fits(s.v, 16)) {
+	} else if (cfi_reg_addr(&row->rbp, r, pc, &s) == 0 &&
+		   cfi_fits(s.v, 16)) {
 		how = s.base == B_CFA ? LS_CFI_RBP_AT_CFA : LS_CFI_RBP_AT_RBP;
 		r->f.rbp_off = (int16_t)s.v;
 	}
@@ -781,7 +802,7 @@ static int cfi_is_sigreturn(uint64_t pc, int exact, const struct cfi_fde *f)
 }
 
 static uint64_t cfi_rule_from_fde(const struct cfi_mod *m, uint64_t at,
-				 uint64_t pc, int exact)
+				  uint64_t pc, int exact)
 {
 	struct cfi_exec x;
 	struct cfi_cie c;

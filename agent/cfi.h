@@ -24,8 +24,8 @@ enum ls_cfi_kind {
 enum ls_cfi_rbp {
 	LS_CFI_RBP_SAME = 0,	/* callee left %rbp alone */
 	LS_CFI_RBP_AT_CFA,	/* saved at CFA + rbp_off */
-	LS_CFI_RBP_AT_RBP,	/* saved at %rbp + rbp_off (stack realignment) */
-	LS_CFI_RBP_UNDEF,	/* unknown: becomes 0, no rbp-based rule works */
+	LS_CFI_RBP_AT_RBP,	/* saved at %rbp + rbp_off (realigned stack) */
+	LS_CFI_RBP_UNDEF,	/* unknown: 0, so no %rbp-based rule works */
 };
 
 union ls_cfi_rule {

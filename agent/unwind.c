@@ -1,7 +1,8 @@
 /*
- * unwind.c - the stack walk: rule caches, the proven stack range, and the
- * memo of the last walk.  See unwind.h for the contract, cfi.h for where
- * rules come from, docs/UNWINDING.md for the design and its numbers.
+ * unwind.c - the stack walk: the rule caches, the proven stack range, and
+ * the frame cache of earlier walks.  See unwind.h for the contract, cfi.h
+ * for where rules come from, docs/UNWINDING.md for the design and its
+ * numbers.
  *
  * Everything above the "outside hooks" section may run inside an
  * allocation hook or a signal handler.
@@ -73,39 +74,44 @@ struct uw_slot {
 };
 
 /*
- * The last complete walk of a thread (it ended at an outermost frame), as
- * its states: each frame's pc, sp and %rbp, the rule that left it, and
- * where that step read the caller's return address and %rbp (0: no read;
- * a deref CFA's address follows from the rule).  A new walk that reaches
- * one of these states (same pc and sp, and %rbp if a later step uses it)
- * re-reads those words from there on: each step whose words are unchanged
- * led to the same next state -- a step is a function of the state, the
- * rule, the bounds and the words it reads -- so those frames are taken
- * from the memo without walking them.
- * Separate arrays, not an array of structs: GCC would otherwise pair the
- * stores with vector moves right on the walk's critical path.
+ * The frame cache: states of earlier walks -- a frame's pc, sp and %rbp,
+ * the rule that leaves it -- each linked to its caller's, so they form a
+ * tree, and indexed by (pc, sp).  A node also keeps the words its step
+ * read: the caller's return address (at ra_at, the caller's pc) and saved
+ * %rbp (x_at, x_val; the return address again when the step read no
+ * %rbp).  A walk that reaches an indexed state follows the links,
+ * re-reading those words: a step whose words are unchanged leads to the
+ * same next state -- a step is a function of the state, the rule, the
+ * range and the words it reads -- so its frame is taken without walking.
+ * The first step that changed ends the chain, and the walk goes on from
+ * there, rewriting that node.  A link is only a hint: it is followed only
+ * to the very state the checked step leads to.
  */
-#define UW_MEMO_MAX 128
+#define UW_NODE_BITS 10
+#define UW_NODES (1u << UW_NODE_BITS)
+#define UW_NONE 0xffffffffu
 
-struct uw_memo {
-	uint32_t n;		/* states; 0 = empty */
-	uint32_t seq;		/* uw_seq of its rules */
-	uint64_t lo, hi;	/* the range it ran in */
-	uint64_t pc[UW_MEMO_MAX], sp[UW_MEMO_MAX], rbp[UW_MEMO_MAX];
-	uint64_t rule[UW_MEMO_MAX], ra_at[UW_MEMO_MAX], rbp_at[UW_MEMO_MAX];
-};
+struct uw_node {
+	uint64_t pc, sp, rbp, rule;
+	uint64_t ra_at;
+	uint32_t up;		/* the caller's node; UW_NONE: unknown */
+	uint32_t rbp_read;	/* the step loaded the caller's %rbp */
+	uint64_t x_at, x_val;
+};	/* one cache line: the chain loads one line per frame */
 
-/* In a memo, rule bit 7 (never set by ls_cfi_rule) marks a state whose
- * %rbp value matters: a later step uses it before reloading it. */
-#define UW_RBP_LIVE 0x8000000000000000ull
+/* One plain 8-byte store.  The walk fills nodes with these: GCC would
+ * pair adjacent stores into vector ones and then carry the walk's
+ * registers in vector form, right on its critical path. */
+#define UW_PUT(dst, v) __asm__("movq %1, %0" : "=m"(dst) : "r"((uint64_t)(v)))
 
 struct uw_tcache {
 	struct uw_tcache *next;	/* registry, never unlinked */
 	int in_use;
-	uint32_t seq;		/* uw_seq the slots belong to */
-	struct uw_memo *memo;	/* the last complete walk */
-	struct uw_memo *scratch;	/* the walk being recorded */
-	struct uw_memo m[2];
+	uint32_t seq;		/* uw_seq the rules and nodes belong to */
+	uint64_t hi;		/* top of the stack the nodes are on */
+	uint32_t ring;		/* next node to hand out */
+	uint32_t index[UW_NODES];	/* hash of (pc, sp) -> node */
+	struct uw_node node[UW_NODES];
 	struct uw_slot slot[UW_TC_SIZE];
 };
 
@@ -200,8 +206,6 @@ static struct uw_tcache *uw_tc_claim(void)
 		return NULL;
 	tc->in_use = 1;
 	tc->seq = 1;
-	tc->memo = &tc->m[0];
-	tc->scratch = &tc->m[1];
 	tc->next = __atomic_load_n(&uw_registry, __ATOMIC_RELAXED);
 	while (!__atomic_compare_exchange_n(&uw_registry, &tc->next, tc, 1,
 					    __ATOMIC_RELEASE,
@@ -230,7 +234,7 @@ static struct uw_tcache *uw_tc_get(uint32_t seq)
 		return NULL;
 	if (ls_unlikely(tc->seq != seq)) {
 		memset(tc->slot, 0, sizeof(tc->slot));
-		tc->memo->n = 0;
+		memset(tc->index, 0xff, sizeof(tc->index));	/* UW_NONE */
 		tc->seq = seq;
 	}
 	return tc;
@@ -286,13 +290,15 @@ static uint64_t uw_probe(uint64_t page, uint64_t n)
 {
 	struct iovec remote[UW_PROBE_BATCH], local;
 	char buf[UW_PROBE_BATCH];
-	uint64_t done = 0, cnt, i;
+	uint64_t done = 0, cnt, i, at;
 	long pid = uw_sys3(SYS_getpid, 0, 0, 0), r;
 
-	while (done < n && !__atomic_load_n(&uw_probe_mincore, __ATOMIC_RELAXED)) {
+	while (done < n &&
+	       !__atomic_load_n(&uw_probe_mincore, __ATOMIC_RELAXED)) {
 		cnt = n - done < UW_PROBE_BATCH ? n - done : UW_PROBE_BATCH;
 		for (i = 0; i < cnt; i++) {
-			remote[i].iov_base = (void *)(uintptr_t)(page + (done + i) * UW_PAGE);
+			at = page + (done + i) * UW_PAGE;
+			remote[i].iov_base = (void *)(uintptr_t)at;
 			remote[i].iov_len = 1;
 		}
 		local.iov_base = buf;
@@ -300,7 +306,8 @@ static uint64_t uw_probe(uint64_t page, uint64_t n)
 		r = uw_sys6(SYS_process_vm_readv, pid, (long)&local, 1,
 			    (long)remote, (long)cnt, 0);
 		if (r == -ENOSYS || r == -EPERM || r == -EACCES) {
-			__atomic_store_n(&uw_probe_mincore, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&uw_probe_mincore, 1,
+					 __ATOMIC_RELAXED);
 			break;
 		}
 		done += r > 0 ? (uint64_t)r : 0;
@@ -333,6 +340,13 @@ static int uw_home_grow(uint64_t sp, uint64_t top)
 
 	if (uw_probe(lo, n) != n)
 		return -1;
+	/* A signal handler's capture may read these between any two
+	 * stores: lowering home_lo keeps the range proven, but a new top
+	 * must not meet an old low end. */
+	if (hi != top) {
+		uw_self.home_hi = 0;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	}
 	uw_self.home_lo = lo;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	uw_self.home_hi = top;
@@ -369,7 +383,8 @@ static struct uw_range uw_bounds(uint64_t sp)
 
 struct uw_walk {
 	uint64_t pc, sp, rbp;	/* the state of the capture's caller */
-	struct uw_tcache *tc;	/* NULL: no per-thread cache, no memo */
+	uint64_t hi0;		/* top of the range sp is in */
+	struct uw_tcache *tc;	/* NULL: no per-thread caches */
 	struct uw_slot *tab;	/* NULL: no global table */
 	uint32_t seq;
 };
@@ -379,16 +394,6 @@ struct uw_out {
 	int n, max, skip;
 };
 
-/* Store pc unless still skipping; 0 once the output is full. */
-static inline int uw_emit(struct uw_out *o, uint64_t pc)
-{
-	if (o->skip > 0)
-		o->skip--;
-	else
-		o->pcs[o->n++] = pc;
-	return o->n < o->max;
-}
-
 static inline uint64_t uw_load(uint64_t a)
 {
 	uint64_t v;
@@ -397,7 +402,9 @@ static inline uint64_t uw_load(uint64_t a)
 	return v;
 }
 
-/* An 8-byte read at a lies inside [lo, hi). */
+/* An 8-byte read at a lies inside [lo, hi).  A step reads nothing below
+ * the sp of the frame it leaves: the words below are dead (and change
+ * under the unwinder's own feet), so lo is that sp. */
 static inline int uw_in(uint64_t a, uint64_t lo, uint64_t hi)
 {
 	return a >= lo && a < hi && hi - a >= 8;
@@ -444,6 +451,7 @@ static inline uint64_t uw_rule_get(const struct uw_walk *w, uint64_t pc,
 
 struct uw_regs {
 	uint64_t pc, sp, rbp, lo, hi;
+	uint64_t sp0, hi0;	/* where the walk started: sp and range top */
 };
 
 /* Through the sigreturn trampoline: the ucontext sits at sp, and the
@@ -457,18 +465,24 @@ static int uw_step_signal(struct uw_regs *g)
 	const uint64_t o_rbp = offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]);
 	struct uw_range r;
 
-	if (!uw_in(uc, g->lo, g->hi) || !uw_in(uc + o_rip, g->lo, g->hi))
+	if (!uw_in(uc, g->sp, g->hi) || !uw_in(uc + o_rip, g->sp, g->hi))
 		return 0;
 	g->pc = uw_load(uc + o_rip);
-	g->sp = uw_load(uc + o_rsp);
 	g->rbp = uw_load(uc + o_rbp);
+	g->sp = uw_load(uc + o_rsp);
+	/* Interrupted on this stack: its frames lie above the handler's.
+	 * Lower is possible only from an alternate stack to another one,
+	 * and never below where the walk started on its own stack (those
+	 * words are dead, the unwinder's own frames among them). */
+	if (g->sp >= g->lo && g->sp <= uc)
+		return 0;
 	r = uw_bounds(g->sp);
 	g->lo = r.lo;
 	g->hi = r.hi;
-	return r.hi != 0;
+	return r.hi != 0 && !(r.hi == g->hi0 && g->sp <= g->sp0);
 }
 
-/* ---- the memo ---- */
+/* ---- the frame cache ---- */
 
 static inline unsigned uw_rbp_how(uint64_t rule)
 {
@@ -482,247 +496,248 @@ static inline int uw_uses_rbp(uint64_t rule)
 	       uw_rbp_how(rule) == LS_CFI_RBP_AT_RBP;
 }
 
-/* Mark states [0, k) live or not, given whether state k is. */
-static void uw_memo_liveness(struct uw_memo *m, uint32_t k, int live)
+static inline uint32_t uw_node_hash(uint64_t pc, uint64_t sp)
 {
-	while (k-- > 0) {
-		live = uw_uses_rbp(m->rule[k]) ||
-		       (live && uw_rbp_how(m->rule[k]) == LS_CFI_RBP_SAME);
-		m->rule[k] = live ? m->rule[k] | UW_RBP_LIVE :
-				    m->rule[k] & ~UW_RBP_LIVE;
+	return (uint32_t)(((pc ^ sp << 20) * 0x9e3779b97f4a7c15ull) >>
+			  (64 - UW_NODE_BITS));
+}
+
+/* The node for state (pc, sp): its own if indexed, else the next in the
+ * ring (a state's node is rewritten in place when its step changed). */
+static inline uint32_t uw_node_for(struct uw_tcache *tc, uint64_t pc,
+				   uint64_t sp)
+{
+	uint32_t h = uw_node_hash(pc, sp), id = tc->index[h];
+
+	if (id == UW_NONE || tc->node[id].pc != pc || tc->node[id].sp != sp) {
+		id = tc->ring++ & (UW_NODES - 1);
+		tc->index[h] = id;
 	}
+	tc->node[id].up = UW_NONE;
+	return id;
 }
 
-/* Is the walk's state old state j? */
-static inline int uw_memo_match(const struct uw_memo *m, uint32_t j,
-				uint64_t pc, uint64_t sp, uint64_t rbp)
-{
-	return m->sp[j] == sp && m->pc[j] == pc &&
-	       (!(m->rule[j] & UW_RBP_LIVE) || m->rbp[j] == rbp);
-}
-
-/* Is the word at a, if in range, still v? */
-static inline int uw_holds(const struct uw_memo *m, uint64_t a, uint64_t v)
-{
-	return uw_in(a, m->lo, m->hi) && uw_load(a) == v;
-}
-
-/* Do the words step i of the memo read still hold what it read?  The
- * range checks cannot fail for a memo the walk wrote; they keep a
- * damaged one harmless. */
-static inline int uw_memo_step_holds(const struct uw_memo *m, uint32_t i)
-{
-	union ls_cfi_rule r = { .word = m->rule[i] };
-	uint64_t base;
-
-	if (!uw_holds(m, m->ra_at[i], m->pc[i + 1]))
-		return 0;
-	if (m->rbp_at[i] && !uw_holds(m, m->rbp_at[i], m->rbp[i + 1]))
-		return 0;
-	if (ls_likely(!(r.f.bits & LS_CFI_CFA_DEREF)))
-		return 1;
-	base = r.f.bits & LS_CFI_CFA_RBP ? m->rbp[i] : m->sp[i];
-	return uw_holds(m, base + (uint64_t)(int64_t)r.f.cfa_off, m->sp[i + 1]);
-}
-
-/* The first step from old state j on whose words changed, or -1 if none
- * did.  Reads stay in the memo's range, which the caller checked is the
- * walk's. */
-static int uw_memo_verify(const struct uw_memo *m, uint32_t j)
-{
-	for (; j + 1 < m->n; j++)
-		if (!uw_memo_step_holds(m, j))
-			return (int)j;
-	return -1;
-}
-
-static void uw_memo_move(struct uw_memo *d, uint32_t to,
-			 const struct uw_memo *s, uint32_t from, uint32_t n)
-{
-	memmove(&d->pc[to], &s->pc[from], n * sizeof(d->pc[0]));
-	memmove(&d->sp[to], &s->sp[from], n * sizeof(d->sp[0]));
-	memmove(&d->rbp[to], &s->rbp[from], n * sizeof(d->rbp[0]));
-	memmove(&d->rule[to], &s->rule[from], n * sizeof(d->rule[0]));
-	memmove(&d->ra_at[to], &s->ra_at[from], n * sizeof(d->ra_at[0]));
-	memmove(&d->rbp_at[to], &s->rbp_at[from], n * sizeof(d->rbp_at[0]));
-}
-
-/* Emit the pcs of old states from..to-1; 0 once the output is full. */
-static int uw_memo_emit(const struct uw_memo *m, uint32_t from, uint32_t to,
-			struct uw_out *o)
-{
-	uint32_t c;
-
-	c = (uint32_t)o->skip < to - from ? (uint32_t)o->skip : to - from;
-	o->skip -= (int)c;
-	from += c;
-	c = (uint32_t)(o->max - o->n) < to - from ?
-	    (uint32_t)(o->max - o->n) : to - from;
-	memcpy(&o->pcs[o->n], &m->pc[from], c * sizeof(o->pcs[0]));
-	o->n += (int)c;
-	return o->n < o->max;
-}
-
-/* Old states j.. continue the new walk's k states: emit the old pcs,
- * then make the memo the new walk (if rec kept all its states). */
+/* A deref CFA step: is the word it loaded the CFA from unchanged? */
 __attribute__((noinline))
-static int uw_memo_splice(struct uw_memo *old, struct uw_memo *rec,
-			  uint32_t k, uint32_t j, struct uw_out *o)
+static int uw_node_deref_holds(const struct uw_node *n, uint64_t cfa)
 {
-	uint32_t rest = old->n - j;
+	union ls_cfi_rule r = { .word = n->rule };
 
-	uw_memo_emit(old, j + 1, old->n, o);
-	if (!rec || k + rest > UW_MEMO_MAX || k + j == 0)
-		return o->n;
-	if (k != j)
-		uw_memo_move(old, k, old, j, rest);
-	uw_memo_move(old, 0, rec, 0, k);
-	uw_memo_liveness(old, k, !!(old->rule[k] & UW_RBP_LIVE));
-	old->n = k + rest;
-	return o->n;
+	return uw_load((r.f.bits & LS_CFI_CFA_RBP ? n->rbp : n->sp) +
+		       (uint64_t)(int64_t)r.f.cfa_off) == cfa;
 }
 
 /*
- * Steps j..m-1 of the memo still hold (m is the first that changed): the
- * walk is now in old state m.  Emit and record those frames; 0 if the
- * output is full.
+ * The walk is in node id's state with %rbp *rbp: take frames along the
+ * chain while the steps hold, emitting them.  A step holds when the words
+ * it read hold what they held (its return address: the caller's pc), it
+ * does not use a %rbp other than the node's, and the next node is the
+ * very state it leads to.  Every address in a node was checked against
+ * the range by the walk that wrote it, the range being this one (the
+ * cache is emptied when the stack top changes; the range only grows
+ * downward), so the reads need no check here.
+ *
+ * Returns UW_NONE when done (an outermost frame was reached, or the
+ * output is full), else the node whose step must be walked, with *rbp
+ * the %rbp the walk has there.
  */
 __attribute__((noinline))
-static int uw_memo_take(const struct uw_memo *old, uint32_t j, uint32_t m,
-			struct uw_memo **rec, uint32_t *k, struct uw_out *o)
+static uint32_t uw_chain(const struct uw_tcache *tc, uint32_t id,
+			 uint64_t *rbp, struct uw_out *o)
 {
-	if (*rec && *k + (m - j) < UW_MEMO_MAX) {
-		uw_memo_move(*rec, *k, old, j, m - j);
-		*k += m - j;
-	} else {
-		*rec = NULL;
-	}
-	return uw_memo_emit(old, j + 1, m + 1, o);
-}
+	const struct uw_node *n = &tc->node[id], *p;
+	uint64_t r = *rbp, *pcs = o->pcs;
+	int cnt = o->n, skip = o->skip, max = o->max;
+	union ls_cfi_rule rule;
 
-/* The walk in rec ended at an outermost frame: it becomes the memo. */
-__attribute__((noinline))
-static void uw_memo_commit(struct uw_tcache *tc, struct uw_memo *rec,
-			   uint32_t k, const struct uw_regs *g, uint64_t rule,
-			   uint32_t seq)
-{
-	rec->pc[k] = g->pc;
-	rec->sp[k] = g->sp;
-	rec->rbp[k] = g->rbp;
-	rec->rule[k] = rule;
-	rec->ra_at[k] = rec->rbp_at[k] = 0;
-	uw_memo_liveness(rec, k, 0);
-	rec->n = k + 1;
-	rec->seq = seq;
-	rec->lo = g->lo;
-	rec->hi = g->hi;
-	tc->scratch = tc->memo;
-	tc->memo = rec;
+	for (;;) {
+		rule.word = n->rule;
+		if (LS_CFI_KIND(rule.f.bits) == LS_CFI_OUTERMOST) {
+			id = UW_NONE;
+			break;
+		}
+		if (n->up == UW_NONE)
+			break;
+		p = &tc->node[n->up];
+		if (ls_unlikely(n->rbp != r) && uw_uses_rbp(rule.word))
+			break;
+		if (p->sp != n->ra_at - (uint64_t)(int64_t)rule.f.ra_off)
+			break;
+		if ((uw_load(n->ra_at) ^ p->pc) | (uw_load(n->x_at) ^ n->x_val))
+			break;
+		if (ls_unlikely(rule.f.bits & LS_CFI_CFA_DEREF) &&
+		    !uw_node_deref_holds(n, p->sp))
+			break;
+		if (uw_rbp_how(rule.word) != LS_CFI_RBP_SAME)
+			r = n->rbp_read ? n->x_val : 0;
+		id = n->up;
+		n = p;
+		if (skip > 0) {
+			skip--;
+		} else {
+			pcs[cnt++] = p->pc;
+			if (cnt == max) {
+				id = UW_NONE;
+				break;
+			}
+		}
+	}
+	o->n = cnt;
+	o->skip = skip;
+	*rbp = r;
+	return id;
 }
 
 /* ---- the loop ---- */
 
 /*
- * pc, sp, rbp, lo, hi and the output count stay in registers: the chain
- * from one frame to the next (pc -> cached rule -> CFA -> return address
- * load) is the cost.  States are recorded into rec for the memo; old is
- * the memo, consulted while the walk's sp has not passed its states.
+ * A step by a rule other than LS_CFI_FRAME: 1 with *g the state past a
+ * signal frame, else 0 (the walk ends; an outermost frame gets its node,
+ * the caller of node *prev).  Out of line and given scalars, so the
+ * loop's state is never gathered into a struct: GCC would then keep it
+ * in vector registers.
  */
-static int uw_walk(const struct uw_walk *w, struct uw_out *o)
+__attribute__((noinline))
+static int uw_special(const struct uw_walk *w, struct uw_tcache *tc,
+		      uint64_t rule, uint64_t pc, uint64_t sp, uint64_t rbp,
+		      uint64_t lo, uint64_t hi, uint32_t prev,
+		      struct uw_regs *g)
 {
-	uint64_t pc = w->pc, sp = w->sp, rbp = w->rbp, cfa, at, nrbp, rbp_at;
+	union ls_cfi_rule r = { .word = rule };
+	uint32_t id;
+
+	*g = (struct uw_regs){ pc, sp, rbp, lo, hi, w->sp, w->hi0 };
+	if (LS_CFI_KIND(r.f.bits) == LS_CFI_OUTERMOST && tc) {
+		id = uw_node_for(tc, pc, sp);
+		tc->node[id] = (struct uw_node){ pc, sp, rbp, rule, 0, UW_NONE,
+						 0, 0, 0 };
+		if (prev != UW_NONE)
+			tc->node[prev].up = id;
+	}
+	return LS_CFI_KIND(r.f.bits) == LS_CFI_SIGNAL && uw_step_signal(g);
+}
+
+/* The frame cache for a walk in [lo, hi): only on the thread's own stack
+ * (other stacks come and go), emptied when that changes. */
+static struct uw_tcache *uw_nodes(struct uw_tcache *tc, uint64_t hi)
+{
+	if (!tc || hi != uw_self.home_hi)
+		return NULL;
+	if (ls_unlikely(tc->hi != hi)) {
+		memset(tc->index, 0xff, sizeof(tc->index));
+		tc->hi = hi;
+	}
+	return tc;
+}
+
+/*
+ * Walk from w's state, emitting into o, through the frame cache when the
+ * walk is on the thread's stack.  One long function on purpose: the chain
+ * from one frame to the next (pc -> cached rule -> CFA -> return address
+ * load) is the cost, and helpers taking the loop's state by address would
+ * move pc, sp, rbp, lo, hi and the output count out of registers.
+ */
+static int uw_walk(struct uw_walk *w, struct uw_out *o)
+{
+	uint64_t pc = w->pc, sp = w->sp, rbp = w->rbp, cfa, at, nrbp, xat;
+	uint64_t npc, r2;
 	struct uw_range range = uw_bounds(sp);
 	uint64_t lo = range.lo, hi = range.hi;
-	struct uw_memo *old = NULL, *rec = NULL;
+	struct uw_tcache *tc;
+	struct uw_node *nd;
 	union ls_cfi_rule r;
-	uint32_t j = 0, k = 0;
-	int exact = 0, m, n = o->n, skip = o->skip;
+	struct uw_regs g;
+	uint32_t id, prev = UW_NONE, failed = UW_NONE;
+	unsigned how;
+	int exact = 0, n = o->n, skip = o->skip;
 
 	if (!hi)
 		return 0;
-	if (w->tc) {
-		old = w->tc->memo;
-		rec = w->tc->scratch;
-		if (old->n == 0 || old->seq != w->seq || old->lo != lo ||
-		    old->hi != hi)
-			old = NULL;
-	}
+	w->hi0 = hi;
+	tc = uw_nodes(w->tc, hi);
 	for (;;) {
-		if (old) {
-			while (j < old->n && old->sp[j] < sp)
-				j++;
-			if (j == old->n) {
-				old = NULL;
-			} else if (uw_memo_match(old, j, pc, sp, rbp)) {
-				m = uw_memo_verify(old, j);
+		if (tc && !exact) {
+			id = tc->index[uw_node_hash(pc, sp)];
+			if (id != UW_NONE && id != failed &&
+			    tc->node[id].pc == pc && tc->node[id].sp == sp) {
+				if (prev != UW_NONE)
+					tc->node[prev].up = id;
+				prev = UW_NONE;
 				o->n = n;
 				o->skip = skip;
-				if (m < 0)
-					return uw_memo_splice(old, rec, k, j, o);
-				if ((uint32_t)m > j &&
-				    !uw_memo_take(old, j, (uint32_t)m, &rec, &k, o))
+				r2 = rbp;	/* rbp stays in a register */
+				failed = uw_chain(tc, id, &r2, o);
+				if (failed == UW_NONE)
 					return o->n;
 				n = o->n;
 				skip = o->skip;
-				pc = old->pc[m];
-				sp = old->sp[m];
-				rbp = old->rbp[m];
-				j = (uint32_t)m + 1;
+				pc = tc->node[failed].pc;
+				sp = tc->node[failed].sp;
+				rbp = r2;
+				continue;
 			}
 		}
 		if (ls_unlikely(pc - 1 >= UW_USER_MAX - 1))
 			break;	/* 0 or not a user address */
 		r.word = uw_rule_get(w, pc, exact);
 		if (ls_unlikely(LS_CFI_KIND(r.f.bits) != LS_CFI_FRAME)) {
-			struct uw_regs g = { pc, sp, rbp, lo, hi };
-
-			if (LS_CFI_KIND(r.f.bits) == LS_CFI_OUTERMOST && rec)
-				uw_memo_commit(w->tc, rec, k, &g, r.word, w->seq);
-			if (LS_CFI_KIND(r.f.bits) != LS_CFI_SIGNAL ||
-			    !uw_step_signal(&g))
+			if (!uw_special(w, exact ? NULL : tc, r.word, pc, sp,
+					rbp, lo, hi, prev, &g))
 				break;
-			pc = g.pc, sp = g.sp, rbp = g.rbp, lo = g.lo, hi = g.hi;
+			pc = g.pc;
+			sp = g.sp;
+			rbp = g.rbp;
+			lo = g.lo;
+			hi = g.hi;
 			exact = 1;
-			old = rec = NULL;	/* bounds changed: no memo */
+			tc = NULL;	/* another range: no frame cache */
 			goto emit;
 		}
 		cfa = (r.f.bits & LS_CFI_CFA_RBP ? rbp : sp) +
 		      (uint64_t)(int64_t)r.f.cfa_off;
 		if (ls_unlikely(r.f.bits & LS_CFI_CFA_DEREF)) {
-			if (!uw_in(cfa, lo, hi))
+			if (!uw_in(cfa, sp, hi))
 				break;
 			cfa = uw_load(cfa);
 		}
 		if (ls_unlikely(cfa <= sp || cfa > hi))
-			break;		/* the CFA must rise, inside the range */
+			break;	/* the CFA must rise, inside the range */
 		nrbp = rbp;
-		rbp_at = 0;
-		if (uw_rbp_how(r.word) != LS_CFI_RBP_SAME) {
-			rbp_at = uw_rbp_how(r.word) == LS_CFI_RBP_AT_CFA ? cfa :
-				 uw_rbp_how(r.word) == LS_CFI_RBP_AT_RBP ? rbp : 0;
-			rbp_at += (uint64_t)(int64_t)r.f.rbp_off;
-			if (rbp_at && uw_in(rbp_at, lo, hi))
-				nrbp = uw_load(rbp_at);
-			else	/* undefined or out of range: 0, nothing read */
-				nrbp = rbp_at = 0;
+		xat = 0;
+		how = uw_rbp_how(r.word);
+		if (ls_unlikely(how != LS_CFI_RBP_SAME)) {
+			nrbp = 0;	/* undefined, or saved out of range */
+			at = (how == LS_CFI_RBP_AT_CFA ? cfa : rbp) +
+			     (uint64_t)(int64_t)r.f.rbp_off;
+			if (how != LS_CFI_RBP_UNDEF && uw_in(at, sp, hi)) {
+				nrbp = uw_load(at);
+				xat = at;
+			}
 		}
 		at = cfa + (uint64_t)(int64_t)r.f.ra_off;
-		if (ls_unlikely(!uw_in(at, lo, hi)))
+		if (ls_unlikely(!uw_in(at, sp, hi)))
 			break;
-		if (rec) {
-			rec->pc[k] = pc;
-			rec->sp[k] = sp;
-			rec->rbp[k] = rbp;
-			rec->rule[k] = r.word;
-			rec->ra_at[k] = at;
-			rec->rbp_at[k] = rbp_at;
-			if (++k == UW_MEMO_MAX)
-				rec = NULL;	/* too deep to remember */
+		npc = uw_load(at);
+		if (tc) {
+			id = uw_node_for(tc, pc, sp);
+			nd = &tc->node[id];
+			UW_PUT(nd->pc, pc);
+			UW_PUT(nd->sp, sp);
+			UW_PUT(nd->rbp, rbp);
+			UW_PUT(nd->rule, r.word);
+			UW_PUT(nd->ra_at, at);
+			UW_PUT(nd->x_at, xat ? xat : at);
+			UW_PUT(nd->x_val, xat ? nrbp : npc);
+			nd->rbp_read = xat != 0;
+			if (prev != UW_NONE)
+				tc->node[prev].up = id;
+			prev = id;
 		}
-		pc = uw_load(at);
+		pc = npc;
 		sp = cfa;
 		rbp = nrbp;
 		exact = 0;
+		failed = UW_NONE;
 		if (pc == 0)
 			break;
 emit:
@@ -743,7 +758,7 @@ emit:
  * Caches are used when no invalidation is running; a walk that overlapped
  * one may hold a rule of an unmapped module, so it is redone uncached.
  * A capture interrupted by a signal whose handler captures too: the
- * handler's walk leaves the per-thread cache and memo alone (they may be
+ * handler's walk leaves the per-thread caches alone (they may be
  * mid-update).
  */
 static int uw_capture(const struct uw_walk *start, struct uw_out *o)
@@ -779,7 +794,7 @@ __attribute__((noinline))
 int ls_unwind_capture(uint64_t *pcs, int max, int skip)
 {
 	const uint64_t *fp = __builtin_frame_address(0);
-	struct uw_walk w = { 0, 0, 0, NULL, NULL, 0 };
+	struct uw_walk w = { 0, 0, 0, 0, NULL, NULL, 0 };
 	struct uw_out o = { pcs, 0, max, skip };
 
 	if (max <= 0 || !pcs)

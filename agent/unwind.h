@@ -4,17 +4,20 @@
  * Walks the calling thread's stack with the .eh_frame CFI of each module,
  * so code built without frame pointers (Debian's libc and most packages)
  * gives full stacks.  Each return address is reduced once to a compact
- * rule (where the CFA, the return address and the caller's %rbp are) and
- * the rule is cached: a per-thread direct-mapped cache in front of a
- * global lock-free hash table.  A warm capture costs a few ns per frame.
- * See docs/UNWINDING.md.
+ * rule (cfi.h) and cached: a per-thread direct-mapped cache in front of a
+ * global lock-free hash table.  On top of that, each thread keeps a frame
+ * cache: the frames of its earlier walks as a tree indexed by (pc, sp).
+ * A walk that reaches a known frame re-reads the stack words the earlier
+ * walk read above it, and takes every frame whose words are unchanged
+ * without walking it; only frames that changed are walked.  See
+ * docs/UNWINDING.md for the design and its measurements.
  *
  * Crash-proof by construction: every stack read is bounded to a range of
- * the calling thread's stack that was proven readable (once per thread,
- * by a syscall probe), each frame's CFA must rise strictly within that
- * range, and CFI is read only from modules _dl_find_object() knows, each
- * read bounded to the module.  A wrong or stale rule can cost frames, it
- * cannot make the unwinder fault.
+ * the calling thread's stack proven readable by a syscall probe, and to
+ * the words at or above the frame being left; each frame's CFA must rise
+ * strictly within that range; CFI is read only from modules that
+ * _dl_find_object() knows, each read bounded to the module.  A wrong or
+ * stale rule can cost frames, it cannot make the unwinder fault.
  *
  * x86_64 Linux with glibc 2.35 or later only.
  */
@@ -23,15 +26,16 @@
 
 #include <stdint.h>
 
-/* Deepest capture one call stores; larger max values are clamped. */
+/* Deepest capture one call stores; larger max values are clamped, and
+ * so is skip. */
 #define LS_UNWIND_MAX_FRAMES 1024
 
 /*
- * Once, at the agent's start, outside any hook and before any other
- * thread calls ls_unwind_capture().  Maps the global rule table and
- * creates the thread-exit key that recycles per-thread caches.
- * Returns 0 or -errno (-ENOMEM: no table; captures then still work,
- * uncached).  Calling it again is a no-op.
+ * Once, at the agent's start, outside any hook, before other threads
+ * capture: maps the global rule table (2 MiB of address space, touched as
+ * it fills) and creates the thread-exit key that recycles per-thread
+ * caches.  Returns 0 or -errno (-ENOMEM: no table; captures then still
+ * work, uncached).  Calling it again is a no-op.
  */
 int ls_unwind_init(void);
 
@@ -56,18 +60,19 @@ int ls_unwind_init(void);
  *
  * Safe inside allocation hooks and async-signal handlers, and
  * async-signal-safe itself: no allocation through malloc, no stdio, no
- * lock.  Memory comes from mmap (a thread's first call maps its cache),
- * errno is preserved.  Thread-safe.  May be called before
- * ls_unwind_init(); it then works uncached.
+ * lock; errno is left alone.  A thread's first call maps its caches
+ * (about 86 KiB, given back to a pool when the thread exits).
+ * Thread-safe.  May be called before ls_unwind_init(); it then works
+ * uncached.
  */
 int ls_unwind_capture(uint64_t *pcs, int max, int skip);
 
 /*
- * Forget every cached rule, because a module was unmapped (dlclose) and
- * another one may later be mapped at its addresses.  Captures running
- * meanwhile in other threads notice and redo their walk uncached.
- * Not for hooks or signal handlers (it calls madvise under a lock);
- * thread-safe otherwise.
+ * Forget every cached rule and frame, because a module was unmapped
+ * (dlclose) and another one may later be mapped at its addresses.
+ * Captures running meanwhile in other threads notice and redo their walk
+ * uncached.  Not for hooks or signal handlers (it calls madvise under a
+ * lock); thread-safe otherwise.
  */
 void ls_unwind_invalidate(void);
 

@@ -1,21 +1,25 @@
 /*
- * unwind-bench.c - ns per stack capture 15 frames below main, in code
- * built without frame pointers: the agent's unwinder against libunwind's
- * unw_backtrace (per-thread caching) and glibc's backtrace().
+ * unwind-bench.c - ns per stack capture 15 frames below a thread's start,
+ * in code built without frame pointers: the agent's unwinder against
+ * libunwind's unw_backtrace (per-thread caching) and glibc's backtrace().
  *
- * Three stack shapes, because the agent's unwinder remembers the last
- * walk and re-reads only what could have changed:
+ * Four stack shapes, because the agent's unwinder takes the frames it
+ * walked before, and whose stack words are unchanged, from its frame
+ * cache without walking them:
  *   same    every capture from the same stack (a tight allocation loop);
- *   inner   the innermost 4 frames alternate between 4 call paths, the
- *           outer ones stay (typical churn);
- *   outer   the 2 outermost of the 15 frames alternate (16 paths), so
- *           only the thread-start frames above them can be reused:
- *           close to the plain cost of a cached walk.
+ *   inner   the innermost 4 frames alternate between call paths, the
+ *           outer ones stay (one allocation site, many callers below);
+ *   outer   the 2 outermost of the 15 frames alternate (an allocation
+ *           wrapper reached from several places);
+ *   all     every frame differs from the previous capture's (each was
+ *           seen in some earlier capture, as in any loop);
+ *   fresh   an alloca of varying size below the thread start moves every
+ *           frame's sp, over 256 places: the cache never helps, every
+ *           capture is a full walk (the worst case).
+ * The harness alone (method "none") is timed too and subtracted.
  *
- * Build (after the agent objects exist; frame pointers off on purpose):
- *   gcc -O2 -g -fomit-frame-pointer -D_GNU_SOURCE -o build/bench/unwind-bench \
- *       bench/unwind-bench.c build/agent/unwind.o build/agent/cfi.o \
- *       build/agent/sys.o -ldl -lpthread
+ * Build and run: make -C bench unwind-bench (frame pointers off on
+ * purpose; it links the agent's unwind.o, cfi.o and sys.o).
  *
  * libunwind is dlopen()ed, as the agent does: linking libunwind.so.8 would
  * interpose its own weak backtrace() over glibc's.
@@ -27,6 +31,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "../agent/cfi.h"
 #include "../agent/unwind.h"
 
 #define DEPTH 15
@@ -35,14 +40,16 @@
 #define MAXF 64
 #define NOFP __attribute__((noipa, optimize("omit-frame-pointer")))
 
-enum method { NONE, OURS, OURS_COLD, LIBUNWIND, GLIBC, NMETHODS };
-enum shape { SAME, INNER_VARY, OUTER_VARY, NSHAPES };
+enum method { NONE, OURS, LIBUNWIND, GLIBC, NMETHODS };
+enum shape { SAME, INNER_VARY, OUTER_VARY, ALL_VARY, FRESH, NSHAPES };
 
 static const char *const method_names[NMETHODS] = {
-	"(no capture: the descent)", "leakscope", "leakscope, cold rules", "libunwind, per-thread cache",
-	"glibc backtrace()",
+	"none (the harness alone)", "leakscope",
+	"libunwind, per-thread cache", "glibc backtrace()",
 };
-static const char *const shape_names[NSHAPES] = { "same", "inner", "outer" };
+static const char *const shape_names[NSHAPES] = {
+	"same", "inner", "outer", "all", "fresh"
+};
 
 static int (*unw_bt)(void **, int);
 
@@ -87,9 +94,6 @@ NOFP static int capture(struct run *r)
 	int f = 0;
 
 	switch (r->m) {
-	case OURS_COLD:
-		ls_unwind_invalidate();
-		/* fall through */
 	case OURS:
 		f = ls_unwind_capture(pcs, MAXF, 0);
 		r->sum += pcs[f - 1];
@@ -115,6 +119,8 @@ static inline int pick(const struct run *r, int d, long i)
 		return (int)((u + (unsigned)d) & 3);
 	if (r->shape == OUTER_VARY && d >= DEPTH - 1)
 		return (int)((d == DEPTH ? u : u >> 2) & 3);
+	if (r->shape == ALL_VARY)	/* each level differs every time */
+		return (int)((u + (unsigned)d) & 3);
 	return 0;
 }
 
@@ -142,8 +148,12 @@ static int (*const paths[4])(int, struct run *, long) = {
 	path0, path1, path2, path3
 };
 
-static int top(struct run *r, long i)
+NOFP static int top(struct run *r, long i)
 {
+	size_t len = r->shape == FRESH ? 16 * (size_t)(i & 255) + 16 : 16;
+	char *p = __builtin_alloca(len);
+
+	__asm__ volatile("" : : "r"(p) : "memory");
 	return paths[pick(r, DEPTH, i)](DEPTH, r, i);
 }
 
@@ -214,10 +224,30 @@ static void bench(enum method m, enum shape shape, long n, int threads)
 	report(name, shape, threads, &r[0]);
 }
 
+/* What a cache miss costs: building the rule of each pc of a stack. */
+static void rule_cost(void)
+{
+	uint64_t pcs[MAXF], t0;
+	double best = 1e18, ns;
+	int n = ls_unwind_capture(pcs, MAXF, 0), i, b, r, cacheable;
+
+	for (b = 0; b < BATCHES; b++) {
+		t0 = now_ns();
+		for (r = 0; r < 2000; r++)
+			for (i = 0; i < n; i++)
+				ls_cfi_rule(pcs[i], 0, &cacheable);
+		ns = (double)(now_ns() - t0) / (2000.0 * n);
+		if (ns < best)
+			best = ns;
+	}
+	printf("building one rule from .eh_frame (a cache miss): %.0f ns\n",
+	       best);
+}
+
 int main(void)
 {
 	static const long iters[NMETHODS] = {
-		2000000, 2000000, 4000, 1000000, 100000
+		2000000, 2000000, 1000000, 100000
 	};
 	int m, s;
 
@@ -225,16 +255,16 @@ int main(void)
 		fprintf(stderr, "unwind-bench: cannot load libunwind.so.8\n");
 		return 1;
 	}
-	printf("captures %d frames below the thread start (plus capture, "
-	       "thread start), no frame pointers\n", DEPTH);
+	printf("captures %d frames below a thread start, no frame pointers; "
+	       "fastest of %d batches\n", DEPTH, BATCHES);
 	printf("%-34s %-6s %9s %9s %6s %8s\n", "method", "stack", "ns/call",
 	       "ns/stack", "frames", "ns/frame");
 	for (m = 0; m < NMETHODS; m++)
 		for (s = 0; s < NSHAPES; s++)
 			bench((enum method)m, (enum shape)s, iters[m], 1);
-	for (m = NONE; m <= OURS; m++)
+	for (m = NONE; m <= LIBUNWIND; m++)
 		for (s = 0; s < NSHAPES; s++)
 			bench((enum method)m, (enum shape)s, iters[m], 2);
-	bench(LIBUNWIND, OUTER_VARY, iters[LIBUNWIND], 2);
+	rule_cost();
 	return 0;
 }

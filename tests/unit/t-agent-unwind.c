@@ -5,9 +5,14 @@
  * with dlopen as the agent does, so no link flag is needed) taken from
  * the same frame as our capture, and __builtin_return_address for pcs[0].
  * The helpers are built without frame pointers (checked at run time from
- * their code bytes), some with alloca so their CFA is %rbp-based; stacks
- * go through libc callbacks, a thread, signal handlers on the thread's
- * stack and on an alternate stack, and a makecontext stack.
+ * their code bytes), some with alloca so their CFA is %rbp-based, some
+ * realigning their stack (CFA kept in memory), some in asm with a frame
+ * pointer or junk in %rbp; stacks go through libc callbacks, a thread,
+ * signal handlers on the thread's stack and on an alternate stack, and a
+ * makecontext stack.  Then what the frame cache takes from earlier walks
+ * is checked: along thousands of mutating call paths, against cold walks
+ * over garbage-filled stacks (in a child, which must not crash), and from
+ * two threads while the caches are invalidated under them.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -172,10 +177,12 @@ static int uses_fp(const void *fn)
 
 static void test_codegen(void)
 {
-	ok(!uses_fp((const void *)rec_plain) && !uses_fp((const void *)rec_mixed) &&
+	ok(!uses_fp((const void *)rec_plain) &&
+	   !uses_fp((const void *)rec_mixed) &&
 	   !uses_fp((const void *)capture_both),
 	   "plain helpers are built without a frame pointer");
-	ok(uses_fp((const void *)rec_alloca) && uses_fp((const void *)rec_mixed_a),
+	ok(uses_fp((const void *)rec_alloca) &&
+	   uses_fp((const void *)rec_mixed_a),
 	   "alloca helpers keep their CFA in %%rbp");
 }
 
@@ -363,7 +370,8 @@ static void test_signal(int altstack)
 	/* capture_both returns into on_alarm, on_alarm into the
 	 * trampoline: mov $15,%rax; syscall (rt_sigreturn). */
 	ok(sig_cap.n_ours > 2 &&
-	   memcmp((const void *)(uintptr_t)sig_cap.ours[1], sigreturn_code, 9) == 0,
+	   memcmp((const void *)(uintptr_t)sig_cap.ours[1], sigreturn_code,
+		  9) == 0,
 	   "%s: frame 1 is the sigreturn trampoline", what);
 	restore_rt = sig_cap.ours[1];
 	signal(SIGALRM, SIG_DFL);
@@ -398,6 +406,273 @@ static void test_makecontext(void)
 }
 
 /* ---------------------------------------------------------------- */
+/* The frame cache must not carry a stale %rbp.                      */
+
+/*
+ * fp_caller and junk_caller call fn(arg) at the same stack depth; the
+ * first has a frame pointer (its CFA is %rbp-based), the second leaves a
+ * junk value in %rbp.  Capturing below junk_caller and then below
+ * fp_caller from the same frames: the first walk never used %rbp, the
+ * second needs the real one.
+ */
+void fp_caller(void (*fn)(void *), void *arg);
+void junk_caller(void (*fn)(void *), void *arg);
+__asm__(".text\n"
+	".p2align 4\n"
+	"fp_caller:\n"
+	"	.cfi_startproc\n"
+	"	push %rbp\n"
+	"	.cfi_def_cfa_offset 16\n"
+	"	.cfi_offset %rbp, -16\n"
+	"	mov %rsp, %rbp\n"
+	"	.cfi_def_cfa_register %rbp\n"
+	"	sub $16, %rsp\n"
+	"	mov %rdi, %rax\n"
+	"	mov %rsi, %rdi\n"
+	"	call *%rax\n"
+	"	leave\n"
+	"	.cfi_def_cfa %rsp, 8\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".p2align 4\n"
+	"junk_caller:\n"
+	"	.cfi_startproc\n"
+	"	push %rbp\n"
+	"	.cfi_def_cfa_offset 16\n"
+	"	.cfi_offset %rbp, -16\n"
+	"	sub $16, %rsp\n"
+	"	.cfi_def_cfa_offset 32\n"
+	"	mov %rdi, %rax\n"
+	"	mov %rsi, %rdi\n"
+	"	mov $0x1234, %ebp\n"
+	"	call *%rax\n"
+	"	add $16, %rsp\n"
+	"	.cfi_def_cfa_offset 16\n"
+	"	pop %rbp\n"
+	"	.cfi_def_cfa_offset 8\n"
+	"	ret\n"
+	"	.cfi_endproc\n");
+
+/*
+ * realign_fp keeps a frame pointer and aligns its stack to 64 bytes;
+ * shallow_fp and deep_fp enter it 32 bytes apart.  Half the time both
+ * align to the same place: the frames below then have the same pc and
+ * sp but a different %rbp, which the frame above them needs.
+ */
+void realign_fp(void (*fn)(void *), void *arg);
+void shallow_fp(void (*fn)(void *), void *arg);
+void deep_fp(void (*fn)(void *), void *arg);
+__asm__(".text\n"
+	".p2align 4\n"
+	"realign_fp:\n"
+	"	.cfi_startproc\n"
+	"	push %rbp\n"
+	"	.cfi_def_cfa_offset 16\n"
+	"	.cfi_offset %rbp, -16\n"
+	"	mov %rsp, %rbp\n"
+	"	.cfi_def_cfa_register %rbp\n"
+	"	and $-64, %rsp\n"
+	"	sub $64, %rsp\n"
+	"	mov %rdi, %rax\n"
+	"	mov %rsi, %rdi\n"
+	"	call *%rax\n"
+	"	leave\n"
+	"	.cfi_def_cfa %rsp, 8\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".p2align 4\n"
+	"shallow_fp:\n"
+	"	.cfi_startproc\n"
+	"	sub $8, %rsp\n"
+	"	.cfi_def_cfa_offset 16\n"
+	"	call realign_fp\n"
+	"	add $8, %rsp\n"
+	"	.cfi_def_cfa_offset 8\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".p2align 4\n"
+	"deep_fp:\n"
+	"	.cfi_startproc\n"
+	"	sub $40, %rsp\n"
+	"	.cfi_def_cfa_offset 48\n"
+	"	call realign_fp\n"
+	"	add $40, %rsp\n"
+	"	.cfi_def_cfa_offset 8\n"
+	"	ret\n"
+	"	.cfi_endproc\n");
+
+NOFP static void below_caller(void *arg)
+{
+	capture_both(arg);
+	sink++;
+}
+
+NOFP static void via_caller(int fp, struct cap *c)
+{
+	(fp ? fp_caller : junk_caller)(below_caller, c);
+	sink++;
+}
+
+NOFP static void via_realign(int deep, int pad, struct cap *c)
+{
+	char *p = __builtin_alloca((size_t)pad);
+
+	__asm__ volatile("" : : "r"(p) : "memory");
+	(deep ? deep_fp : shallow_fp)(below_caller, c);
+	sink++;
+}
+
+static void test_cache_rbp(void)
+{
+	struct cap c = { 0 };
+	char what[80];
+	int pad, deep;
+
+	for (pad = 0; pad < 64; pad += 16) {
+		for (deep = 0; deep < 2; deep++) {
+			via_realign(deep, pad, &c);
+			snprintf(what, sizeof(what), "realigned frame pointer, "
+				 "entered %s, padding %d", deep ? "deep" :
+				 "shallow", pad);
+			check_cap(&c, what, 6);
+		}
+	}
+
+	via_caller(0, &c);
+	check_cap(&c, "below a junk %rbp", 5);
+	via_caller(1, &c);
+	check_cap(&c, "then below a frame pointer, same depth", 5);
+	via_caller(0, &c);
+	check_cap(&c, "then below a junk %rbp again", 5);
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* ---------------------------------------------------------------- */
+/* Frame cache fuzz: random call paths, each a change from the last. */
+
+/*
+ * Seven kinds of frame: no frame pointer, alloca (%rbp-based CFA), a
+ * realigning function with stack arguments (GCC keeps its CFA in memory:
+ * CFA = *(%rbp - 40), %rbp saved at %rbp), the asm frame pointer, junk
+ * %rbp and realigned callers above.  Each capture changes one level of
+ * the previous path (or its depth), so walks share parts in every way.
+ */
+struct fuzz {
+	int d;			/* levels left */
+	uint64_t path;		/* base-7 digits: the kind of each level */
+	struct cap *c;
+};
+
+#define FUZZ_LEVELS 10
+#define FUZZ_RUNS 4000
+
+NOFP static void fuzz_next(struct fuzz *f);
+
+NOFP static void fuzz_plain(void *arg)
+{
+	fuzz_next(arg);
+	sink++;
+}
+
+NOFP static void fuzz_alloca(void *arg)
+{
+	struct fuzz *f = arg;
+	char *p = __builtin_alloca(16 + (size_t)(f->d & 3) * 16);
+
+	__asm__ volatile("" : : "r"(p) : "memory");
+	fuzz_next(f);
+	sink += p[0] = 1;
+}
+
+NOFP static int fuzz_drap(int a, int b, int c, int d, int e, int f, int g,
+			  int h, struct fuzz *z)
+{
+	char buf[64] __attribute__((aligned(32)));
+	char *p = __builtin_alloca((size_t)(a & 15) + 1);
+
+	memset(buf, g + h, sizeof(buf));
+	__asm__ volatile("" : : "r"(p), "r"(buf) : "memory");
+	fuzz_next(z);
+	return buf[3] + p[0] + b + c + d + e + f;
+}
+
+NOFP static void fuzz_next(struct fuzz *f)
+{
+	unsigned kind;
+
+	if (f->d == 0) {
+		capture_both(f->c);
+		return;
+	}
+	kind = (unsigned)(f->path % 7);
+	f->path /= 7;
+	f->d--;
+	switch (kind) {
+	case 0: fuzz_plain(f); break;
+	case 1: fuzz_alloca(f); break;
+	case 2: sink += fuzz_drap(f->d, 2, 3, 4, 5, 6, 7, 8, f); break;
+	case 3: fp_caller(fuzz_plain, f); break;
+	case 4: junk_caller(fuzz_plain, f); break;
+	case 5: shallow_fp(fuzz_plain, f); break;
+	default: deep_fp(fuzz_plain, f); break;
+	}
+	sink++;
+}
+
+/* Change one level of path, or the depth. */
+static void fuzz_mutate(uint64_t *path, int *d)
+{
+	uint64_t p = 1;
+	int i, at = (int)(rnd() % FUZZ_LEVELS);
+
+	if (rnd() % 8 == 0) {
+		*d = (int)(rnd() % (FUZZ_LEVELS + 1));
+		return;
+	}
+	for (i = 0; i < at; i++)
+		p *= 7;
+	*path = *path - (*path / p % 7) * p + (rnd() % 7) * p;
+}
+
+static void test_cache_fuzz(void)
+{
+	const unsigned char *code = (const unsigned char *)fuzz_drap;
+	struct cap c = { 0 };
+	struct fuzz f;
+	uint64_t path = 0;
+	int d = FUZZ_LEVELS, i, bad = 0, same, deepest = 0, j;
+
+	/* lea disp8(%rsp),%r10: GCC's realignment with a CFA in memory */
+	for (i = 0, j = 0; i < 16; i++)
+		j |= code[i] == 0x4c && code[i + 1] == 0x8d &&
+		     code[i + 2] == 0x54 && code[i + 3] == 0x24;
+	ok(j, "fuzz_drap realigns through %%r10 (CFA kept in memory)");
+	for (i = 0; i < FUZZ_RUNS; i++) {
+		fuzz_mutate(&path, &d);
+		f = (struct fuzz){ d, path, &c };
+		fuzz_next(&f);
+		same = same_frames(&c);
+		if (c.ours[0] != c.ra || same != c.n_ours ||
+		    c.n_theirs - align(&c) != c.n_ours)
+			bad++;
+		if (c.n_ours > deepest)
+			deepest = c.n_ours;
+	}
+	ok(bad == 0 && deepest > FUZZ_LEVELS, "%d captures along mutating "
+	   "paths: %d differ from libunwind (deepest %d frames)", FUZZ_RUNS,
+	   bad, deepest);
+}
+
+/* ---------------------------------------------------------------- */
 /* Stress: two threads, warm caches, invalidations meanwhile.        */
 
 #define STRESS_N 1000000
@@ -414,14 +689,16 @@ static volatile int stress_stop;
 /* ref: record libunwind's stack for depth d; else compare ours to it. */
 NOFP static void stress_leaf(struct stress *s, int d, int ref)
 {
-	uint64_t pcs[MAXF], ra = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	uint64_t pcs[MAXF];
+	uint64_t ra = (uint64_t)(uintptr_t)__builtin_return_address(0);
 	void *lu[MAXF];
 	int n, j;
 
 	if (ref) {
 		n = unw_bt(lu, MAXF);
-		for (j = 0; j < 4 && j < n && (uint64_t)(uintptr_t)lu[j] != ra; j++)
-			;
+		for (j = 0; j < 4 && j < n; j++)
+			if ((uint64_t)(uintptr_t)lu[j] == ra)
+				break;
 		for (s->nref[d] = 0; j < n; j++)
 			s->ref[d][s->nref[d]++] = (uint64_t)(uintptr_t)lu[j];
 		return;
@@ -509,16 +786,7 @@ static void test_stress(void)
 #define GARBAGE_WORDS 96
 #define GARBAGE_TRIALS 20000
 
-static uint64_t rng = 88172645463325252ull;
 static char *noaccess;		/* a PROT_NONE page */
-
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 static uint64_t garbage(uint64_t sp)
 {
@@ -536,21 +804,37 @@ static uint64_t garbage(uint64_t sp)
 	return sp + (rnd() % 64) * 8;
 }
 
+static int garbage_mismatch;
+
 /* Scribble over the callers' frames (and maybe our own saved %rbp and
- * return address), capture, put everything back. */
+ * return address), capture, put everything back.  Captures before and
+ * after must agree, and the garbage capture must agree with a cold one
+ * of the same garbage: what one walk remembers of the stack must never
+ * stand in for what the stack now holds. */
 __attribute__((noinline)) static int scribble(int words, int own)
 {
 	volatile uint64_t *top = __builtin_frame_address(0);
-	uint64_t save[GARBAGE_WORDS + 2], pcs[64];
-	int i, n, first = own ? 0 : 2;
+	uint64_t save[GARBAGE_WORDS + 2], pcs[64], before[64], after[64];
+	uint64_t cold[64];
+	int i, n, nb, na, nc, first = own ? 0 : 2;
 
+	nb = ls_unwind_capture(before, 64, 0);
 	for (i = first; i < words + 2; i++)
 		save[i] = top[i];
 	for (i = first; i < words + 2; i++)
 		top[i] = garbage((uint64_t)(uintptr_t)top);
 	n = ls_unwind_capture(pcs, 64, 0);
+	if (rnd() % 4 == 0) {	/* a cold walk of the same garbage agrees */
+		ls_unwind_invalidate();
+		nc = ls_unwind_capture(cold, 64, 0);
+		if (nc != n || memcmp(pcs, cold, (size_t)n * 8))
+			garbage_mismatch++;
+	}
 	for (i = first; i < words + 2; i++)
 		top[i] = save[i];
+	na = ls_unwind_capture(after, 64, 0);
+	if (na != nb || memcmp(before, after, (size_t)na * 8))
+		garbage_mismatch++;
 	return n;
 }
 
@@ -585,14 +869,12 @@ static void garbage_child(void)
 	noaccess = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
 			-1, 0);
 	for (i = 0; i < GARBAGE_TRIALS; i++) {
-		if (i % 1000 == 0)
-			ls_unwind_invalidate();
 		n = garbage_rec((int)(rnd() % 12));
 		if (n < 0 || n > 64)
 			_exit(2);
 		frames += n;
 	}
-	_exit(frames > GARBAGE_TRIALS ? 0 : 3);
+	_exit(garbage_mismatch ? 4 : frames > GARBAGE_TRIALS ? 0 : 3);
 }
 
 static void test_garbage(void)
@@ -608,8 +890,9 @@ static void test_garbage(void)
 		garbage_child();
 	waitpid(pid, &status, 0);
 	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	   "%d captures over garbage stacks: no crash, sane counts "
-	   "(status %#x)", GARBAGE_TRIALS, status);
+	   "%d captures over garbage stacks: no crash, sane counts, cold "
+	   "walks agree, the same stack before and after (status %#x)",
+	   GARBAGE_TRIALS, status);
 }
 
 /* ---------------------------------------------------------------- */
@@ -640,6 +923,8 @@ int main(void)
 	test_signal(0);
 	test_signal(1);
 	test_makecontext();
+	test_cache_rbp();
+	test_cache_fuzz();
 	test_stress();
 	test_garbage();
 	return tap_done();
