@@ -3,7 +3,7 @@
 # demo, if any is missing.  Idempotent: does nothing when all are present.
 set -e
 PKGS="gcc g++ make pkg-config libc6-dev libdw-dev libelf-dev libiberty-dev \
-zlib1g-dev libunwind8 python3 perl git sqlite3"
+zlib1g-dev libunwind8 python3 perl git sqlite3 tmux"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

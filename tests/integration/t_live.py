@@ -7,6 +7,7 @@ Every agent here gets a private runtime dir (LEAKSCOPE_RUNTIME_DIR) so tests
 never see each other's sockets.
 """
 import json
+import shutil
 import os
 import random
 import signal
@@ -338,3 +339,40 @@ def t_fuzz():
     ok(all(a.startswith(b"ERR ") for a in answers),
        "every malformed request answered with ERR",
        repr([a for a in answers if not a.startswith(b"ERR ")][:5]))
+
+
+@check("top in a real terminal (tmux): draws the table and quits on q")
+def t_top_tty():
+    if not shutil.which("tmux"):
+        raise Skip("tmux is not installed")
+    p = start(workload("growth"), ["20"])
+    session = "leakscope-test-%d" % os.getpid()
+    done = os.path.join(RUNTIME, "top-status")
+    try:
+        cmd = "LEAKSCOPE_RUNTIME_DIR=%s %s top %d --interval 0.5; echo $? > %s" % (
+            RUNTIME, LEAKSCOPE, p.pid, done)
+        subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "150",
+                        "-y", "30", cmd], check=True, env=env())
+        screen = ""
+        for _ in range(50):
+            time.sleep(0.1)
+            screen = subprocess.run(["tmux", "capture-pane", "-t", session, "-p"],
+                                    capture_output=True, text=True).stdout
+            if "site_g_" in screen:
+                break
+        contains(screen, "leakscope top - pid %d" % p.pid, "top header on screen")
+        contains(screen, "(q quits)", "interactive hint")
+        contains(screen, "site_g_linear", "a site on screen")
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        for _ in range(50):
+            if os.path.exists(done):
+                break
+            time.sleep(0.1)
+        ok(os.path.exists(done), "top quit on q")
+        with open(done) as f:
+            eq(f.read().strip(), "0", "top exit status")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session],
+                       stderr=subprocess.DEVNULL)
+        p.kill()
+        p.wait()
