@@ -6,7 +6,7 @@
 #include "live.h"
 #include "sys.h"
 
-#define SHARD_INIT 256		/* slots when a shard is first used */
+#define SHARD_INIT 16		/* slots when a shard is first used */
 
 struct shard {
 	ls_lock_t lock;

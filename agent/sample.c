@@ -89,15 +89,10 @@ void ls_sample_unmark(uint64_t addr)
 		;
 }
 
-void ls_sample_est(uint64_t size, int64_t *bytes, int64_t *blocks)
+void ls_sample_est_sampled(uint64_t size, int64_t *bytes, int64_t *blocks)
 {
 	double p;
 
-	if (!ls_sample_rate) {
-		*bytes = (int64_t)size;
-		*blocks = 1;
-		return;
-	}
 	if (!size) {		/* never sampled; count it plainly */
 		*bytes = 0;
 		*blocks = LS_SAMPLE_SCALE;

@@ -62,8 +62,18 @@ static inline int64_t ls_sample_scale(void)
 	return ls_sample_rate ? LS_SAMPLE_SCALE : 1;
 }
 
+void ls_sample_est_sampled(uint64_t size, int64_t *bytes, int64_t *blocks);
+
 /* What a recorded block of size bytes stands for, in counter units:
  * exactly (size, 1) in full tracking. */
-void ls_sample_est(uint64_t size, int64_t *bytes, int64_t *blocks);
+static inline void ls_sample_est(uint64_t size, int64_t *bytes, int64_t *blocks)
+{
+	if (ls_likely(!ls_sample_rate)) {
+		*bytes = (int64_t)size;
+		*blocks = 1;
+		return;
+	}
+	ls_sample_est_sampled(size, bytes, blocks);
+}
 
 #endif

@@ -6,7 +6,9 @@
  * cheap (docs/UNWINDING.md has the measurements against libunwind).
  * LEAKSCOPE_UNWIND=libunwind selects Debian's libunwind instead, and
  * LEAKSCOPE_UNWIND=check runs both on every capture and counts the stacks
- * where they disagree (ls_stack_mismatches), for testing.
+ * where they disagree (ls_stack_mismatches), for testing, and
+ * LEAKSCOPE_UNWIND=none records empty stacks, to measure what tracking
+ * costs apart from stacks.
  *
  * libunwind is loaded with dlopen() RTLD_LOCAL: linking it would put its
  * _Unwind_* symbols in front of libgcc's in the traced program and change
@@ -25,7 +27,7 @@
 #define UNW_CACHE_PER_THREAD 2	/* libunwind's unw_caching_policy_t */
 #define SLACK 16		/* agent frames above the program's */
 
-enum method { OWN, LIBUNWIND, CHECK };
+enum method { OWN, LIBUNWIND, CHECK, NONE };
 
 static enum method method = OWN;
 static int (*unw_backtrace_fn)(void **, int);
@@ -57,7 +59,9 @@ int ls_stack_init(void)
 		method = LIBUNWIND;
 	else if (m && !strcmp(m, "check"))
 		method = CHECK;
-	if (method != OWN && load_libunwind())
+	else if (m && !strcmp(m, "none"))
+		method = NONE;	/* no stacks: what tracking costs without them */
+	if ((method == LIBUNWIND || method == CHECK) && load_libunwind())
 		method = OWN;
 	return ls_unwind_init();
 }
@@ -92,6 +96,8 @@ int ls_stack_capture(uint64_t *pcs, int max)
 
 	if (want > LS_MAX_DEPTH + SLACK)
 		want = LS_MAX_DEPTH + SLACK;
+	if (method == NONE)
+		return 0;
 	if (method == LIBUNWIND)
 		n = capture_libunwind(raw, want);
 	else
@@ -122,7 +128,8 @@ void ls_stack_atfork_child(void)
 
 const char *ls_stack_method(void)
 {
-	return method == OWN ? "cfi" : method == LIBUNWIND ? "libunwind" : "check";
+	return method == OWN ? "cfi" : method == LIBUNWIND ? "libunwind" :
+	       method == CHECK ? "check" : "none";
 }
 
 uint64_t ls_stack_mismatches(void)
