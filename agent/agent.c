@@ -13,6 +13,7 @@
 #include "agent.h"
 #include "arena.h"
 #include "control.h"
+#include "exec.h"
 #include "guard.h"
 #include "live.h"
 #include "mmaps.h"
@@ -347,6 +348,7 @@ static void ls_agent_start(void)
 	ls_agent.pid = getpid();
 	ls_agent.start_mono = ls_now_ns(CLOCK_MONOTONIC);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	ls_exec_init();
 	restore_environment();
 	__atomic_store_n(&ls_agent.state, LS_ON, __ATOMIC_RELEASE);
 	if (ls_agent.control && ls_agent.runtime_dir[0] &&

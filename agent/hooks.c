@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "agent.h"
+#include "exec.h"
 #include "guard.h"
 #include "real.h"
 #include "sample.h"
@@ -388,6 +389,89 @@ LS_EXPORT int dlclose(void *handle)
 		errno = e;
 	}
 	return r;
+}
+
+/* --- exec: the command's own process stays traced (exec.h) ----------------- */
+
+extern char **environ;
+
+LS_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	if (ls_unlikely(!ready()) || !ls_real.execve)
+		return (int)syscall(SYS_execve, path, argv, envp);
+	return ls_real.execve(path, argv, ls_exec_env(envp));
+}
+
+LS_EXPORT int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+LS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	if (ls_unlikely(!ready()) || !ls_real.execvpe) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return ls_real.execvpe(file, argv, ls_exec_env(envp));
+}
+
+LS_EXPORT int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+LS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	if (ls_unlikely(!ready()) || !ls_real.fexecve) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return ls_real.fexecve(fd, argv, ls_exec_env(envp));
+}
+
+/* execl, execlp, execle: the list into an array, as glibc does. */
+#define LIST_TO_ARGV(last, argv, envp_out) do {				\
+		va_list ap_;						\
+		size_t n_ = 1, i_;					\
+									\
+		va_start(ap_, last);					\
+		while (va_arg(ap_, char *))				\
+			n_++;						\
+		va_end(ap_);						\
+		argv = __builtin_alloca((n_ + 1) * sizeof(char *));	\
+		argv[0] = (char *)last;					\
+		va_start(ap_, last);					\
+		for (i_ = 1; i_ <= n_; i_++)				\
+			argv[i_] = va_arg(ap_, char *);			\
+		envp_out = va_arg(ap_, char **);			\
+		va_end(ap_);						\
+	} while (0)
+
+LS_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	char **argv, **unused;
+
+	LIST_TO_ARGV(arg, argv, unused);
+	(void)unused;
+	return execve(path, argv, environ);
+}
+
+LS_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	char **argv, **unused;
+
+	LIST_TO_ARGV(arg, argv, unused);
+	(void)unused;
+	return execvpe(file, argv, environ);
+}
+
+LS_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char **argv, **envp;
+
+	LIST_TO_ARGV(arg, argv, envp);
+	return execve(path, argv, envp);
 }
 
 LS_EXPORT void _exit(int status)

@@ -81,6 +81,9 @@ void ls_real_init(void)
 	RESOLVE(munmap, "munmap");
 	RESOLVE(mremap, "mremap");
 	RESOLVE(dlclose, "dlclose");
+	RESOLVE(execve, "execve");
+	RESOLVE(execvpe, "execvpe");
+	RESOLVE(fexecve, "fexecve");
 	RESOLVE(exit_, "_exit");
 	RESOLVE(Exit_, "_Exit");
 	/* free last: its being set is what says resolution is complete. */

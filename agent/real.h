@@ -29,6 +29,9 @@ struct ls_real {
 	int (*munmap)(void *, size_t);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
 	int (*dlclose)(void *);
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
 	void (*exit_)(int) __attribute__((noreturn));
 	void (*Exit_)(int) __attribute__((noreturn));
 };
