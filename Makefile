@@ -21,7 +21,7 @@ B = build
 # interposed symbols exported, no dependency that drags symbols into the
 # target's global scope (libunwind is dlopen()ed RTLD_LOCAL at run time).
 AGENT_CFLAGS = $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec \
-	-fno-stack-protector -fno-omit-frame-pointer
+	-fno-stack-protector -fomit-frame-pointer
 AGENT_LDLIBS = -ldl -lpthread -lm
 
 CLI_CFLAGS = $(CFLAGS_COMMON) -DLS_LIBDIR='"$(LIBDIR)"' -I/usr/include/libiberty
