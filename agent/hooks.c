@@ -112,7 +112,24 @@ static inline void note_free(struct ls_thread *t, void *p)
 	record_free(t, p);
 }
 
-LS_EXPORT void *malloc(size_t n)
+/*
+ * Sampled mode's fast paths: a thread whose next sample point lies past
+ * this allocation, or a free of a block the filter says was never
+ * recorded, counts the call and tail-calls the real function.  Nothing
+ * else is touched, and no register is saved: everything else is in the
+ * out-of-line slow paths.
+ */
+static inline struct ls_thread *sampled_fast(void)
+{
+	struct ls_thread *t = ls_thread_tls;
+
+	if (ls_likely(t != NULL) && ls_sample_rate && !ls_guard_held() &&
+	    ls_agent_on())
+		return t;
+	return NULL;
+}
+
+static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
 	struct ls_thread *t;
 	void *p;
@@ -126,7 +143,19 @@ LS_EXPORT void *malloc(size_t n)
 	return p;
 }
 
-LS_EXPORT void free(void *p)
+LS_EXPORT void *malloc(size_t n)
+{
+	struct ls_thread *t = sampled_fast();
+
+	if (t && ls_likely(t->sample_left > n)) {
+		ls_thread_count(t, LS_FN_MALLOC);
+		t->sample_left -= n;
+		return ls_real.malloc(n);
+	}
+	return malloc_slow(n);
+}
+
+static __attribute__((noinline)) void free_slow(void *p)
 {
 	struct ls_thread *t;
 
@@ -138,7 +167,19 @@ LS_EXPORT void free(void *p)
 	ls_real.free(p);
 }
 
-LS_EXPORT void *calloc(size_t n, size_t m)
+LS_EXPORT void free(void *p)
+{
+	struct ls_thread *t = sampled_fast();
+
+	if (t && !ls_boot_owns(p) && !ls_sample_maybe((uint64_t)(uintptr_t)p)) {
+		ls_thread_count(t, LS_FN_FREE);
+		ls_real.free(p);
+		return;
+	}
+	free_slow(p);
+}
+
+static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m)
 {
 	struct ls_thread *t;
 	size_t total;
@@ -156,6 +197,20 @@ LS_EXPORT void *calloc(size_t n, size_t m)
 	if (t && p)
 		note_alloc(t, p, n * m);
 	return p;
+}
+
+LS_EXPORT void *calloc(size_t n, size_t m)
+{
+	struct ls_thread *t = sampled_fast();
+	size_t total;
+
+	if (t && !__builtin_mul_overflow(n, m, &total) &&
+	    ls_likely(t->sample_left > total)) {
+		ls_thread_count(t, LS_FN_CALLOC);
+		t->sample_left -= total;
+		return ls_real.calloc(n, m);
+	}
+	return calloc_slow(n, m);
 }
 
 static void *boot_realloc(void *p, size_t n)
