@@ -117,18 +117,11 @@ static inline void note_free(struct ls_thread *t, void *p)
  * this allocation, or a free of a block the filter says was never
  * recorded, counts the call and tail-calls the real function.  Nothing
  * else is touched, and no register is saved: everything else is in the
- * out-of-line slow paths.
+ * out-of-line slow paths.  They need not look at the guard or the
+ * agent's state: they record nothing and take no lock, and the slow path
+ * that a sample point leads to checks both.  In full tracking
+ * sample_left stays 0, so the malloc test fails at once.
  */
-static inline struct ls_thread *sampled_fast(void)
-{
-	struct ls_thread *t = ls_thread_tls;
-
-	if (ls_likely(t != NULL) && ls_sample_rate && !ls_guard_held() &&
-	    ls_agent_on())
-		return t;
-	return NULL;
-}
-
 static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
 	struct ls_thread *t;
@@ -145,7 +138,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
 
 LS_EXPORT void *malloc(size_t n)
 {
-	struct ls_thread *t = sampled_fast();
+	struct ls_thread *t = ls_thread_tls;
 
 	if (t && ls_likely(t->sample_left > n)) {
 		ls_thread_count(t, LS_FN_MALLOC);
@@ -169,9 +162,10 @@ static __attribute__((noinline)) void free_slow(void *p)
 
 LS_EXPORT void free(void *p)
 {
-	struct ls_thread *t = sampled_fast();
+	struct ls_thread *t = ls_thread_tls;
 
-	if (t && !ls_boot_owns(p) && !ls_sample_maybe((uint64_t)(uintptr_t)p)) {
+	if (t && ls_sample_rate && !ls_boot_owns(p) &&
+	    !ls_sample_maybe((uint64_t)(uintptr_t)p)) {
 		ls_thread_count(t, LS_FN_FREE);
 		ls_real.free(p);
 		return;
@@ -201,7 +195,7 @@ static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m)
 
 LS_EXPORT void *calloc(size_t n, size_t m)
 {
-	struct ls_thread *t = sampled_fast();
+	struct ls_thread *t = ls_thread_tls;
 	size_t total;
 
 	if (t && !__builtin_mul_overflow(n, m, &total) &&
