@@ -60,7 +60,9 @@ static int64_t rd_sint(struct cfi_rd *r, unsigned n)
 	return (int64_t)(v << sh) >> sh;
 }
 
-static uint64_t rd_uleb(struct cfi_rd *r)
+/* The bits of a LEB128 number; *shift and *last tell a signed reader
+ * how far it went and where its sign bit is. */
+static uint64_t rd_leb(struct cfi_rd *r, unsigned *shift, uint8_t *last)
 {
 	uint64_t v = 0;
 	unsigned sh = 0;
@@ -72,21 +74,25 @@ static uint64_t rd_uleb(struct cfi_rd *r)
 			v |= (uint64_t)(b & 0x7f) << sh;
 		sh += 7;
 	} while ((b & 0x80) && !r->bad);
+	*shift = sh;
+	*last = b;
 	return v;
+}
+
+static uint64_t rd_uleb(struct cfi_rd *r)
+{
+	unsigned sh;
+	uint8_t b;
+
+	return rd_leb(r, &sh, &b);
 }
 
 static int64_t rd_sleb(struct cfi_rd *r)
 {
-	uint64_t v = 0;
-	unsigned sh = 0;
+	unsigned sh;
 	uint8_t b;
+	uint64_t v = rd_leb(r, &sh, &b);
 
-	do {
-		b = (uint8_t)rd_uint(r, 1);
-		if (sh < 64)
-			v |= (uint64_t)(b & 0x7f) << sh;
-		sh += 7;
-	} while ((b & 0x80) && !r->bad);
 	if (sh < 64 && (b & 0x40))
 		v |= ~0ull << sh;
 	return (int64_t)v;
