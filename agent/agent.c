@@ -321,6 +321,10 @@ static void fork_child(void)
 	ls_agent.pid = getpid();
 	ls_control_forget_child();
 	ls_pm_forget_child();
+	/* No thread may be started here (only async-signal-safe calls are
+	 * allowed in a fork child): a hook starts it later. */
+	ls_agent.fork_mono = ls_now_ns(CLOCK_MONOTONIC);
+	ls_agent.control_pending = ls_agent.control && ls_agent.runtime_dir[0];
 	ls_guard_leave();
 }
 
@@ -434,6 +438,25 @@ __attribute__((destructor(101)))
 static void ls_agent_stop(void)
 {
 	ls_agent_exit_report();
+}
+
+void ls_agent_child_control(void)
+{
+	int saved = errno;
+
+	if (ls_now_ns(CLOCK_MONOTONIC) - ls_agent.fork_mono <
+	    LS_CHILD_CONTROL_DELAY_NS || ls_agent.pid != getpid())
+		return;
+	if (!__atomic_exchange_n(&ls_agent.control_pending, 0, __ATOMIC_ACQ_REL))
+		return;
+	ls_guard_enter();
+	if (!ls_control_prepare_dir(ls_agent.runtime_dir)) {
+		ls_pm_open(ls_agent.runtime_dir, ls_agent.period_ms,
+			   ls_agent.hist_len);
+		ls_control_start();
+	}
+	ls_guard_leave();
+	errno = saved;
 }
 
 void ls_agent_modules_changed(void)

@@ -33,6 +33,9 @@ struct ls_agent {
 	int keep_pm;		/* keep the post-mortem file after exit */
 	uint32_t period_ms;	/* growth sampling period */
 	uint32_t hist_len;	/* growth samples kept per site */
+	int control_pending;	/* a fork child that will start its own
+				   control thread (ls_agent_child_control) */
+	uint64_t fork_mono;	/* when this child was forked */
 	uint64_t sample_rate;	/* 0 = full tracking */
 	pid_t pid;		/* whose state this is (changes at fork) */
 	uint64_t start_mono;
@@ -71,6 +74,15 @@ void ls_agent_exit_report(void);
 /* Forget every live block (the control socket's "reset"); allocated
  * totals and call counts keep counting. */
 void ls_agent_reset(void);
+/*
+ * In a fork child, the control thread and post-mortem file are started
+ * from a hook once the child has lived LS_CHILD_CONTROL_DELAY_NS: children
+ * that exec or exit at once never create files, a pre-fork worker becomes
+ * queryable.  Called with no guard held, outside the real allocator.
+ */
+#define LS_CHILD_CONTROL_DELAY_NS 1000000000ull
+void ls_agent_child_control(void);
+
 /* After dlclose(). */
 void ls_agent_modules_changed(void);
 

@@ -60,6 +60,8 @@ static inline struct ls_thread *tracking(enum ls_fn fn)
 
 	if (ls_guard_held() || !ls_agent_on())
 		return NULL;
+	if (ls_unlikely(ls_agent.control_pending))
+		ls_agent_child_control();
 	t = ls_thread_tls;
 	if (ls_unlikely(!t)) {
 		ls_guard_enter();

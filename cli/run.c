@@ -680,6 +680,9 @@ static int postmortem_report(struct run *r, int *tripped)
 	struct ls_snapshot snap;
 	char path[4200], err[1024];
 
+	/* The dead agent's socket is stale: nothing will answer it. */
+	if (!ls_client_socket_path(r->child, path, sizeof(path)))
+		unlink(path);
 	if (ls_postmortem_path(r->child, path, sizeof(path)) ||
 	    ls_postmortem_load(path, &snap, err, sizeof(err)))
 		return -1;

@@ -376,3 +376,37 @@ def t_top_tty():
                        stderr=subprocess.DEVNULL)
         p.kill()
         p.wait()
+
+
+@check("a forked worker (no exec) gets its own control socket after a second, and its post-mortem after SIGKILL")
+def t_prefork():
+    prog = workload("prefork")
+    e = env()
+    e["LD_PRELOAD"] = AGENT
+    p = subprocess.Popen([prog, "6"], env=e, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        child = int(p.stdout.readline())
+        sock = os.path.join(RUNTIME, "%d.sock" % child)
+        for _ in range(300):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.01)
+        ok(os.path.exists(sock), "the worker opened its own socket")
+        time.sleep(1.5)
+        rep = ls_json("report", "--format", "json", child)
+        eq(rep["pid"], child, "report pid")
+        leak = [s for s in rep["sites"] if site_function(s, prog) == "site_worker_leak"]
+        eq(len(leak), 1, "the worker's leak site")
+        ge(leak[0]["live_bytes"], 4096 * 30, "worker leak after ~2.5 s")
+        os.kill(child, signal.SIGKILL)
+        p.wait(timeout=30)
+        r = ls("report", "--postmortem", "--format", "json", child)
+        eq(r.returncode, 0, "post-mortem of the worker: " + r.stderr.decode())
+        post = json.loads(r.stdout.decode())
+        ok(any(site_function(s, prog) == "site_worker_leak" for s in post["sites"]),
+           "post-mortem has the worker's leak")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
