@@ -3,7 +3,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -13,6 +12,7 @@
 #include "pmfile.h"
 #include "sample.h"
 #include "site.h"
+#include "snapwrite.h"
 #include "sys.h"
 #include "thread.h"
 
@@ -180,13 +180,6 @@ static void add_pending(const struct ls_pending *p, void *arg)
 	scratch.alloc_k[id] += (int64_t)p->alloc_blocks;
 }
 
-static int64_t unscale(int64_t v)
-{
-	int64_t d = ls_sample_scale();
-
-	return v >= 0 ? (v + d / 2) / d : -((-v + d / 2) / d);
-}
-
 static void sample_sites(uint64_t slot, struct lsnap_totals *t)
 {
 	struct lspm_site *d = at(hdr->sites_off);
@@ -199,16 +192,16 @@ static void sample_sites(uint64_t slot, struct lsnap_totals *t)
 
 		if (!s)
 			continue;
-		lb = unscale(__atomic_load_n(&s->live_bytes, __ATOMIC_RELAXED) +
+		lb = ls_sample_unscale(__atomic_load_n(&s->live_bytes, __ATOMIC_RELAXED) +
 			     scratch.live_b[id]);
-		lk = unscale(__atomic_load_n(&s->live_blocks, __ATOMIC_RELAXED) +
+		lk = ls_sample_unscale(__atomic_load_n(&s->live_blocks, __ATOMIC_RELAXED) +
 			     scratch.live_k[id]);
 		d[id].live_bytes = lb;
 		d[id].live_blocks = lk;
-		d[id].allocated_bytes = (uint64_t)unscale((int64_t)
+		d[id].allocated_bytes = (uint64_t)ls_sample_unscale((int64_t)
 			__atomic_load_n(&s->alloc_bytes, __ATOMIC_RELAXED) +
 			scratch.alloc_b[id]);
-		d[id].allocated_blocks = (uint64_t)unscale((int64_t)
+		d[id].allocated_blocks = (uint64_t)ls_sample_unscale((int64_t)
 			__atomic_load_n(&s->alloc_blocks, __ATOMIC_RELAXED) +
 			scratch.alloc_k[id]);
 		hist[(uint64_t)id * hdr->hist_len + slot] = lb;
@@ -221,29 +214,12 @@ static void sample_sites(uint64_t slot, struct lsnap_totals *t)
 
 static void sample_process(struct lsnap_totals *t)
 {
-	uint64_t calls[LS_FN_COUNT], peak, slack;
-	struct mallinfo2 mi = mallinfo2();
-	int64_t live;
-	unsigned i;
-
-	ls_thread_calls(calls);
-	for (i = 0; i < LS_FN_COUNT && i < LSPM_NCALLS; i++) {
-		memset(hdr->calls[i].name, 0, LSNAP_CALL_NAME);
-		memcpy(hdr->calls[i].name, ls_fn_names[i], strlen(ls_fn_names[i]));
-		hdr->calls[i].count = calls[i];
-	}
-	hdr->ncalls = i;
-	ls_thread_live_peak(&live, &peak, &slack);
-	peak = (uint64_t)unscale((int64_t)peak);
-	t->peak_live_bytes = peak > t->live_bytes ? peak : t->live_bytes;
-	t->peak_slack = (uint64_t)unscale((int64_t)slack);
+	_Static_assert(LS_FN_COUNT <= LSPM_NCALLS, "post-mortem call slots");
+	ls_snapshot_calls(hdr->calls);
+	hdr->ncalls = LS_FN_COUNT;
+	ls_snapshot_peak(t);
 	hdr->totals = *t;
-	hdr->mallinfo = (struct lsnap_mallinfo){
-		.arena = mi.arena, .ordblks = mi.ordblks, .smblks = mi.smblks,
-		.hblks = mi.hblks, .hblkhd = mi.hblkhd, .usmblks = mi.usmblks,
-		.fsmblks = mi.fsmblks, .uordblks = mi.uordblks,
-		.fordblks = mi.fordblks, .keepcost = mi.keepcost,
-	};
+	ls_snapshot_mallinfo(&hdr->mallinfo);
 	hdr->nthreads = ls_thread_seen();
 }
 

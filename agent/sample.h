@@ -62,6 +62,14 @@ static inline int64_t ls_sample_scale(void)
 	return ls_sample_rate ? LS_SAMPLE_SCALE : 1;
 }
 
+/* From counter units back to bytes or blocks, rounded to nearest. */
+static inline int64_t ls_sample_unscale(int64_t v)
+{
+	int64_t d = ls_sample_scale();
+
+	return v >= 0 ? (v + d / 2) / d : -((-v + d / 2) / d);
+}
+
 void ls_sample_est_sampled(uint64_t size, int64_t *bytes, int64_t *blocks);
 
 /* What a recorded block of size bytes stands for, in counter units:

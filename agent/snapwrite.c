@@ -121,31 +121,56 @@ static void put_header(struct writer *w, enum lsnap_reason reason)
 	}
 }
 
-static void put_calls(struct writer *w)
+void ls_snapshot_calls(struct lsnap_call *out)
 {
 	uint64_t calls[LS_FN_COUNT];
 	unsigned i;
 
 	ls_thread_calls(calls);
-	record(w, LSNAP_CALLS, LS_FN_COUNT * sizeof(struct lsnap_call));
 	for (i = 0; i < LS_FN_COUNT; i++) {
-		struct lsnap_call c = { .count = calls[i] };
-
-		memcpy(c.name, ls_fn_names[i], strlen(ls_fn_names[i]));
-		put(w, &c, sizeof(c));
+		memset(&out[i], 0, sizeof(out[i]));
+		memcpy(out[i].name, ls_fn_names[i], strlen(ls_fn_names[i]));
+		out[i].count = calls[i];
 	}
 }
 
-static void put_mallinfo(struct writer *w)
+void ls_snapshot_mallinfo(struct lsnap_mallinfo *m)
 {
 	struct mallinfo2 mi = mallinfo2();
-	struct lsnap_mallinfo m = {
+
+	*m = (struct lsnap_mallinfo){
 		.arena = mi.arena, .ordblks = mi.ordblks, .smblks = mi.smblks,
 		.hblks = mi.hblks, .hblkhd = mi.hblkhd, .usmblks = mi.usmblks,
 		.fsmblks = mi.fsmblks, .uordblks = mi.uordblks,
 		.fordblks = mi.fordblks, .keepcost = mi.keepcost,
 	};
+}
 
+void ls_snapshot_peak(struct lsnap_totals *t)
+{
+	int64_t live;
+	uint64_t peak, slack;
+
+	ls_thread_live_peak(&live, &peak, &slack);
+	peak = (uint64_t)ls_sample_unscale((int64_t)peak);
+	t->peak_live_bytes = peak > t->live_bytes ? peak : t->live_bytes;
+	t->peak_slack = (uint64_t)ls_sample_unscale((int64_t)slack);
+}
+
+static void put_calls(struct writer *w)
+{
+	struct lsnap_call c[LS_FN_COUNT];
+
+	ls_snapshot_calls(c);
+	record(w, LSNAP_CALLS, sizeof(c));
+	put(w, c, sizeof(c));
+}
+
+static void put_mallinfo(struct writer *w)
+{
+	struct lsnap_mallinfo m;
+
+	ls_snapshot_mallinfo(&m);
 	record(w, LSNAP_MALLINFO, sizeof(m));
 	put(w, &m, sizeof(m));
 }
@@ -280,15 +305,6 @@ static void add_pending(const struct ls_pending *p, void *arg)
 	}
 }
 
-/* From counter units to what the snapshot holds: bytes and blocks,
- * rounded estimates in sampled mode. */
-static int64_t unscale(int64_t v)
-{
-	int64_t d = ls_sample_scale();
-
-	return v >= 0 ? (v + d / 2) / d : -((-v + d / 2) / d);
-}
-
 static void put_sites(struct writer *w, struct sums *s, struct lsnap_totals *t)
 {
 	uint32_t id, n = ls_site_count();
@@ -304,11 +320,11 @@ static void put_sites(struct writer *w, struct sums *s, struct lsnap_totals *t)
 		r.kind = site->kind;
 		r.gen = site->gen;
 		r.nframes = site->nframes;
-		r.live_bytes = unscale(s->live_bytes[id]);
-		r.live_blocks = unscale(s->live_blocks[id]);
-		r.allocated_bytes = (uint64_t)unscale((int64_t)(s->alloc_bytes[id] +
+		r.live_bytes = ls_sample_unscale(s->live_bytes[id]);
+		r.live_blocks = ls_sample_unscale(s->live_blocks[id]);
+		r.allocated_bytes = (uint64_t)ls_sample_unscale((int64_t)(s->alloc_bytes[id] +
 			__atomic_load_n(&site->alloc_bytes, __ATOMIC_RELAXED)));
-		r.allocated_blocks = (uint64_t)unscale((int64_t)(s->alloc_blocks[id] +
+		r.allocated_blocks = (uint64_t)ls_sample_unscale((int64_t)(s->alloc_blocks[id] +
 			__atomic_load_n(&site->alloc_blocks, __ATOMIC_RELAXED)));
 		t->live_bytes += (uint64_t)r.live_bytes;
 		t->live_blocks += (uint64_t)r.live_blocks;
@@ -322,13 +338,7 @@ static void put_sites(struct writer *w, struct sums *s, struct lsnap_totals *t)
 
 static void put_totals(struct writer *w, struct lsnap_totals *t)
 {
-	int64_t live;
-	uint64_t peak, slack;
-
-	ls_thread_live_peak(&live, &peak, &slack);
-	peak = (uint64_t)unscale((int64_t)peak);
-	t->peak_live_bytes = peak > t->live_bytes ? peak : t->live_bytes;
-	t->peak_slack = (uint64_t)unscale((int64_t)slack);
+	ls_snapshot_peak(t);
 	record(w, LSNAP_TOTALS, sizeof(*t));
 	put(w, t, sizeof(*t));
 }

@@ -270,33 +270,6 @@ static void stats_text(FILE *fp, const struct ls_snapshot *s)
 			m->fordblks, m->hblkhd, m->hblks, m->keepcost);
 }
 
-static void stats_json(FILE *fp, const struct ls_snapshot *s)
-{
-	const struct lsnap_totals *t = &s->totals;
-	const struct lsnap_mallinfo *m = &s->mallinfo;
-	size_t i;
-
-	fprintf(fp, "{\"format\":\"leakscope-stats\",\"version\":1,\"pid\":%u,"
-		"\"mode\":\"%s\",\"threads\":%u,\"uptime_ms\":%" PRIu64 ",",
-		s->hdr.pid, s->hdr.mode == LSNAP_MODE_SAMPLED ? "sampled" : "full",
-		s->hdr.nthreads, (s->hdr.mono_ns - s->hdr.start_mono_ns) / 1000000);
-	fprintf(fp, "\"totals\":{\"live_bytes\":%" PRIu64 ",\"live_blocks\":%"
-		PRIu64 ",\"allocated_bytes\":%" PRIu64 ",\"allocated_blocks\":%"
-		PRIu64 ",\"peak_live_bytes\":%" PRIu64 "},", t->live_bytes,
-		t->live_blocks, t->allocated_bytes, t->allocated_blocks,
-		t->peak_live_bytes);
-	fprintf(fp, "\"sites\":%zu,\"sites_live\":%" PRIu64 ",\"calls\":{",
-		s->nsites, live_sites(s));
-	for (i = 0; i < s->ncalls; i++)
-		fprintf(fp, "%s\"%s\":%" PRIu64, i ? "," : "", s->calls[i].name,
-			s->calls[i].count);
-	fprintf(fp, "},\"mallinfo\":{\"arena\":%" PRIu64 ",\"ordblks\":%" PRIu64
-		",\"hblks\":%" PRIu64 ",\"hblkhd\":%" PRIu64 ",\"uordblks\":%"
-		PRIu64 ",\"fordblks\":%" PRIu64 ",\"keepcost\":%" PRIu64 "}}\n",
-		m->arena, m->ordblks, m->hblks, m->hblkhd, m->uordblks,
-		m->fordblks, m->keepcost);
-}
-
 int ls_cmd_stats(int argc, char **argv)
 {
 	struct ls_snapshot snap;
@@ -317,7 +290,10 @@ int ls_cmd_stats(int argc, char **argv)
 		return usage_error("stats", "expected one PID or FILE");
 	if (ls_target_load(argv[1], 0, 0, &snap))
 		return FAIL;
-	(json ? stats_json : stats_text)(stdout, &snap);
+	if (json)
+		ls_render_stats_json(stdout, &snap);
+	else
+		stats_text(stdout, &snap);
 	ls_snapshot_release(&snap);
 	return 0;
 }

@@ -236,3 +236,28 @@ int ls_render_json(const struct ls_render_ctx *c)
 	ret = ls_json_finish(&j);
 	return ret == -EIO ? 0 : ret;	/* write errors: report.c checks */
 }
+
+/* `leakscope stats --format json`: the process, totals, calls and
+ * allocator figures of a report, with site counts instead of sites. */
+int ls_render_stats_json(FILE *out, const struct ls_snapshot *s)
+{
+	struct ls_json j;
+	uint64_t live = 0;
+	size_t i;
+
+	for (i = 0; i < s->nsites; i++)
+		live += s->sites[i].live_blocks > 0;
+	ls_json_init(&j, out);
+	ls_json_object(&j, NULL);
+	ls_json_str(&j, "format", "leakscope-stats");
+	ls_json_u64(&j, "version", 1);
+	put_process(&j, s);
+	put_totals(&j, s);
+	ls_json_u64(&j, "sites", s->nsites);
+	ls_json_u64(&j, "sites_live", live);
+	put_calls(&j, s);
+	put_mallinfo(&j, s);
+	ls_json_end(&j);
+	fputc('\n', out);
+	return ls_json_finish(&j);
+}

@@ -89,6 +89,9 @@ int ls_report_render_with(FILE *out, const struct ls_report *rep,
 			  const struct ls_report_opts *opts,
 			  struct ls_symbolizer *sym);
 
+/* The stats object (docs/JSON-REPORT.md) of a snapshot, one line. */
+int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
+
 /*
  * The allocated-bytes threshold test used by --fail-on-leak: nonzero when
  * the snapshot's outstanding bytes exceed limit.
