@@ -49,9 +49,16 @@ static struct ls_site *intern(struct ls_thread *t, const uint64_t *pcs,
 static struct ls_site *capture_site(struct ls_thread *t, uint32_t kind)
 {
 	uint64_t pcs[LS_MAX_DEPTH];
-	int n = ls_stack_capture(pcs, ls_agent.depth);
+	struct ls_site *s;
+	int n = ls_stack_capture_site(pcs, ls_agent.depth, kind, t->caller,
+				      &s);
 
-	return intern(t, pcs, (uint32_t)n, kind);
+	if (s)
+		return s;
+	s = intern(t, pcs, (uint32_t)n, kind);
+	if (s)
+		ls_stack_remember(s);
+	return s;
 }
 
 /* A recorded block goes away: settle its site. */

@@ -99,10 +99,12 @@ static __attribute__((noinline)) void record_free(struct ls_thread *t, void *p)
 
 /* A block appeared.  In sampled mode most are let go here, in a few
  * instructions. */
-static inline void note_alloc(struct ls_thread *t, void *p, size_t size)
+static inline void note_alloc(struct ls_thread *t, void *p, size_t size,
+			      void *caller)
 {
 	if (ls_sample_rate && !ls_sample_take(t, size))
 		return;
+	t->caller = (uint64_t)(uintptr_t)caller;
 	record_alloc(t, p, size);
 }
 
@@ -134,7 +136,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
 	t = tracking(LS_FN_MALLOC);
 	p = ls_real.malloc(n);
 	if (t && p)
-		note_alloc(t, p, n);
+		note_alloc(t, p, n, __builtin_return_address(0));
 	return p;
 }
 
@@ -191,7 +193,7 @@ static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m)
 	t = tracking(LS_FN_CALLOC);
 	p = ls_real.calloc(n, m);
 	if (t && p)
-		note_alloc(t, p, n * m);
+		note_alloc(t, p, n * m, __builtin_return_address(0));
 	return p;
 }
 
@@ -220,7 +222,7 @@ static void *boot_realloc(void *p, size_t n)
 }
 
 /* realloc and reallocarray, once the size is known not to overflow. */
-static void *do_realloc(void *p, size_t n, enum ls_fn fn)
+static void *do_realloc(void *p, size_t n, enum ls_fn fn, void *caller)
 {
 	char saved[LS_TRACK_SAVED];
 	struct ls_thread *t = tracking(fn);
@@ -239,7 +241,7 @@ static void *do_realloc(void *p, size_t n, enum ls_fn fn)
 	q = ls_real.realloc(p, n);
 	e = errno;
 	if (q) {
-		note_alloc(t, q, n);
+		note_alloc(t, q, n, caller);
 	} else if (tracked && n) {	/* failed: p is still live */
 		ls_guard_enter();
 		ls_track_restore(t, saved);
@@ -255,7 +257,7 @@ LS_EXPORT void *realloc(void *p, size_t n)
 		return boot_realloc(p, n);
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(n, 16);
-	return do_realloc(p, n, LS_FN_REALLOC);
+	return do_realloc(p, n, LS_FN_REALLOC, __builtin_return_address(0));
 }
 
 LS_EXPORT void *reallocarray(void *p, size_t n, size_t m)
@@ -272,7 +274,8 @@ LS_EXPORT void *reallocarray(void *p, size_t n, size_t m)
 		return boot_realloc(p, total);
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(total, 16);
-	return do_realloc(p, total, LS_FN_REALLOCARRAY);
+	return do_realloc(p, total, LS_FN_REALLOCARRAY,
+			  __builtin_return_address(0));
 }
 
 LS_EXPORT int posix_memalign(void **out, size_t align, size_t n)
@@ -289,20 +292,21 @@ LS_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	t = tracking(LS_FN_POSIX_MEMALIGN);
 	r = ls_real.posix_memalign(out, align, n);
 	if (t && !r)
-		note_alloc(t, *out, n);
+		note_alloc(t, *out, n, __builtin_return_address(0));
 	return r;
 }
 
 /* aligned_alloc, memalign, valloc, pvalloc: an aligned block, recorded
  * as `tracked` bytes. */
 static void *aligned(void *(*fn2)(size_t, size_t), void *(*fn1)(size_t),
-		     size_t align, size_t n, size_t tracked, enum ls_fn fn)
+		     size_t align, size_t n, size_t tracked, enum ls_fn fn,
+		     void *caller)
 {
 	struct ls_thread *t = tracking(fn);
 	void *p = fn2 ? fn2(align, n) : fn1(n);
 
 	if (t && p)
-		note_alloc(t, p, tracked);
+		note_alloc(t, p, tracked, caller);
 	return p;
 }
 
@@ -311,21 +315,23 @@ LS_EXPORT void *aligned_alloc(size_t align, size_t n)
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(n, align);
 	return aligned(ls_real.aligned_alloc, NULL, align, n, n,
-		       LS_FN_ALIGNED_ALLOC);
+		       LS_FN_ALIGNED_ALLOC, __builtin_return_address(0));
 }
 
 LS_EXPORT void *memalign(size_t align, size_t n)
 {
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(n, align);
-	return aligned(ls_real.memalign, NULL, align, n, n, LS_FN_MEMALIGN);
+	return aligned(ls_real.memalign, NULL, align, n, n, LS_FN_MEMALIGN,
+		       __builtin_return_address(0));
 }
 
 LS_EXPORT void *valloc(size_t n)
 {
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(n, page_size);
-	return aligned(NULL, ls_real.valloc, 0, n, n, LS_FN_VALLOC);
+	return aligned(NULL, ls_real.valloc, 0, n, n, LS_FN_VALLOC,
+		       __builtin_return_address(0));
 }
 
 LS_EXPORT void *pvalloc(size_t n)
@@ -333,7 +339,7 @@ LS_EXPORT void *pvalloc(size_t n)
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(page_round(n), page_size);
 	return aligned(NULL, ls_real.pvalloc, 0, n, page_round(n),
-		       LS_FN_PVALLOC);
+		       LS_FN_PVALLOC, __builtin_return_address(0));
 }
 
 LS_EXPORT size_t malloc_usable_size(void *p)
@@ -368,6 +374,8 @@ LS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 	p = ls_real.mmap(addr, len, prot, flags, fd, off);
 	if (t && p != MAP_FAILED && (flags & (MAP_FIXED | MAP_ANONYMOUS)))
 		GUARDED({
+			t->caller = (uint64_t)(uintptr_t)
+				    __builtin_return_address(0);
 			if (flags & MAP_FIXED)	/* replaced what was there */
 				ls_track_munmap(t, p, page_round(len));
 			if (flags & MAP_ANONYMOUS)
@@ -409,7 +417,9 @@ LS_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	t = tracking(LS_FN_MREMAP);
 	p = ls_real.mremap(old, oldlen, newlen, flags, want);
 	if (t && p != MAP_FAILED)
-		GUARDED(ls_track_mremap(t, old, page_round(oldlen), p,
+		GUARDED(t->caller = (uint64_t)(uintptr_t)
+				    __builtin_return_address(0);
+			ls_track_mremap(t, old, page_round(oldlen), p,
 					page_round(newlen)));
 	return p;
 }

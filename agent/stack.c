@@ -116,6 +116,57 @@ int ls_stack_capture(uint64_t *pcs, int max)
 	return k;
 }
 
+/* LEAKSCOPE_UNWIND=check on a memo hit: the remembered site against a
+ * fresh libunwind capture. */
+static void check_site(const struct ls_site *s, int max)
+{
+	uint64_t other[LS_MAX_DEPTH + SLACK], mine[LS_MAX_DEPTH];
+	int b = capture_libunwind(other, max + SLACK);
+	int a = cut_agent(other, b, mine, max);
+
+	if ((uint32_t)a != s->nframes ||
+	    memcmp(mine, s->frames, (size_t)a * sizeof(*mine)))
+		__atomic_add_fetch(&mismatches, 1, __ATOMIC_RELAXED);
+}
+
+__attribute__((noinline))
+int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
+			  uint64_t hint, struct ls_site **site)
+{
+	uint64_t raw[LS_MAX_DEPTH + SLACK];
+	int want = max + SLACK, n;
+	void *memo;
+
+	*site = NULL;
+	if (method != OWN && method != CHECK)
+		return ls_stack_capture(pcs, max);
+	if (want > LS_MAX_DEPTH + SLACK)
+		want = LS_MAX_DEPTH + SLACK;
+	n = ls_unwind_capture_memo(raw, want, 0, kind, hint, &memo);
+	if (memo) {
+		*site = memo;
+		if (method == CHECK)
+			check_site(memo, max);
+		return 0;
+	}
+	n = cut_agent(raw, n, pcs, max);
+	if (method == CHECK) {
+		uint64_t other[LS_MAX_DEPTH + SLACK], mine[LS_MAX_DEPTH];
+		int b = capture_libunwind(other, want);
+		int a = cut_agent(other, b, mine, max);
+
+		if (a != n || memcmp(mine, pcs, (size_t)n * sizeof(*pcs)))
+			__atomic_add_fetch(&mismatches, 1, __ATOMIC_RELAXED);
+	}
+	return n;
+}
+
+void ls_stack_remember(struct ls_site *site)
+{
+	if (method == OWN || method == CHECK)
+		ls_unwind_memo_put(site);
+}
+
 void ls_stack_invalidate(void)
 {
 	ls_unwind_invalidate();

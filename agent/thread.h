@@ -60,6 +60,8 @@ struct ls_thread {
 	int64_t live_delta;	/* not yet added to the global live total */
 	uint64_t sample_left;	/* sampled mode: bytes to the next sample */
 	uint64_t rng;
+	uint64_t caller;	/* return address of the hook being recorded:
+				 * a hint for the unwinder's memo */
 	struct ls_pending pending[LS_PENDING];
 	struct ls_site *stack_cache[LS_STACK_CACHE];
 };

@@ -104,6 +104,51 @@ struct uw_node {
  * registers in vector form, right on its critical path. */
 #define UW_PUT(dst, v) __asm__("movq %1, %0" : "=m"(dst) : "r"((uint64_t)(v)))
 
+/*
+ * The walk memo: whole walks, each the state it started from, the stack
+ * words its steps read (with the values they held) and a value the caller
+ * attached to the result (the agent's interned site).  A walk is a
+ * function of its starting state, the rules (fixed for a uw_seq), the
+ * range (fixed while the stack top is) and the words it reads, so when
+ * every recorded word still holds its value the walk would give the same
+ * frames again: the caller gets its value back without a walk.  Unlike
+ * the frame cache, the check is a flat array of independent loads, not a
+ * chain.  Only walks on the thread's own stack that used no signal frame
+ * and no uncacheable rule are kept.
+ *
+ * Entries are 4-way sets indexed by (pc, sp, key); their words live in a
+ * per-thread ring, contiguous per entry.  An entry is intact while no
+ * word was written a whole ring past its start (dirty <= pos + UW_POOL).
+ */
+#define UW_MEMO_SET_BITS 7
+#define UW_MEMO_SETS (1u << UW_MEMO_SET_BITS)
+#define UW_MEMO_WAYS 8
+#define UW_POOL (1u << 12)	/* words in the ring */
+#define UW_MEMO_MAXW 512	/* words one walk may record */
+
+struct uw_word {
+	uint64_t at, val;
+};
+
+struct uw_memo {
+	uint64_t pc, sp, rbp, key, hint;
+	void *val;		/* NULL: empty */
+	uint64_t pos;		/* ring position of its first word */
+	uint32_t nw;		/* words */
+	uint32_t need_rbp;	/* the walk used the %rbp it started with */
+};
+
+/* A walk being recorded. */
+struct uw_rec {
+	struct uw_word *w, *end;	/* next word, end of the room */
+	uint64_t rbp_at, rbp_val;	/* where the current %rbp came from */
+	int rbp_from;		/* UW_RBP_START, _WORD (rbp_at) or _FIXED */
+	int need_rbp;		/* a step used the starting %rbp */
+	int bad;		/* not to be kept */
+};
+
+enum { UW_RBP_START, UW_RBP_WORD, UW_RBP_FIXED };
+
 struct uw_tcache {
 	struct uw_tcache *next;	/* registry, never unlinked */
 	int in_use;
@@ -113,6 +158,16 @@ struct uw_tcache {
 	uint32_t index[UW_NODES];	/* hash of (pc, sp) -> node */
 	struct uw_node node[UW_NODES];
 	struct uw_slot slot[UW_TC_SIZE];
+	/* the walk memo */
+	uint64_t head;		/* ring position for the next walk's words */
+	uint64_t dirty;		/* highest ring position written, plus one */
+	struct uw_memo pend;	/* the last walk, waiting for its value */
+	uint32_t pend_seq;
+	int pend_ok;
+	uint8_t victim[UW_MEMO_SETS];	/* next way to replace */
+	uint64_t tag[UW_MEMO_SETS][UW_MEMO_WAYS];	/* uw_memo_hash; 0: empty */
+	struct uw_memo memo[UW_MEMO_SETS][UW_MEMO_WAYS];
+	struct uw_word pool[UW_POOL];
 };
 
 static struct uw_slot *uw_tab;
@@ -235,6 +290,8 @@ static struct uw_tcache *uw_tc_get(uint32_t seq)
 	if (ls_unlikely(tc->seq != seq)) {
 		memset(tc->slot, 0, sizeof(tc->slot));
 		memset(tc->index, 0xff, sizeof(tc->index));	/* UW_NONE */
+		memset(tc->tag, 0, sizeof(tc->tag));
+		tc->pend_ok = 0;
 		tc->seq = seq;
 	}
 	return tc;
@@ -386,6 +443,7 @@ struct uw_walk {
 	uint64_t hi0;		/* top of the range sp is in */
 	struct uw_tcache *tc;	/* NULL: no per-thread caches */
 	struct uw_slot *tab;	/* NULL: no global table */
+	struct uw_rec *rec;	/* NULL: not recording */
 	uint32_t seq;
 };
 
@@ -445,6 +503,8 @@ static inline uint64_t uw_rule_get(const struct uw_walk *w, uint64_t pc,
 	if (cacheable) {
 		s->key = key;
 		s->rule = rule;
+	} else if (w->rec) {
+		w->rec->bad = 1;	/* e.g. a pc in no module yet */
 	}
 	return rule;
 }
@@ -496,6 +556,50 @@ static inline int uw_uses_rbp(uint64_t rule)
 	       uw_rbp_how(rule) == LS_CFI_RBP_AT_RBP;
 }
 
+/* ---- recording a walk for the memo ---- */
+
+static inline void uw_rec_word(struct uw_rec *rc, uint64_t at, uint64_t val)
+{
+	if (ls_unlikely(rc->w == rc->end)) {
+		rc->bad = 1;
+		return;
+	}
+	rc->w->at = at;
+	rc->w->val = val;
+	rc->w++;
+}
+
+/*
+ * One step by rule, which read the return address npc at ra_at, maybe
+ * the caller's %rbp xval at xat (xat 0: none) and maybe the CFA itself at
+ * dat (dat 0: none).  A saved %rbp word is recorded only once a later
+ * step uses it: code built without frame pointers keeps data in %rbp,
+ * and a walk that never uses it does not depend on it.  A step that uses
+ * the %rbp the walk started with makes the memo match %rbp too.
+ */
+__attribute__((noinline))
+static void uw_rec_step(struct uw_rec *rc, uint64_t rule, uint64_t dat,
+			uint64_t cfa, uint64_t ra_at, uint64_t npc,
+			uint64_t xat, uint64_t xval)
+{
+	if (uw_uses_rbp(rule)) {
+		if (rc->rbp_from == UW_RBP_START)
+			rc->need_rbp = 1;
+		else if (rc->rbp_from == UW_RBP_WORD)
+			uw_rec_word(rc, rc->rbp_at, rc->rbp_val);
+		rc->rbp_from = rc->rbp_from == UW_RBP_START ? UW_RBP_START :
+			       UW_RBP_FIXED;
+	}
+	if (dat)
+		uw_rec_word(rc, dat, cfa);
+	uw_rec_word(rc, ra_at, npc);
+	if (uw_rbp_how(rule) != LS_CFI_RBP_SAME) {
+		rc->rbp_from = xat ? UW_RBP_WORD : UW_RBP_FIXED;
+		rc->rbp_at = xat;
+		rc->rbp_val = xval;
+	}
+}
+
 static inline uint32_t uw_node_hash(uint64_t pc, uint64_t sp)
 {
 	return (uint32_t)(((pc ^ sp << 20) * 0x9e3779b97f4a7c15ull) >>
@@ -543,7 +647,7 @@ static int uw_node_deref_holds(const struct uw_node *n, uint64_t cfa)
  */
 __attribute__((noinline))
 static uint32_t uw_chain(const struct uw_tcache *tc, uint32_t id,
-			 uint64_t *rbp, struct uw_out *o)
+			 uint64_t *rbp, struct uw_out *o, struct uw_rec *rc)
 {
 	const struct uw_node *n = &tc->node[id], *p;
 	uint64_t r = *rbp, *pcs = o->pcs;
@@ -568,6 +672,13 @@ static uint32_t uw_chain(const struct uw_tcache *tc, uint32_t id,
 		if (ls_unlikely(rule.f.bits & LS_CFI_CFA_DEREF) &&
 		    !uw_node_deref_holds(n, p->sp))
 			break;
+		if (rc)
+			uw_rec_step(rc, rule.word,
+				    rule.f.bits & LS_CFI_CFA_DEREF ?
+				    (rule.f.bits & LS_CFI_CFA_RBP ? n->rbp :
+				     n->sp) + (uint64_t)(int64_t)rule.f.cfa_off :
+				    0, p->sp, n->ra_at, p->pc,
+				    n->rbp_read ? n->x_at : 0, n->x_val);
 		if (uw_rbp_how(rule.word) != LS_CFI_RBP_SAME)
 			r = n->rbp_read ? n->x_val : 0;
 		id = n->up;
@@ -625,6 +736,8 @@ static struct uw_tcache *uw_nodes(struct uw_tcache *tc, uint64_t hi)
 		return NULL;
 	if (ls_unlikely(tc->hi != hi)) {
 		memset(tc->index, 0xff, sizeof(tc->index));
+		memset(tc->tag, 0, sizeof(tc->tag));
+		tc->pend_ok = 0;
 		tc->hi = hi;
 	}
 	return tc;
@@ -640,7 +753,7 @@ static struct uw_tcache *uw_nodes(struct uw_tcache *tc, uint64_t hi)
 static int uw_walk(struct uw_walk *w, struct uw_out *o)
 {
 	uint64_t pc = w->pc, sp = w->sp, rbp = w->rbp, cfa, at, nrbp, xat;
-	uint64_t npc, r2;
+	uint64_t npc, r2, dat;
 	struct uw_range range = uw_bounds(sp);
 	uint64_t lo = range.lo, hi = range.hi;
 	struct uw_tcache *tc;
@@ -655,6 +768,8 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 		return 0;
 	w->hi0 = hi;
 	tc = uw_nodes(w->tc, hi);
+	if (!tc && w->rec)
+		w->rec->bad = 1;	/* not the thread's own stack */
 	for (;;) {
 		if (tc && !exact) {
 			id = tc->index[uw_node_hash(pc, sp)];
@@ -666,7 +781,7 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 				o->n = n;
 				o->skip = skip;
 				r2 = rbp;	/* rbp stays in a register */
-				failed = uw_chain(tc, id, &r2, o);
+				failed = uw_chain(tc, id, &r2, o, w->rec);
 				if (failed == UW_NONE)
 					return o->n;
 				n = o->n;
@@ -681,6 +796,8 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 			break;	/* 0 or not a user address */
 		r.word = uw_rule_get(w, pc, exact);
 		if (ls_unlikely(LS_CFI_KIND(r.f.bits) != LS_CFI_FRAME)) {
+			if (LS_CFI_KIND(r.f.bits) == LS_CFI_SIGNAL && w->rec)
+				w->rec->bad = 1;
 			if (!uw_special(w, exact ? NULL : tc, r.word, pc, sp,
 					rbp, lo, hi, prev, &g))
 				break;
@@ -695,9 +812,11 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 		}
 		cfa = (r.f.bits & LS_CFI_CFA_RBP ? rbp : sp) +
 		      (uint64_t)(int64_t)r.f.cfa_off;
+		dat = 0;
 		if (ls_unlikely(r.f.bits & LS_CFI_CFA_DEREF)) {
 			if (!uw_in(cfa, sp, hi))
 				break;
+			dat = cfa;
 			cfa = uw_load(cfa);
 		}
 		if (ls_unlikely(cfa <= sp || cfa > hi))
@@ -718,6 +837,9 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 		if (ls_unlikely(!uw_in(at, sp, hi)))
 			break;
 		npc = uw_load(at);
+		if (w->rec)
+			uw_rec_step(w->rec, r.word, dat, cfa, at, npc, xat,
+				    nrbp);
 		if (tc) {
 			id = uw_node_for(tc, pc, sp);
 			nd = &tc->node[id];
@@ -754,34 +876,147 @@ emit:
 	return n;
 }
 
+/* Room for the words of a walk about to be recorded: contiguous in the
+ * ring, from head on (or from the ring's start when it would wrap). */
+static void uw_rec_open(struct uw_tcache *tc, struct uw_rec *rc,
+			uint64_t *pos)
+{
+	uint64_t p = tc->head;
+
+	if ((p & (UW_POOL - 1)) + UW_MEMO_MAXW > UW_POOL)
+		p = (p | (UW_POOL - 1)) + 1;
+	*pos = p;
+	rc->w = &tc->pool[p & (UW_POOL - 1)];
+	rc->end = rc->w + UW_MEMO_MAXW;
+	rc->rbp_from = UW_RBP_START;
+	rc->need_rbp = 0;
+	rc->bad = 0;
+}
+
 /*
  * Caches are used when no invalidation is running; a walk that overlapped
  * one may hold a rule of an unmapped module, so it is redone uncached.
  * A capture interrupted by a signal whose handler captures too: the
  * handler's walk leaves the per-thread caches alone (they may be
- * mid-update).
+ * mid-update).  With key non-NULL the walk is recorded, and left pending
+ * in the thread's cache for ls_unwind_memo_put() when it can be kept.
  */
-static int uw_capture(const struct uw_walk *start, struct uw_out *o)
+static int uw_capture(const struct uw_walk *start, struct uw_out *o,
+		      const uint64_t *key, uint64_t hint)
 {
 	struct uw_walk w = *start;
 	struct uw_out o0 = *o;
+	struct uw_rec rec;
+	struct uw_tcache *tc;
+	uint64_t pos = 0, used = 0;
 	int n, nested = uw_self.busy;
 
 	uw_self.busy = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	w.seq = __atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE);
 	w.tab = w.seq & 1 ? NULL : __atomic_load_n(&uw_tab, __ATOMIC_ACQUIRE);
-	w.tc = w.tab && !nested ? uw_tc_get(w.seq) : NULL;
+	w.tc = tc = w.tab && !nested ? uw_tc_get(w.seq) : NULL;
+	w.rec = NULL;
+	if (tc) {
+		tc->pend_ok = 0;
+		if (key) {
+			uw_rec_open(tc, &rec, &pos);
+			w.rec = &rec;
+		}
+	}
 	n = uw_walk(&w, o);
+	if (w.rec) {
+		used = (uint64_t)(rec.w - &tc->pool[pos & (UW_POOL - 1)]);
+		if (tc->dirty < pos + used)
+			tc->dirty = pos + used;
+	}
 	if (w.tab && __atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE) != w.seq) {
 		w.tab = NULL;
 		w.tc = NULL;
+		w.rec = NULL;
 		*o = o0;
 		n = uw_walk(&w, o);
+	} else if (w.rec && !rec.bad) {
+		tc->pend = (struct uw_memo){
+			.pc = w.pc, .sp = w.sp, .rbp = w.rbp, .key = *key,
+			.hint = hint,
+			.pos = pos, .nw = (uint32_t)used,
+			.need_rbp = (uint32_t)rec.need_rbp,
+		};
+		tc->pend_seq = w.seq;
+		tc->pend_ok = 1;
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	uw_self.busy = nested;
 	return n;
+}
+
+/* The set is the hash's top bits; the tag the whole hash, never 0. */
+static inline uint64_t uw_memo_hash(uint64_t pc, uint64_t sp, uint64_t key,
+				    uint64_t hint)
+{
+	uint64_t h = ((pc ^ sp << 16 ^ key) * 0x9e3779b97f4a7c15ull ^ hint) *
+		     0xff51afd7ed558ccdull;
+
+	return h | 1;
+}
+
+static inline uint32_t uw_memo_set(uint64_t h)
+{
+	return (uint32_t)(h >> (64 - UW_MEMO_SET_BITS));
+}
+
+/* Every word of m holds its value. */
+static inline int uw_memo_holds(const struct uw_tcache *tc,
+				const struct uw_memo *m)
+{
+	const struct uw_word *wd = &tc->pool[m->pos & (UW_POOL - 1)];
+	uint32_t i, n = m->nw;
+
+	for (i = 0; i < n; i++)
+		if (uw_load(wd[i].at) != wd[i].val)
+			return 0;
+	return 1;
+}
+
+/*
+ * A memo entry for a walk from (pc, sp, rbp) with key whose words all hold
+ * still: its value, else NULL.  Runs with the thread's busy flag set, so
+ * that a signal handler's capture leaves the cache alone meanwhile.
+ */
+static void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp,
+			  uint64_t key, uint64_t hint)
+{
+	struct uw_tcache *tc = uw_self.tc;
+	uint32_t seq = __atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE), i, set;
+	const struct uw_memo *m;
+	uint64_t h;
+
+	if (!tc || tc == UW_TC_GONE || tc->seq != seq || (seq & 1) ||
+	    !tc->hi || tc->hi != uw_self.home_hi || sp < uw_self.home_lo ||
+	    sp >= tc->hi)
+		return NULL;
+	h = uw_memo_hash(pc, sp, key, hint);
+	set = uw_memo_set(h);
+	for (i = 0; i < UW_MEMO_WAYS; i++) {
+		if (tc->tag[set][i] != h)
+			continue;
+		m = &tc->memo[set][i];
+		if (m->pc != pc || m->sp != sp || m->key != key ||
+		    m->hint != hint || (m->need_rbp && m->rbp != rbp) ||
+		    tc->dirty > m->pos + UW_POOL || !uw_memo_holds(tc, m))
+			continue;
+		/* A dlclose meanwhile: the rules may be stale. */
+		if (__atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE) != seq)
+			return NULL;
+		return m->val;
+	}
+	return NULL;
+}
+
+static int uw_clamp(int v)
+{
+	return v < 0 ? 0 : v > LS_UNWIND_MAX_FRAMES ? LS_UNWIND_MAX_FRAMES : v;
 }
 
 /*
@@ -794,7 +1029,7 @@ __attribute__((noinline))
 int ls_unwind_capture(uint64_t *pcs, int max, int skip)
 {
 	const uint64_t *fp = __builtin_frame_address(0);
-	struct uw_walk w = { 0, 0, 0, 0, NULL, NULL, 0 };
+	struct uw_walk w = { 0 };
 	struct uw_out o = { pcs, 0, max, skip };
 
 	if (max <= 0 || !pcs)
@@ -802,15 +1037,75 @@ int ls_unwind_capture(uint64_t *pcs, int max, int skip)
 	w.pc = (uint64_t)(uintptr_t)__builtin_return_address(0);
 	w.sp = (uint64_t)(uintptr_t)(fp + 2);
 	w.rbp = fp[0];
-	if (o.max > LS_UNWIND_MAX_FRAMES)
-		o.max = LS_UNWIND_MAX_FRAMES;
 	/* Each step of the walk emits a frame or uses up a skip: with both
 	 * bounded, so is the walk, even through looping signal frames. */
-	if (o.skip < 0)
-		o.skip = 0;
-	if (o.skip > LS_UNWIND_MAX_FRAMES)
-		o.skip = LS_UNWIND_MAX_FRAMES;
-	return uw_capture(&w, &o);
+	o.max = uw_clamp(o.max);
+	o.skip = uw_clamp(o.skip);
+	return uw_capture(&w, &o, NULL, 0);
+}
+
+__attribute__((noinline))
+int ls_unwind_capture_memo(uint64_t *pcs, int max, int skip, uint32_t key,
+			   uint64_t hint, void **val)
+{
+	const uint64_t *fp = __builtin_frame_address(0);
+	struct uw_walk w = { 0 };
+	struct uw_out o = { pcs, 0, max, skip };
+	uint64_t k;
+	void *v = NULL;
+
+	*val = NULL;
+	if (max <= 0 || !pcs)
+		return 0;
+	w.pc = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	w.sp = (uint64_t)(uintptr_t)(fp + 2);
+	w.rbp = fp[0];
+	o.max = uw_clamp(o.max);
+	o.skip = uw_clamp(o.skip);
+	k = (uint64_t)key | (uint64_t)o.max << 32 | (uint64_t)o.skip << 48;
+	if (!uw_self.busy) {
+		uw_self.busy = 1;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		v = uw_memo_find(w.pc, w.sp, w.rbp, k, hint);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		uw_self.busy = 0;
+	}
+	if (v) {
+		*val = v;
+		return 0;
+	}
+	return uw_capture(&w, &o, &k, hint);
+}
+
+__attribute__((noinline))
+void ls_unwind_memo_put(void *val)
+{
+	struct uw_tcache *tc = uw_self.tc;
+	uint64_t h;
+	uint32_t s, i;
+
+	if (!val || !tc || tc == UW_TC_GONE || uw_self.busy || !tc->pend_ok)
+		return;
+	uw_self.busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	tc->pend_ok = 0;
+	if (tc->pend_seq == tc->seq &&
+	    __atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE) == tc->seq) {
+		h = uw_memo_hash(tc->pend.pc, tc->pend.sp, tc->pend.key,
+				 tc->pend.hint);
+		s = uw_memo_set(h);
+		for (i = 0; i < UW_MEMO_WAYS && tc->tag[s][i] &&
+			    tc->dirty <= tc->memo[s][i].pos + UW_POOL; i++)
+			;
+		if (i == UW_MEMO_WAYS)
+			i = tc->victim[s]++ % UW_MEMO_WAYS;
+		tc->memo[s][i] = tc->pend;
+		tc->memo[s][i].val = val;
+		tc->tag[s][i] = h;
+		tc->head = tc->pend.pos + tc->pend.nw;
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	uw_self.busy = 0;
 }
 
 /* ------------------------------------------------------------------ */

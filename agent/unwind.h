@@ -68,6 +68,30 @@ int ls_unwind_init(void);
 int ls_unwind_capture(uint64_t *pcs, int max, int skip);
 
 /*
+ * ls_unwind_capture() through the walk memo.  key tells apart callers that
+ * attach different values to the same stack.  hint is any word that tends
+ * to tell walks from the same state apart (a hook's return address); it
+ * only spreads entries, and walks with the same hint must not be told
+ * apart by it.  When an earlier walk from
+ * the same state (the caller's pc, sp and, if the walk used it, %rbp),
+ * with the same key, max and skip, had a value attached by
+ * ls_unwind_memo_put(), and every stack word that walk read still holds
+ * what it held, the walk would give the same frames: *val is set to that
+ * value and 0 is returned, pcs untouched.  Otherwise *val is NULL and the
+ * stack is captured as by ls_unwind_capture(); the caller may then attach
+ * a value to that walk with ls_unwind_memo_put() before its next capture.
+ * Walks that passed a signal frame, left the thread's own stack or met a
+ * pc outside every module are not kept.  Same safety as
+ * ls_unwind_capture(); about 86 + 80 KiB of per-thread caches.
+ */
+int ls_unwind_capture_memo(uint64_t *pcs, int max, int skip, uint32_t key,
+			   uint64_t hint, void **val);
+
+/* Attach val (not NULL) to the calling thread's last walk by
+ * ls_unwind_capture_memo(), if it can be kept.  Hook-safe. */
+void ls_unwind_memo_put(void *val);
+
+/*
  * Forget every cached rule and frame, because a module was unmapped
  * (dlclose) and another one may later be mapped at its addresses.
  * Captures running meanwhile in other threads notice and redo their walk
