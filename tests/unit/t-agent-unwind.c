@@ -63,6 +63,63 @@ static int load_libunwind(void)
 	return unw_bt ? 0 : -1;
 }
 
+/*
+ * The walk memo, checked on every capture_both(): the value attached to a
+ * walk is a copy of its frames, so a hit must give back exactly the
+ * frames a fresh walk gives now.  Values are kept for the whole run.
+ */
+struct memo_val {
+	int n;
+	uint64_t pcs[MAXF];
+};
+
+#define MEMO_VALS 20000
+
+static struct memo_val *memo_vals;
+static int memo_nvals;
+static long memo_hits, memo_misses, memo_bad;	/* atomic: signal handlers */
+
+#define MEMO_ADD(v, n) __atomic_add_fetch(&(v), (n), __ATOMIC_RELAXED)
+
+/* Frames after the first (each capture has its own call site) equal. */
+static int same_tail(const uint64_t *a, int na, const uint64_t *b, int nb)
+{
+	return na == nb && na > 0 &&
+	       !memcmp(a + 1, b + 1, (size_t)(na - 1) * sizeof(*a));
+}
+
+/* The memo's walk starts one frame deeper, in memo_check(): after its
+ * return address into capture_both() come the frames of c. */
+static int memo_same(const uint64_t *pcs, int n, const struct cap *c)
+{
+	return n == c->n_ours + 1 && n > 1 &&
+	       !memcmp(pcs + 1, c->ours, (size_t)c->n_ours * sizeof(*pcs));
+}
+
+NOFP static void memo_check(struct cap *c, uint64_t hint)
+{
+	uint64_t pcs[MAXF];
+	struct memo_val *v;
+	void *val;
+	int n = ls_unwind_capture_memo(pcs, MAXF, 0, 7, hint, &val), i;
+
+	if (val) {
+		v = val;
+		MEMO_ADD(memo_hits, 1);
+		MEMO_ADD(memo_bad, !memo_same(v->pcs, v->n, c));
+		return;
+	}
+	MEMO_ADD(memo_misses, 1);
+	MEMO_ADD(memo_bad, !memo_same(pcs, n, c));
+	i = MEMO_ADD(memo_nvals, 1) - 1;
+	if (i < MEMO_VALS) {
+		v = &memo_vals[i];
+		v->n = n;
+		memcpy(v->pcs, pcs, (size_t)n * sizeof(*pcs));
+		ls_unwind_memo_put(v);
+	}
+}
+
 NOFP static void capture_both(struct cap *c)
 {
 	if (c->with_cold) {
@@ -72,7 +129,18 @@ NOFP static void capture_both(struct cap *c)
 	c->n_ours = ls_unwind_capture(c->ours, MAXF, 0);
 	c->n_theirs = unw_bt(c->theirs, MAXF);
 	c->ra = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	if (memo_vals)
+		memo_check(c, c->ra);
 	sink++;
+}
+
+/* The memo's record over the captures since the last call. */
+static void memo_report(const char *what, int want_hits)
+{
+	ok(memo_bad == 0 && (!want_hits || memo_hits > 0),
+	   "%s: walk memo: %ld hits, %ld misses, %ld differ from a fresh "
+	   "walk", what, memo_hits, memo_misses, memo_bad);
+	memo_hits = memo_misses = memo_bad = 0;
 }
 
 /* Index where libunwind's stack meets ours (its first frames are inside
@@ -522,11 +590,135 @@ NOFP static void via_realign(int deep, int pad, struct cap *c)
 	sink++;
 }
 
+/*
+ * rbp_frame(fn, arg, rbp) calls fn(arg) with %rbp = rbp under CFI that
+ * puts its CFA at %rbp + 16: a walk through it goes on through the fake
+ * frame rbp points at.  Two fake frames at different addresses, entered
+ * from the same frames at the same depth: a walk memo that ignored where
+ * %rbp came from would give the first one's caller for the second.
+ */
+void rbp_frame(void (*fn)(void *), void *arg, uint64_t *rbp);
+__asm__(".text\n"
+	".p2align 4\n"
+	"rbp_frame:\n"
+	"	.cfi_startproc\n"
+	"	push %rbp\n"
+	"	.cfi_def_cfa_offset 16\n"
+	"	.cfi_offset %rbp, -16\n"
+	"	mov %rdx, %rbp\n"
+	"	.cfi_def_cfa %rbp, 16\n"
+	"	mov %rdi, %rax\n"
+	"	mov %rsi, %rdi\n"
+	"	call *%rax\n"
+	"	.cfi_def_cfa %rsp, 16\n"
+	"	pop %rbp\n"
+	"	.cfi_def_cfa_offset 8\n"
+	"	ret\n"
+	"	.cfi_endproc\n");
+
+NOFP static uint64_t ret_addr(void)
+{
+	return (uint64_t)(uintptr_t)__builtin_return_address(0);
+}
+
+/* Two return addresses in code whose CFA is %rsp-based. */
+NOFP static uint64_t ra_site_a(void)
+{
+	uint64_t r = ret_addr();
+
+	sink++;
+	return r;
+}
+
+NOFP static uint64_t ra_site_b(void)
+{
+	uint64_t r = ret_addr();
+
+	sink += 2;
+	return r;
+}
+
+NOFP static void via_fake(uint64_t *fake, struct cap *c)
+{
+	rbp_frame(below_caller, c, fake);
+	sink++;
+}
+
+/* Below rbp_frame with nothing in between that saves %rbp: the walk
+ * uses the very %rbp it starts with. */
+struct fake_cap {
+	uint64_t pcs[MAXF], ref[MAXF];
+	int n, nref;
+	void *val;
+};
+
+NOFP static void fake_leaf(void *arg)
+{
+	struct fake_cap *f = arg;
+
+	f->nref = ls_unwind_capture(f->ref, MAXF, 0);
+	f->n = ls_unwind_capture_memo(f->pcs, MAXF, 0, 9, 0, &f->val);
+}
+
+static void test_memo_start_rbp(void)
+{
+	uint64_t fakes[2][8] = { { 0 } };
+	static struct fake_cap f;
+	static struct memo_val vals[2];
+	struct memo_val *v;
+	int round, k, bad = 0, hits = 0;
+
+	fakes[0][1] = ra_site_a();
+	fakes[1][1] = ra_site_b();
+	for (round = 0; round < 3; round++) {
+		for (k = 0; k < 2; k++) {
+			rbp_frame(fake_leaf, &f, fakes[k]);
+			if (f.val) {
+				v = f.val;
+				hits++;
+			} else {
+				v = &vals[k];
+				v->n = f.n;
+				memcpy(v->pcs, f.pcs, sizeof(f.pcs));
+				ls_unwind_memo_put(v);
+			}
+			bad += v->n != f.nref || v->n < 2 ||
+			       v->pcs[v->n - 1] != fakes[k][1] ||
+			       memcmp(v->pcs + 1, f.ref + 1,
+				      (size_t)(v->n - 1) * sizeof(*v->pcs));
+		}
+	}
+	ok(bad == 0 && hits > 0, "fake frames under the starting %%rbp: "
+	   "%d memo hits, %d walks differ", hits, bad);
+}
+
+static void test_memo_fake_rbp(void)
+{
+	/* [saved %rbp, return address, then zeros: the walk ends at pc 0] */
+	uint64_t fakes[2][8] = { { 0 } };
+	struct cap c = { 0 };
+	int round, k, found;
+
+	fakes[0][1] = ra_site_a();
+	fakes[1][1] = ra_site_b();
+	for (round = 0; round < 3; round++) {
+		for (k = 0; k < 2; k++) {
+			via_fake(fakes[k], &c);
+			for (found = 0; found < c.n_ours; found++)
+				if (c.ours[found] == fakes[k][1])
+					break;
+			ok(found < c.n_ours && c.n_ours == found + 1,
+			   "fake frame %d (round %d): the walk ends in its "
+			   "return address (%d frames)", k, round, c.n_ours);
+		}
+	}
+}
+
 static void test_cache_rbp(void)
 {
 	struct cap c = { 0 };
 	char what[80];
-	int pad, deep;
+	int pad, deep, round;
 
 	for (pad = 0; pad < 64; pad += 16) {
 		for (deep = 0; deep < 2; deep++) {
@@ -538,12 +730,15 @@ static void test_cache_rbp(void)
 		}
 	}
 
-	via_caller(0, &c);
-	check_cap(&c, "below a junk %rbp", 5);
-	via_caller(1, &c);
-	check_cap(&c, "then below a frame pointer, same depth", 5);
-	via_caller(0, &c);
-	check_cap(&c, "then below a junk %rbp again", 5);
+	/* Twice: the second round meets the walk memo's entries. */
+	for (round = 0; round < 2; round++) {
+		via_caller(0, &c);
+		check_cap(&c, "below a junk %rbp", 5);
+		via_caller(1, &c);
+		check_cap(&c, "then below a frame pointer, same depth", 5);
+		via_caller(0, &c);
+		check_cap(&c, "then below a junk %rbp again", 5);
+	}
 }
 
 static uint64_t rng = 88172645463325252ull;
@@ -681,7 +876,7 @@ static void test_cache_fuzz(void)
 struct stress {
 	uint64_t ref[STRESS_DEPTHS][MAXF];
 	int nref[STRESS_DEPTHS];
-	long bad, done;
+	long bad, done, memo_hits;
 };
 
 static volatile int stress_stop;
@@ -691,7 +886,7 @@ NOFP static void stress_leaf(struct stress *s, int d, int ref)
 {
 	uint64_t pcs[MAXF];
 	uint64_t ra = (uint64_t)(uintptr_t)__builtin_return_address(0);
-	void *lu[MAXF];
+	void *lu[MAXF], *val;
 	int n, j;
 
 	if (ref) {
@@ -706,6 +901,17 @@ NOFP static void stress_leaf(struct stress *s, int d, int ref)
 	n = ls_unwind_capture(pcs, MAXF, 0);
 	if (n != s->nref[d] || memcmp(pcs, s->ref[d], (size_t)n * 8))
 		s->bad++;
+	/* The memo, its value the depth's reference: a hit must be right. */
+	n = ls_unwind_capture_memo(pcs, MAXF, 0, 1, ra, &val);
+	if (val) {
+		s->memo_hits++;
+		if (val != s->ref[d])
+			s->bad++;
+	} else {
+		if (!same_tail(pcs, n, s->ref[d], s->nref[d]))
+			s->bad++;
+		ls_unwind_memo_put(s->ref[d]);
+	}
 	s->done++;
 }
 
@@ -773,9 +979,11 @@ static void test_stress(void)
 	stress_stop = 1;
 	pthread_join(inv, NULL);
 	for (i = 0; i < 2; i++) {
-		ok(s[i].done == STRESS_N && s[i].bad == 0 && s[i].nref[7] > 9,
-		   "stress thread %d: %ld captures, %ld differ from "
-		   "libunwind's cold stack", i, s[i].done, s[i].bad);
+		ok(s[i].done == STRESS_N && s[i].bad == 0 && s[i].nref[7] > 9 &&
+		   s[i].memo_hits > STRESS_N / 2,
+		   "stress thread %d: %ld captures (plain and through the "
+		   "memo, %ld memo hits), %ld differ from libunwind's cold "
+		   "stack", i, s[i].done, s[i].memo_hits, s[i].bad);
 	}
 	ok(ninv > 0, "%ld invalidations ran during the stress", ninv);
 }
@@ -911,8 +1119,10 @@ int main(void)
 		ok(0, "libunwind.so.8 loads (Debian package libunwind8)");
 		return tap_done();
 	}
+	memo_vals = calloc(MEMO_VALS, sizeof(*memo_vals));
 	test_codegen();
 	test_uncached();
+	memo_report("before ls_unwind_init", 0);
 	ok(ls_unwind_init() == 0, "ls_unwind_init succeeds");
 	ok(ls_unwind_init() == 0, "a second ls_unwind_init is a no-op");
 	test_recursion();
@@ -920,11 +1130,17 @@ int main(void)
 	test_cold_warm();
 	test_callbacks();
 	test_thread();
+	memo_report("recursion, callbacks, threads", 0);
 	test_signal(0);
 	test_signal(1);
 	test_makecontext();
+	memo_report("signal handlers and a makecontext stack", 0);
 	test_cache_rbp();
+	test_memo_fake_rbp();
+	test_memo_start_rbp();
+	memo_report("%rbp-based and realigned frames", 1);
 	test_cache_fuzz();
+	memo_report("mutating paths", 1);
 	test_stress();
 	test_garbage();
 	return tap_done();
