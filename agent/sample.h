@@ -23,6 +23,7 @@ int ls_sample_init(uint64_t rate, uint64_t seed);
 
 extern uint64_t ls_sample_rate;	/* T; 0 = full tracking */
 extern uint8_t *ls_sample_filter;
+extern unsigned ls_sample_shift;	/* 64 - log2(filter counters) */
 
 int ls_sample_hit(struct ls_thread *t, uint64_t size);
 
@@ -38,7 +39,8 @@ static inline int ls_sample_take(struct ls_thread *t, uint64_t size)
 
 static inline uint32_t ls_sample_slot(uint64_t addr)
 {
-	return (uint32_t)(((addr >> 4) * 0x9e3779b97f4a7c15ULL) >> 44);
+	return (uint32_t)(((addr >> 4) * 0x9e3779b97f4a7c15ULL) >>
+			  ls_sample_shift);
 }
 
 /* Might addr be a recorded block?  No false negatives. */
