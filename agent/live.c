@@ -68,6 +68,19 @@ static inline uint64_t probe(const struct shard *s, uint64_t h, uint64_t addr)
 	return i;
 }
 
+void ls_live_prefetch(uint64_t addr)
+{
+	uint64_t h = addr_hash(addr);
+	const struct shard *s = shard_of(h);
+	const struct ls_live_entry *slots = __atomic_load_n(&s->slots,
+							     __ATOMIC_RELAXED);
+	uint64_t mask = __atomic_load_n(&s->mask, __ATOMIC_RELAXED);
+
+	__builtin_prefetch(s, 1);
+	if (slots)
+		__builtin_prefetch(&slots[h & mask], 1);
+}
+
 int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 {
 	uint64_t h = addr_hash(e->addr), i;
