@@ -50,9 +50,11 @@ static struct ls_site *capture_site(struct ls_thread *t, uint32_t kind)
 {
 	uint64_t pcs[LS_MAX_DEPTH];
 	struct ls_site *s;
-	int n = ls_stack_capture_site(pcs, ls_agent.depth, kind, t->caller,
+	int n = ls_stack_capture_site(pcs, ls_agent.depth, kind, &t->start,
 				      &s);
 
+	t->start.sp = 0;	/* used: a capture that did not set it starts
+				 * where it is */
 	if (s)
 		return s;
 	s = intern(t, pcs, (uint32_t)n, kind);

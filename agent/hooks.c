@@ -99,12 +99,12 @@ static __attribute__((noinline)) void record_free(struct ls_thread *t, void *p)
 
 /* A block appeared.  In sampled mode most are let go here, in a few
  * instructions. */
-static inline void note_alloc(struct ls_thread *t, void *p, size_t size,
-			      void *caller)
+static inline __attribute__((always_inline))
+void note_alloc(struct ls_thread *t, void *p, size_t size)
 {
 	if (ls_sample_rate && !ls_sample_take(t, size))
 		return;
-	t->caller = (uint64_t)(uintptr_t)caller;
+	t->start = LS_UNWIND_HERE();	/* the program's call into the hook */
 	record_alloc(t, p, size);
 }
 
@@ -136,7 +136,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
 	t = tracking(LS_FN_MALLOC);
 	p = ls_real.malloc(n);
 	if (t && p)
-		note_alloc(t, p, n, __builtin_return_address(0));
+		note_alloc(t, p, n);
 	return p;
 }
 
@@ -193,7 +193,7 @@ static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m)
 	t = tracking(LS_FN_CALLOC);
 	p = ls_real.calloc(n, m);
 	if (t && p)
-		note_alloc(t, p, n * m, __builtin_return_address(0));
+		note_alloc(t, p, n * m);
 	return p;
 }
 
@@ -222,7 +222,8 @@ static void *boot_realloc(void *p, size_t n)
 }
 
 /* realloc and reallocarray, once the size is known not to overflow. */
-static void *do_realloc(void *p, size_t n, enum ls_fn fn, void *caller)
+static inline __attribute__((always_inline))
+void *do_realloc(void *p, size_t n, enum ls_fn fn)
 {
 	char saved[LS_TRACK_SAVED];
 	struct ls_thread *t = tracking(fn);
@@ -241,7 +242,7 @@ static void *do_realloc(void *p, size_t n, enum ls_fn fn, void *caller)
 	q = ls_real.realloc(p, n);
 	e = errno;
 	if (q) {
-		note_alloc(t, q, n, caller);
+		note_alloc(t, q, n);
 	} else if (tracked && n) {	/* failed: p is still live */
 		ls_guard_enter();
 		ls_track_restore(t, saved);
@@ -257,7 +258,7 @@ LS_EXPORT void *realloc(void *p, size_t n)
 		return boot_realloc(p, n);
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(n, 16);
-	return do_realloc(p, n, LS_FN_REALLOC, __builtin_return_address(0));
+	return do_realloc(p, n, LS_FN_REALLOC);
 }
 
 LS_EXPORT void *reallocarray(void *p, size_t n, size_t m)
@@ -274,8 +275,7 @@ LS_EXPORT void *reallocarray(void *p, size_t n, size_t m)
 		return boot_realloc(p, total);
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(total, 16);
-	return do_realloc(p, total, LS_FN_REALLOCARRAY,
-			  __builtin_return_address(0));
+	return do_realloc(p, total, LS_FN_REALLOCARRAY);
 }
 
 LS_EXPORT int posix_memalign(void **out, size_t align, size_t n)
@@ -292,21 +292,21 @@ LS_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	t = tracking(LS_FN_POSIX_MEMALIGN);
 	r = ls_real.posix_memalign(out, align, n);
 	if (t && !r)
-		note_alloc(t, *out, n, __builtin_return_address(0));
+		note_alloc(t, *out, n);
 	return r;
 }
 
 /* aligned_alloc, memalign, valloc, pvalloc: an aligned block, recorded
  * as `tracked` bytes. */
-static void *aligned(void *(*fn2)(size_t, size_t), void *(*fn1)(size_t),
-		     size_t align, size_t n, size_t tracked, enum ls_fn fn,
-		     void *caller)
+static inline __attribute__((always_inline))
+void *aligned(void *(*fn2)(size_t, size_t), void *(*fn1)(size_t),
+	      size_t align, size_t n, size_t tracked, enum ls_fn fn)
 {
 	struct ls_thread *t = tracking(fn);
 	void *p = fn2 ? fn2(align, n) : fn1(n);
 
 	if (t && p)
-		note_alloc(t, p, tracked, caller);
+		note_alloc(t, p, tracked);
 	return p;
 }
 
@@ -315,23 +315,21 @@ LS_EXPORT void *aligned_alloc(size_t align, size_t n)
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(n, align);
 	return aligned(ls_real.aligned_alloc, NULL, align, n, n,
-		       LS_FN_ALIGNED_ALLOC, __builtin_return_address(0));
+		       LS_FN_ALIGNED_ALLOC);
 }
 
 LS_EXPORT void *memalign(size_t align, size_t n)
 {
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(n, align);
-	return aligned(ls_real.memalign, NULL, align, n, n, LS_FN_MEMALIGN,
-		       __builtin_return_address(0));
+	return aligned(ls_real.memalign, NULL, align, n, n, LS_FN_MEMALIGN);
 }
 
 LS_EXPORT void *valloc(size_t n)
 {
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(n, page_size);
-	return aligned(NULL, ls_real.valloc, 0, n, n, LS_FN_VALLOC,
-		       __builtin_return_address(0));
+	return aligned(NULL, ls_real.valloc, 0, n, n, LS_FN_VALLOC);
 }
 
 LS_EXPORT void *pvalloc(size_t n)
@@ -339,7 +337,7 @@ LS_EXPORT void *pvalloc(size_t n)
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(page_round(n), page_size);
 	return aligned(NULL, ls_real.pvalloc, 0, n, page_round(n),
-		       LS_FN_PVALLOC, __builtin_return_address(0));
+		       LS_FN_PVALLOC);
 }
 
 LS_EXPORT size_t malloc_usable_size(void *p)
@@ -374,8 +372,7 @@ LS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 	p = ls_real.mmap(addr, len, prot, flags, fd, off);
 	if (t && p != MAP_FAILED && (flags & (MAP_FIXED | MAP_ANONYMOUS)))
 		GUARDED({
-			t->caller = (uint64_t)(uintptr_t)
-				    __builtin_return_address(0);
+			t->start = LS_UNWIND_HERE();
 			if (flags & MAP_FIXED)	/* replaced what was there */
 				ls_track_munmap(t, p, page_round(len));
 			if (flags & MAP_ANONYMOUS)
@@ -417,8 +414,7 @@ LS_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	t = tracking(LS_FN_MREMAP);
 	p = ls_real.mremap(old, oldlen, newlen, flags, want);
 	if (t && p != MAP_FAILED)
-		GUARDED(t->caller = (uint64_t)(uintptr_t)
-				    __builtin_return_address(0);
+		GUARDED(t->start = LS_UNWIND_HERE();
 			ls_track_mremap(t, old, page_round(oldlen), p,
 					page_round(newlen)));
 	return p;

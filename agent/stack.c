@@ -131,7 +131,8 @@ static void check_site(const struct ls_site *s, int max)
 
 __attribute__((noinline))
 int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
-			  uint64_t hint, struct ls_site **site)
+			  const struct ls_unwind_start *st,
+			  struct ls_site **site)
 {
 	uint64_t raw[LS_MAX_DEPTH + SLACK];
 	int want = max + SLACK, n;
@@ -142,7 +143,8 @@ int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
 		return ls_stack_capture(pcs, max);
 	if (want > LS_MAX_DEPTH + SLACK)
 		want = LS_MAX_DEPTH + SLACK;
-	n = ls_unwind_capture_memo(raw, want, 0, kind, hint, &memo);
+	n = ls_unwind_capture_memo_from(st, raw, want, 0, kind, st ? st->pc : 0,
+					&memo);
 	if (memo) {
 		*site = memo;
 		if (method == CHECK)

@@ -16,10 +16,12 @@
 int ls_stack_init(void);
 int ls_stack_capture(uint64_t *pcs, int max);
 struct ls_site;
+struct ls_unwind_start;
 
 /*
- * Capture for a site of this kind.  hint, the return address of the hook,
- * only spreads the memo's entries (any value is correct).  When the unwinder's memo knows the
+ * Capture for a site of this kind, from the program frame *st when st is
+ * not NULL and st->sp not 0 (LS_UNWIND_HERE() in the hook), else from
+ * here.  When the unwinder's memo knows the
  * walk from here (the same stack words as when a site was remembered for
  * it), *site is that site and nothing is captured (returns 0); else *site
  * is NULL and the frames are in pcs, as ls_stack_capture() gives them.
@@ -27,7 +29,8 @@ struct ls_site;
  * before its next capture.
  */
 int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
-			  uint64_t hint, struct ls_site **site);
+			  const struct ls_unwind_start *st,
+			  struct ls_site **site);
 void ls_stack_remember(struct ls_site *site);
 /* Called after a dlclose(): forget cached unwind rules. */
 void ls_stack_invalidate(void);

@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 #include "site.h"
+#include "unwind.h"
 
 enum ls_fn {
 	LS_FN_MALLOC,
@@ -60,8 +61,10 @@ struct ls_thread {
 	int64_t live_delta;	/* not yet added to the global live total */
 	uint64_t sample_left;	/* sampled mode: bytes to the next sample */
 	uint64_t rng;
-	uint64_t caller;	/* return address of the hook being recorded:
-				 * a hint for the unwinder's memo */
+	/* The program frame that called the hook being recorded, where its
+	 * stack walk starts; sp 0 when none (the walk then starts where
+	 * the capture is). */
+	struct ls_unwind_start start;
 	struct ls_pending pending[LS_PENDING];
 	struct ls_site *stack_cache[LS_STACK_CACHE];
 };

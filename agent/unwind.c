@@ -1044,29 +1044,19 @@ int ls_unwind_capture(uint64_t *pcs, int max, int skip)
 	return uw_capture(&w, &o, NULL, 0);
 }
 
-__attribute__((noinline))
-int ls_unwind_capture_memo(uint64_t *pcs, int max, int skip, uint32_t key,
-			   uint64_t hint, void **val)
+/* The memo, then a recorded walk, from w's state. */
+static int uw_capture_memo(struct uw_walk *w, uint64_t *pcs, int max,
+			   int skip, uint32_t key, uint64_t hint, void **val)
 {
-	const uint64_t *fp = __builtin_frame_address(0);
-	struct uw_walk w = { 0 };
-	struct uw_out o = { pcs, 0, max, skip };
-	uint64_t k;
+	struct uw_out o = { pcs, 0, uw_clamp(max), uw_clamp(skip) };
+	uint64_t k = (uint64_t)key | (uint64_t)o.max << 32 |
+		     (uint64_t)o.skip << 48;
 	void *v = NULL;
 
-	*val = NULL;
-	if (max <= 0 || !pcs)
-		return 0;
-	w.pc = (uint64_t)(uintptr_t)__builtin_return_address(0);
-	w.sp = (uint64_t)(uintptr_t)(fp + 2);
-	w.rbp = fp[0];
-	o.max = uw_clamp(o.max);
-	o.skip = uw_clamp(o.skip);
-	k = (uint64_t)key | (uint64_t)o.max << 32 | (uint64_t)o.skip << 48;
 	if (!uw_self.busy) {
 		uw_self.busy = 1;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		v = uw_memo_find(w.pc, w.sp, w.rbp, k, hint);
+		v = uw_memo_find(w->pc, w->sp, w->rbp, k, hint);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		uw_self.busy = 0;
 	}
@@ -1074,7 +1064,56 @@ int ls_unwind_capture_memo(uint64_t *pcs, int max, int skip, uint32_t key,
 		*val = v;
 		return 0;
 	}
-	return uw_capture(&w, &o, &k, hint);
+	return uw_capture(w, &o, &k, hint);
+}
+
+__attribute__((noinline))
+int ls_unwind_capture_memo(uint64_t *pcs, int max, int skip, uint32_t key,
+			   uint64_t hint, void **val)
+{
+	const uint64_t *fp = __builtin_frame_address(0);
+	struct uw_walk w = { 0 };
+
+	*val = NULL;
+	if (max <= 0 || !pcs)
+		return 0;
+	w.pc = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	w.sp = (uint64_t)(uintptr_t)(fp + 2);
+	w.rbp = fp[0];
+	return uw_capture_memo(&w, pcs, max, skip, key, hint, val);
+}
+
+__attribute__((noinline))
+int ls_unwind_capture_memo_from(const struct ls_unwind_start *st,
+				uint64_t *pcs, int max, int skip, uint32_t key,
+				uint64_t hint, void **val)
+{
+	const uint64_t *fp = __builtin_frame_address(0);
+	struct uw_walk w = { 0 };
+	int n;
+
+	*val = NULL;
+	if (max <= 0 || !pcs)
+		return 0;
+	if (st && st->sp > (uint64_t)(uintptr_t)(fp + 2)) {
+		/* That frame's own pc first, then the walk from it. */
+		w.pc = st->pc;
+		w.sp = st->sp;
+		w.rbp = st->rbp;
+		if (skip > 0)
+			return uw_capture_memo(&w, pcs, max, skip - 1, key,
+					       hint, val);
+		pcs[0] = st->pc;
+		if (max == 1)
+			return 1;
+		n = uw_capture_memo(&w, pcs + 1, max - 1, 0, key, hint, val);
+		return *val ? 0 : n + 1;
+	} else {
+		w.pc = (uint64_t)(uintptr_t)__builtin_return_address(0);
+		w.sp = (uint64_t)(uintptr_t)(fp + 2);
+		w.rbp = fp[0];
+	}
+	return uw_capture_memo(&w, pcs, max, skip, key, hint, val);
 }
 
 __attribute__((noinline))

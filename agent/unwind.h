@@ -87,6 +87,37 @@ int ls_unwind_capture(uint64_t *pcs, int max, int skip);
 int ls_unwind_capture_memo(uint64_t *pcs, int max, int skip, uint32_t key,
 			   uint64_t hint, void **val);
 
+/*
+ * Where a walk starts: a frame's pc (a return address), sp and %rbp.
+ * LS_UNWIND_HERE() gives the state of the function that called the
+ * function it is used in, exactly: __builtin_frame_address makes GCC give
+ * that function a frame pointer, so [fp] is the caller's %rbp, fp + 8 the
+ * return address and fp + 16 the caller's sp.  Used in an always-inline
+ * helper it describes the function the helper is inlined into.
+ */
+struct ls_unwind_start {
+	uint64_t pc, sp, rbp;	/* sp 0: none */
+};
+
+#define LS_UNWIND_HERE() ((struct ls_unwind_start){			\
+	.pc = (uint64_t)(uintptr_t)__builtin_return_address(0),		\
+	.sp = (uint64_t)(uintptr_t)((uint64_t *)__builtin_frame_address(0) + 2), \
+	.rbp = *(uint64_t *)__builtin_frame_address(0) })
+
+/*
+ * ls_unwind_capture_memo() from *st instead of from the caller: a hook
+ * passes the state of the program frame that called it, so that neither
+ * the memo nor the walk spend anything on the agent's own frames.  pcs[0]
+ * is then st->pc itself (the return address into that frame), the walk's
+ * frames follow.  st
+ * must describe a live frame of the calling thread, above the caller of
+ * this function; one at or below it is ignored (the walk then starts at
+ * the caller, as ls_unwind_capture_memo() does).
+ */
+int ls_unwind_capture_memo_from(const struct ls_unwind_start *st,
+				uint64_t *pcs, int max, int skip, uint32_t key,
+				uint64_t hint, void **val);
+
 /* Attach val (not NULL) to the calling thread's last walk by
  * ls_unwind_capture_memo(), if it can be kept.  Hook-safe. */
 void ls_unwind_memo_put(void *val);

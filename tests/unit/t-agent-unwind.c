@@ -692,6 +692,61 @@ static void test_memo_start_rbp(void)
 	   "%d memo hits, %d walks differ", hits, bad);
 }
 
+/* ls_unwind_capture_memo_from(LS_UNWIND_HERE()): the frames a capture
+ * in this function gives, through the memo on the second call. */
+struct from_val {
+	int n;
+	uint64_t pcs[MAXF];
+};
+
+__attribute__((noipa)) static int from_here(struct from_val *mine,
+					     struct from_val *ref, void **val)
+{
+	struct ls_unwind_start st = LS_UNWIND_HERE();
+
+	ref->n = ls_unwind_capture(ref->pcs, MAXF, 0);
+	mine->n = ls_unwind_capture_memo_from(&st, mine->pcs, MAXF, 0, 3,
+					      st.pc, val);
+	return 0;
+}
+
+NOFP static void from_caller(struct from_val *mine, struct from_val *ref,
+			     void **val)
+{
+	sink += from_here(mine, ref, val);
+}
+
+static void test_memo_from(void)
+{
+	static struct from_val mine, ref, kept;
+	struct ls_unwind_start bad = { 1, 8, 0 };
+	void *val;
+	int round, hits = 0, bad_n = 0;
+
+	for (round = 0; round < 3; round++) {
+		from_caller(&mine, &ref, &val);
+		if (val) {
+			hits++;
+			bad_n += val != &kept;
+			continue;
+		}
+		bad_n += mine.n != ref.n || mine.n < 3 ||
+			 memcmp(mine.pcs, ref.pcs, (size_t)ref.n * 8);
+		kept = mine;
+		ls_unwind_memo_put(&kept);
+	}
+	ok(hits == 2 && bad_n == 0, "a walk from the hook's caller's state: "
+	   "the frames of a capture in place (%d frames), then %d memo hits "
+	   "(%d wrong)", ref.n, hits, bad_n);
+	ref.n = ls_unwind_capture(ref.pcs, MAXF, 0);
+	mine.n = ls_unwind_capture_memo_from(&bad, mine.pcs, MAXF, 0, 4, 0,
+					     &val);
+	ok(!val && mine.n == ref.n && mine.n > 1 &&
+	   !memcmp(mine.pcs, ref.pcs, (size_t)ref.n * 8), "a start below "
+	   "the capture is ignored: the walk starts in place (%d frames)",
+	   mine.n);
+}
+
 static void test_memo_fake_rbp(void)
 {
 	/* [saved %rbp, return address, then zeros: the walk ends at pc 0] */
@@ -1138,6 +1193,7 @@ int main(void)
 	test_cache_rbp();
 	test_memo_fake_rbp();
 	test_memo_start_rbp();
+	test_memo_from();
 	memo_report("%rbp-based and realigned frames", 1);
 	test_cache_fuzz();
 	memo_report("mutating paths", 1);
