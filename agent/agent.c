@@ -49,30 +49,34 @@ static struct ls_site *intern(struct ls_thread *t, const uint64_t *pcs,
 static struct ls_site *capture_site(struct ls_thread *t, uint32_t kind)
 {
 	uint64_t pcs[LS_MAX_DEPTH];
-	struct ls_site *s;
-	int n = ls_stack_capture_site(pcs, ls_agent.depth, kind, &t->start,
-				      &s);
+	struct ls_site *s = NULL;
+	int n;
 
+	/* Usually the memo knows the walk: no capture, no interning. */
+	if (t->start.sp)
+		s = ls_stack_memo(&t->start, ls_agent.depth, kind);
+	if (!s) {
+		n = ls_stack_capture_site(pcs, ls_agent.depth, kind,
+					  &t->start, &s);
+		if (!s) {
+			s = intern(t, pcs, (uint32_t)n, kind);
+			if (s)
+				ls_stack_remember(s);
+		}
+	}
 	t->start.sp = 0;	/* used: a capture that did not set it starts
 				 * where it is */
-	if (s)
-		return s;
-	s = intern(t, pcs, (uint32_t)n, kind);
-	if (s)
-		ls_stack_remember(s);
 	return s;
 }
 
 /* A recorded block goes away: settle its site. */
-static void settle_replaced(struct ls_thread *t, const struct ls_live_entry *old)
+static inline __attribute__((always_inline))
+void settle_replaced(struct ls_thread *t, const struct ls_live_entry *old)
 {
-	struct ls_site *s = ls_site_get(old->site);
 	int64_t b, k;
 
-	if (!s)
-		return;
 	ls_sample_est(old->size, &b, &k);
-	ls_thread_site_delta(t, s, -b, -k, 0, 0);
+	ls_thread_site_delta(t, old->site, NULL, -b, -k, 0, 0);
 }
 
 static void insert(struct ls_thread *t, struct ls_site *s, void *p,
@@ -96,7 +100,7 @@ static void insert(struct ls_thread *t, struct ls_site *s, void *p,
 	else if (ls_sample_rate)
 		ls_sample_mark(e.addr);
 	ls_sample_est(size, &b, &k);
-	ls_thread_site_delta(t, s, b, k, (uint64_t)b, (uint64_t)k);
+	ls_thread_site_delta(t, s->id, s, b, k, (uint64_t)b, (uint64_t)k);
 }
 
 void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
@@ -112,7 +116,8 @@ void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 
 /* Take p out of the live table; in sampled mode the filter answers for
  * almost every block that was never recorded. */
-static int take(uint64_t addr, struct ls_live_entry *e)
+static inline __attribute__((always_inline))
+int take(uint64_t addr, struct ls_live_entry *e)
 {
 	if (ls_sample_rate && !ls_sample_maybe(addr))
 		return 0;
@@ -155,7 +160,7 @@ void ls_track_restore(struct ls_thread *t, const void *saved)
 		ls_sample_mark(e->addr);
 	/* Back as it was: live again, but not a new allocation. */
 	ls_sample_est(e->size, &b, &k);
-	ls_thread_site_delta(t, s, b, k, 0, 0);
+	ls_thread_site_delta(t, s->id, s, b, k, 0, 0);
 }
 
 void ls_track_mmap(struct ls_thread *t, void *p, size_t len)
@@ -174,7 +179,8 @@ void ls_track_mmap(struct ls_thread *t, void *p, size_t len)
 	e.site = s->id;
 	/* Mappings are few and large: always recorded, weight 1. */
 	if (!ls_mmaps_add(&e))
-		ls_thread_site_delta(t, s, (int64_t)len * ls_sample_scale(),
+		ls_thread_site_delta(t, s->id, s,
+				     (int64_t)len * ls_sample_scale(),
 				     ls_sample_scale(),
 				     len * (uint64_t)ls_sample_scale(),
 				     (uint64_t)ls_sample_scale());
@@ -186,7 +192,7 @@ static void mmap_changed(uint32_t site, int64_t dbytes, int64_t dblocks,
 	struct ls_site *s = ls_site_get(site);
 
 	if (s)
-		ls_thread_site_delta(arg, s, dbytes * ls_sample_scale(),
+		ls_thread_site_delta(arg, s->id, s, dbytes * ls_sample_scale(),
 				     dblocks * ls_sample_scale(), 0, 0);
 }
 

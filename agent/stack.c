@@ -163,6 +163,22 @@ int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
 	return n;
 }
 
+struct ls_site *ls_stack_memo(const struct ls_unwind_start *st, int max,
+			      uint32_t kind)
+{
+	int want = max + SLACK;
+	struct ls_site *s;
+
+	if (method != OWN && method != CHECK)
+		return NULL;
+	if (want > LS_MAX_DEPTH + SLACK)
+		want = LS_MAX_DEPTH + SLACK;
+	s = ls_unwind_memo_get(st, want, kind);
+	if (s && method == CHECK)
+		check_site(s, max);
+	return s;
+}
+
 void ls_stack_remember(struct ls_site *site)
 {
 	if (method == OWN || method == CHECK)

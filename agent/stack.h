@@ -32,6 +32,10 @@ int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
 			  const struct ls_unwind_start *st,
 			  struct ls_site **site);
 void ls_stack_remember(struct ls_site *site);
+/* The site ls_stack_capture_site(pcs, max, kind, st, ...) would give from
+ * the memo alone, without capturing; NULL if it would capture. */
+struct ls_site *ls_stack_memo(const struct ls_unwind_start *st, int max,
+			      uint32_t kind);
 /* Called after a dlclose(): forget cached unwind rules. */
 void ls_stack_invalidate(void);
 /* In a fork child (see ls_unwind_atfork_child). */

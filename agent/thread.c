@@ -62,16 +62,28 @@ static void flush_live(struct ls_thread *t)
 		;
 }
 
-void ls_thread_site_delta(struct ls_thread *t, struct ls_site *site,
-			  int64_t dbytes, int64_t dblocks, uint64_t abytes,
-			  uint64_t ablocks)
+void ls_thread_flush_live(struct ls_thread *t)
 {
-	struct ls_pending *p = &t->pending[site->id & (LS_PENDING - 1)];
+	flush_live(t);
+}
 
+void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
+			       struct ls_site *site, int64_t dbytes,
+			       int64_t dblocks, uint64_t abytes,
+			       uint64_t ablocks)
+{
+	struct ls_pending *p = &t->pending[id & (LS_PENDING - 1)];
+
+	if (!site && (p->id != id || !p->site)) {
+		site = ls_site_get(id);
+		if (!site)
+			return;
+	}
 	seq_begin(t);
-	if (p->site != site) {
+	if (p->id != id || !p->site) {
 		flush_entry(p);
 		p->site = site;
+		p->id = id;
 	}
 	p->live_bytes += dbytes;
 	p->live_blocks += dblocks;
@@ -80,9 +92,6 @@ void ls_thread_site_delta(struct ls_thread *t, struct ls_site *site,
 	if (++p->events >= LS_PENDING_FLUSH)
 		flush_entry(p);
 	seq_end(t);
-	t->live_delta += dbytes;
-	if (t->live_delta > LS_PEAK_BATCH || t->live_delta < -LS_PEAK_BATCH)
-		flush_live(t);
 }
 
 static void thread_exit(void *arg)

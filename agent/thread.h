@@ -39,13 +39,14 @@ enum ls_fn {
 
 extern const char *const ls_fn_names[LS_FN_COUNT];
 
-#define LS_PENDING 64		/* power of two */
+#define LS_PENDING 256		/* power of two */
 #define LS_PENDING_FLUSH 64	/* events per entry before a flush */
 #define LS_STACK_CACHE 256	/* power of two */
 #define LS_PEAK_BATCH (64 << 10)
 
 struct ls_pending {
 	struct ls_site *site;	/* NULL = empty */
+	uint32_t id;		/* site->id, compared without loading site */
 	uint32_t events;
 	int64_t live_bytes, live_blocks;
 	uint64_t alloc_bytes, alloc_blocks;
@@ -87,12 +88,48 @@ static inline void ls_thread_count(struct ls_thread *t, enum ls_fn fn)
 	__atomic_store_n(&t->calls[fn], t->calls[fn] + 1, __ATOMIC_RELAXED);
 }
 
-/* Change site's live bytes and blocks by dbytes, dblocks and its
+/* Out of line: the pending entry holds another site or is due for a
+ * flush (ls_thread_site_delta's slow path), and the peak's batch. */
+void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
+			       struct ls_site *site, int64_t dbytes,
+			       int64_t dblocks, uint64_t abytes,
+			       uint64_t ablocks);
+void ls_thread_flush_live(struct ls_thread *t);
+
+/*
+ * Change the live bytes and blocks of site id by dbytes, dblocks and its
  * allocated totals by abytes, ablocks (in sampled mode, in the fixed-point
- * units of sample.h). */
-void ls_thread_site_delta(struct ls_thread *t, struct ls_site *site,
-			  int64_t dbytes, int64_t dblocks, uint64_t abytes,
-			  uint64_t ablocks);
+ * units of sample.h).  site is the site itself when the caller has it,
+ * else NULL: it is looked up only when the thread's pending entry holds
+ * another site.  Inline: the common case is a few adds to a line only
+ * this thread writes, between the two stores readers' seqlock checks.
+ */
+static inline void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
+					struct ls_site *site, int64_t dbytes,
+					int64_t dblocks, uint64_t abytes,
+					uint64_t ablocks)
+{
+	struct ls_pending *p = &t->pending[id & (LS_PENDING - 1)];
+
+	if (__builtin_expect(p->id != id || !p->site ||
+			     p->events >= LS_PENDING_FLUSH - 1, 0)) {
+		ls_thread_site_delta_slow(t, id, site, dbytes, dblocks,
+					  abytes, ablocks);
+	} else {
+		__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		p->live_bytes += dbytes;
+		p->live_blocks += dblocks;
+		p->alloc_bytes += abytes;
+		p->alloc_blocks += ablocks;
+		p->events++;
+		__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELEASE);
+	}
+	t->live_delta += dbytes;
+	if (__builtin_expect(t->live_delta > LS_PEAK_BATCH ||
+			     t->live_delta < -LS_PEAK_BATCH, 0))
+		ls_thread_flush_live(t);
+}
 
 /* Sum of every thread's calls (live and exited). */
 void ls_thread_calls(uint64_t out[LS_FN_COUNT]);

@@ -1116,6 +1116,27 @@ int ls_unwind_capture_memo_from(const struct ls_unwind_start *st,
 	return uw_capture_memo(&w, pcs, max, skip, key, hint, val);
 }
 
+void *ls_unwind_memo_get(const struct ls_unwind_start *st, int max,
+			 uint32_t key)
+{
+	const uint64_t *fp = __builtin_frame_address(0);
+	uint64_t k;
+	void *v;
+
+	/* The key ls_unwind_capture_memo_from() gives the walk after
+	 * st->pc: max - 1 frames, skip 0. */
+	if (max <= 1 || !st || st->sp <= (uint64_t)(uintptr_t)(fp + 2) ||
+	    uw_self.busy)
+		return NULL;
+	k = (uint64_t)key | (uint64_t)uw_clamp(max - 1) << 32;
+	uw_self.busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	v = uw_memo_find(st->pc, st->sp, st->rbp, k, st->pc);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	uw_self.busy = 0;
+	return v;
+}
+
 __attribute__((noinline))
 void ls_unwind_memo_put(void *val)
 {

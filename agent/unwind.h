@@ -118,6 +118,14 @@ int ls_unwind_capture_memo_from(const struct ls_unwind_start *st,
 				uint64_t *pcs, int max, int skip, uint32_t key,
 				uint64_t hint, void **val);
 
+/*
+ * The memo alone, for a hook's fast path: the value
+ * ls_unwind_capture_memo_from(st, pcs, max, 0, key, st->pc, &val) would
+ * give without walking, or NULL (then call that).
+ */
+void *ls_unwind_memo_get(const struct ls_unwind_start *st, int max,
+			 uint32_t key);
+
 /* Attach val (not NULL) to the calling thread's last walk by
  * ls_unwind_capture_memo(), if it can be kept.  Hook-safe. */
 void ls_unwind_memo_put(void *val);
