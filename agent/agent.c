@@ -46,24 +46,36 @@ static struct ls_site *intern(struct ls_thread *t, const uint64_t *pcs,
 	return s;
 }
 
-static struct ls_site *capture_site(struct ls_thread *t, uint32_t kind)
+/* The memo did not know this walk: capture, intern, remember. */
+static __attribute__((noinline))
+struct ls_site *capture_new(struct ls_thread *t, uint32_t kind)
 {
 	uint64_t pcs[LS_MAX_DEPTH];
+	struct ls_site *s;
+	int n = ls_stack_capture_site(pcs, ls_agent.depth, kind, &t->start,
+				      &s);
+
+	if (!s) {
+		s = intern(t, pcs, (uint32_t)n, kind);
+		if (s)
+			ls_stack_remember(s);
+	}
+	return s;
+}
+
+static inline __attribute__((always_inline))
+struct ls_site *capture_site(struct ls_thread *t, uint32_t kind)
+{
 	struct ls_site *s = NULL;
-	int n;
 
 	/* Usually the memo knows the walk: no capture, no interning. */
 	if (t->start.sp)
-		s = ls_stack_memo(&t->start, ls_agent.depth, kind);
-	if (!s) {
-		n = ls_stack_capture_site(pcs, ls_agent.depth, kind,
-					  &t->start, &s);
-		if (!s) {
-			s = intern(t, pcs, (uint32_t)n, kind);
-			if (s)
-				ls_stack_remember(s);
-		}
-	}
+		s = ls_likely(ls_stack_memo_direct) ?
+		    ls_unwind_memo_get(&t->start,
+				       ls_stack_want(ls_agent.depth), kind) :
+		    ls_stack_memo(&t->start, ls_agent.depth, kind);
+	if (!s)
+		s = capture_new(t, kind);
 	t->start.sp = 0;	/* used: a capture that did not set it starts
 				 * where it is */
 	return s;

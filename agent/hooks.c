@@ -79,22 +79,22 @@ static inline struct ls_thread *tracking(enum ls_fn fn)
 static __attribute__((noinline)) void record_alloc(struct ls_thread *t,
 						   void *p, size_t size)
 {
-	int e = errno;
+	int e = *t->err;
 
 	ls_guard_enter();
 	ls_track_alloc(t, p, size);
 	ls_guard_leave();
-	errno = e;
+	*t->err = e;
 }
 
 static __attribute__((noinline)) void record_free(struct ls_thread *t, void *p)
 {
-	int e = errno;
+	int e = *t->err;
 
 	ls_guard_enter();
 	ls_track_free(t, p);
 	ls_guard_leave();
-	errno = e;
+	*t->err = e;
 }
 
 /* A block appeared.  In sampled mode most are let go here, in a few

@@ -25,11 +25,12 @@
 #include "unwind.h"
 
 #define UNW_CACHE_PER_THREAD 2	/* libunwind's unw_caching_policy_t */
-#define SLACK 16		/* agent frames above the program's */
+#define SLACK LS_STACK_SLACK
 
 enum method { OWN, LIBUNWIND, CHECK, NONE };
 
 static enum method method = OWN;
+int ls_stack_memo_direct = 1;	/* see stack.h */
 static int (*unw_backtrace_fn)(void **, int);
 static uint64_t self_lo, self_hi;
 static uint64_t mismatches;
@@ -63,6 +64,7 @@ int ls_stack_init(void)
 		method = NONE;	/* no stacks: what tracking costs without them */
 	if ((method == LIBUNWIND || method == CHECK) && load_libunwind())
 		method = OWN;
+	ls_stack_memo_direct = method == OWN;
 	return ls_unwind_init();
 }
 
@@ -135,14 +137,12 @@ int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
 			  struct ls_site **site)
 {
 	uint64_t raw[LS_MAX_DEPTH + SLACK];
-	int want = max + SLACK, n;
+	int want = ls_stack_want(max), n;
 	void *memo;
 
 	*site = NULL;
 	if (method != OWN && method != CHECK)
 		return ls_stack_capture(pcs, max);
-	if (want > LS_MAX_DEPTH + SLACK)
-		want = LS_MAX_DEPTH + SLACK;
 	n = ls_unwind_capture_memo_from(st, raw, want, 0, kind, st ? st->pc : 0,
 					&memo);
 	if (memo) {
@@ -166,14 +166,11 @@ int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
 struct ls_site *ls_stack_memo(const struct ls_unwind_start *st, int max,
 			      uint32_t kind)
 {
-	int want = max + SLACK;
 	struct ls_site *s;
 
 	if (method != OWN && method != CHECK)
 		return NULL;
-	if (want > LS_MAX_DEPTH + SLACK)
-		want = LS_MAX_DEPTH + SLACK;
-	s = ls_unwind_memo_get(st, want, kind);
+	s = ls_unwind_memo_get(st, ls_stack_want(max), kind);
 	if (s && method == CHECK)
 		check_site(s, max);
 	return s;

@@ -15,8 +15,21 @@
 
 int ls_stack_init(void);
 int ls_stack_capture(uint64_t *pcs, int max);
-struct ls_site;
-struct ls_unwind_start;
+#include "site.h"
+#include "unwind.h"
+
+#define LS_STACK_SLACK 16	/* agent frames above the program's */
+
+/* Frames a capture for max program frames asks the unwinder for. */
+static inline int ls_stack_want(int max)
+{
+	return max + LS_STACK_SLACK > LS_MAX_DEPTH + LS_STACK_SLACK ?
+	       LS_MAX_DEPTH + LS_STACK_SLACK : max + LS_STACK_SLACK;
+}
+
+/* 1 when ls_stack_memo() is just ls_unwind_memo_get() (the own unwinder,
+ * no cross-check): the hooks then call that directly. */
+extern int ls_stack_memo_direct;
 
 /*
  * Capture for a site of this kind, from the program frame *st when st is

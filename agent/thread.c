@@ -1,6 +1,7 @@
 /*
  * thread.c - per-thread records and the flushing of their counters.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include "arena.h"
@@ -146,6 +147,7 @@ struct ls_thread *ls_thread_claim(void)
 	if (!t)
 		return NULL;
 	t->tid = ls_gettid();
+	t->err = &errno;
 	t->sample_left = 0;
 	t->rng = 0;
 	t->ordinal = __atomic_add_fetch(&threads_seen, 1, __ATOMIC_RELAXED);

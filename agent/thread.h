@@ -62,6 +62,7 @@ struct ls_thread {
 	int64_t live_delta;	/* not yet added to the global live total */
 	uint64_t sample_left;	/* sampled mode: bytes to the next sample */
 	uint64_t rng;
+	int *err;		/* this thread's errno, saved around bookkeeping */
 	/* The program frame that called the hook being recorded, where its
 	 * stack walk starts; sp 0 when none (the walk then starts where
 	 * the capture is). */

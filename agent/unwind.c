@@ -984,8 +984,9 @@ static inline int uw_memo_holds(const struct uw_tcache *tc,
  * still: its value, else NULL.  Runs with the thread's busy flag set, so
  * that a signal handler's capture leaves the cache alone meanwhile.
  */
-static void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp,
-			  uint64_t key, uint64_t hint)
+static inline __attribute__((always_inline))
+void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
+		   uint64_t hint)
 {
 	struct uw_tcache *tc = uw_self.tc;
 	uint32_t seq = __atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE), i, set;
