@@ -138,9 +138,24 @@ struct uw_memo {
 	uint32_t need_rbp;	/* the walk used the %rbp it started with */
 };
 
+/*
+ * Walks from the same pc and sp (a hook called at the same depth from
+ * one place) differ first in the caller's return address.  The memo uses
+ * that word as the hint that picks the entry: this cache says, for a pc,
+ * at what offset from sp the first walk from it read its return address.
+ * Only a hint: all words are checked anyway.
+ */
+#define UW_FSZ 512
+
+struct uw_fsz {
+	uint64_t pc;
+	uint64_t off;		/* from sp */
+};
+
 /* A walk being recorded. */
 struct uw_rec {
 	struct uw_word *w, *end;	/* next word, end of the room */
+	uint64_t ra1_at, ra1;		/* the first return address read */
 	uint64_t rbp_at, rbp_val;	/* where the current %rbp came from */
 	int rbp_from;		/* UW_RBP_START, _WORD (rbp_at) or _FIXED */
 	int need_rbp;		/* a step used the starting %rbp */
@@ -165,6 +180,7 @@ struct uw_tcache {
 	uint32_t pend_seq;
 	int pend_ok;
 	uint8_t victim[UW_MEMO_SETS];	/* next way to replace */
+	struct uw_fsz fsz[UW_FSZ];	/* pc -> where its return address is */
 	uint64_t tag[UW_MEMO_SETS][UW_MEMO_WAYS];	/* uw_memo_hash; 0: empty */
 	struct uw_memo memo[UW_MEMO_SETS][UW_MEMO_WAYS];
 	struct uw_word pool[UW_POOL];
@@ -291,6 +307,7 @@ static struct uw_tcache *uw_tc_get(uint32_t seq)
 		memset(tc->slot, 0, sizeof(tc->slot));
 		memset(tc->index, 0xff, sizeof(tc->index));	/* UW_NONE */
 		memset(tc->tag, 0, sizeof(tc->tag));
+		memset(tc->fsz, 0, sizeof(tc->fsz));
 		tc->pend_ok = 0;
 		tc->seq = seq;
 	}
@@ -592,6 +609,10 @@ static void uw_rec_step(struct uw_rec *rc, uint64_t rule, uint64_t dat,
 	}
 	if (dat)
 		uw_rec_word(rc, dat, cfa);
+	if (!rc->ra1_at) {
+		rc->ra1_at = ra_at;
+		rc->ra1 = npc;
+	}
 	uw_rec_word(rc, ra_at, npc);
 	if (uw_rbp_how(rule) != LS_CFI_RBP_SAME) {
 		rc->rbp_from = xat ? UW_RBP_WORD : UW_RBP_FIXED;
@@ -737,6 +758,7 @@ static struct uw_tcache *uw_nodes(struct uw_tcache *tc, uint64_t hi)
 	if (ls_unlikely(tc->hi != hi)) {
 		memset(tc->index, 0xff, sizeof(tc->index));
 		memset(tc->tag, 0, sizeof(tc->tag));
+		memset(tc->fsz, 0, sizeof(tc->fsz));
 		tc->pend_ok = 0;
 		tc->hi = hi;
 	}
@@ -876,6 +898,23 @@ emit:
 	return n;
 }
 
+static inline struct uw_fsz *uw_fsz_of(struct uw_tcache *tc, uint64_t pc)
+{
+	return &tc->fsz[(pc * 0x9e3779b97f4a7c15ull) >> 55 & (UW_FSZ - 1)];
+}
+
+/* The hint for a walk from (pc, sp): the return address it will read
+ * first when the frame-size cache knows where, else the caller's. */
+static inline uint64_t uw_hint(struct uw_tcache *tc, uint64_t pc,
+			       uint64_t sp, uint64_t hint)
+{
+	const struct uw_fsz *f = uw_fsz_of(tc, pc);
+
+	if (f->pc == pc && sp + f->off + 8 <= tc->hi)
+		return uw_load(sp + f->off);
+	return hint;
+}
+
 /* Room for the words of a walk about to be recorded: contiguous in the
  * ring, from head on (or from the ring's start when it would wrap). */
 static void uw_rec_open(struct uw_tcache *tc, struct uw_rec *rc,
@@ -891,6 +930,7 @@ static void uw_rec_open(struct uw_tcache *tc, struct uw_rec *rc,
 	rc->rbp_from = UW_RBP_START;
 	rc->need_rbp = 0;
 	rc->bad = 0;
+	rc->ra1_at = 0;
 }
 
 /*
@@ -937,6 +977,13 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 		*o = o0;
 		n = uw_walk(&w, o);
 	} else if (w.rec && !rec.bad) {
+		if (rec.ra1_at > w.sp && rec.ra1_at - w.sp < UW_HOME_MAX) {
+			struct uw_fsz *f = uw_fsz_of(tc, w.pc);
+
+			f->pc = w.pc;
+			f->off = rec.ra1_at - w.sp;
+			hint = rec.ra1;
+		}
 		tc->pend = (struct uw_memo){
 			.pc = w.pc, .sp = w.sp, .rbp = w.rbp, .key = *key,
 			.hint = hint,
@@ -997,6 +1044,7 @@ void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
 	    !tc->hi || tc->hi != uw_self.home_hi || sp < uw_self.home_lo ||
 	    sp >= tc->hi)
 		return NULL;
+	hint = uw_hint(tc, pc, sp, hint);
 	h = uw_memo_hash(pc, sp, key, hint);
 	set = uw_memo_set(h);
 	for (i = 0; i < UW_MEMO_WAYS; i++) {
