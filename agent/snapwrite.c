@@ -19,6 +19,7 @@
 #include "sample.h"
 #include "site.h"
 #include "snapwrite.h"
+#include "stack.h"
 #include "sys.h"
 #include "thread.h"
 
@@ -173,6 +174,19 @@ static void put_mallinfo(struct writer *w)
 	ls_snapshot_mallinfo(&m);
 	record(w, LSNAP_MALLINFO, sizeof(m));
 	put(w, &m, sizeof(m));
+}
+
+static void put_unwind(struct writer *w)
+{
+	struct lsnap_unwind u = { .unwinder = ls_stack_unwinder() };
+	uint64_t walks, hits;
+
+	ls_unwind_counts(&walks, &hits);
+	u.walks = walks;
+	u.memo_hits = hits;
+	u.check_mismatches = ls_stack_mismatches();
+	record(w, LSNAP_UNWIND, sizeof(u));
+	put(w, &u, sizeof(u));
 }
 
 static void put_modules(struct writer *w)
@@ -405,6 +419,7 @@ int ls_snapshot_write(int fd, enum lsnap_reason reason, int with_blocks)
 	put_header(w, reason);
 	put_calls(w);
 	put_mallinfo(w);
+	put_unwind(w);
 	put_modules(w);
 	ret = walk_live(w, &sums, with_blocks);
 	if (ret)

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../common/lsnap.h"
 #include "modules.h"
 #include "site.h"
 #include "stack.h"
@@ -196,6 +197,13 @@ const char *ls_stack_method(void)
 {
 	return method == OWN ? "cfi" : method == LIBUNWIND ? "libunwind" :
 	       method == CHECK ? "check" : "none";
+}
+
+uint32_t ls_stack_unwinder(void)
+{
+	return method == OWN ? LSNAP_UNWINDER_CFI :
+	       method == LIBUNWIND ? LSNAP_UNWINDER_LIBUNWIND :
+	       method == CHECK ? LSNAP_UNWINDER_CHECK : LSNAP_UNWINDER_NONE;
 }
 
 uint64_t ls_stack_mismatches(void)

@@ -53,6 +53,8 @@ struct ls_site *ls_stack_memo(const struct ls_unwind_start *st, int max,
 void ls_stack_invalidate(void);
 /* In a fork child (see ls_unwind_atfork_child). */
 void ls_stack_atfork_child(void);
+/* Which unwinder is in use: enum lsnap_unwinder. */
+uint32_t ls_stack_unwinder(void);
 /* Which unwinder is in use: "cfi", "libunwind" or "check". */
 const char *ls_stack_method(void);
 /* With LEAKSCOPE_UNWIND=check: captures where the two unwinders

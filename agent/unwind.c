@@ -179,6 +179,7 @@ struct uw_tcache {
 	struct uw_memo pend;	/* the last walk, waiting for its value */
 	uint32_t pend_seq;
 	int pend_ok;
+	uint64_t walks, hits;	/* counted by this thread, read by snapshots */
 	uint8_t victim[UW_MEMO_SETS];	/* next way to replace */
 	struct uw_fsz fsz[UW_FSZ];	/* pc -> where its return address is */
 	uint64_t tag[UW_MEMO_SETS][UW_MEMO_WAYS];	/* uw_memo_hash; 0: empty */
@@ -958,6 +959,7 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 	w.tc = tc = w.tab && !nested ? uw_tc_get(w.seq) : NULL;
 	w.rec = NULL;
 	if (tc) {
+		__atomic_store_n(&tc->walks, tc->walks + 1, __ATOMIC_RELAXED);
 		tc->pend_ok = 0;
 		if (key) {
 			uw_rec_open(tc, &rec, &pos);
@@ -1058,6 +1060,7 @@ void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
 		/* A dlclose meanwhile: the rules may be stale. */
 		if (__atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE) != seq)
 			return NULL;
+		__atomic_store_n(&tc->hits, tc->hits + 1, __ATOMIC_RELAXED);
 		return m->val;
 	}
 	return NULL;
@@ -1257,6 +1260,18 @@ void ls_unwind_invalidate(void)
 			(long)(UW_TAB_SIZE * sizeof(*tab)), MADV_DONTNEED);
 	__atomic_add_fetch(&uw_seq, 1, __ATOMIC_SEQ_CST);
 	ls_unlock(&lock);
+}
+
+void ls_unwind_counts(uint64_t *walks, uint64_t *memo_hits)
+{
+	struct uw_tcache *tc;
+
+	*walks = *memo_hits = 0;
+	for (tc = __atomic_load_n(&uw_registry, __ATOMIC_ACQUIRE); tc;
+	     tc = tc->next) {
+		*walks += __atomic_load_n(&tc->walks, __ATOMIC_RELAXED);
+		*memo_hits += __atomic_load_n(&tc->hits, __ATOMIC_RELAXED);
+	}
 }
 
 void ls_unwind_atfork_child(void)

@@ -61,7 +61,8 @@ int ls_unwind_init(void);
  * Safe inside allocation hooks and async-signal handlers, and
  * async-signal-safe itself: no allocation through malloc, no stdio, no
  * lock; errno is left alone.  A thread's first call maps its caches
- * (about 86 KiB, given back to a pool when the thread exits).
+ * (about 230 KiB of address space, touched as used, given back to a
+ * pool when the thread exits).
  * Thread-safe.  May be called before ls_unwind_init(); it then works
  * uncached.
  */
@@ -82,7 +83,7 @@ int ls_unwind_capture(uint64_t *pcs, int max, int skip);
  * a value to that walk with ls_unwind_memo_put() before its next capture.
  * Walks that passed a signal frame, left the thread's own stack or met a
  * pc outside every module are not kept.  Same safety as
- * ls_unwind_capture(); about 86 + 80 KiB of per-thread caches.
+ * ls_unwind_capture(), and the same per-thread caches.
  */
 int ls_unwind_capture_memo(uint64_t *pcs, int max, int skip, uint32_t key,
 			   uint64_t hint, void **val);
@@ -129,6 +130,10 @@ void *ls_unwind_memo_get(const struct ls_unwind_start *st, int max,
 /* Attach val (not NULL) to the calling thread's last walk by
  * ls_unwind_capture_memo(), if it can be kept.  Hook-safe. */
 void ls_unwind_memo_put(void *val);
+
+/* Walks done and captures the memo answered, by every thread with caches
+ * (counters of exited threads stay in their recycled caches). */
+void ls_unwind_counts(uint64_t *walks, uint64_t *memo_hits);
 
 /*
  * Forget every cached rule and frame, because a module was unmapped

@@ -268,6 +268,18 @@ static void stats_text(FILE *fp, const struct ls_snapshot *s)
 			", free %" PRIu64 ", mmapped %" PRIu64 " in %" PRIu64
 			" blocks, releasable %" PRIu64 "\n", m->arena, m->uordblks,
 			m->fordblks, m->hblkhd, m->hblks, m->keepcost);
+	if (s->has_unwind) {
+		const struct lsnap_unwind *u = &s->unwind;
+		uint64_t all = u->walks + u->memo_hits;
+
+		fprintf(fp, "stacks:    %" PRIu64 " captured, %" PRIu64
+			" walked, %.1f%% from the walk memo", all, u->walks,
+			all ? 100.0 * (double)u->memo_hits / (double)all : 0.0);
+		if (u->unwinder == LSNAP_UNWINDER_CHECK)
+			fprintf(fp, ", %" PRIu64 " differ from libunwind",
+				u->check_mismatches);
+		fputc('\n', fp);
+	}
 }
 
 int ls_cmd_stats(int argc, char **argv)

@@ -112,6 +112,32 @@ static void put_mallinfo(struct ls_json *j, const struct ls_snapshot *s)
 	ls_json_end(j);
 }
 
+static const char *unwinder_name(uint32_t u)
+{
+	switch (u) {
+	case LSNAP_UNWINDER_CFI: return "cfi";
+	case LSNAP_UNWINDER_LIBUNWIND: return "libunwind";
+	case LSNAP_UNWINDER_CHECK: return "check";
+	case LSNAP_UNWINDER_NONE: return "none";
+	}
+	return "unknown";
+}
+
+static void put_unwind(struct ls_json *j, const struct ls_snapshot *s)
+{
+	const struct lsnap_unwind *u = &s->unwind;
+
+	if (!s->has_unwind)
+		return;
+	ls_json_object(j, "unwind");
+	ls_json_str(j, "unwinder", unwinder_name(u->unwinder));
+	ls_json_u64(j, "walks", u->walks);
+	ls_json_u64(j, "memo_hits", u->memo_hits);
+	if (u->unwinder == LSNAP_UNWINDER_CHECK)
+		ls_json_u64(j, "check_mismatches", u->check_mismatches);
+	ls_json_end(j);
+}
+
 static void put_filters(struct ls_json *j, const struct ls_render_ctx *c)
 {
 	const struct ls_report_opts *o = c->opts;
@@ -223,6 +249,7 @@ int ls_render_json(const struct ls_render_ctx *c)
 	put_totals(&j, s);
 	put_calls(&j, s);
 	put_mallinfo(&j, s);
+	put_unwind(&j, s);
 	put_filters(&j, c);
 	ls_json_array(&j, "sites");
 	for (i = 0; i < c->rep->nsites && !ret; i++)
@@ -257,6 +284,7 @@ int ls_render_stats_json(FILE *out, const struct ls_snapshot *s)
 	ls_json_u64(&j, "sites_live", live);
 	put_calls(&j, s);
 	put_mallinfo(&j, s);
+	put_unwind(&j, s);
 	ls_json_end(&j);
 	fputc('\n', out);
 	return ls_json_finish(&j);

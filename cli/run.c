@@ -378,9 +378,13 @@ static char **child_env(const struct run *r)
 	int err = 0;
 
 	for (p = environ; *p && !err; p++) {
+		/* Our own settings come from the options; the runtime
+		 * directory, the agent and the unwinder (a diagnostic:
+		 * docs/UNWINDING.md) pass through. */
 		if (!strncmp(*p, "LEAKSCOPE_", 10) &&
 		    strncmp(*p, "LEAKSCOPE_RUNTIME_DIR=", 22) &&
-		    strncmp(*p, "LEAKSCOPE_AGENT=", 16))
+		    strncmp(*p, "LEAKSCOPE_AGENT=", 16) &&
+		    strncmp(*p, "LEAKSCOPE_UNWIND=", 17))
 			continue;
 		if (!strncmp(*p, "LD_PRELOAD=", 11))
 			err = env_pushf(&e, "LD_PRELOAD=%s%s%s", r->agent,

@@ -48,7 +48,7 @@ struct parse {
 	unsigned char *payload;
 	size_t payload_cap;
 	int seen_header, seen_command, seen_totals, seen_mallinfo;
-	int seen_history;
+	int seen_history, seen_unwind;
 	int sites_sorted;
 	size_t cap_calls, cap_modules, cap_sites, cap_blocks;
 	struct pending_hist *hist;
@@ -150,6 +150,7 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_BLOCKS: return "blocks";
 	case LSNAP_HISTORY: return "history";
 	case LSNAP_SITE_HISTORY: return "site history";
+	case LSNAP_UNWIND: return "unwind";
 	case LSNAP_END: return "end";
 	}
 	return "unknown type";
@@ -480,6 +481,10 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 				   sizeof(s->history));
 	case LSNAP_SITE_HISTORY:
 		return parse_site_history(p, len);
+	case LSNAP_UNWIND:
+		return parse_fixed(p, tag, len, &p->seen_unwind,
+				   &s->has_unwind, &s->unwind,
+				   sizeof(s->unwind));
 	}
 	return 0;	/* a later version's record: skipped */
 }

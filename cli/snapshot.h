@@ -50,13 +50,14 @@ struct ls_block {
 
 struct ls_snapshot {
 	struct lsnap_header hdr;
-	int has_totals, has_mallinfo, has_blocks, has_history;
+	int has_totals, has_mallinfo, has_blocks, has_history, has_unwind;
 	int postmortem;		/* read from a post-mortem file */
 	int torn;		/* ... whose last update was cut short */
 	int exited;		/* ... of a process that exited normally */
 	struct lsnap_history history;
 	struct lsnap_totals totals;
 	struct lsnap_mallinfo mallinfo;
+	struct lsnap_unwind unwind;
 
 	char **argv;		/* owned, argc entries + NULL */
 	size_t argc;

@@ -45,6 +45,7 @@ enum lsnap_tag {
 	LSNAP_BLOCKS = 8,	/* array of struct lsnap_block */
 	LSNAP_HISTORY = 9,	/* struct lsnap_history, at most once */
 	LSNAP_SITE_HISTORY = 10,	/* struct lsnap_site_history + n int64 */
+	LSNAP_UNWIND = 11,	/* struct lsnap_unwind, at most once */
 	LSNAP_END = 0xffff,	/* struct lsnap_end, last */
 };
 
@@ -104,6 +105,23 @@ struct lsnap_totals {
 struct lsnap_mallinfo {
 	uint64_t arena, ordblks, smblks, hblks, hblkhd;
 	uint64_t usmblks, fsmblks, uordblks, fordblks, keepcost;
+} __attribute__((packed));
+
+/* The stack unwinder and its work, since the agent started. */
+enum lsnap_unwinder {
+	LSNAP_UNWINDER_CFI = 0,		/* the agent's own, with its memo */
+	LSNAP_UNWINDER_LIBUNWIND = 1,	/* LEAKSCOPE_UNWIND=libunwind */
+	LSNAP_UNWINDER_CHECK = 2,	/* both, compared on every capture */
+	LSNAP_UNWINDER_NONE = 3,	/* no stacks */
+};
+
+struct lsnap_unwind {
+	uint32_t unwinder;	/* enum lsnap_unwinder */
+	uint32_t pad;
+	uint64_t walks;		/* stacks walked */
+	uint64_t memo_hits;	/* captures answered by the walk memo */
+	uint64_t check_mismatches;	/* LSNAP_UNWINDER_CHECK: captures
+					 * where libunwind disagreed */
 } __attribute__((packed));
 
 #define LSNAP_BUILD_ID_MAX 32

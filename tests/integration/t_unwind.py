@@ -1,0 +1,107 @@
+"""The unwinder's walk memo on whole programs: every capture is either a
+walk or a memo hit, and with LEAKSCOPE_UNWIND=check every stack, from the
+memo or walked, is compared with libunwind's (docs/UNWINDING.md)."""
+
+import os
+import shutil
+
+from harness import (check, once, workload, leakscope, root_report,
+                     expect_status, expect_site, Skip, eq, ok, ge)
+
+PY_SCRIPT = r"""
+import json
+rows = [{"id": i, "name": "n%d" % i, "tags": ["t%d" % (i % 7)] * (i % 5)}
+        for i in range(20000)]
+text = json.dumps(rows)
+print(len(text), len(json.loads(text)))
+"""
+
+
+def report(command, extra_env=None):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.update(extra_env or {})
+    r = leakscope(["--format", "json"], command, env=env, timeout=300)
+    expect_status(r, 0, "%s exit status" % os.path.basename(command[0]))
+    return root_report(r)
+
+
+def unwind_of(rep, what):
+    u = rep.get("unwind")
+    ok(isinstance(u, dict), "%s: the report has an unwind object" % what,
+       repr(u))
+    return u
+
+
+@once
+def basic():
+    return report([workload("basic")])
+
+
+@check("every recorded allocation is one capture: walks + memo hits = "
+       "allocated blocks (basic)")
+def t_counts():
+    rep = basic()
+    u = unwind_of(rep, "basic")
+    eq(u["unwinder"], "cfi", "unwinder")
+    eq(u["walks"] + u["memo_hits"], rep["totals"]["allocated_blocks"],
+       "walks + memo hits")
+    ge(u["memo_hits"], 900, "memo hits (1000 allocations from one loop)")
+    ok("check_mismatches" not in u, "no check count without "
+       "LEAKSCOPE_UNWIND=check", repr(u))
+
+
+def cross_checked(command, what, min_hits=1):
+    rep = report(command, {"LEAKSCOPE_UNWIND": "check"})
+    u = unwind_of(rep, what)
+    eq(u["unwinder"], "check", "%s: unwinder" % what)
+    eq(u["check_mismatches"], 0, "%s: stacks that differ from libunwind's "
+       "(of %d walked, %d from the memo)" % (what, u["walks"],
+                                             u["memo_hits"]))
+    ge(u["memo_hits"], min_hits, "%s: memo hits" % what)
+    return rep
+
+
+@check("LEAKSCOPE_UNWIND=check: threads workload, every stack equals "
+       "libunwind's, ground truth unchanged")
+def t_check_threads():
+    rep = cross_checked([workload("threads")], "threads")
+    expect_site(rep, "site_thread_leak", workload("threads"), 1050, 5)
+
+
+@check("LEAKSCOPE_UNWIND=check: deep recursion and patterns workloads")
+def t_check_workloads():
+    cross_checked([workload("deep")], "deep", min_hits=0)  # each stack once
+    cross_checked([workload("patterns")], "patterns")
+
+
+@check("LEAKSCOPE_UNWIND=check: C++ and inlined-code workloads")
+def t_check_cxx():
+    cross_checked([workload("cxx-leaks")], "cxx-leaks")
+    cross_checked([workload("inlined")], "inlined", min_hits=0)
+
+
+def need(program):
+    path = shutil.which(program)
+    if not path:
+        raise Skip("%s is not installed" % program)
+    return path
+
+
+@check("LEAKSCOPE_UNWIND=check: python3 building and parsing JSON")
+def t_check_python():
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") \
+        else need("python3")
+    cross_checked([py, "-c", PY_SCRIPT], "python3", min_hits=1000)
+
+
+@check("LEAKSCOPE_UNWIND=check: perl, sqlite3 and git")
+def t_check_tools():
+    cross_checked([need("perl"), "-e",
+                   'my %h; $h{$_} = "x" x ($_ % 50) for 1..20000; '
+                   'print scalar(keys %h), "\\n"'], "perl", min_hits=100)
+    cross_checked([need("sqlite3"), ":memory:",
+                   "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 "
+                   "FROM c WHERE x < 20000) SELECT count(*), sum(x) FROM c;"],
+                  "sqlite3")
+    cross_checked([need("git"), "--version"], "git")
