@@ -1,25 +1,47 @@
 /*
  * live.c - the sharded live-block table.
+ *
+ * Each shard is an open-addressing table in the manner of Abseil's Swiss
+ * tables: slots in groups of 16 and, for each slot, a control byte that
+ * says empty, deleted, or holds 7 bits of the address hash.  A lookup
+ * loads its group's 16 control bytes at once (SSE2, in every x86_64),
+ * compares them all with the hash byte and looks only at the entries that
+ * match: usually one line of control bytes and one entry, and no
+ * rearranging on removal.  Groups are probed one after the other; a probe
+ * ends at a group holding an empty byte.  A removal therefore leaves its
+ * slot empty when the group still has an empty byte (no probe ever went
+ * past that group: a group without one never gets one back before the
+ * shard is rebuilt) and marks it deleted otherwise.  A shard is rebuilt
+ * when its live plus deleted slots would pass 7/8: at twice the size when
+ * more than 5/8 are live, else at the same size, which drops the deleted
+ * marks and leaves at least 1/4 of the slots to use before the next
+ * rebuild.
  */
+#include <emmintrin.h>
 #include <errno.h>
 #include <string.h>
 #include "live.h"
 #include "sys.h"
 
-#define SHARD_INIT 16		/* slots when a shard is first used */
+#define GROUP 16
+#define CTRL_EMPTY ((signed char)0x80)
+#define CTRL_DELETED ((signed char)0xfe)	/* both have the top bit; full ones not */
 
 struct shard {
 	ls_lock_t lock;
 	uint32_t pad_;
-	uint64_t mask;		/* slots - 1; 0 while unallocated */
-	uint64_t count;
-	struct ls_live_entry *slots;
+	uint64_t gmask;		/* groups - 1; meaningless while !ctrl */
+	uint64_t count;		/* live entries */
+	uint64_t used;		/* live and deleted slots */
+	signed char *ctrl;	/* one byte per slot; NULL until first use */
+	struct ls_live_entry *slots;	/* in the same mapping, after ctrl */
 } __attribute__((aligned(LS_CACHELINE)));
 
 static struct shard shards[LS_LIVE_SHARDS];
 
 /* Block addresses are 16-byte aligned with structure in the high bits:
- * a multiplicative hash spreads them; the top byte picks the shard. */
+ * a multiplicative hash spreads them.  Its top byte picks the shard, the
+ * next 7 bits are the control byte, bits from 20 up the first group. */
 static inline uint64_t addr_hash(uint64_t a)
 {
 	return (a >> 4) * 0x9e3779b97f4a7c15ULL;
@@ -30,117 +52,185 @@ static inline struct shard *shard_of(uint64_t h)
 	return &shards[h >> 56];
 }
 
-static void place(struct ls_live_entry *slots, uint64_t mask,
-		  const struct ls_live_entry *e)
+static inline signed char ctrl_of(uint64_t h)
 {
-	uint64_t i = addr_hash(e->addr) & mask;
-
-	while (slots[i].addr)
-		i = (i + 1) & mask;
-	slots[i] = *e;
+	return (signed char)(h >> 49 & 0x7f);
 }
 
-static int grow(struct shard *s)
+static inline uint64_t group_of(uint64_t h, uint64_t gmask)
 {
-	uint64_t nslots = s->mask ? (s->mask + 1) * 2 : SHARD_INIT;
-	struct ls_live_entry *n = ls_sys_map(nslots * sizeof(*n));
-	uint64_t i;
+	return h >> 20 & gmask;
+}
 
-	if (!n)
+static inline size_t map_size(uint64_t groups)
+{
+	return groups * GROUP * (1 + sizeof(struct ls_live_entry));
+}
+
+static inline __m128i group_ctrl(const struct shard *s, uint64_t g)
+{
+	return _mm_load_si128((const __m128i *)(const void *)(s->ctrl +
+							      g * GROUP));
+}
+
+/* Slot holding addr, or -1. */
+static int64_t find(const struct shard *s, uint64_t addr, uint64_t h)
+{
+	const __m128i want = _mm_set1_epi8(ctrl_of(h));
+	const __m128i empty = _mm_set1_epi8(CTRL_EMPTY);
+	uint64_t g = group_of(h, s->gmask), n, i;
+	unsigned m;
+	__m128i c;
+
+	for (n = 0; n <= s->gmask; n++, g = (g + 1) & s->gmask) {
+		c = group_ctrl(s, g);
+		for (m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c, want));
+		     m; m &= m - 1) {
+			i = g * GROUP + (unsigned)__builtin_ctz(m);
+			if (s->slots[i].addr == addr)
+				return (int64_t)i;
+		}
+		if (_mm_movemask_epi8(_mm_cmpeq_epi8(c, empty)))
+			break;
+	}
+	return -1;
+}
+
+/* The first free (empty or deleted) slot on addr's probe path.  The
+ * shard is never full of live and deleted slots (rebuilt at 7/8), so
+ * there is one. */
+static uint64_t find_free(const struct shard *s, uint64_t h)
+{
+	uint64_t g = group_of(h, s->gmask);
+	unsigned m;
+
+	for (;;) {
+		m = (unsigned)_mm_movemask_epi8(group_ctrl(s, g));
+		if (m)
+			return g * GROUP + (unsigned)__builtin_ctz(m);
+		g = (g + 1) & s->gmask;
+	}
+}
+
+static void put_at(struct shard *s, uint64_t i, const struct ls_live_entry *e,
+		   uint64_t h)
+{
+	s->used += s->ctrl[i] == CTRL_EMPTY;
+	s->count++;
+	s->ctrl[i] = ctrl_of(h);
+	s->slots[i] = *e;
+}
+
+/* A new array of groups (twice as many, or as many to drop deleted
+ * marks) with every live entry moved over. */
+static int rebuild(struct shard *s)
+{
+	uint64_t groups = !s->ctrl ? 1 :
+			  s->count * 8 > (s->gmask + 1) * GROUP * 5 ?
+			  (s->gmask + 1) * 2 : s->gmask + 1;
+	signed char *mem = ls_sys_map(map_size(groups));
+	struct shard n = { .gmask = groups - 1 };
+	uint64_t i, old_groups = s->gmask + 1;
+
+	if (!mem)
 		return -ENOMEM;
-	for (i = 0; s->mask && i <= s->mask; i++)
-		if (s->slots[i].addr)
-			place(n, nslots - 1, &s->slots[i]);
-	if (s->mask)
-		ls_sys_unmap(s->slots, (s->mask + 1) * sizeof(*n));
-	s->slots = n;
-	s->mask = nslots - 1;
+	n.ctrl = mem;
+	n.slots = (struct ls_live_entry *)(void *)(mem + groups * GROUP);
+	memset(n.ctrl, CTRL_EMPTY, groups * GROUP);
+	for (i = 0; s->ctrl && i < old_groups * GROUP; i++)
+		if (s->ctrl[i] >= 0) {
+			uint64_t h = addr_hash(s->slots[i].addr);
+
+			put_at(&n, find_free(&n, h), &s->slots[i], h);
+		}
+	if (s->ctrl)
+		ls_sys_unmap(s->ctrl, map_size(old_groups));
+	s->gmask = n.gmask;
+	s->used = n.used;
+	s->count = n.count;
+	/* Readers without the lock (the prefetch) see either array. */
+	__atomic_store_n(&s->slots, n.slots, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->ctrl, n.ctrl, __ATOMIC_RELAXED);
 	return 0;
 }
 
-/* Slot holding addr, or the empty slot ending its probe run. */
-static inline uint64_t probe(const struct shard *s, uint64_t h, uint64_t addr)
+unsigned ls_live_shard(uint64_t addr)
 {
-	uint64_t i = h & s->mask;
+	return (unsigned)(shard_of(addr_hash(addr)) - shards);
+}
 
-	while (s->slots[i].addr && s->slots[i].addr != addr)
-		i = (i + 1) & s->mask;
-	return i;
+size_t ls_live_shard_mapped(unsigned idx)
+{
+	const struct shard *s = &shards[idx];
+
+	return __atomic_load_n(&s->ctrl, __ATOMIC_RELAXED) ?
+	       map_size(__atomic_load_n(&s->gmask, __ATOMIC_RELAXED) + 1) : 0;
 }
 
 void ls_live_prefetch(uint64_t addr)
 {
 	uint64_t h = addr_hash(addr);
 	const struct shard *s = shard_of(h);
-	const struct ls_live_entry *slots = __atomic_load_n(&s->slots,
-							     __ATOMIC_RELAXED);
-	uint64_t mask = __atomic_load_n(&s->mask, __ATOMIC_RELAXED);
+	const signed char *ctrl = __atomic_load_n(&s->ctrl, __ATOMIC_RELAXED);
+	uint64_t gmask = __atomic_load_n(&s->gmask, __ATOMIC_RELAXED);
 
 	__builtin_prefetch(s, 1);
-	if (slots)
-		__builtin_prefetch(&slots[h & mask], 1);
+	/* A stale ctrl/gmask pair only wastes the prefetch, which cannot
+	 * fault. */
+	if (ctrl)
+		__builtin_prefetch(ctrl + group_of(h, gmask) * GROUP, 1);
 }
 
 int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 {
-	uint64_t h = addr_hash(e->addr), i;
+	uint64_t h = addr_hash(e->addr);
 	struct shard *s = shard_of(h);
+	int64_t i;
 	int ret = 0;
 
 	ls_lock(&s->lock);
-	if ((s->count + 1) * 4 > (s->mask + 1) * 3 && grow(s)) {
+	i = s->ctrl ? find(s, e->addr, h) : -1;
+	if (i >= 0) {
+		*old = s->slots[i];
+		s->slots[i] = *e;
+		ret = 1;
+		goto out;
+	}
+	if ((!s->ctrl || (s->used + 1) * 8 > (s->gmask + 1) * GROUP * 7) &&
+	    rebuild(s)) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	i = probe(s, h, e->addr);
-	if (s->slots[i].addr) {
-		*old = s->slots[i];
-		ret = 1;
-	} else {
-		s->count++;
-	}
-	s->slots[i] = *e;
+	put_at(s, find_free(s, h), e, h);
 out:
 	ls_unlock(&s->lock);
 	return ret;
 }
 
-/* Backward-shift deletion keeps probe runs intact without tombstones. */
-static void delete_at(struct shard *s, uint64_t i)
-{
-	uint64_t j = i, k;
-
-	for (;;) {
-		j = (j + 1) & s->mask;
-		if (!s->slots[j].addr)
-			break;
-		k = addr_hash(s->slots[j].addr) & s->mask;
-		/* Move j into the hole at i unless its home k lies
-		 * cyclically in (i, j]. */
-		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-			continue;
-		s->slots[i] = s->slots[j];
-		i = j;
-	}
-	s->slots[i].addr = 0;
-	s->count--;
-}
-
 int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 {
-	uint64_t h = addr_hash(addr), i;
+	uint64_t h = addr_hash(addr);
 	struct shard *s = shard_of(h);
+	int64_t i;
 	int found = 0;
 
 	ls_lock(&s->lock);
-	if (!s->mask)
+	if (!s->ctrl)
 		goto out;
-	i = probe(s, h, addr);
-	if (s->slots[i].addr) {
-		*out = s->slots[i];
-		delete_at(s, i);
-		found = 1;
+	i = find(s, addr, h);
+	if (i < 0)
+		goto out;
+	*out = s->slots[i];
+	if (_mm_movemask_epi8(_mm_cmpeq_epi8(group_ctrl(s, (uint64_t)i / GROUP),
+					     _mm_set1_epi8(CTRL_EMPTY)))) {
+		s->ctrl[i] = CTRL_EMPTY;
+		s->used--;
+	} else {
+		s->ctrl[i] = CTRL_DELETED;
 	}
+	s->slots[i].addr = 0;
+	s->count--;
+	found = 1;
 out:
 	ls_unlock(&s->lock);
 	return found;
@@ -149,17 +239,14 @@ out:
 size_t ls_live_copy_shard(unsigned idx, struct ls_live_entry *buf, size_t cap)
 {
 	struct shard *s = &shards[idx];
-	size_t n, i;
+	size_t n, i, k = 0;
 
 	ls_lock(&s->lock);
 	n = s->count;
-	if (n <= cap && s->mask) {
-		size_t k = 0;
-
-		for (i = 0; i <= s->mask; i++)
-			if (s->slots[i].addr)
+	if (n <= cap && s->ctrl)
+		for (i = 0; i < (s->gmask + 1) * GROUP; i++)
+			if (s->ctrl[i] >= 0)
 				buf[k++] = s->slots[i];
-	}
 	ls_unlock(&s->lock);
 	return n;
 }
@@ -179,29 +266,31 @@ size_t ls_live_mapped(void)
 	size_t n = 0;
 	unsigned i;
 
-	for (i = 0; i < LS_LIVE_SHARDS; i++) {
-		uint64_t m = __atomic_load_n(&shards[i].mask, __ATOMIC_RELAXED);
-
-		n += m ? (m + 1) * sizeof(struct ls_live_entry) : 0;
-	}
+	for (i = 0; i < LS_LIVE_SHARDS; i++)
+		if (__atomic_load_n(&shards[i].ctrl, __ATOMIC_RELAXED))
+			n += map_size(__atomic_load_n(&shards[i].gmask,
+						      __ATOMIC_RELAXED) + 1);
 	return n;
 }
 
 void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
 {
 	unsigned i;
-	uint64_t j;
+	uint64_t j, slots;
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++) {
 		struct shard *s = &shards[i];
 
 		ls_lock(&s->lock);
-		for (j = 0; s->mask && j <= s->mask; j++)
-			if (s->slots[j].addr && fn)
-				fn(&s->slots[j], arg);
-		if (s->mask)
-			memset(s->slots, 0, (s->mask + 1) * sizeof(*s->slots));
+		if (s->ctrl) {
+			slots = (s->gmask + 1) * GROUP;
+			for (j = 0; j < slots && fn; j++)
+				if (s->ctrl[j] >= 0)
+					fn(&s->slots[j], arg);
+			memset(s->ctrl, CTRL_EMPTY, slots);
+		}
 		s->count = 0;
+		s->used = 0;
 		ls_unlock(&s->lock);
 	}
 }

@@ -2,12 +2,15 @@
  * live.h - the table of live heap blocks: address -> size, site, birth,
  * thread.
  *
- * Sharded by address hash; each shard is an open-addressing table with
- * linear probing and backward-shift deletion, guarded by its own spinlock,
- * so two threads only meet when their blocks hash to the same shard.  No
- * fixed capacity: a shard doubles when three quarters full.  24 bytes per
- * entry at a load factor between 3/8 and 3/4: 32 to 64 bytes per live
- * block once a shard has grown past its initial size.
+ * Sharded by address hash; each shard is an open-addressing table probed
+ * a group of 16 slots at a time through one control byte per slot (SSE2;
+ * Abseil's "Swiss table" layout), guarded by its own spinlock, so two
+ * threads only meet when their blocks hash to the same shard.  No fixed
+ * capacity: a shard is rebuilt, twice as large, when its used slots would
+ * pass 7/8 (at the same size when deleted slots were most of that).  25
+ * bytes per slot (a 24-byte entry and its control byte) at a load between
+ * 7/16 and 7/8 as a shard grows: 29 to 57 bytes per live block (at worst
+ * 80 right after a rebuild forced by deleted slots).
  *
  * All functions are safe inside allocation hooks; none is async-signal
  * safe in the sense of being callable from a handler that interrupted the
@@ -79,6 +82,10 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out);
  * while copying.
  */
 size_t ls_live_copy_shard(unsigned i, struct ls_live_entry *buf, size_t cap);
+
+/* The shard addr belongs to, and the bytes shard idx has mapped (tests). */
+unsigned ls_live_shard(uint64_t addr);
+size_t ls_live_shard_mapped(unsigned idx);
 
 /* Entries in all shards, read without locks (approximate while running). */
 size_t ls_live_count(void);

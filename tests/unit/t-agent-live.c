@@ -132,8 +132,62 @@ static void test_threads(void)
 	is_u64(ls_live_count(), before, "nothing left behind by the threads");
 }
 
+/*
+ * One shard in a steady state at high load: 75 blocks live in it (a
+ * shard of 128 slots, 59% full), each removal followed by an insert at a
+ * fresh address of the same shard, 500k times.  Removals leave deleted
+ * marks in groups that were full; the shard must drop them by rebuilding
+ * at the same size, not double again and again, and every entry must
+ * stay findable.
+ */
+static uint64_t fresh_in(unsigned shard, uint64_t *next, uint64_t *seed)
+{
+	do
+		*next += 16 * (1 + xorshift(seed) % 64);
+	while (ls_live_shard(*next) != shard);
+	return *next;
+}
+
+static void test_steady(void)
+{
+	enum { LIVE = 75, ROUNDS = 500000 };
+	static uint64_t addrs[LIVE];
+	uint64_t seed = 7, next = 0x7e0000000000ULL;
+	struct ls_live_entry e, old;
+	size_t i, errors = 0, mapped_max = 0, k;
+	unsigned shard = ls_live_shard(next);
+
+	for (i = 0; i < LIVE; i++) {
+		memset(&e, 0, sizeof(e));
+		e.addr = addrs[i] = fresh_in(shard, &next, &seed);
+		e.size = e.addr & 0xffff;
+		errors += ls_live_insert(&e, &old) != 0;
+	}
+	for (i = 0; i < ROUNDS; i++) {
+		k = xorshift(&seed) % LIVE;
+		if (!ls_live_remove(addrs[k], &e) ||
+		    e.size != (addrs[k] & 0xffff))
+			errors++;
+		memset(&e, 0, sizeof(e));
+		e.addr = addrs[k] = fresh_in(shard, &next, &seed);
+		e.size = e.addr & 0xffff;
+		errors += ls_live_insert(&e, &old) != 0;
+		if (ls_live_shard_mapped(shard) > mapped_max)
+			mapped_max = ls_live_shard_mapped(shard);
+	}
+	for (i = 0; i < LIVE; i++)
+		errors += !ls_live_remove(addrs[i], &e) ||
+			  e.size != (addrs[i] & 0xffff);
+	ok(errors == 0 && ls_live_count() == 0, "500k removes and inserts "
+	   "around 75 live blocks in one shard: %zu errors", errors);
+	ok(mapped_max == 128 * 25, "deleted marks are dropped by rebuilding "
+	   "at the same size: the shard stays at 128 slots (%zu bytes "
+	   "mapped at most)", mapped_max);
+}
+
 int main(void)
 {
+	test_steady();		/* first: on shards never grown */
 	test_replace();
 	test_model();
 	test_threads();
