@@ -2,7 +2,8 @@
  * live.h - the table of live heap blocks: address -> size, site, birth,
  * thread.
  *
- * Sharded by address hash; each shard is an open-addressing table probed
+ * Sharded by address: 16 groups by 64 MiB window (one per glibc thread
+ * arena), 16 shards in each by address hash; each shard is an open-addressing table probed
  * a group of 16 slots at a time through one control byte per slot (SSE2;
  * Abseil's "Swiss table" layout), guarded by its own spinlock, so two
  * threads only meet when their blocks hash to the same shard.  No fixed
