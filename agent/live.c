@@ -85,25 +85,42 @@ static inline __m128i group_ctrl(const struct shard *s, uint64_t g)
 							      g * GROUP));
 }
 
-/* Slot holding addr, or -1. */
-static int64_t find(const struct shard *s, uint64_t addr, uint64_t h)
+/*
+ * Slot holding addr, or -1.  On the way, *free gets the first free (empty
+ * or deleted) slot of the probe path, or -1, and *group_empty whether the
+ * group where the search ended holds an empty byte.
+ */
+static inline __attribute__((always_inline))
+int64_t find(const struct shard *s, uint64_t addr, uint64_t h, int64_t *free,
+	     int *group_empty)
 {
 	const __m128i want = _mm_set1_epi8(ctrl_of(h));
 	const __m128i empty = _mm_set1_epi8(CTRL_EMPTY);
 	uint64_t g = group_of(h, s->gmask), n, i;
-	unsigned m;
+	unsigned m, e;
 	__m128i c;
 
+	*free = -1;
+	*group_empty = 0;
 	for (n = 0; n <= s->gmask; n++, g = (g + 1) & s->gmask) {
 		c = group_ctrl(s, g);
+		e = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c, empty));
 		for (m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c, want));
 		     m; m &= m - 1) {
 			i = g * GROUP + (unsigned)__builtin_ctz(m);
-			if (s->slots[i].addr == addr)
+			if (s->slots[i].addr == addr) {
+				*group_empty = e != 0;
 				return (int64_t)i;
+			}
 		}
-		if (_mm_movemask_epi8(_mm_cmpeq_epi8(c, empty)))
+		m = (unsigned)_mm_movemask_epi8(c);	/* empty or deleted */
+		if (*free < 0 && m)
+			*free = (int64_t)(g * GROUP +
+					  (unsigned)__builtin_ctz(m));
+		if (e) {
+			*group_empty = 1;
 			break;
+		}
 	}
 	return -1;
 }
@@ -197,23 +214,24 @@ int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 {
 	uint64_t h = addr_hash(e->addr);
 	struct shard *s = shard_of(e->addr, h);
-	int64_t i;
-	int ret = 0;
+	int64_t i, free;
+	int ret = 0, group_empty;
 
 	ls_lock(&s->lock);
-	i = s->ctrl ? find(s, e->addr, h) : -1;
-	if (i >= 0) {
-		*old = s->slots[i];
-		s->slots[i] = *e;
-		ret = 1;
-		goto out;
-	}
+	/* Room first: a rebuild moves every slot. */
 	if ((!s->ctrl || (s->used + 1) * 8 > (s->gmask + 1) * GROUP * 7) &&
 	    rebuild(s)) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	put_at(s, find_free(s, h), e, h);
+	i = find(s, e->addr, h, &free, &group_empty);
+	if (i >= 0) {
+		*old = s->slots[i];
+		s->slots[i] = *e;
+		ret = 1;
+	} else {
+		put_at(s, free >= 0 ? (uint64_t)free : find_free(s, h), e, h);
+	}
 out:
 	ls_unlock(&s->lock);
 	return ret;
@@ -223,24 +241,22 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 {
 	uint64_t h = addr_hash(addr);
 	struct shard *s = shard_of(addr, h);
-	int64_t i;
-	int found = 0;
+	int64_t i, free;
+	int found = 0, group_empty;
 
 	ls_lock(&s->lock);
 	if (!s->ctrl)
 		goto out;
-	i = find(s, addr, h);
+	i = find(s, addr, h, &free, &group_empty);
 	if (i < 0)
 		goto out;
 	*out = s->slots[i];
-	if (_mm_movemask_epi8(_mm_cmpeq_epi8(group_ctrl(s, (uint64_t)i / GROUP),
-					     _mm_set1_epi8(CTRL_EMPTY)))) {
+	if (group_empty) {
 		s->ctrl[i] = CTRL_EMPTY;
 		s->used--;
 	} else {
 		s->ctrl[i] = CTRL_DELETED;
 	}
-	s->slots[i].addr = 0;
 	s->count--;
 	found = 1;
 out:
