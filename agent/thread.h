@@ -39,7 +39,7 @@ enum ls_fn {
 
 extern const char *const ls_fn_names[LS_FN_COUNT];
 
-#define LS_PENDING 256		/* power of two */
+#define LS_PENDING 128		/* power of two: 6 KiB per thread */
 #define LS_PENDING_FLUSH 64	/* events per entry before a flush */
 #define LS_STACK_CACHE 256	/* power of two */
 #define LS_PEAK_BATCH (64 << 10)
