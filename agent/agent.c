@@ -119,7 +119,6 @@ void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 {
 	struct ls_site *s;
 
-	ls_live_prefetch((uint64_t)(uintptr_t)p);	/* during the capture */
 	s = capture_site(t, LSNAP_KIND_HEAP);
 
 	if (s)

@@ -177,8 +177,8 @@ static int rebuild(struct shard *s)
 	s->gmask = n.gmask;
 	s->used = n.used;
 	s->count = n.count;
-	/* Readers without the lock (the prefetch) see either array. */
-	__atomic_store_n(&s->slots, n.slots, __ATOMIC_RELAXED);
+	s->slots = n.slots;
+	/* ls_live_mapped() reads ctrl and gmask without the lock. */
 	__atomic_store_n(&s->ctrl, n.ctrl, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -194,20 +194,6 @@ size_t ls_live_shard_mapped(unsigned idx)
 
 	return __atomic_load_n(&s->ctrl, __ATOMIC_RELAXED) ?
 	       map_size(__atomic_load_n(&s->gmask, __ATOMIC_RELAXED) + 1) : 0;
-}
-
-void ls_live_prefetch(uint64_t addr)
-{
-	uint64_t h = addr_hash(addr);
-	const struct shard *s = shard_of(addr, h);
-	const signed char *ctrl = __atomic_load_n(&s->ctrl, __ATOMIC_RELAXED);
-	uint64_t gmask = __atomic_load_n(&s->gmask, __ATOMIC_RELAXED);
-
-	__builtin_prefetch(s, 1);
-	/* A stale ctrl/gmask pair only wastes the prefetch, which cannot
-	 * fault. */
-	if (ctrl)
-		__builtin_prefetch(ctrl + group_of(h, gmask) * GROUP, 1);
 }
 
 int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)

@@ -64,14 +64,6 @@ static inline uint64_t ls_live_birth_ns(uint32_t birth, uint64_t start_ns)
  */
 int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old);
 
-/*
- * Start bringing addr's shard and home slot into the cache, for an insert
- * or remove a little later.  Reads without the lock: a stale slot array
- * only makes the prefetch useless (it never faults: arrays are unmapped
- * only by a grow, and a prefetch does not fault).
- */
-void ls_live_prefetch(uint64_t addr);
-
 /* Remove addr; copies the entry to *out and returns 1, or returns 0 when
  * addr is not tracked. */
 int ls_live_remove(uint64_t addr, struct ls_live_entry *out);
