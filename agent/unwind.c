@@ -1022,10 +1022,14 @@ static inline int uw_memo_holds(const struct uw_tcache *tc,
 	const struct uw_word *wd = &tc->pool[m->pos & (UW_POOL - 1)];
 	uint32_t i, n = m->nw;
 
-	for (i = 0; i < n; i++)
-		if (uw_load(wd[i].at) != wd[i].val)
+	/* Two words per test: independent loads, half the branches; most
+	 * checks hold (2.02x -> 1.89x native on the churn against a test
+	 * per word, docs/PERFORMANCE.md). */
+	for (i = 0; i + 2 <= n; i += 2)
+		if ((uw_load(wd[i].at) ^ wd[i].val) |
+		    (uw_load(wd[i + 1].at) ^ wd[i + 1].val))
 			return 0;
-	return 1;
+	return i == n || uw_load(wd[i].at) == wd[i].val;
 }
 
 /*
