@@ -52,7 +52,7 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 		return -errno;
 	map_len = off + MODULES_CAP * sizeof(struct lspm_module) +
 		  SITES_CAP * sizeof(struct lspm_site) + FRAMES_CAP * 8ull +
-		  (uint64_t)SITES_CAP * hist_len * 8;
+		  SITES_CAP * 4ull + (uint64_t)SITES_CAP * hist_len * 8;
 	if (ftruncate(fd, (off_t)map_len)) {
 		n = -errno;
 		goto fail;
@@ -86,6 +86,9 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 	off += SITES_CAP * sizeof(struct lspm_site);
 	hdr->frames_off = off;
 	off += FRAMES_CAP * 8ull;
+	hdr->rows_off = off;
+	hdr->rows_cap = SITES_CAP;
+	off += SITES_CAP * 4ull;
 	hdr->hist_off = off;
 	n = ls_agent.cmdline_len < LSPM_CMDLINE_MAX ? (int)ls_agent.cmdline_len
 						   : LSPM_CMDLINE_MAX;
@@ -180,11 +183,19 @@ static void add_pending(const struct ls_pending *p, void *arg)
 	scratch.alloc_k[id] += (int64_t)p->alloc_blocks;
 }
 
+/*
+ * A site gets a history row the first time it holds memory at a sample:
+ * before that its samples were all 0, which an untouched (sparse, zero)
+ * row says as well.  Most sites of a big program never hold anything at a
+ * sample (a Python run: 19k sites, 8k holding memory at its end), and a
+ * row costs hist_len * 8 bytes of shared memory.
+ */
 static void sample_sites(uint64_t slot, struct lsnap_totals *t)
 {
 	struct lspm_site *d = at(hdr->sites_off);
+	uint32_t *rows = at(hdr->rows_off);
 	int64_t *hist = at(hdr->hist_off);
-	uint32_t id;
+	uint32_t id, row;
 
 	for (id = 0; id < hdr->nsites; id++) {
 		struct ls_site *s = ls_site_get(id);
@@ -204,7 +215,11 @@ static void sample_sites(uint64_t slot, struct lsnap_totals *t)
 		d[id].allocated_blocks = (uint64_t)ls_sample_unscale((int64_t)
 			__atomic_load_n(&s->alloc_blocks, __ATOMIC_RELAXED) +
 			scratch.alloc_k[id]);
-		hist[(uint64_t)id * hdr->hist_len + slot] = lb;
+		row = rows[id];
+		if (!row && lb && hdr->rows_used < hdr->rows_cap)
+			rows[id] = row = ++hdr->rows_used;
+		if (row)
+			hist[(uint64_t)(row - 1) * hdr->hist_len + slot] = lb;
 		t->live_bytes += (uint64_t)(lb > 0 ? lb : 0);
 		t->live_blocks += (uint64_t)(lk > 0 ? lk : 0);
 		t->allocated_bytes += d[id].allocated_bytes;
@@ -274,9 +289,15 @@ const struct lspm_header *ls_pm_header(void)
 
 const int64_t *ls_pm_history(uint32_t site)
 {
+	uint32_t row;
+
 	if (!hdr || owner != getpid() || site >= hdr->nsites)
 		return NULL;
-	return (const int64_t *)at(hdr->hist_off) + (uint64_t)site * hdr->hist_len;
+	row = ((const uint32_t *)at(hdr->rows_off))[site];
+	if (!row)
+		return NULL;	/* never held memory at a sample */
+	return (const int64_t *)at(hdr->hist_off) +
+	       (uint64_t)(row - 1) * hdr->hist_len;
 }
 
 uint32_t ls_pm_period_ms(void)

@@ -380,6 +380,8 @@ static void put_history(struct writer *w)
 		const int64_t *ring = ls_pm_history(id);
 		struct lsnap_site_history sh = { .site = id, .n = (uint32_t)n };
 
+		if (!ring)
+			continue;	/* never held anything at a sample */
 		for (k = 0; k < n && !ring[(first + k) % h->hist_len]; k++)
 			;
 		if (k == n)

@@ -17,7 +17,7 @@
 #include "lsnap.h"
 
 #define LSPM_MAGIC "LSPMORT"
-#define LSPM_VERSION 1
+#define LSPM_VERSION 2		/* 1: a history row for every site, by id */
 #define LSPM_HEADER_SIZE 65536
 #define LSPM_CMDLINE_MAX 16384
 #define LSPM_PATH_MAX 984	/* module entry = 1024 bytes */
@@ -49,6 +49,11 @@ struct lspm_header {
 	struct lsnap_call calls[LSPM_NCALLS];
 	uint32_t cmdline_len;
 	char cmdline[LSPM_CMDLINE_MAX];
+	/* Version 2: history rows only for sites that held memory at a
+	 * sample.  rows_off: uint32_t hist_row[sites_cap], 0 = none yet,
+	 * else 1 + the row; rows are handed out in order, never reused. */
+	uint64_t rows_off;
+	uint32_t rows_used, rows_cap;
 } __attribute__((packed));
 
 struct lspm_module {
@@ -63,6 +68,7 @@ struct lspm_site {
 	uint64_t allocated_bytes, allocated_blocks;
 } __attribute__((packed));
 
-/* history: int64_t live_bytes[sites_cap][hist_len] at hist_off */
+/* history: int64_t live_bytes[rows_cap][hist_len] at hist_off (version
+ * 1: [sites_cap][hist_len], row = site id) */
 
 #endif
