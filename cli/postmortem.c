@@ -247,6 +247,10 @@ int ls_postmortem_load(const char *path, struct ls_snapshot *snap, char *err,
 	}
 	pm.h = (const void *)pm.base;
 	r = check_header(&pm, err, errlen);
+	if (r) {
+		munmap((void *)pm.base, pm.size);
+		return r;	/* err says what is wrong with the header */
+	}
 	/* An odd or moving sequence: the sampler is writing.  Retry for a
 	 * while; a dead process's odd sequence never settles. */
 	for (tries = 0; !r; tries++) {

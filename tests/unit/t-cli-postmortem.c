@@ -1,0 +1,190 @@
+/*
+ * t-cli-postmortem.c - post-mortem files (common/lspm.h) read back:
+ * version 2 (history rows only for sites that held memory) and version 1
+ * (a row per site), and the inconsistent files the reader must refuse.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "../../common/lspm.h"
+#include "../../cli/postmortem.h"
+#include "tap.h"
+
+#define HIST_LEN 4
+#define TICKS 6			/* ring holds ticks 2..5: slots 2, 3, 0, 1 */
+#define SITES 3
+#define SITES_CAP 8
+
+struct layout {
+	unsigned char *buf;
+	size_t size;
+	struct lspm_header *h;
+};
+
+/*
+ * Three sites.  Version 2: site 0 has row 1, site 1 none, site 2 row 0;
+ * row 0 holds 10, 20, 30, 40 and row 1 holds 1, 2, 3, 4 in slots 0-3.
+ * Version 1: rows by site id, site i holding 100 * i + slot.
+ */
+static void build(struct layout *l, uint32_t version)
+{
+	uint64_t off = LSPM_HEADER_SIZE;
+	struct lspm_site *sites;
+	uint64_t *frames;
+	int64_t *hist;
+	uint32_t *rows, i, k;
+
+	l->size = off + sizeof(struct lspm_module) +
+		  SITES_CAP * sizeof(struct lspm_site) + 16 * 8 +
+		  SITES_CAP * 4 + SITES_CAP * HIST_LEN * 8;
+	l->buf = calloc(1, l->size);
+	l->h = (struct lspm_header *)(void *)l->buf;
+	memcpy(l->h->magic, LSPM_MAGIC, sizeof(LSPM_MAGIC));
+	l->h->version = version;
+	l->h->header_size = LSPM_HEADER_SIZE;
+	l->h->pid = 4242;
+	l->h->period_ms = 1000;
+	l->h->hist_len = HIST_LEN;
+	l->h->ticks = TICKS;
+	l->h->nsites = SITES;
+	l->h->sites_cap = SITES_CAP;
+	l->h->modules_cap = 1;
+	l->h->frames_used = SITES;
+	l->h->frames_cap = 16;
+	l->h->modules_off = off;
+	off += sizeof(struct lspm_module);
+	l->h->sites_off = off;
+	off += SITES_CAP * sizeof(struct lspm_site);
+	l->h->frames_off = off;
+	off += 16 * 8;
+	l->h->rows_off = off;
+	l->h->rows_cap = SITES_CAP;
+	off += SITES_CAP * 4;
+	l->h->hist_off = off;
+	memcpy(l->h->cmdline, "prog", 5);
+	l->h->cmdline_len = 5;
+	sites = (struct lspm_site *)(void *)(l->buf + l->h->sites_off);
+	frames = (uint64_t *)(void *)(l->buf + l->h->frames_off);
+	hist = (int64_t *)(void *)(l->buf + l->h->hist_off);
+	rows = (uint32_t *)(void *)(l->buf + l->h->rows_off);
+	for (i = 0; i < SITES; i++) {
+		sites[i].id = i;
+		sites[i].nframes = 1;
+		sites[i].frames_idx = i;
+		sites[i].live_bytes = 7 * (i + 1);
+		frames[i] = 0x400000 + i;
+	}
+	if (version == 1) {
+		for (i = 0; i < SITES; i++)
+			for (k = 0; k < HIST_LEN; k++)
+				hist[i * HIST_LEN + k] = 100 * i + k;
+		return;
+	}
+	l->h->rows_used = 2;
+	rows[0] = 2;
+	rows[2] = 1;
+	for (k = 0; k < HIST_LEN; k++) {
+		hist[k] = 10 * (k + 1);
+		hist[HIST_LEN + k] = k + 1;
+	}
+}
+
+static int load(const struct layout *l, struct ls_snapshot *s, char *err,
+		size_t errlen)
+{
+	char path[] = "/tmp/t-cli-postmortem-XXXXXX";
+	int fd = mkstemp(path), r;
+
+	if (fd < 0 || write(fd, l->buf, l->size) != (ssize_t)l->size)
+		return -EIO;
+	close(fd);
+	r = ls_postmortem_load(path, s, err, errlen);
+	unlink(path);
+	return r;
+}
+
+static int history_is(const struct ls_site *s, int64_t a, int64_t b,
+		      int64_t c, int64_t d)
+{
+	return s->nhistory == 4 && s->history && s->history[0] == a &&
+	       s->history[1] == b && s->history[2] == c && s->history[3] == d;
+}
+
+static void test_v2(void)
+{
+	struct layout l;
+	struct ls_snapshot s;
+	char err[256] = "";
+
+	build(&l, 2);
+	ok(load(&l, &s, err, sizeof(err)) == 0, "version 2 loads (%s)", err);
+	ok(s.nsites == SITES && s.postmortem, "three sites, post-mortem");
+	ok(history_is(&s.sites[0], 3, 4, 1, 2),
+	   "site 0: its row (1), oldest sample first");
+	ok(history_is(&s.sites[1], 0, 0, 0, 0),
+	   "site 1: no row, so samples of 0");
+	ok(history_is(&s.sites[2], 30, 40, 10, 20), "site 2: row 0");
+	ok(s.sites[2].live_bytes == 21 && s.sites[2].frames[0] == 0x400002,
+	   "site records and frames as written");
+	ls_snapshot_release(&s);
+	free(l.buf);
+}
+
+static void test_v1(void)
+{
+	struct layout l;
+	struct ls_snapshot s;
+	char err[256] = "";
+
+	build(&l, 1);
+	ok(load(&l, &s, err, sizeof(err)) == 0, "version 1 still loads (%s)",
+	   err);
+	ok(s.nsites == SITES && history_is(&s.sites[2], 202, 203, 200, 201),
+	   "version 1: the row is the site id");
+	ls_snapshot_release(&s);
+	free(l.buf);
+}
+
+static void refused(struct layout *l, const char *what, const char *want)
+{
+	struct ls_snapshot s;
+	char err[256] = "";
+	int r = load(l, &s, err, sizeof(err));
+
+	ok(r == -EINVAL && strstr(err, want), "%s: refused (%d, \"%s\")", what,
+	   r, err);
+	if (!r)
+		ls_snapshot_release(&s);
+	free(l->buf);
+}
+
+static void test_bad(void)
+{
+	struct layout l;
+
+	build(&l, 2);
+	l.h->rows_used = SITES_CAP + 1;
+	refused(&l, "more rows used than there are", "corrupt");
+	build(&l, 2);
+	((uint32_t *)(void *)(l.buf + l.h->rows_off))[1] = SITES_CAP + 1;
+	refused(&l, "a site's row past the rows", "");
+	build(&l, 2);
+	l.h->rows_cap = 1u << 30;
+	refused(&l, "rows past the end of the file", "corrupt");
+	build(&l, 2);
+	l.h->version = 3;
+	refused(&l, "version 3", "version 3 is not supported");
+	build(&l, 1);
+	l.h->hist_off = l.size;
+	refused(&l, "version 1 history past the end", "corrupt");
+}
+
+int main(void)
+{
+	test_v2();
+	test_v1();
+	test_bad();
+	return tap_done();
+}
