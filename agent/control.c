@@ -2,7 +2,9 @@
  * control.c - the control thread: accept, check the peer, read one
  * bounded request line, answer, close.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include "agent.h"
 #include "control.h"
@@ -127,6 +130,45 @@ static uint64_t mono_ms(void)
 	return ls_now_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
+/*
+ * Leftovers of processes that are gone, in our runtime directory: their
+ * sockets at once (nobody can connect to them), their post-mortem files
+ * once LS_PM_KEEP_DAYS old (long enough to look at a crash).  A pid that
+ * exists, even as another user's process, keeps its files.  Runs once, in
+ * this thread, off the program's path.
+ */
+#define LS_PM_KEEP_DAYS 7
+
+static void sweep_runtime_dir(void)
+{
+	DIR *d = opendir(ls_agent.runtime_dir);
+	const time_t keep = LS_PM_KEEP_DAYS * 86400;
+	time_t now = time(NULL);
+	struct dirent *e;
+	struct stat st;
+	long pid;
+	char *end;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		errno = 0;
+		pid = strtol(e->d_name, &end, 10);
+		if (end == e->d_name || pid <= 0 || errno ||
+		    pid == (long)getpid() ||
+		    (strcmp(end, ".sock") && strcmp(end, ".pm")))
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;	/* alive, or not ours to judge */
+		if (!strcmp(end, ".pm") &&
+		    (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		     now - st.st_mtime < keep))
+			continue;
+		unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
 /* Serve requests; between them, take a growth sample every period. */
 static void *control_main(void *arg)
 {
@@ -136,6 +178,7 @@ static void *control_main(void *arg)
 
 	ls_guard_enter();	/* for good: nothing this thread does is tracked */
 	prctl(PR_SET_NAME, "leakscope");
+	sweep_runtime_dir();
 	for (;;) {
 		struct pollfd p = { .fd = listen_fd, .events = POLLIN };
 		uint64_t now = mono_ms();

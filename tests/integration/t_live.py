@@ -410,3 +410,46 @@ def t_prefork():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+@check("an agent's start removes dead processes' sockets and week-old post-mortem files, nothing else")
+def t_sweep():
+    d = tempfile.mkdtemp(prefix="leakscope-sweep-")
+    os.chmod(d, 0o700)
+    # pid_max is at most 4194304: these pids cannot exist.
+    names = {
+        "4194999.sock": False,      # dead pid's socket: removed
+        "4194998.pm": False,        # dead pid's post-mortem, 8 days old: removed
+        "4194997.pm": True,         # dead pid's post-mortem, an hour old: kept
+        "%d.sock" % os.getpid(): True,   # a live pid: kept
+        "%d.pm" % os.getpid(): True,
+        "123abc.sock": True,        # not ours to judge
+        "notes.pm": True,
+        "4194996.lsnap": True,
+    }
+    for n in names:
+        with open(os.path.join(d, n), "w"):
+            pass
+    old = time.time() - 8 * 86400
+    os.utime(os.path.join(d, "4194998.pm"), (old, old))
+    hour = time.time() - 3600
+    os.utime(os.path.join(d, "4194997.pm"), (hour, hour))
+    e = env({"LEAKSCOPE_RUNTIME_DIR": d})
+    e["LD_PRELOAD"] = AGENT
+    p = subprocess.Popen([workload("slow")], env=e, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 5
+        while time.time() < deadline and (
+                os.path.exists(os.path.join(d, "4194999.sock")) or
+                os.path.exists(os.path.join(d, "4194998.pm"))):
+            time.sleep(0.05)
+        for n, kept in sorted(names.items()):
+            eq(os.path.exists(os.path.join(d, n)), kept,
+               "%s %s" % (n, "kept" if kept else "removed"))
+        ok(os.path.exists(os.path.join(d, "%d.sock" % p.pid)),
+           "the new agent's own socket is there")
+    finally:
+        p.kill()
+        p.wait()
+        shutil.rmtree(d, ignore_errors=True)
