@@ -117,9 +117,7 @@ static void insert(struct ls_thread *t, struct ls_site *s, void *p,
 
 void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 {
-	struct ls_site *s;
-
-	s = capture_site(t, LSNAP_KIND_HEAP);
+	struct ls_site *s = capture_site(t, LSNAP_KIND_HEAP);
 
 	if (s)
 		insert(t, s, p, size);

@@ -372,11 +372,12 @@ LS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 	p = ls_real.mmap(addr, len, prot, flags, fd, off);
 	if (t && p != MAP_FAILED && (flags & (MAP_FIXED | MAP_ANONYMOUS)))
 		GUARDED({
-			t->start = LS_UNWIND_HERE();
 			if (flags & MAP_FIXED)	/* replaced what was there */
 				ls_track_munmap(t, p, page_round(len));
-			if (flags & MAP_ANONYMOUS)
+			if (flags & MAP_ANONYMOUS) {
+				t->start = LS_UNWIND_HERE();
 				ls_track_mmap(t, p, page_round(len));
+			}
 		});
 	return p;
 }

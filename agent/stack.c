@@ -26,7 +26,7 @@
 #include "unwind.h"
 
 #define UNW_CACHE_PER_THREAD 2	/* libunwind's unw_caching_policy_t */
-#define SLACK LS_STACK_SLACK
+#define SLACK LS_STACK_SLACK	/* stack.h */
 
 enum method { OWN, LIBUNWIND, CHECK, NONE };
 
@@ -91,44 +91,30 @@ static int capture_libunwind(uint64_t *raw, int want)
 	return n;
 }
 
-__attribute__((noinline))
-int ls_stack_capture(uint64_t *pcs, int max)
+/* The unwinders without the memo: libunwind, or no stacks at all. */
+static int capture_plain(uint64_t *pcs, int max)
 {
-	uint64_t raw[LS_MAX_DEPTH + SLACK], other[LS_MAX_DEPTH + SLACK];
-	int want = max + SLACK, n, k, a, b;
+	uint64_t raw[LS_MAX_DEPTH + SLACK];
+	int n;
 
-	if (want > LS_MAX_DEPTH + SLACK)
-		want = LS_MAX_DEPTH + SLACK;
 	if (method == NONE)
 		return 0;
-	if (method == LIBUNWIND)
-		n = capture_libunwind(raw, want);
-	else
-		n = ls_unwind_capture(raw, want, 0);
-	k = cut_agent(raw, n, pcs, max);
-	if (method == CHECK) {
-		uint64_t mine[LS_MAX_DEPTH];
-
-		/* libunwind starts inside this function: align on the
-		 * program's frames before comparing. */
-		b = capture_libunwind(other, want);
-		a = cut_agent(other, b, mine, max);
-		if (a != k || memcmp(mine, pcs, (size_t)k * sizeof(*pcs)))
-			__atomic_add_fetch(&mismatches, 1, __ATOMIC_RELAXED);
-	}
-	return k;
+	n = method == LIBUNWIND ?
+	    capture_libunwind(raw, ls_stack_want(max)) :
+	    ls_unwind_capture(raw, ls_stack_want(max), 0);
+	return cut_agent(raw, n, pcs, max);
 }
 
-/* LEAKSCOPE_UNWIND=check on a memo hit: the remembered site against a
- * fresh libunwind capture. */
-static void check_site(const struct ls_site *s, int max)
+/* LEAKSCOPE_UNWIND=check: count pcs[0..n) as a mismatch unless a fresh
+ * libunwind capture gives the same program frames (libunwind starts in
+ * this function: cut_agent() aligns both on the program's frames). */
+static void check_frames(const uint64_t *pcs, int n, int max)
 {
 	uint64_t other[LS_MAX_DEPTH + SLACK], mine[LS_MAX_DEPTH];
-	int b = capture_libunwind(other, max + SLACK);
+	int b = capture_libunwind(other, ls_stack_want(max));
 	int a = cut_agent(other, b, mine, max);
 
-	if ((uint32_t)a != s->nframes ||
-	    memcmp(mine, s->frames, (size_t)a * sizeof(*mine)))
+	if (a != n || memcmp(mine, pcs, (size_t)n * sizeof(*pcs)))
 		__atomic_add_fetch(&mismatches, 1, __ATOMIC_RELAXED);
 }
 
@@ -138,29 +124,25 @@ int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
 			  struct ls_site **site)
 {
 	uint64_t raw[LS_MAX_DEPTH + SLACK];
-	int want = ls_stack_want(max), n;
-	void *memo;
+	struct ls_site *memo;
+	void *val;
+	int n;
 
 	*site = NULL;
 	if (method != OWN && method != CHECK)
-		return ls_stack_capture(pcs, max);
-	n = ls_unwind_capture_memo_from(st, raw, want, 0, kind, st ? st->pc : 0,
-					&memo);
+		return capture_plain(pcs, max);
+	n = ls_unwind_capture_memo_from(st, raw, ls_stack_want(max), 0, kind,
+					st ? st->pc : 0, &val);
+	memo = val;
 	if (memo) {
 		*site = memo;
 		if (method == CHECK)
-			check_site(memo, max);
+			check_frames(memo->frames, (int)memo->nframes, max);
 		return 0;
 	}
 	n = cut_agent(raw, n, pcs, max);
-	if (method == CHECK) {
-		uint64_t other[LS_MAX_DEPTH + SLACK], mine[LS_MAX_DEPTH];
-		int b = capture_libunwind(other, want);
-		int a = cut_agent(other, b, mine, max);
-
-		if (a != n || memcmp(mine, pcs, (size_t)n * sizeof(*pcs)))
-			__atomic_add_fetch(&mismatches, 1, __ATOMIC_RELAXED);
-	}
+	if (method == CHECK)
+		check_frames(pcs, n, max);
 	return n;
 }
 
@@ -173,7 +155,7 @@ struct ls_site *ls_stack_memo(const struct ls_unwind_start *st, int max,
 		return NULL;
 	s = ls_unwind_memo_get(st, ls_stack_want(max), kind);
 	if (s && method == CHECK)
-		check_site(s, max);
+		check_frames(s->frames, (int)s->nframes, max);
 	return s;
 }
 
@@ -191,12 +173,6 @@ void ls_stack_invalidate(void)
 void ls_stack_atfork_child(void)
 {
 	ls_unwind_atfork_child();
-}
-
-const char *ls_stack_method(void)
-{
-	return method == OWN ? "cfi" : method == LIBUNWIND ? "libunwind" :
-	       method == CHECK ? "check" : "none";
 }
 
 uint32_t ls_stack_unwinder(void)

@@ -12,11 +12,10 @@
 #define LEAKSCOPE_AGENT_STACK_H
 
 #include <stdint.h>
-
-int ls_stack_init(void);
-int ls_stack_capture(uint64_t *pcs, int max);
 #include "site.h"
 #include "unwind.h"
+
+int ls_stack_init(void);
 
 #define LS_STACK_SLACK 16	/* agent frames above the program's */
 
@@ -32,14 +31,14 @@ static inline int ls_stack_want(int max)
 extern int ls_stack_memo_direct;
 
 /*
- * Capture for a site of this kind, from the program frame *st when st is
- * not NULL and st->sp not 0 (LS_UNWIND_HERE() in the hook), else from
- * here.  When the unwinder's memo knows the
- * walk from here (the same stack words as when a site was remembered for
- * it), *site is that site and nothing is captured (returns 0); else *site
- * is NULL and the frames are in pcs, as ls_stack_capture() gives them.
- * The caller interns them and hands the site to ls_stack_remember()
- * before its next capture.
+ * Capture up to max program frames into pcs, for a site of this kind,
+ * from the program frame *st when st is not NULL and st->sp not 0
+ * (LS_UNWIND_HERE() in the hook), else from here.  When the unwinder's
+ * memo knows the walk (the same stack words as when a site was remembered
+ * for it), *site is that site and nothing is captured (returns 0); else
+ * *site is NULL and the frames are in pcs, the agent's own dropped.  The
+ * caller interns them and hands the site to ls_stack_remember() before
+ * its next capture.
  */
 int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
 			  const struct ls_unwind_start *st,
@@ -55,8 +54,6 @@ void ls_stack_invalidate(void);
 void ls_stack_atfork_child(void);
 /* Which unwinder is in use: enum lsnap_unwinder. */
 uint32_t ls_stack_unwinder(void);
-/* Which unwinder is in use: "cfi", "libunwind" or "check". */
-const char *ls_stack_method(void);
 /* With LEAKSCOPE_UNWIND=check: captures where the two unwinders
  * disagreed. */
 uint64_t ls_stack_mismatches(void);

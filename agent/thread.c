@@ -38,18 +38,7 @@ static void flush_entry(struct ls_pending *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static inline void seq_begin(struct ls_thread *t)
-{
-	__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-}
-
-static inline void seq_end(struct ls_thread *t)
-{
-	__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELEASE);
-}
-
-static void flush_live(struct ls_thread *t)
+void ls_thread_flush_live(struct ls_thread *t)
 {
 	int64_t now = __atomic_add_fetch(&global_live, t->live_delta,
 					  __ATOMIC_RELAXED);
@@ -61,11 +50,6 @@ static void flush_live(struct ls_thread *t)
 					    1, __ATOMIC_RELAXED,
 					    __ATOMIC_RELAXED))
 		;
-}
-
-void ls_thread_flush_live(struct ls_thread *t)
-{
-	flush_live(t);
 }
 
 void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
@@ -80,7 +64,7 @@ void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
 		if (!site)
 			return;
 	}
-	seq_begin(t);
+	ls_thread_seq_begin(t);
 	if (p->id != id || !p->site) {
 		flush_entry(p);
 		p->site = site;
@@ -92,7 +76,7 @@ void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
 	p->alloc_blocks += ablocks;
 	if (++p->events >= LS_PENDING_FLUSH)
 		flush_entry(p);
-	seq_end(t);
+	ls_thread_seq_end(t);
 }
 
 static void thread_exit(void *arg)
@@ -100,11 +84,11 @@ static void thread_exit(void *arg)
 	struct ls_thread *t = arg;
 	unsigned i;
 
-	seq_begin(t);
+	ls_thread_seq_begin(t);
 	for (i = 0; i < LS_PENDING; i++)
 		flush_entry(&t->pending[i]);
-	seq_end(t);
-	flush_live(t);
+	ls_thread_seq_end(t);
+	ls_thread_flush_live(t);
 	for (i = 0; i < LS_FN_COUNT; i++) {
 		__atomic_add_fetch(&retired_calls[i], t->calls[i],
 				   __ATOMIC_RELAXED);

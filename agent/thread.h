@@ -89,6 +89,19 @@ static inline void ls_thread_count(struct ls_thread *t, enum ls_fn fn)
 	__atomic_store_n(&t->calls[fn], t->calls[fn] + 1, __ATOMIC_RELAXED);
 }
 
+/* Around a change of pending[]: seq is odd meanwhile, and readers
+ * (ls_thread_each_pending) retry a copy that saw it odd or changing. */
+static inline void ls_thread_seq_begin(struct ls_thread *t)
+{
+	__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static inline void ls_thread_seq_end(struct ls_thread *t)
+{
+	__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELEASE);
+}
+
 /* Out of line: the pending entry holds another site or is due for a
  * flush (ls_thread_site_delta's slow path), and the peak's batch. */
 void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
@@ -117,14 +130,13 @@ static inline void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
 		ls_thread_site_delta_slow(t, id, site, dbytes, dblocks,
 					  abytes, ablocks);
 	} else {
-		__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_RELEASE);
+		ls_thread_seq_begin(t);
 		p->live_bytes += dbytes;
 		p->live_blocks += dblocks;
 		p->alloc_bytes += abytes;
 		p->alloc_blocks += ablocks;
 		p->events++;
-		__atomic_store_n(&t->seq, t->seq + 1, __ATOMIC_RELEASE);
+		ls_thread_seq_end(t);
 	}
 	t->live_delta += dbytes;
 	if (__builtin_expect(t->live_delta > LS_PEAK_BATCH ||

@@ -116,9 +116,10 @@ struct uw_node {
  * chain.  Only walks on the thread's own stack that used no signal frame
  * and no uncacheable rule are kept.
  *
- * Entries are 4-way sets indexed by (pc, sp, key); their words live in a
- * per-thread ring, contiguous per entry.  An entry is intact while no
- * word was written a whole ring past its start (dirty <= pos + UW_POOL).
+ * Entries are 8-way sets with a 64-bit tag each, indexed by a hash of
+ * (pc, sp, key, hint); their words live in a per-thread ring, contiguous
+ * per entry.  An entry is intact while no word was written a whole ring
+ * past its start (dirty <= pos + UW_POOL).
  */
 #define UW_MEMO_SET_BITS 7
 #define UW_MEMO_SETS (1u << UW_MEMO_SET_BITS)
@@ -286,6 +287,14 @@ static struct uw_tcache *uw_tc_claim(void)
 	return tc;
 }
 
+/* Forget the memo's entries (the ring's words are simply left behind). */
+static void uw_memo_clear(struct uw_tcache *tc)
+{
+	memset(tc->tag, 0, sizeof(tc->tag));
+	memset(tc->fsz, 0, sizeof(tc->fsz));
+	tc->pend_ok = 0;
+}
+
 /* The calling thread's cache, current for seq; NULL if none. */
 static struct uw_tcache *uw_tc_get(uint32_t seq)
 {
@@ -307,9 +316,7 @@ static struct uw_tcache *uw_tc_get(uint32_t seq)
 	if (ls_unlikely(tc->seq != seq)) {
 		memset(tc->slot, 0, sizeof(tc->slot));
 		memset(tc->index, 0xff, sizeof(tc->index));	/* UW_NONE */
-		memset(tc->tag, 0, sizeof(tc->tag));
-		memset(tc->fsz, 0, sizeof(tc->fsz));
-		tc->pend_ok = 0;
+		uw_memo_clear(tc);
 		tc->seq = seq;
 	}
 	return tc;
@@ -758,9 +765,7 @@ static struct uw_tcache *uw_nodes(struct uw_tcache *tc, uint64_t hi)
 		return NULL;
 	if (ls_unlikely(tc->hi != hi)) {
 		memset(tc->index, 0xff, sizeof(tc->index));
-		memset(tc->tag, 0, sizeof(tc->tag));
-		memset(tc->fsz, 0, sizeof(tc->fsz));
-		tc->pend_ok = 0;
+		uw_memo_clear(tc);
 		tc->hi = hi;
 	}
 	return tc;
@@ -1075,6 +1080,46 @@ static int uw_clamp(int v)
 	return v < 0 ? 0 : v > LS_UNWIND_MAX_FRAMES ? LS_UNWIND_MAX_FRAMES : v;
 }
 
+/* The memo key: the caller's key and the walk's (clamped) limits. */
+static inline uint64_t uw_memo_key(uint32_t key, int max, int skip)
+{
+	return (uint64_t)key | (uint64_t)max << 32 | (uint64_t)skip << 48;
+}
+
+/* uw_memo_find() with the busy flag held; NULL when a capture is already
+ * running in this thread (a signal handler's). */
+static inline __attribute__((always_inline))
+void *uw_memo_lookup(const struct uw_walk *w, uint64_t key, uint64_t hint)
+{
+	void *v;
+
+	if (uw_self.busy)
+		return NULL;
+	uw_self.busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	v = uw_memo_find(w->pc, w->sp, w->rbp, key, hint);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	uw_self.busy = 0;
+	return v;
+}
+
+/* The state of the function that called the caller of this one: see
+ * LS_UNWIND_HERE() (fp is that caller's frame address). */
+static inline void uw_walk_at(struct uw_walk *w, const uint64_t *fp)
+{
+	w->pc = fp[1];
+	w->sp = (uint64_t)(uintptr_t)(fp + 2);
+	w->rbp = fp[0];
+}
+
+static inline void uw_walk_from(struct uw_walk *w,
+				const struct ls_unwind_start *st)
+{
+	w->pc = st->pc;
+	w->sp = st->sp;
+	w->rbp = st->rbp;
+}
+
 /*
  * __builtin_frame_address makes GCC give this function a frame pointer
  * whatever the flags: [fp] is the caller's %rbp, fp + 8 the return
@@ -1090,9 +1135,7 @@ int ls_unwind_capture(uint64_t *pcs, int max, int skip)
 
 	if (max <= 0 || !pcs)
 		return 0;
-	w.pc = (uint64_t)(uintptr_t)__builtin_return_address(0);
-	w.sp = (uint64_t)(uintptr_t)(fp + 2);
-	w.rbp = fp[0];
+	uw_walk_at(&w, fp);
 	/* Each step of the walk emits a frame or uses up a skip: with both
 	 * bounded, so is the walk, even through looping signal frames. */
 	o.max = uw_clamp(o.max);
@@ -1105,17 +1148,9 @@ static int uw_capture_memo(struct uw_walk *w, uint64_t *pcs, int max,
 			   int skip, uint32_t key, uint64_t hint, void **val)
 {
 	struct uw_out o = { pcs, 0, uw_clamp(max), uw_clamp(skip) };
-	uint64_t k = (uint64_t)key | (uint64_t)o.max << 32 |
-		     (uint64_t)o.skip << 48;
-	void *v = NULL;
+	uint64_t k = uw_memo_key(key, o.max, o.skip);
+	void *v = uw_memo_lookup(w, k, hint);
 
-	if (!uw_self.busy) {
-		uw_self.busy = 1;
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		v = uw_memo_find(w->pc, w->sp, w->rbp, k, hint);
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		uw_self.busy = 0;
-	}
 	if (v) {
 		*val = v;
 		return 0;
@@ -1133,9 +1168,7 @@ int ls_unwind_capture_memo(uint64_t *pcs, int max, int skip, uint32_t key,
 	*val = NULL;
 	if (max <= 0 || !pcs)
 		return 0;
-	w.pc = (uint64_t)(uintptr_t)__builtin_return_address(0);
-	w.sp = (uint64_t)(uintptr_t)(fp + 2);
-	w.rbp = fp[0];
+	uw_walk_at(&w, fp);
 	return uw_capture_memo(&w, pcs, max, skip, key, hint, val);
 }
 
@@ -1151,46 +1184,34 @@ int ls_unwind_capture_memo_from(const struct ls_unwind_start *st,
 	*val = NULL;
 	if (max <= 0 || !pcs)
 		return 0;
-	if (st && st->sp > (uint64_t)(uintptr_t)(fp + 2)) {
-		/* That frame's own pc first, then the walk from it. */
-		w.pc = st->pc;
-		w.sp = st->sp;
-		w.rbp = st->rbp;
-		if (skip > 0)
-			return uw_capture_memo(&w, pcs, max, skip - 1, key,
-					       hint, val);
-		pcs[0] = st->pc;
-		if (max == 1)
-			return 1;
-		n = uw_capture_memo(&w, pcs + 1, max - 1, 0, key, hint, val);
-		return *val ? 0 : n + 1;
-	} else {
-		w.pc = (uint64_t)(uintptr_t)__builtin_return_address(0);
-		w.sp = (uint64_t)(uintptr_t)(fp + 2);
-		w.rbp = fp[0];
+	if (!st || st->sp <= (uint64_t)(uintptr_t)(fp + 2)) {
+		uw_walk_at(&w, fp);
+		return uw_capture_memo(&w, pcs, max, skip, key, hint, val);
 	}
-	return uw_capture_memo(&w, pcs, max, skip, key, hint, val);
+	/* That frame's own pc first, then the walk from it. */
+	uw_walk_from(&w, st);
+	if (skip > 0)
+		return uw_capture_memo(&w, pcs, max, skip - 1, key, hint, val);
+	pcs[0] = st->pc;
+	if (max == 1)
+		return 1;
+	n = uw_capture_memo(&w, pcs + 1, max - 1, 0, key, hint, val);
+	return *val ? 0 : n + 1;
 }
 
 void *ls_unwind_memo_get(const struct ls_unwind_start *st, int max,
 			 uint32_t key)
 {
 	const uint64_t *fp = __builtin_frame_address(0);
-	uint64_t k;
-	void *v;
+	struct uw_walk w = { 0 };
 
+	if (max <= 1 || !st || st->sp <= (uint64_t)(uintptr_t)(fp + 2))
+		return NULL;
+	uw_walk_from(&w, st);
 	/* The key ls_unwind_capture_memo_from() gives the walk after
 	 * st->pc: max - 1 frames, skip 0. */
-	if (max <= 1 || !st || st->sp <= (uint64_t)(uintptr_t)(fp + 2) ||
-	    uw_self.busy)
-		return NULL;
-	k = (uint64_t)key | (uint64_t)uw_clamp(max - 1) << 32;
-	uw_self.busy = 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	v = uw_memo_find(st->pc, st->sp, st->rbp, k, st->pc);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	uw_self.busy = 0;
-	return v;
+	return uw_memo_lookup(&w, uw_memo_key(key, uw_clamp(max - 1), 0),
+			      st->pc);
 }
 
 __attribute__((noinline))

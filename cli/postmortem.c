@@ -39,23 +39,20 @@ static int region_ok(const struct pm *pm, uint64_t off, uint64_t count,
 static int check_header(const struct pm *pm, char *err, size_t errlen)
 {
 	const struct lspm_header *h = pm->h;
+	uint64_t rows;
 
 	if (pm->size < sizeof(*h) || memcmp(h->magic, LSPM_MAGIC, sizeof(LSPM_MAGIC)))
 		return snprintf(err, errlen, "not a leakscope post-mortem file"), -EINVAL;
 	if (h->version != 1 && h->version != LSPM_VERSION)
 		return snprintf(err, errlen, "post-mortem file version %u is not "
 				"supported", h->version), -EINVAL;
-	if (h->version >= 2 &&
-	    (h->rows_cap < h->rows_used ||
-	     !region_ok(pm, h->rows_off, h->sites_cap, 4) ||
-	     !region_ok(pm, h->hist_off, (uint64_t)h->rows_cap * h->hist_len, 8)))
-		return snprintf(err, errlen, "corrupt post-mortem file: bad header"),
-		       -EINVAL;
-	if (h->version == 1 &&
-	    !region_ok(pm, h->hist_off, (uint64_t)h->sites_cap * h->hist_len, 8))
-		return snprintf(err, errlen, "corrupt post-mortem file: bad header"),
-		       -EINVAL;
-	if (!h->hist_len || h->hist_len > 65536 || h->nsites > h->sites_cap ||
+	/* Version 1 has a history row per site, by id, and no rows table. */
+	rows = h->version == 1 ? h->sites_cap : h->rows_cap;
+	if ((h->version >= 2 &&
+	     (h->rows_cap < h->rows_used ||
+	      !region_ok(pm, h->rows_off, h->sites_cap, 4))) ||
+	    !region_ok(pm, h->hist_off, rows * h->hist_len, 8) ||
+	    !h->hist_len || h->hist_len > 65536 || h->nsites > h->sites_cap ||
 	    h->nmodules > h->modules_cap || h->frames_used > h->frames_cap ||
 	    h->cmdline_len > LSPM_CMDLINE_MAX || h->ncalls > LSPM_NCALLS ||
 	    !region_ok(pm, h->modules_off, h->modules_cap, sizeof(struct lspm_module)) ||
@@ -121,8 +118,8 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 	const struct lspm_header *h = pm->h;
 	const struct lspm_site *r = (const struct lspm_site *)(pm->base + h->sites_off) + id;
 	const uint64_t *frames = (const void *)(pm->base + h->frames_off);
-	uint64_t row = id, k, first = h->ticks - nhist;
-	const int64_t *ring;
+	uint64_t row = id + 1, k, first = h->ticks - nhist;	/* 1 + row */
+	const int64_t *ring = NULL;
 
 	/* Version 2: a row only for sites that held memory at a sample;
 	 * the others' samples were all 0. */
@@ -130,10 +127,10 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 		row = ((const uint32_t *)(pm->base + h->rows_off))[id];
 		if (row > h->rows_cap)
 			return -EINVAL;
-		row = row ? row - 1 : UINT64_MAX;
 	}
-	ring = row == UINT64_MAX ? NULL :
-	       (const int64_t *)(pm->base + h->hist_off) + row * h->hist_len;
+	if (row)
+		ring = (const int64_t *)(pm->base + h->hist_off) +
+		       (row - 1) * h->hist_len;
 
 	if (r->nframes > LSNAP_MAX_FRAMES || r->frames_idx > h->frames_used ||
 	    r->nframes > h->frames_used - r->frames_idx)
