@@ -130,8 +130,12 @@ def marker_line(source, marker):
     raise Failure("no @%s marker in %s" % (marker, source))
 
 
-def which(program):
-    return shutil.which(program)
+def need(program):
+    """The path of an installed program; skips the check without it."""
+    path = shutil.which(program)
+    if not path:
+        raise Skip("%s is not installed" % program)
+    return path
 
 
 class Result:

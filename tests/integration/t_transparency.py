@@ -9,7 +9,7 @@ import signal
 import tempfile
 
 from harness import (check, run_process, leakscope, parse_json_lines, Failure,
-                     Skip, eq, ok, shorten)
+                     eq, ok, shorten, need)
 
 TIMEOUT = 120
 
@@ -21,12 +21,6 @@ def clean_env(extra=None):
     env.update(extra or {})
     return env
 
-
-def need(program):
-    path = shutil.which(program)
-    if not path:
-        raise Skip("%s is not installed" % program)
-    return path
 
 
 def first_difference(a, b):

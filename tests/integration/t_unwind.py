@@ -3,10 +3,9 @@ walk or a memo hit, and with LEAKSCOPE_UNWIND=check every stack, from the
 memo or walked, is compared with libunwind's (docs/UNWINDING.md)."""
 
 import os
-import shutil
 
 from harness import (check, once, workload, leakscope, root_report,
-                     expect_status, expect_site, Skip, eq, ok, ge)
+                     expect_status, expect_site, need, eq, ok, ge)
 
 PY_SCRIPT = r"""
 import json
@@ -80,12 +79,6 @@ def t_check_cxx():
     cross_checked([workload("cxx-leaks")], "cxx-leaks")
     cross_checked([workload("inlined")], "inlined", min_hits=0)
 
-
-def need(program):
-    path = shutil.which(program)
-    if not path:
-        raise Skip("%s is not installed" % program)
-    return path
 
 
 @check("LEAKSCOPE_UNWIND=check: python3 building and parsing JSON")
