@@ -120,6 +120,9 @@ static void w_standard(struct wbuf *w)
 	};
 	struct lsnap_totals t = { 1234, 12, 99999, 5000, 4096, 64 };
 	struct lsnap_mallinfo mi = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+	struct lsnap_unwind uw = { .unwinder = LSNAP_UNWINDER_CHECK,
+				   .walks = 11, .memo_hits = 990,
+				   .check_mismatches = 2 };
 	struct lsnap_module m = { .bias = 0x555500000000, .lo = 0x555500001000,
 		.hi = 0x555500009000, .gen_from = 2,
 		.gen_to = LSNAP_GEN_LOADED, .build_id_len = 20,
@@ -143,6 +146,7 @@ static void w_standard(struct wbuf *w)
 	w_rec(w, LSNAP_COMMAND, cmd, sizeof(cmd) - 1);	/* no final NUL */
 	w_rec(w, LSNAP_CALLS, calls, sizeof(calls));
 	w_rec(w, LSNAP_MALLINFO, &mi, sizeof(mi));
+	w_rec(w, LSNAP_UNWIND, &uw, sizeof(uw));
 	w_rec2(w, LSNAP_MODULE, sizeof(m) + 9, &m, sizeof(m), "/bin/prog", 9);
 	w_rec(w, 0x4242, future, sizeof(future));
 	w_rec(w, LSNAP_BLOCKS, b, sizeof(b));
@@ -204,6 +208,9 @@ static void check_values(const struct ls_snapshot *s, const char *how)
 	   s->totals.peak_slack == 64, "%s: totals", how);
 	ok(s->has_mallinfo && s->mallinfo.arena == 1 &&
 	   s->mallinfo.keepcost == 10, "%s: mallinfo", how);
+	ok(s->has_unwind && s->unwind.unwinder == LSNAP_UNWINDER_CHECK &&
+	   s->unwind.walks == 11 && s->unwind.memo_hits == 990 &&
+	   s->unwind.check_mismatches == 2, "%s: unwinder counts", how);
 	ok(s->nmodules == 1 && !strcmp(s->modules[0].path, "/bin/prog") &&
 	   s->modules[0].build_id_len == 20 &&
 	   s->modules[0].build_id[19] == 0xa0 + 19 &&
@@ -265,9 +272,9 @@ static void test_truncations(void)
 		ls_snapshot_release(&s);
 	}
 	is_u64(bad, 0, "each of the %zu truncations is refused as such", w.len);
-	/* Cut inside the payload of the 8th record, the first site. */
+	/* Cut inside the payload of the 9th record, the first site. */
 	read_buf(w.p, site5_end - 10, &s, err, sizeof(err));
-	ok(!strcmp(err, "corrupt snapshot: record 8 (site) is truncated"),
+	ok(!strcmp(err, "corrupt snapshot: record 9 (site) is truncated"),
 	   "cut inside a record names it: '%s'", err);
 	read_buf(w.p, w.len - 24, &s, err, sizeof(err));
 	ok(!strcmp(err, "snapshot ends before its END record (truncated?)"),
@@ -322,6 +329,26 @@ static void expect(int ret, const char *err, const char *want,
 {
 	ok(ret == -EINVAL && has(err, want), "%s: refused with '%s'", what,
 	   err);
+}
+
+/* The unwinder's record comes at most once. */
+static void test_two_unwind(void)
+{
+	struct lsnap_unwind uw = { .walks = 1 };
+	struct ls_snapshot s;
+	struct wbuf w = { 0 };
+	char err[256] = "";
+	int ret;
+
+	w_header(&w);
+	w_rec(&w, LSNAP_UNWIND, &uw, sizeof(uw));
+	w_rec(&w, LSNAP_UNWIND, &uw, sizeof(uw));
+	w_end(&w);
+	ret = read_buf(w.p, w.len, &s, err, sizeof(err));
+	ls_snapshot_release(&s);
+	free(w.p);
+	expect(ret, err, "record 3 is a second unwind record",
+	       "two unwind records");
 }
 
 static void test_bad_history(void)
@@ -410,6 +437,10 @@ static void test_bad_records(void)
 	ret = with_record(LSNAP_TOTALS, 40, zero, 40, NULL, 0, &s, err,
 			  sizeof(err));
 	expect(ret, err, "(totals) has length 40, expected 48", "short totals");
+	ret = with_record(LSNAP_UNWIND, 24, zero, 24, NULL, 0, &s, err,
+			  sizeof(err));
+	expect(ret, err, "(unwind) has length 24, expected 32", "short unwind");
+	test_two_unwind();
 	ret = with_record(LSNAP_HEADER, sizeof(std_hdr), &std_hdr,
 			  sizeof(std_hdr), NULL, 0, &s, err, sizeof(err));
 	expect(ret, err, "record 2 is a second header", "two headers");
