@@ -10,47 +10,28 @@
  * LEAKSCOPE_UNWIND=none records empty stacks, to measure what tracking
  * costs apart from stacks.
  *
- * libunwind is loaded with dlopen() RTLD_LOCAL: linking it would put its
- * _Unwind_* symbols in front of libgcc's in the traced program and change
- * how its C++ exceptions are unwound.
+ * libunwind is loaded with dlopen() RTLD_LOCAL (libunwind-load.h).
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../common/lsnap.h"
+#include "libunwind-load.h"
 #include "modules.h"
 #include "site.h"
 #include "stack.h"
 #include "sys.h"
 #include "unwind.h"
 
-#define UNW_CACHE_PER_THREAD 2	/* libunwind's unw_caching_policy_t */
 #define SLACK LS_STACK_SLACK	/* stack.h */
 
 enum method { OWN, LIBUNWIND, CHECK, NONE };
 
 static enum method method = OWN;
 int ls_stack_memo_direct = 1;	/* see stack.h */
-static int (*unw_backtrace_fn)(void **, int);
+static ls_unw_backtrace_fn unw_backtrace_fn;
 static uint64_t self_lo, self_hi;
 static uint64_t mismatches;
-
-static int load_libunwind(void)
-{
-	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-	int (*set_policy)(void *, int);
-	void *as;
-
-	if (!h)
-		return -ENOENT;
-	unw_backtrace_fn = (int (*)(void **, int))dlsym(h, "unw_backtrace");
-	set_policy = (int (*)(void *, int))dlsym(h, "_ULx86_64_set_caching_policy");
-	as = dlsym(h, "_ULx86_64_local_addr_space");
-	if (set_policy && as)
-		set_policy(*(void **)as, UNW_CACHE_PER_THREAD);
-	return unw_backtrace_fn ? 0 : -ENOENT;
-}
 
 int ls_stack_init(void)
 {
@@ -63,7 +44,9 @@ int ls_stack_init(void)
 		method = CHECK;
 	else if (m && !strcmp(m, "none"))
 		method = NONE;	/* no stacks: what tracking costs without them */
-	if ((method == LIBUNWIND || method == CHECK) && load_libunwind())
+	if (method == LIBUNWIND || method == CHECK)
+		unw_backtrace_fn = ls_libunwind_load(NULL);
+	if ((method == LIBUNWIND || method == CHECK) && !unw_backtrace_fn)
 		method = OWN;
 	ls_stack_memo_direct = method == OWN;
 	return ls_unwind_init();

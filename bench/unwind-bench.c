@@ -24,7 +24,6 @@
  * libunwind is dlopen()ed, as the agent does: linking libunwind.so.8 would
  * interpose its own weak backtrace() over glibc's.
  */
-#include <dlfcn.h>
 #include <execinfo.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -32,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 #include "../agent/cfi.h"
+#include "../agent/libunwind-load.h"
 #include "../agent/unwind.h"
 
 #define DEPTH 15
@@ -51,7 +51,7 @@ static const char *const shape_names[NSHAPES] = {
 	"same", "inner", "outer", "all", "fresh"
 };
 
-static int (*unw_bt)(void **, int);
+static ls_unw_backtrace_fn unw_bt;
 
 struct run {
 	_Alignas(64) enum method m;	/* one cache line per thread */
@@ -68,23 +68,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int load_libunwind(void)
-{
-	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-	int (*policy)(void *, int);
-	void **as;
-
-	if (!h)
-		return -1;
-	unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
-	policy = (int (*)(void *, int))dlsym(h, "_ULx86_64_set_caching_policy");
-	as = dlsym(h, "_ULx86_64_local_addr_space");
-	if (!unw_bt || !policy || !as)
-		return -1;
-	policy(*as, 2);		/* UNW_CACHE_PER_THREAD */
-	return 0;
 }
 
 NOFP static int capture(struct run *r)
@@ -249,9 +232,10 @@ int main(void)
 	static const long iters[NMETHODS] = {
 		2000000, 2000000, 1000000, 100000
 	};
-	int m, s;
+	int m, s, cached;
 
-	if (load_libunwind() < 0 || ls_unwind_init() < 0) {
+	unw_bt = ls_libunwind_load(&cached);
+	if (!unw_bt || !cached || ls_unwind_init() < 0) {
 		fprintf(stderr, "unwind-bench: cannot load libunwind.so.8\n");
 		return 1;
 	}

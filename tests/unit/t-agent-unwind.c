@@ -14,7 +14,6 @@
  * over garbage-filled stacks (in a child, which must not crash), and from
  * two threads while the caches are invalidated under them.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -24,6 +23,7 @@
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
+#include "../../agent/libunwind-load.h"
 #include "../../agent/unwind.h"
 #include "tap.h"
 
@@ -32,7 +32,7 @@
  * surprises from IPA: every helper is one real frame. */
 #define NOFP __attribute__((noipa, optimize("omit-frame-pointer")))
 
-static int (*unw_bt)(void **, int);
+static ls_unw_backtrace_fn unw_bt;
 
 /* One capture by us and one by libunwind from the same frame. */
 struct cap {
@@ -46,22 +46,6 @@ struct cap {
 };
 
 static volatile int sink;
-
-static int load_libunwind(void)
-{
-	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-	int (*policy)(void *, int);
-	void **as;
-
-	if (!h)
-		return -1;
-	unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
-	policy = (int (*)(void *, int))dlsym(h, "_ULx86_64_set_caching_policy");
-	as = dlsym(h, "_ULx86_64_local_addr_space");
-	if (policy && as)
-		policy(*as, 2);		/* UNW_CACHE_PER_THREAD */
-	return unw_bt ? 0 : -1;
-}
 
 /*
  * The walk memo, checked on every capture_both(): the value attached to a
@@ -1170,7 +1154,8 @@ static void test_uncached(void)
 
 int main(void)
 {
-	if (load_libunwind() < 0) {
+	unw_bt = ls_libunwind_load(NULL);
+	if (!unw_bt) {
 		ok(0, "libunwind.so.8 loads (Debian package libunwind8)");
 		return tap_done();
 	}
