@@ -1159,20 +1159,6 @@ static int uw_capture_memo(struct uw_walk *w, uint64_t *pcs, int max,
 }
 
 __attribute__((noinline))
-int ls_unwind_capture_memo(uint64_t *pcs, int max, int skip, uint32_t key,
-			   uint64_t hint, void **val)
-{
-	const uint64_t *fp = __builtin_frame_address(0);
-	struct uw_walk w = { 0 };
-
-	*val = NULL;
-	if (max <= 0 || !pcs)
-		return 0;
-	uw_walk_at(&w, fp);
-	return uw_capture_memo(&w, pcs, max, skip, key, hint, val);
-}
-
-__attribute__((noinline))
 int ls_unwind_capture_memo_from(const struct ls_unwind_start *st,
 				uint64_t *pcs, int max, int skip, uint32_t key,
 				uint64_t hint, void **val)

@@ -69,26 +69,6 @@ int ls_unwind_init(void);
 int ls_unwind_capture(uint64_t *pcs, int max, int skip);
 
 /*
- * ls_unwind_capture() through the walk memo.  key tells apart callers that
- * attach different values to the same stack.  hint is any word that tends
- * to tell walks from the same state apart (a hook's return address); it
- * only spreads entries, and walks with the same hint must not be told
- * apart by it.  When an earlier walk from
- * the same state (the caller's pc, sp and, if the walk used it, %rbp),
- * with the same key, max and skip, had a value attached by
- * ls_unwind_memo_put(), and every stack word that walk read still holds
- * what it held, the walk would give the same frames: *val is set to that
- * value and 0 is returned, pcs untouched.  Otherwise *val is NULL and the
- * stack is captured as by ls_unwind_capture(); the caller may then attach
- * a value to that walk with ls_unwind_memo_put() before its next capture.
- * Walks that passed a signal frame, left the thread's own stack or met a
- * pc outside every module are not kept.  Same safety as
- * ls_unwind_capture(), and the same per-thread caches.
- */
-int ls_unwind_capture_memo(uint64_t *pcs, int max, int skip, uint32_t key,
-			   uint64_t hint, void **val);
-
-/*
  * Where a walk starts: a frame's pc (a return address), sp and %rbp.
  * LS_UNWIND_HERE() gives the state of the function that called the
  * function it is used in, exactly: __builtin_frame_address makes GCC give
@@ -106,14 +86,29 @@ struct ls_unwind_start {
 	.rbp = *(uint64_t *)__builtin_frame_address(0) })
 
 /*
- * ls_unwind_capture_memo() from *st instead of from the caller: a hook
- * passes the state of the program frame that called it, so that neither
- * the memo nor the walk spend anything on the agent's own frames.  pcs[0]
- * is then st->pc itself (the return address into that frame), the walk's
- * frames follow.  st
- * must describe a live frame of the calling thread, above the caller of
- * this function; one at or below it is ignored (the walk then starts at
- * the caller, as ls_unwind_capture_memo() does).
+ * ls_unwind_capture() through the walk memo, from *st or from the caller.
+ *
+ * A hook passes in st the state of the program frame that called it
+ * (LS_UNWIND_HERE()), so that neither the memo nor the walk spend anything
+ * on the agent's own frames: pcs[0] is then st->pc itself (the return
+ * address into that frame) and the walk's frames follow.  st must describe
+ * a live frame of the calling thread, above the caller of this function;
+ * NULL, or one at or below it, makes the walk start at the caller, as
+ * ls_unwind_capture() does.
+ *
+ * key tells apart callers that attach different values to the same
+ * stack.  hint is any word that tends to tell walks from the same state
+ * apart (a hook's return address); it only spreads entries.  When an
+ * earlier walk from the same state (pc, sp and, if the walk used it,
+ * %rbp), with the same key, max and skip, had a value attached by
+ * ls_unwind_memo_put(), and every stack word that walk read still holds
+ * what it held, the walk would give the same frames: *val is set to that
+ * value and 0 is returned, pcs untouched.  Otherwise *val is NULL and the
+ * stack is captured; the caller may then attach a value to that walk with
+ * ls_unwind_memo_put() before its next capture.  Walks that passed a
+ * signal frame, left the thread's own stack or met a pc outside every
+ * module are not kept.  Same safety as ls_unwind_capture(), and the same
+ * per-thread caches.
  */
 int ls_unwind_capture_memo_from(const struct ls_unwind_start *st,
 				uint64_t *pcs, int max, int skip, uint32_t key,
@@ -128,7 +123,7 @@ void *ls_unwind_memo_get(const struct ls_unwind_start *st, int max,
 			 uint32_t key);
 
 /* Attach val (not NULL) to the calling thread's last walk by
- * ls_unwind_capture_memo(), if it can be kept.  Hook-safe. */
+ * ls_unwind_capture_memo_from(), if it can be kept.  Hook-safe. */
 void ls_unwind_memo_put(void *val);
 
 /* Walks done and captures the memo answered, by every thread with caches

@@ -85,7 +85,8 @@ NOFP static void memo_check(struct cap *c, uint64_t hint)
 	uint64_t pcs[MAXF];
 	struct memo_val *v;
 	void *val;
-	int n = ls_unwind_capture_memo(pcs, MAXF, 0, 7, hint, &val), i;
+	int n = ls_unwind_capture_memo_from(NULL, pcs, MAXF, 0, 7, hint,
+					    &val), i;
 
 	if (val) {
 		v = val;
@@ -641,7 +642,8 @@ NOFP static void fake_leaf(void *arg)
 	struct fake_cap *f = arg;
 
 	f->nref = ls_unwind_capture(f->ref, MAXF, 0);
-	f->n = ls_unwind_capture_memo(f->pcs, MAXF, 0, 9, 0, &f->val);
+	f->n = ls_unwind_capture_memo_from(NULL, f->pcs, MAXF, 0, 9, 0,
+					   &f->val);
 }
 
 static void test_memo_start_rbp(void)
@@ -941,7 +943,7 @@ NOFP static void stress_leaf(struct stress *s, int d, int ref)
 	if (n != s->nref[d] || memcmp(pcs, s->ref[d], (size_t)n * 8))
 		s->bad++;
 	/* The memo, its value the depth's reference: a hit must be right. */
-	n = ls_unwind_capture_memo(pcs, MAXF, 0, 1, ra, &val);
+	n = ls_unwind_capture_memo_from(NULL, pcs, MAXF, 0, 1, ra, &val);
 	if (val) {
 		s->memo_hits++;
 		if (val != s->ref[d])
