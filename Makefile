@@ -24,6 +24,7 @@ AGENT_CFLAGS = $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-ex
 	-fno-stack-protector -fomit-frame-pointer
 AGENT_LDLIBS = -ldl -lpthread -lm
 
+# The report library (lib/) and the command (cli/) share flags.
 CLI_CFLAGS = $(CFLAGS_COMMON) -DLS_LIBDIR='"$(LIBDIR)"' -I/usr/include/libiberty
 CLI_LDLIBS = -ldw -lelf -l:libiberty.a -lz -lm -lpthread
 
@@ -32,8 +33,15 @@ AGENT_OBJ = $(AGENT_SRC:%.c=$(B)/%.o)
 # Everything but the interposed entry points, for unit tests.
 AGENT_CORE_OBJ = $(filter-out $(B)/agent/hooks.o,$(AGENT_OBJ))
 
+# lib/: the report library (sources, model, analysis, symbolization,
+# renderers); never prints to the terminal nor exits.  cli/: the commands.
+LIB_SRC = $(wildcard lib/*.c)
+LIB_OBJ = $(LIB_SRC:%.c=$(B)/%.o)
+REPORT_LIB = $(B)/libleakscope-report.a
+
 CLI_SRC = $(wildcard cli/*.c)
 CLI_OBJ = $(CLI_SRC:%.c=$(B)/%.o)
+# The commands without main(), for unit tests that drive them.
 CLI_LIB_OBJ = $(filter-out $(B)/cli/main.o,$(CLI_OBJ))
 
 UNIT_SRC = $(wildcard tests/unit/t-*.c)
@@ -61,11 +69,18 @@ $(B)/libleakscope.so: $(AGENT_OBJ)
 $(B)/agent-core.a: $(AGENT_CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) common/lsnap.h
+$(B)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -c -o $@ $<
 
-$(B)/leakscope: $(CLI_OBJ)
+$(REPORT_LIB): $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(wildcard lib/*.h) $(wildcard common/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -c -o $@ $<
+
+$(B)/leakscope: $(CLI_OBJ) $(REPORT_LIB)
 	$(CC) -o $@ $^ $(CLI_LDLIBS)
 
 $(B)/cli-lib.a: $(CLI_LIB_OBJ)
@@ -75,9 +90,9 @@ $(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/t
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -fPIC -o $@ $< $(B)/agent-core.a $(AGENT_LDLIBS)
 
-$(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a tests/unit/tap.h tests/unit/cli-selfmap.h
+$(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a $(REPORT_LIB) tests/unit/tap.h tests/unit/cli-selfmap.h
 	@mkdir -p $(@D)
-	$(CC) $(CLI_CFLAGS) -o $@ $< $(B)/cli-lib.a $(CLI_LDLIBS)
+	$(CC) $(CLI_CFLAGS) -o $@ $< $(B)/cli-lib.a $(REPORT_LIB) $(CLI_LDLIBS)
 
 $(B)/tests/workloads/lib%.so: tests/workloads/lib%.c tests/workloads/wl.h
 	@mkdir -p $(@D)

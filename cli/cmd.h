@@ -5,7 +5,7 @@
 #define LEAKSCOPE_CMD_H
 
 #include <getopt.h>
-#include "report.h"
+#include "../lib/report.h"
 
 /* Each returns the process exit status. */
 int ls_cmd_run(int argc, char **argv);

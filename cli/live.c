@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "client.h"
+#include "../lib/client.h"
 #include "cmd.h"
-#include "json.h"
-#include "report.h"
-#include "symbolize.h"
+#include "../lib/json.h"
+#include "../lib/report.h"
+#include "../lib/symbolize.h"
 #include "target.h"
-#include "util.h"
+#include "../lib/util.h"
 
 enum {
 	OPT_POSTMORTEM = LS_OPT_REPORT_END,

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cmd.h"
-#include "util.h"
+#include "../lib/util.h"
 
 #define LS_VERSION "0.1.0"
 

@@ -3,7 +3,7 @@
  */
 #include <string.h>
 #include "cmd.h"
-#include "util.h"
+#include "../lib/util.h"
 
 static int bad(const char *opt, const char *arg, const char *want)
 {

@@ -26,12 +26,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "client.h"
-#include "postmortem.h"
+#include "../lib/client.h"
+#include "../lib/postmortem.h"
 #include "cmd.h"
-#include "report.h"
-#include "snapshot.h"
-#include "util.h"
+#include "../lib/report.h"
+#include "../lib/snapshot.h"
+#include "../lib/util.h"
 
 #ifndef LS_LIBDIR
 #define LS_LIBDIR "/usr/local/lib/leakscope"

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 #include "../common/lspm.h"
-#include "client.h"
-#include "postmortem.h"
+#include "../lib/client.h"
+#include "../lib/postmortem.h"
 #include "target.h"
-#include "util.h"
+#include "../lib/util.h"
 
 int ls_target_is_pid(const char *s, pid_t *pid)
 {

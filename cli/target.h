@@ -6,7 +6,7 @@
 #define LEAKSCOPE_TARGET_H
 
 #include <sys/types.h>
-#include "snapshot.h"
+#include "../lib/snapshot.h"
 
 /* A decimal pid > 0?  Sets *pid. */
 int ls_target_is_pid(const char *s, pid_t *pid);

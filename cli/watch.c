@@ -19,12 +19,12 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
-#include "client.h"
+#include "../lib/client.h"
 #include "cmd.h"
-#include "symbolize.h"
+#include "../lib/symbolize.h"
 #include "target.h"
-#include "trend.h"
-#include "util.h"
+#include "../lib/trend.h"
+#include "../lib/util.h"
 
 #define FAIL 1
 

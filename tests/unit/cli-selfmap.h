@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../../cli/snapshot.h"
+#include "../../lib/snapshot.h"
 
 struct selfmap {
 	struct ls_module *m;

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "../../common/lspm.h"
-#include "../../cli/postmortem.h"
+#include "../../lib/postmortem.h"
 #include "tap.h"
 
 #define HIST_LEN 4

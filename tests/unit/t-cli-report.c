@@ -7,9 +7,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../../cli/json.h"
-#include "../../cli/report.h"
-#include "../../cli/symbolize.h"
+#include "../../lib/json.h"
+#include "../../lib/report.h"
+#include "../../lib/symbolize.h"
 #include "cli-selfmap.h"
 #include "tap.h"
 

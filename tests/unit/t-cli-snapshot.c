@@ -12,7 +12,7 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "../../cli/snapshot.h"
+#include "../../lib/snapshot.h"
 #include "tap.h"
 
 struct wbuf {

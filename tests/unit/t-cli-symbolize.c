@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../../cli/symbolize.h"
+#include "../../lib/symbolize.h"
 #include "cli-selfmap.h"
 #include "tap.h"
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "../../cli/trend.h"
+#include "../../lib/trend.h"
 #include "tap.h"
 
 #define MAX_N 4096
