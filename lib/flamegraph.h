@@ -110,12 +110,15 @@ struct ls_flame *ls_flame_new(void);
 /* Free the builder and every string it copied; accepts NULL. */
 void ls_flame_free(struct ls_flame *fg);
 
+/* Frames per stack at most (the tree is walked recursively). */
+#define LS_FLAME_MAX_DEPTH 8192
+
 /*
  * Add one stack of n frames (n may be 0: the value goes to the root
  * alone) in the order flags says.  Adding a stack that is already there
  * adds the values.  Returns 0, -EINVAL (a NULL name, a negative bytes or
- * blocks, an unknown kind or flag) or -ENOMEM; on error the builder is
- * unchanged.
+ * blocks, an unknown kind or flag), -E2BIG (n > LS_FLAME_MAX_DEPTH) or
+ * -ENOMEM; on error the builder is unchanged.
  */
 int ls_flame_add(struct ls_flame *fg, const struct ls_flame_frame *frames,
 		 size_t n, unsigned flags, const struct ls_flame_value *v);
