@@ -266,7 +266,7 @@ static const struct { const char *name; double h, s, l; } kind_hsl[] = {
 };
 
 /*
- * The "mem" palette: greens from yellowish to bluish, the hue and the
+ * The "mem" palette: greens from yellowish to teal, the hue and the
  * shade picked by the function's name alone, so that a function has the
  * same colour wherever it appears and in every graph.
  */
@@ -278,8 +278,8 @@ static void fill_mem(const struct svg *g, const struct ls_flame_node *n)
 	if (n->kind == LS_FLAME_KIND_UNKNOWN)
 		hsl_put(g->out, 100, 0.12, 0.60 + 0.10 * v2);
 	else
-		hsl_put(g->out, 95 + 55 * v1, 0.55 + 0.25 * v2,
-			n->kind == LS_FLAME_KIND_INLINE ? 0.62 : 0.42 + 0.10 * v2);
+		hsl_put(g->out, 85 + 80 * v1, 0.50 + 0.30 * v2,
+			n->kind == LS_FLAME_KIND_INLINE ? 0.64 : 0.40 + 0.16 * v2);
 }
 
 static void fill_kind(const struct svg *g, const struct ls_flame_node *n)
