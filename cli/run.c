@@ -190,6 +190,16 @@ static int parse(struct run *r, int argc, char **argv)
 		ls_error("--count needs --interval");
 		return -1;
 	}
+	/* A graph is one whole document: never several in one file, never
+	 * mixed into the command's stderr. */
+	if (r->ropts.format == LS_FORMAT_SVG && r->interval_ns) {
+		ls_error("--format svg writes one graph per file: it cannot take --interval");
+		return -1;
+	}
+	if (r->ropts.format == LS_FORMAT_SVG && !r->output) {
+		ls_error("--format svg needs --output FILE");
+		return -1;
+	}
 	if (optind >= argc) {
 		ls_error("no command to run (usage: leakscope run [OPTIONS] -- COMMAND [ARGS...])");
 		return -1;

@@ -13,7 +13,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 from harness import (check, once, workload, leakscope, root_report, run_process,
-                     expect_status, eq, ok, fail, Skip, BUILD, LEAKSCOPE, RUN_TIMEOUT,
+                     expect_status, eq, ok, ge, fail, need, Skip, BUILD, LEAKSCOPE,
                      _TMPDIRS)
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -33,12 +33,14 @@ def tmpdir():
 
 @once
 def snapshot(name, *args):
-    """A snapshot file of workload NAME's exit, written by the agent
-    (LD_PRELOAD by hand), so that every format renders the same data."""
+    """A snapshot file of workload NAME's exit (or of a program's, given
+    by path), written by the agent (LD_PRELOAD by hand), so that every
+    format renders the same data."""
     d = tmpdir()
     env = dict(os.environ, LD_PRELOAD=AGENT, LEAKSCOPE_OUT_DIR=d,
                LEAKSCOPE_CONTROL="0")
-    r = run_process([workload(name)] + list(args), env=env)
+    prog = name if os.path.isabs(name) else workload(name)
+    r = run_process([prog] + list(args), env=env)
     expect_status(r, 0, "%s exit status" % name)
     snaps = glob.glob(os.path.join(d, "*.lsnap"))
     eq(len(snaps), 1, "snapshots written by %s" % name)
@@ -112,7 +114,8 @@ def label_of(fr):
 
 
 def expected_tree(rep, count="live_bytes"):
-    """{path from the root: value} summed over the JSON sites."""
+    """{path from the root: value} summed over the JSON sites, without the
+    frames narrower than 0.1 pixel of 1180 (the SVG leaves them out)."""
     tree = {}
     for s in rep["sites"]:
         if s[count] <= 0:
@@ -122,7 +125,19 @@ def expected_tree(rep, count="live_bytes"):
         for fr in reversed(s["frames"]):
             path = path + (label_of(fr),)
             tree[path] = tree.get(path, 0) + s[count]
-    return tree
+    total = tree.get(("all",), 0)
+    return {p: v for p, v in tree.items() if v * 1180.0 / total >= 0.1}
+
+
+def eq_tree(got_frames, want, what):
+    """The drawn tree against the expected one, naming what differs."""
+    got = {f.path(): f.v for f in got_frames}
+    if got != want:
+        diff = sorted(set(got.items()) ^ set(want.items()))[:10]
+        fail(what, "%d frames, all equal" % len(want), "%d frames; differing "
+             "(path, value), first 10:\n    %s" % (len(got), "\n    ".join(
+                 "%s %s" % ("svg " if (p, v) in got.items() else "json", (p[-3:], v))
+                 for p, v in diff)))
 
 
 @once
@@ -161,8 +176,7 @@ def t_basic_sites():
 @check("svg: every frame's width = the JSON sites through it, by bytes")
 def t_basic_tree():
     snap, rep, root, frames = basic()
-    got = {f.path(): f.v for f in frames}
-    eq(got, expected_tree(rep), "frames (path: bytes)")
+    eq_tree(frames, expected_tree(rep), "frames (path: bytes)")
 
 
 @check("svg: --count blocks: widths are blocks (16 in all, site_ten 10)")
@@ -171,8 +185,7 @@ def t_blocks():
     root, frames = parse_svg(report_svg(snap, "--count", "blocks"))
     eq(frames[0].v, 16, "root blocks")
     eq(root.get("data-count"), "blocks", "count name")
-    eq({f.path(): f.v for f in frames}, expected_tree(rep, "live_blocks"),
-       "frames (path: blocks)")
+    eq_tree(frames, expected_tree(rep, "live_blocks"), "frames (path: blocks)")
 
 
 @check("svg: --top 2 keeps the root at 74776 with a '[2 other stacks]' frame of 1048 bytes")
@@ -197,13 +210,13 @@ def t_inverted_title():
     eq(got, [title], "title text")
 
 
-def frames_match_json(name):
+def frames_match_json(name, *args):
     """The graph of workload NAME, checked frame by frame against the JSON
     report of the same snapshot."""
-    snap = snapshot(name)
+    snap = snapshot(name, *args)
     rep = json.loads(report(snap, "--format", "json"))
     _, frames = parse_svg(report_svg(snap))
-    eq({f.path(): f.v for f in frames}, expected_tree(rep), "frames (path: bytes)")
+    eq_tree(frames, expected_tree(rep), "frames (path: bytes)")
     return frames
 
 
@@ -224,7 +237,7 @@ def t_cxx():
        "\n".join(f.label for f in frames))
 
 
-@check("svg: run --format svg --output writes the graph; bad --count, --colors: status 125")
+@check("svg: run --format svg --output writes the graph; bad --count, --colors, no --output, --interval: status 125")
 def t_run_and_errors():
     r = leakscope(["--format", "svg", "--count", "blocks"], [workload("basic")])
     expect_status(r, 0, "run status")
@@ -236,9 +249,25 @@ def t_run_and_errors():
         eq(r.returncode, 125, "status with %s" % " ".join(opt))
         err = r.stderr.decode()
         ok(err.startswith("leakscope: invalid value '%s'" % opt[1]), "error line", err)
+    for opts, err in ((["--format", "svg"], "leakscope: --format svg needs --output FILE\n"),
+                      (["--format", "svg", "--interval", "1", "--output", "x.svg"],
+                       "leakscope: --format svg writes one graph per file: "
+                       "it cannot take --interval\n")):
+        r = run_process([LEAKSCOPE, "run"] + opts + ["--", workload("basic")])
+        eq((r.returncode, r.stderr.decode()), (125, err), "run %s" % " ".join(opts))
     r = leakscope(["--interval", "1", "--count", "1", "--format", "json"],
                   [workload("basic")])
     expect_status(r, 0, "--count N still limits periodic reports")
+
+
+@check("svg: python3 (a real program, hundreds of frames): every frame against the JSON report")
+def t_python():
+    py = need("python3")
+    frames = frames_match_json(os.path.realpath(py), "-S", "-c",
+                               "import json; x = [json.dumps({'a': i}) for i in range(500)]")
+    ge(len(frames), 100, "frames drawn")
+    ok([f for f in frames if "[libpython" in f.label or "[python" in f.label],
+       "frames of the interpreter", "\n".join(f.label for f in frames[:30]))
 
 
 # ---------------------------------------------------------------- browser
