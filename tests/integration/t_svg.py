@@ -220,6 +220,26 @@ def frames_match_json(name, *args):
     return frames
 
 
+def rgb(fill):
+    return tuple(int(x) for x in fill[4:-1].split(","))
+
+
+@check("svg: --colors kind: libc frames yellow, the program's green, with a legend; mem: all green")
+def t_colors():
+    snap, _, _, mem = basic()
+    ok(all(rgb(f.fill)[1] > max(rgb(f.fill)[0], rgb(f.fill)[2]) for f in mem),
+       "mem palette: green dominates every frame",
+       "\n".join("%s %s" % (f.label, f.fill) for f in mem))
+    root, frames = parse_svg(report_svg(snap, "--colors", "kind"))
+    libc = rgb(by_label(frames, "__libc_start_main [libc.so.6]").fill)
+    ok(libc[0] > libc[1] > libc[2], "libc frame is yellow-orange: %s" % (libc,))
+    prog = rgb(by_label(frames, "basic_step [basic]").fill)
+    ok(prog[1] > prog[0] and prog[1] > prog[2], "program frame is green: %s" % (prog,))
+    legend = [t.text for g in root.iter(NS + "g") if g.get("id") == "legend"
+              for t in g.iter(NS + "text")]
+    eq(legend, ["code", "runtime (libc, libstdc++, ld.so)"], "legend")
+
+
 @check("svg: inlined functions are frames between their caller and site_inlined")
 def t_inlined():
     frames = frames_match_json("inlined")
@@ -243,6 +263,11 @@ def t_run_and_errors():
     expect_status(r, 0, "run status")
     _, frames = parse_svg(r.files["report"], text=True)
     eq(frames[0].v, 16, "root blocks from run")
+    r = leakscope(["--format", "svg"], [workload("noleak")])
+    expect_status(r, 0, "noleak run status")
+    root, frames = parse_svg(r.files["report"], text=True)
+    details = [t.text for t in root.iter(NS + "text") if t.get("id") == "details"]
+    eq((len(frames), details), (0, ["no outstanding bytes"]), "noleak's graph")
     for opt in (["--count", "pages"], ["--colors", "hot"], ["--format", "png"]):
         r = run_process([LEAKSCOPE, "run", "--format", "svg"] + opt +
                         ["--", workload("basic")])
