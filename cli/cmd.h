@@ -46,4 +46,12 @@ enum {
 int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
 		     const char **output);
 
+/*
+ * A binary --format (pprof) needs somewhere to go: --output FILE, or, when
+ * stdout_ok, "--output -" to a stdout that is not a terminal.  Prints a
+ * one-line error and returns -1 when output does not qualify, else 0.
+ */
+int ls_check_binary_output(const struct ls_report_opts *opts,
+			   const char *output, int stdout_ok);
+
 #endif

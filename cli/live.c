@@ -60,6 +60,8 @@ static int render_to(const struct ls_snapshot *snap,
 		ls_error("cannot build the report: %s", strerror(-r));
 		return FAIL;
 	}
+	if (output && !strcmp(output, "-"))
+		output = NULL;	/* stdout, asked for explicitly */
 	if (output && (r = ls_outfile_open(&of, output))) {
 		ls_error("cannot write '%s': %s", output, strerror(-r));
 		ls_report_release(&rep);
@@ -94,7 +96,8 @@ static const char report_usage[] =
 "  --postmortem     PID names a dead process: read its post-mortem file\n"
 "  --growing        only sites whose growth is linear or exponential\n"
 "  --format, --output, --top, --min-age, --min-size, --max-size,\n"
-"  --show-allocs    as for 'leakscope run'\n";
+"  --show-allocs    as for 'leakscope run'; '--output -' is stdout, which\n"
+"                   --format pprof needs unless it has a FILE\n";
 
 int ls_cmd_report(int argc, char **argv)
 {
@@ -130,6 +133,8 @@ int ls_cmd_report(int argc, char **argv)
 	if (optind != argc - 1)
 		return usage_error("report", "expected one PID or FILE");
 	ls_report_opts_finish(&opts);
+	if (ls_check_binary_output(&opts, output, 1))
+		return FAIL;
 	if (ls_target_load(argv[optind], postmortem, opts.need_blocks, &snap))
 		return FAIL;
 	r = render_to(&snap, &opts, output);

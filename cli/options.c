@@ -2,6 +2,7 @@
  * options.c - the report options shared by every reporting command.
  */
 #include <string.h>
+#include <unistd.h>
 #include "cmd.h"
 #include "../lib/util.h"
 
@@ -24,8 +25,10 @@ int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
 			opts->format = LS_FORMAT_JSON;
 		else if (!strcmp(arg, "folded"))
 			opts->format = LS_FORMAT_FOLDED;
+		else if (!strcmp(arg, "pprof"))
+			opts->format = LS_FORMAT_PPROF;
 		else
-			return bad("format", arg, "text, json or folded");
+			return bad("format", arg, "text, json, folded or pprof");
 		return 1;
 	case LS_OPT_OUTPUT:
 		if (!*arg)
@@ -55,6 +58,24 @@ int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
 	case LS_OPT_SHOW_ALLOCS:
 		opts->show_allocs = 1;
 		return 1;
+	}
+	return 0;
+}
+
+int ls_check_binary_output(const struct ls_report_opts *opts,
+			   const char *output, int stdout_ok)
+{
+	if (!ls_format_is_binary(opts->format))
+		return 0;
+	if (!output) {
+		ls_error("--format pprof is binary: give --output FILE%s",
+			 stdout_ok ? " (or --output - for stdout)" : "");
+		return -1;
+	}
+	if (!strcmp(output, "-") && stdout_ok && isatty(STDOUT_FILENO)) {
+		ls_error("refusing to write binary pprof data to a terminal "
+			 "(use --output FILE or a pipe)");
+		return -1;
 	}
 	return 0;
 }

@@ -89,7 +89,8 @@ static const char run_usage[] =
 "Run COMMAND with the leakscope agent and report, when it exits, the call\n"
 "stacks holding memory it never freed.\n"
 "\n"
-"  --format text|json|folded  report format (default text)\n"
+"  --format text|json|folded|pprof  report format (default text);\n"
+"                             pprof is binary and needs --output FILE\n"
 "  --output FILE              write the report to FILE (default: stderr);\n"
 "                             other traced processes go to FILE.PID\n"
 "  --top N                    only the N stacks holding the most bytes\n"
@@ -182,6 +183,13 @@ static int parse(struct run *r, int argc, char **argv)
 	}
 	if (r->count && !r->interval_ns) {
 		ls_error("--count needs --interval");
+		return -1;
+	}
+	if (ls_check_binary_output(&r->ropts, r->output, 0))
+		return -1;
+	if (r->interval_ns && ls_format_is_binary(r->ropts.format)) {
+		/* One profile per file: concatenated protobufs would merge. */
+		ls_error("--interval cannot be used with --format pprof");
 		return -1;
 	}
 	if (optind >= argc) {

@@ -1,6 +1,6 @@
 /*
  * render.h - what report.c shares with the renderers (render_text.c,
- * render_json.c, render_folded.c).  Internal to the command-line tool.
+ * render_json.c, render_folded.c, render_pprof.c).  Internal to the command-line tool.
  *
  * A renderer prints one report to ctx->out and returns 0, or a negative
  * errno (-ENOMEM); report.c checks the stream for write errors afterwards.
@@ -31,6 +31,10 @@ struct ls_stack {
  * a module whose name starts with "libleakscope", are left out.  Returns
  * 0 or -ENOMEM.  Strings belong to the symbolizer.
  */
+/* Nonzero for a frame of the agent itself (a module whose name starts
+ * with "libleakscope"): reports leave them out. */
+int ls_symframe_is_agent(const struct ls_symframe *f);
+
 int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		   struct ls_stack *st);
 void ls_stack_release(struct ls_stack *st);
@@ -42,5 +46,7 @@ uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
 int ls_render_text(const struct ls_render_ctx *ctx);
 int ls_render_json(const struct ls_render_ctx *ctx);
 int ls_render_folded(const struct ls_render_ctx *ctx);
+/* Binary: a gzip-compressed pprof Profile (docs/PPROF.md). */
+int ls_render_pprof(const struct ls_render_ctx *ctx);
 
 #endif /* LEAKSCOPE_RENDER_H */

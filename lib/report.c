@@ -365,6 +365,11 @@ void ls_report_release(struct ls_report *rep)
 	memset(rep, 0, sizeof(*rep));
 }
 
+int ls_format_is_binary(enum ls_format f)
+{
+	return f == LS_FORMAT_PPROF;
+}
+
 int ls_report_leaks_over(const struct ls_snapshot *snap, uint64_t limit)
 {
 	uint64_t total = 0;
@@ -380,7 +385,7 @@ int ls_report_leaks_over(const struct ls_snapshot *snap, uint64_t limit)
 	return total > limit;
 }
 
-static int agent_frame(const struct ls_symframe *f)
+int ls_symframe_is_agent(const struct ls_symframe *f)
 {
 	return f->module &&
 		!strncmp(ls_sym_basename(f->module), "libleakscope", 12);
@@ -412,7 +417,7 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 			st->cap = ncap;
 		}
 		for (j = 0; j < n; j++)
-			if (!agent_frame(&fr[j]))
+			if (!ls_symframe_is_agent(&fr[j]))
 				st->f[st->n++] = fr[j];
 	}
 	return 0;
@@ -438,6 +443,9 @@ int ls_report_render_with(FILE *out, const struct ls_report *rep,
 		break;
 	case LS_FORMAT_FOLDED:
 		ret = ls_render_folded(&ctx);
+		break;
+	case LS_FORMAT_PPROF:
+		ret = ls_render_pprof(&ctx);
 		break;
 	default:
 		ret = ls_render_text(&ctx);

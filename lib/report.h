@@ -3,7 +3,7 @@
  *
  * ls_report_build() applies the user's filters to a struct ls_snapshot and
  * produces a sorted list of sites with the figures to print; the renderers
- * (text, json, folded) print one.  Symbolization happens here, once per
+ * (text, json, folded, pprof) print one.  Symbolization happens here, once per
  * distinct address, through symbolize.h.
  */
 #ifndef LEAKSCOPE_REPORT_H
@@ -18,7 +18,15 @@ enum ls_format {
 	LS_FORMAT_TEXT = 0,
 	LS_FORMAT_JSON,
 	LS_FORMAT_FOLDED,
+	LS_FORMAT_PPROF,	/* gzip-compressed protobuf, docs/PPROF.md */
 };
+
+/*
+ * Nonzero for a format whose output is binary: commands write it only to
+ * a file or to a stdout the user asked for explicitly, never to a
+ * terminal.
+ */
+int ls_format_is_binary(enum ls_format f);
 
 struct ls_report_opts {
 	enum ls_format format;
