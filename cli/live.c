@@ -40,13 +40,24 @@ static int unknown_option(const char *cmd, char **argv)
 	return usage_error(cmd, msg);
 }
 
+struct render_job {
+	const struct ls_report *rep;
+	const struct ls_report_opts *opts;
+};
+
+static int render_job(FILE *out, void *arg)
+{
+	const struct render_job *job = arg;
+
+	return ls_report_render(out, job->rep, job->opts);
+}
+
 /* Render snap to --output FILE (whole or not at all) or stdout. */
 static int render_to(const struct ls_snapshot *snap,
 		     const struct ls_report_opts *opts, const char *output)
 {
-	struct ls_outfile of = { 0 };
 	struct ls_report rep;
-	FILE *fp = stdout;
+	struct render_job job = { &rep, opts };
 	int r;
 
 	r = ls_report_build(snap, opts, &rep);
@@ -60,30 +71,9 @@ static int render_to(const struct ls_snapshot *snap,
 		ls_error("cannot build the report: %s", strerror(-r));
 		return FAIL;
 	}
-	if (output && !strcmp(output, "-"))
-		output = NULL;	/* stdout, asked for explicitly */
-	if (output && (r = ls_outfile_open(&of, output))) {
-		ls_error("cannot write '%s': %s", output, strerror(-r));
-		ls_report_release(&rep);
-		return FAIL;
-	}
-	if (output)
-		fp = of.fp;
-	r = ls_report_render(fp, &rep, opts);
+	r = ls_output_write(output, render_job, &job);
 	ls_report_release(&rep);
-	if (output) {
-		if (r)
-			ls_outfile_abort(&of);
-		else
-			r = ls_outfile_commit(&of);
-	} else {
-		fflush(stdout);
-	}
-	if (r) {
-		ls_error("cannot write the report: %s", strerror(-r));
-		return FAIL;
-	}
-	return 0;
+	return r ? FAIL : 0;
 }
 
 static const char report_usage[] =

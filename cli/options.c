@@ -1,6 +1,8 @@
 /*
  * options.c - the report options shared by every reporting command.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include "cmd.h"
@@ -78,4 +80,31 @@ int ls_check_binary_output(const struct ls_report_opts *opts,
 		return -1;
 	}
 	return 0;
+}
+
+int ls_output_write(const char *output,
+		    int (*render)(FILE *out, void *arg), void *arg)
+{
+	struct ls_outfile of = { 0 };
+	int r;
+
+	if (!output || !strcmp(output, "-")) {
+		r = render(stdout, arg);
+		fflush(stdout);
+		goto out;
+	}
+	r = ls_outfile_open(&of, output);
+	if (r) {
+		ls_error("cannot write '%s': %s", output, strerror(-r));
+		return -1;
+	}
+	r = render(of.fp, arg);
+	if (r)
+		ls_outfile_abort(&of);
+	else
+		r = ls_outfile_commit(&of);
+out:
+	if (r)
+		ls_error("cannot write the report: %s", strerror(-r));
+	return r ? -1 : 0;
 }

@@ -31,6 +31,9 @@ struct ls_stack {
  * a module whose name starts with "libleakscope", are left out.  Returns
  * 0 or -ENOMEM.  Strings belong to the symbolizer.
  */
+/* Flush out after a renderer returned ret: ret, or the write error. */
+int ls_render_finish(FILE *out, int ret);
+
 /* Nonzero for a frame of the agent itself (a module whose name starts
  * with "libleakscope"): reports leave them out. */
 int ls_symframe_is_agent(const struct ls_symframe *f);
@@ -42,6 +45,22 @@ void ls_stack_release(struct ls_stack *st);
 /* Age of a block at snapshot time, 0 for a clock that went backwards. */
 uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
 			 const struct ls_block *b);
+
+/*
+ * Pieces the renderers of reports and of diffs (render_diff.c) share.
+ * ls_text_frame: one indented stack line, "function+0x1e [module]
+ * file.c:12" ("(inlined)" after inlined frames); ls_text_safe: s with
+ * control characters replaced; ls_json_frame: a frame object;
+ * ls_json_process: the process members (pid ... threads) of
+ * docs/JSON-REPORT.md.
+ */
+struct ls_json;
+void ls_text_frame(FILE *out, const struct ls_symframe *f);
+void ls_text_safe(FILE *out, const char *s);
+void ls_json_frame(struct ls_json *j, const struct ls_symframe *f);
+void ls_json_process(struct ls_json *j, const struct ls_snapshot *s);
+/* The "filters" object of docs/JSON-REPORT.md. */
+void ls_json_filters(struct ls_json *j, const struct ls_report_opts *o);
 
 int ls_render_text(const struct ls_render_ctx *ctx);
 int ls_render_json(const struct ls_render_ctx *ctx);

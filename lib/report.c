@@ -451,6 +451,11 @@ int ls_report_render_with(FILE *out, const struct ls_report *rep,
 		ret = ls_render_text(&ctx);
 		break;
 	}
+	return ls_render_finish(out, ret);
+}
+
+int ls_render_finish(FILE *out, int ret)
+{
 	errno = 0;
 	if (fflush(out) == EOF || ferror(out))
 		return ret ? ret : (errno ? -errno : -EIO);
