@@ -10,7 +10,6 @@ cxx-leaks.cc, dlopen-leak.c).  `go tool pprof` runs offline
 (-symbolize=none, HOME and GOCACHE in a temporary directory) and is skipped
 with a reason when golang-go is not installed.
 """
-import glob
 import gzip
 import json
 import os
@@ -20,10 +19,9 @@ import subprocess
 import tempfile
 
 from harness import (check, once, workload, eq, ok, fail, contains,
-                     run_process, marker_line, site_function, LEAKSCOPE,
-                     BUILD, Failure, Skip, shorten)
+                     run_process, marker_line, site_function, exit_snapshot,
+                     LEAKSCOPE, Failure, Skip, shorten)
 
-AGENT = os.path.join(BUILD, "libleakscope.so")
 TMP = tempfile.mkdtemp(prefix="leakscope-pprof-")
 SAMPLE_RATE = 4096
 
@@ -145,22 +143,6 @@ def ls(*args, timeout=60):
     return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout)
 
 
-def snapshot_of(name, args=(), extra=None):
-    """Run a workload with the agent by hand; its exit snapshot's path."""
-    prog = workload(name)
-    out_dir = tempfile.mkdtemp(prefix=name + "-", dir=TMP)
-    env = dict(os.environ)
-    env.update({"LD_PRELOAD": AGENT, "LEAKSCOPE_OUT_DIR": out_dir,
-                "LEAKSCOPE_EXIT_BLOCKS": "1", "LEAKSCOPE_CONTROL": "0"})
-    env.update(extra or {})
-    r = run_process([prog] + list(args), env=env)
-    if r.returncode != 0:
-        fail("%s exit status" % name, 0, r.describe())
-    snaps = glob.glob(os.path.join(out_dir, "*.lsnap"))
-    eq(len(snaps), 1, "exit snapshots written by %s" % name)
-    return prog, snaps[0]
-
-
 def render_both(snap, tag, *filters):
     """JSON report and pprof file of one snapshot, same filters."""
     r = ls("report", "--format", "json", *filters, snap)
@@ -177,7 +159,7 @@ def render_both(snap, tag, *filters):
 
 @once
 def basic():
-    prog, snap = snapshot_of("basic")
+    prog, snap = exit_snapshot("basic")
     rep, path = render_both(snap, "basic")
     return {"prog": prog, "snap": snap, "json": rep, "pprof": path}
 
@@ -376,7 +358,7 @@ def t_pprof_top_alloc_space():
 
 @check("pprof: -traces shows whole stacks with file:line, inline chains expanded")
 def t_pprof_traces():
-    prog, snap = snapshot_of("inlined")
+    prog, snap = exit_snapshot("inlined")
     rep, path = render_both(snap, "inlined")
     text = pprof("-traces", "-lines", "-sample_index=inuse_space", path)
     src = "tests/workloads/inlined.c"
@@ -402,7 +384,7 @@ def t_pprof_traces():
 
 @check("pprof: C++ functions keep the mangled symbol as system_name")
 def t_pprof_system_names():
-    prog, snap = snapshot_of("cxx-leaks")
+    prog, snap = exit_snapshot("cxx-leaks")
     rep, path = render_both(snap, "cxx")
     fns = {f["name"]: f for f in decode_profile(path)["functions"].values()}
     make = fns.get("leaktest::Widget::make()")
@@ -440,7 +422,7 @@ def gnu_build_id(path):
 
 @check("pprof: mappings carry each module's file and build id (dlclose()d too)")
 def t_pprof_build_ids():
-    prog, snap = snapshot_of("dlopen-leak")
+    prog, snap = exit_snapshot("dlopen-leak")
     rep, path = render_both(snap, "dlopen")
     prof = decode_profile(path)
     files = {}
@@ -467,7 +449,7 @@ def t_pprof_build_ids():
 
 @check("pprof: sampled mode: period is the rate, values the JSON's estimates")
 def t_pprof_sampled():
-    prog, snap = snapshot_of("basic", extra={
+    prog, snap = exit_snapshot("basic", extra={
         "LEAKSCOPE_SAMPLE_RATE": str(SAMPLE_RATE), "LEAKSCOPE_SAMPLE_SEED": "7"})
     rep, path = render_both(snap, "sampled")
     eq(rep["mode"], "sampled", "JSON mode")
