@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
-#include "render.h"
+#include "stack.h"
 
 /* The entries being collected, with a hash index on their keys. */
 struct collect {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 #include "../../lib/protobuf.h"
-#include "../../lib/report.h"
+#include "../../lib/render.h"
 #include "tap.h"
 
 #define SEC 1000000000ULL
