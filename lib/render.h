@@ -1,6 +1,7 @@
 /*
  * render.h - printing a report (report.h) in one of the formats: text,
- * JSON (docs/JSON-REPORT.md), folded stacks, pprof (docs/PPROF.md).
+ * JSON (docs/JSON-REPORT.md), folded stacks, SVG flame graph
+ * (docs/FLAMEGRAPH.md), pprof (docs/PPROF.md).
  *
  * A renderer prints one report to ctx->out and returns 0, or a negative
  * errno (-ENOMEM); ls_report_render() checks the stream for write errors
@@ -13,6 +14,7 @@
 #include "report.h"
 #include "stack.h"
 #include "symbolize.h"
+#include "flamegraph.h"
 
 struct ls_render_ctx {
 	FILE *out;
@@ -24,6 +26,20 @@ struct ls_render_ctx {
 int ls_render_text(const struct ls_render_ctx *ctx);
 int ls_render_json(const struct ls_render_ctx *ctx);
 int ls_render_folded(const struct ls_render_ctx *ctx);
+int ls_render_svg(const struct ls_render_ctx *ctx);
+
+/*
+ * Add a symbolized stack (innermost first, as ls_stack_build() gives it)
+ * to a flame graph with the figures v: each frame named "function
+ * [module]", "[module]" when the function is unknown, "0xADDR" when no
+ * module holds it; inlined frames of kind LS_FLAME_KIND_INLINE, libc,
+ * libstdc++ and the loader LS_FLAME_KIND_RUNTIME.  For every producer of
+ * flame graphs from symbolized stacks (the report, diff).  Returns 0,
+ * -ENOMEM or what ls_flame_add() returns.
+ */
+int ls_flame_add_symstack(struct ls_flame *fg, const struct ls_stack *st,
+			  const struct ls_flame_value *v);
+
 /* Binary: a gzip-compressed pprof Profile (docs/PPROF.md). */
 int ls_render_pprof(const struct ls_render_ctx *ctx);
 
@@ -44,8 +60,6 @@ void ls_json_filters(struct ls_json *j, const struct ls_report_opts *o);
 
 /* Flush out after a renderer returned ret: ret, or the write error. */
 int ls_render_finish(FILE *out, int ret);
-/* Binary: a gzip-compressed pprof Profile (docs/PPROF.md). */
-int ls_render_pprof(const struct ls_render_ctx *ctx);
 
 /*
  * Print the report to out in opts->format.  Symbolizes through a

@@ -12,11 +12,13 @@
 #include <stdint.h>
 #include "snapshot.h"
 #include "trend.h"
+#include "flamegraph.h"
 
 enum ls_format {
 	LS_FORMAT_TEXT = 0,
 	LS_FORMAT_JSON,
 	LS_FORMAT_FOLDED,
+	LS_FORMAT_SVG,
 	LS_FORMAT_PPROF,	/* gzip-compressed protobuf, docs/PPROF.md */
 };
 
@@ -36,6 +38,8 @@ struct ls_report_opts {
 	int show_allocs;	/* list each block (addr, size, age) */
 	int growing;		/* only linear or exponential growth */
 	int need_blocks;	/* derived: a filter needs per-block data */
+	struct ls_flame_opts svg;	/* --format svg: title, count, inverted,
+					   colors (subtitle NULL: the process) */
 };
 
 struct ls_report_site {
