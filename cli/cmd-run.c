@@ -47,6 +47,11 @@ static const struct ls_option own[] = {
 	  .long_name = "follow-exec",
 	  .offset = A(follow_exec),
 	  .help = "also trace the programs the command executes" },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "all-children",
+	  .offset = A(all_children),
+	  .help = "a report for every forked child, even one that lived less\n"
+		  "than a second (a shell's subshell)" },
 	{ .kind = LS_OPT_SIZE,
 	  .long_name = "sample-rate",
 	  .offset = A(sample_rate),

@@ -13,6 +13,7 @@ struct ls_run_args {
 	uint64_t interval_ns;
 	uint64_t count;		/* periodic reports; 0 = no limit */
 	int follow_exec;
+	int all_children;
 	int fail_on_leak;
 	uint64_t leak_limit;
 	uint64_t sample_rate;	/* 0 = full tracking */

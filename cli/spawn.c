@@ -240,6 +240,8 @@ char **ls_child_env(const struct ls_run_args *a, const char *agent,
 				   (unsigned long long)a->r.depth);
 	if (!err && a->follow_exec)
 		err = env_pushf(&e, LS_ENV_FOLLOW_EXEC "=1");
+	if (!err && a->all_children)
+		err = env_pushf(&e, LS_ENV_ALL_CHILDREN "=1");
 	if (!err && a->sample_rate)
 		err = env_pushf(&e, LS_ENV_SAMPLE_RATE "=%llu",
 				(unsigned long long)a->sample_rate);
