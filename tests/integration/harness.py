@@ -213,10 +213,11 @@ _TMPDIRS = []
 
 
 def exit_snapshot(name, args=(), extra=None):
-    """Run workload `name` with the agent preloaded by hand (no control
-    thread) and return (program path, path of the exit snapshot it wrote
-    into a fresh temporary LEAKSCOPE_OUT_DIR, with its block list)."""
-    prog = workload(name)
+    """Run workload `name` (or the program at absolute path `name`) with
+    the agent preloaded by hand (no control thread) and return (program
+    path, path of the exit snapshot it wrote into a fresh temporary
+    LEAKSCOPE_OUT_DIR, with its block list)."""
+    prog = name if os.path.isabs(name) else workload(name)
     out_dir = tempfile.mkdtemp(prefix="leakscope-snap-")
     _TMPDIRS.append(out_dir)
     env = dict(os.environ)

@@ -20,7 +20,7 @@ import tempfile
 
 from harness import (check, once, workload, eq, ok, fail, contains,
                      run_process, marker_line, site_function, exit_snapshot,
-                     LEAKSCOPE, Failure, Skip, shorten)
+                     need, LEAKSCOPE, Failure, Skip, shorten)
 
 TMP = tempfile.mkdtemp(prefix="leakscope-pprof-")
 SAMPLE_RATE = 4096
@@ -218,13 +218,23 @@ def pprof_top(path, index):
     return out
 
 
+def pprof_name(frame):
+    """A JSON frame as go tool pprof names its node: the function, else
+    the module's file name in brackets (a location without lines)."""
+    if frame["function"]:
+        return frame["function"]
+    if frame["module"]:
+        return "[%s]" % os.path.basename(frame["module"])
+    return None
+
+
 def json_per_function(rep, key):
     """{function: (flat, cum)} as pprof computes them, from the JSON
     report: flat = sites whose innermost frame is the function, cum = sites
     with the function anywhere in their stack (once per site)."""
     out = {}
     for site in rep["sites"]:
-        names = [f["function"] for f in site["frames"] if f["function"]]
+        names = [n for n in map(pprof_name, site["frames"]) if n]
         v = site[key]
         if names:
             flat, cum = out.get(names[0], (0, 0))
@@ -535,3 +545,21 @@ def t_pprof_run():
                   ("site_ten", 1000), ("site_small", 48)):
         eq(top.get(fn), (v, v), fn)
     eq(top.get("main"), (0, 74776), "main cum")
+
+
+@check("pprof: python3 (a real program, unnamed frames): go tool pprof equals the JSON")
+def t_pprof_python():
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") \
+        else need("python3")
+    prog, snap = exit_snapshot(py, ["-c", "import json, re, collections; "
+                                    "x = [bytearray(1000) for i in range(1000)]"])
+    rep, path = render_both(snap, "python3")
+    ok(len(rep["sites"]) > 20, "python3 leaves many stacks",
+       str(len(rep["sites"])))
+    pprof_vs_json(rep, path, "inuse_space", "live_bytes")
+    pprof_vs_json(rep, path, "inuse_objects", "live_blocks")
+    prof = decode_profile(path)
+    eq(sum(s["values"][3] for s in prof["samples"]),
+       rep["totals"]["live_bytes"], "inuse_space total vs JSON totals")
+    eq(sum(s["values"][1] for s in prof["samples"]),
+       rep["totals"]["allocated_bytes"], "alloc_space total vs JSON totals")
