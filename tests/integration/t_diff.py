@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 from harness import (check, once, workload, eq, ok, fail, contains,
                      run_process, site_function, exit_snapshot, need,
                      LEAKSCOPE, BUILD, Failure, shorten)
+from gopprof import pprof_top
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-diff-")
@@ -332,7 +333,10 @@ def t_diff_errors():
     cut = os.path.join(RUNTIME, "cut.lsnap")
     with open(cut, "wb") as f:
         f.write(data[:len(data) // 2])
-    expect_error(ls("diff", s["a"], cut), 1, [cut, "corrupt"], "truncated")
+    r = ls("diff", s["a"], cut)
+    expect_error(r, 1, [cut], "truncated")
+    ok(re.search(r"corrupt|truncated", r.stderr.decode()), "says why",
+       r.stderr.decode())
     flipped = os.path.join(RUNTIME, "flipped.lsnap")
     with open(flipped, "wb") as f:
         f.write(data[:200] + bytes([data[200] ^ 0xff]) + data[201:])
@@ -462,3 +466,20 @@ def t_diff_python():
        "\n".join(str(f["function"]) for f in top["frames"]))
     rest = [x for x in d["sites"][1:] if abs(x["live_bytes_delta"]) > 4096]
     eq(rest, [], "no other stack changed by more than 4 KiB")
+
+
+@check("diff: go tool pprof -base on the two processes' pprof files agrees")
+def t_diff_pprof_base():
+    s = same_process()
+    b = other_process()
+    files = []
+    for snap in (s["a"], b):
+        path = snap.replace(".lsnap", ".pb.gz")
+        r = ls("report", "--format", "pprof", "--output", path, snap)
+        eq(r.returncode, 0, "report --format pprof %s" % snap)
+        files.append(path)
+    top = pprof_top(files[1], "inuse_space", "-base", files[0])
+    got = {fn: v[0] for fn, v in top.items() if fn.startswith("site_")}
+    eq(got, {fn: t[1] for fn, t in TRUTH.items() if t[1]},
+       "pprof's per-function difference (addresses differ: ASLR)")
+    eq(top["main"][1], 127496, "main's cumulative difference")

@@ -14,13 +14,13 @@ import gzip
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 
 from harness import (check, once, workload, eq, ok, fail, contains,
                      run_process, marker_line, site_function, exit_snapshot,
                      need, LEAKSCOPE, Failure, Skip, shorten)
+from gopprof import pprof, pprof_top
 
 TMP = tempfile.mkdtemp(prefix="leakscope-pprof-")
 SAMPLE_RATE = 4096
@@ -162,60 +162,6 @@ def basic():
     prog, snap = exit_snapshot("basic")
     rep, path = render_both(snap, "basic")
     return {"prog": prog, "snap": snap, "json": rep, "pprof": path}
-
-
-@once
-def go_env():
-    if not shutil.which("go"):
-        raise Skip("go is not installed (Debian golang-go): no go tool pprof")
-    home = tempfile.mkdtemp(prefix="gohome-", dir=TMP)
-    env = dict(os.environ)
-    env.update({"HOME": home, "GOCACHE": os.path.join(home, "cache"),
-                "GOFLAGS": "", "GOPROXY": "off", "GOTOOLCHAIN": "local",
-                "PPROF_TMPDIR": home, "PPROF_BINARY_PATH": home})
-    return env
-
-
-def pprof(*args):
-    """`go tool pprof -symbolize=none ARGS`: stdout as text."""
-    argv = ["go", "tool", "pprof", "-symbolize=none"] + [str(a) for a in args]
-    r = run_process(argv, timeout=120, env=go_env())
-    if r.returncode != 0:
-        fail("go tool pprof %s" % " ".join(map(str, args)), "status 0",
-             r.describe())
-    return r.stdout.decode("utf-8", "replace")
-
-
-TOP_ROW = re.compile(r"^\s*(\S+)\s+\S+%\s+\S+%\s+(\S+)\s+\S+%\s+(.+?)\s*$")
-
-
-def number(text):
-    m = re.fullmatch(r"(-?\d+)B?", text)
-    if not m:
-        raise Failure("unexpected pprof figure %r (expected plain units)" % text)
-    return int(m.group(1))
-
-
-def pprof_top(path, index):
-    """{function: (flat, cum)} from go tool pprof -top, all nodes."""
-    out = {}
-    text = pprof("-top", "-nodecount=100000", "-nodefraction=0",
-                 "-edgefraction=0", "-unit=B" if "space" in index else
-                 "-unit=count", "-sample_index=" + index, path)
-    rows = False
-    for line in text.splitlines():
-        if line.strip().startswith("flat"):
-            rows = True
-            continue
-        m = TOP_ROW.match(line) if rows else None
-        if m:
-            name = re.sub(r" \(inline\)$", "", m.group(3))
-            flat, cum = number(m.group(1)), number(m.group(2))
-            old = out.get(name, (0, 0))
-            out[name] = (old[0] + flat, max(old[1], cum))
-    if not out:
-        fail("go tool pprof -top rows", "some", shorten(text))
-    return out
 
 
 def pprof_name(frame):
