@@ -6,7 +6,7 @@ import time
 
 from harness import (check, once, workload, leakscope, root_report,
                      expect_status, expect_site, expect_no_temporaries,
-                     site_function, eq, ge, ok)
+                     site_function, run_process, need, eq, ge, ok)
 
 THREADS = 3000
 PEAK_BATCH = 64 << 10      # agent/thread.h LS_PEAK_BATCH, slack per record
@@ -62,3 +62,45 @@ def t_reset_trend():
     ok(tr["samples"] <= 30, "only samples after the reset count: %d" % tr["samples"])
     names = [site_function(s, prog) for s in growing["sites"]]
     ok("site_g_linear" in names, "report --growing after reset names site_g_linear: %s" % names)
+
+
+SHOW_ENV = 'echo "[$LD_PRELOAD]"; env | grep -c "^LEAKSCOPE_" || true'
+
+
+@check("environment: bash -c sees no LD_PRELOAD and no LEAKSCOPE_* (bash replaces unsetenv)")
+def t_env_bash():
+    bash = need("bash")
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    native = run_process([bash, "-c", SHOW_ENV], env=env)
+    traced = leakscope([], [bash, "-c", SHOW_ENV], env=env)
+    eq(traced.stdout.decode(), native.stdout.decode(), "what bash prints under leakscope")
+    eq(native.stdout.decode(), "[]\n0\n", "what bash prints natively")
+
+
+@check("environment: the user's own LD_PRELOAD is given back to bash as it was")
+def t_env_bash_theirs():
+    bash = need("bash")
+    theirs = "libm.so.6"
+    env = dict(os.environ, LD_PRELOAD=theirs)
+    traced = leakscope([], [bash, "-c", SHOW_ENV], env=env)
+    eq(traced.stdout.decode(), "[%s]\n0\n" % theirs, "bash's LD_PRELOAD")
+
+
+# The agent keeps its control socket among the 32 descriptors under
+# min(RLIMIT_NOFILE, 1024) (agent/sys.c): the probe leaves those out.
+FD_PROBE = ("import os, resource; fd = os.open('/dev/null', os.O_RDONLY); "
+            "top = min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024) - 32; "
+            "print(fd, sorted(int(f) for f in os.listdir('/proc/self/fd') "
+            "if int(f) != fd and int(f) < top))")
+
+
+@check("descriptors: the program's first open() and its inherited fds are as native (--output too)")
+def t_fds():
+    py = need("python3")
+    native = run_process([py, "-c", FD_PROBE])
+    traced = leakscope([], [py, "-c", FD_PROBE])
+    eq(traced.stdout.decode(), native.stdout.decode(), "first fd and open fds")
+    child = leakscope([], ["sh", "-c", "ls /proc/self/fd | sort -n | tr '\\n' ' '"])
+    nchild = run_process(["sh", "-c", "ls /proc/self/fd | sort -n | tr '\\n' ' '"])
+    eq(child.stdout.decode(), nchild.stdout.decode(), "fds a child of the command inherits")
