@@ -449,6 +449,13 @@ def t_pprof_output_rules():
     eq(r.returncode, 0, "status with --output -")
     with open(b["pprof"], "rb") as f:
         eq(r.stdout, f.read(), "stdout holds the same profile")
+    if os.path.exists("/dev/full"):
+        r = ls("report", "--format", "pprof", "--output", "/dev/full",
+               b["snap"])
+        eq(r.returncode, 1, "status when the output is full")
+        err = r.stderr.decode()
+        ok(err.count("\n") == 1 and "No space left" in err,
+           "one line naming the write error", err)
     r = run_process([LEAKSCOPE, "run", "--format", "pprof", "--",
                      workload("basic")])
     eq(r.returncode, 125, "run --format pprof without --output")
