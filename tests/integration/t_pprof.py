@@ -177,7 +177,8 @@ def pprof_name(frame):
 def json_per_function(rep, key):
     """{function: (flat, cum)} as pprof computes them, from the JSON
     report: flat = sites whose innermost frame is the function, cum = sites
-    with the function anywhere in their stack (once per site)."""
+    with the function anywhere in their stack (once per site).  A frame
+    without a symbol is named "[module]", as pprof names its location."""
     out = {}
     for site in rep["sites"]:
         names = [n for n in map(pprof_name, site["frames"]) if n]
@@ -440,7 +441,7 @@ def t_pprof_deterministic():
 def t_pprof_output_rules():
     b = basic()
     r = ls("report", "--format", "pprof", b["snap"])
-    eq(r.returncode, 1, "status without --output")
+    eq(r.returncode, 125, "status without --output")
     eq(r.stdout, b"", "nothing on stdout")
     err = r.stderr.decode()
     eq(err.count("\n"), 1, "one line on stderr: %r" % err)
@@ -452,7 +453,7 @@ def t_pprof_output_rules():
     if os.path.exists("/dev/full"):
         r = ls("report", "--format", "pprof", "--output", "/dev/full",
                b["snap"])
-        eq(r.returncode, 1, "status when the output is full")
+        eq(r.returncode, 125, "status when the output is full")
         err = r.stderr.decode()
         ok(err.count("\n") == 1 and "No space left" in err,
            "one line naming the write error", err)
@@ -483,7 +484,7 @@ def t_pprof_tty():
     finally:
         os.close(slave)
         os.close(master)
-    eq(p.returncode, 1, "status")
+    eq(p.returncode, 125, "status")
     contains(p.stderr.decode(), "terminal", "the error says why")
 
 
