@@ -79,14 +79,41 @@ struct ls_site_rec *capture_site(struct ls_thread *t, uint32_t kind)
 	return s;
 }
 
-/* A recorded block goes away: settle its site. */
+/* A recorded block goes away: settle its site (ev: LS_EV_*). */
 static inline __attribute__((always_inline))
-void settle_replaced(struct ls_thread *t, const struct ls_live_entry *old)
+void settle_replaced(struct ls_thread *t, const struct ls_live_entry *old,
+		     unsigned ev)
 {
 	int64_t b, k;
 
 	ls_sample_est(old->size, &b, &k);
-	ls_thread_site_delta(t, old->site, NULL, -b, -k, 0, 0);
+	ls_thread_site_delta(t, old->site, NULL, -b, -k, 0, 0, ev);
+}
+
+/* Allocation calls this thread has made (recorded or not): a block is a
+ * temporary when it is freed before the count moves on. */
+static inline uint64_t alloc_calls(const struct ls_thread *t)
+{
+	return t->calls[LS_FN_MALLOC] + t->calls[LS_FN_CALLOC] +
+	       t->calls[LS_FN_REALLOC] + t->calls[LS_FN_REALLOCARRAY] +
+	       t->calls[LS_FN_POSIX_MEMALIGN] + t->calls[LS_FN_ALIGNED_ALLOC] +
+	       t->calls[LS_FN_MEMALIGN] + t->calls[LS_FN_VALLOC] +
+	       t->calls[LS_FN_PVALLOC];
+}
+
+/* A block freed by the program: its lifetime, and whether it was this
+ * thread's latest allocation (heaptrack's "temporary"). */
+static inline unsigned free_event(const struct ls_thread *t,
+				  const struct ls_live_entry *e)
+{
+	uint32_t now = ls_live_birth(ls_now_ns(CLOCK_MONOTONIC_COARSE),
+				     ls_agent.start_mono);
+	unsigned ev = LS_EV_LIFE(ls_hist_bucket(now > e->birth ?
+						now - e->birth : 0));
+
+	if (e->addr == t->last_addr && alloc_calls(t) == t->last_allocs)
+		ev |= LS_EV_TEMP;
+	return ev;
 }
 
 static void insert(struct ls_thread *t, struct ls_site_rec *s, void *p,
@@ -106,11 +133,14 @@ static void insert(struct ls_thread *t, struct ls_site_rec *s, void *p,
 	if (r < 0)
 		return;
 	if (r == 1)
-		settle_replaced(t, &old);
+		settle_replaced(t, &old, 0);
 	else if (ls_sample_rate)
 		ls_sample_mark(e.addr);
+	t->last_addr = e.addr;
+	t->last_allocs = alloc_calls(t);
 	ls_sample_est(size, &b, &k);
-	ls_thread_site_delta(t, s->id, s, b, k, (uint64_t)b, (uint64_t)k);
+	ls_thread_site_delta(t, s->id, s, b, k, (uint64_t)b, (uint64_t)k,
+			     LS_EV_SIZE(ls_hist_bucket(size)));
 }
 
 void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
@@ -140,7 +170,7 @@ void ls_track_free(struct ls_thread *t, void *p)
 	struct ls_live_entry e;
 
 	if (take((uint64_t)(uintptr_t)p, &e))
-		settle_replaced(t, &e);
+		settle_replaced(t, &e, free_event(t, &e));
 }
 
 int ls_track_take(struct ls_thread *t, void *p, void *saved)
@@ -150,7 +180,7 @@ int ls_track_take(struct ls_thread *t, void *p, void *saved)
 	_Static_assert(sizeof(*e) == LS_TRACK_SAVED, "saved entry size");
 	if (!take((uint64_t)(uintptr_t)p, e))
 		return 0;
-	settle_replaced(t, e);
+	settle_replaced(t, e, 0);	/* resized, not ended */
 	return 1;
 }
 
@@ -167,7 +197,7 @@ void ls_track_restore(struct ls_thread *t, const void *saved)
 		ls_sample_mark(e->addr);
 	/* Back as it was: live again, but not a new allocation. */
 	ls_sample_est(e->size, &b, &k);
-	ls_thread_site_delta(t, s->id, s, b, k, 0, 0);
+	ls_thread_site_delta(t, s->id, s, b, k, 0, 0, 0);
 }
 
 void ls_track_mmap(struct ls_thread *t, void *p, size_t len)
@@ -190,7 +220,8 @@ void ls_track_mmap(struct ls_thread *t, void *p, size_t len)
 				     (int64_t)len * ls_sample_scale(),
 				     ls_sample_scale(),
 				     len * (uint64_t)ls_sample_scale(),
-				     (uint64_t)ls_sample_scale());
+				     (uint64_t)ls_sample_scale(),
+				     LS_EV_SIZE(ls_hist_bucket(len)));
 }
 
 static void mmap_changed(uint32_t site, int64_t dbytes, int64_t dblocks,
@@ -200,7 +231,7 @@ static void mmap_changed(uint32_t site, int64_t dbytes, int64_t dblocks,
 
 	if (s)
 		ls_thread_site_delta(arg, s->id, s, dbytes * ls_sample_scale(),
-				     dblocks * ls_sample_scale(), 0, 0);
+				     dblocks * ls_sample_scale(), 0, 0, 0);
 }
 
 void ls_track_munmap(struct ls_thread *t, void *p, size_t len)

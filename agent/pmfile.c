@@ -11,6 +11,7 @@
 #include "modules.h"
 #include "pmfile.h"
 #include "sample.h"
+#include "stats.h"
 #include "site.h"
 #include "figures.h"
 #include "sys.h"
@@ -31,6 +32,7 @@ static uint32_t modules_gen_seen;
 static struct {
 	int64_t *live_b, *live_k, *alloc_b, *alloc_k;
 	uint32_t cap;
+	struct ls_stats_sums stats;
 } scratch;
 
 static inline void *at(uint64_t off)
@@ -52,7 +54,8 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 		return -errno;
 	map_len = off + MODULES_CAP * sizeof(struct lspm_module) +
 		  SITES_CAP * sizeof(struct lspm_site) + FRAMES_CAP * 8ull +
-		  SITES_CAP * 4ull + (uint64_t)SITES_CAP * hist_len * 8;
+		  SITES_CAP * 4ull + (uint64_t)SITES_CAP * hist_len * 8 +
+		  SITES_CAP * (uint64_t)sizeof(struct lspm_site_stats);
 	if (ftruncate(fd, (off_t)map_len)) {
 		n = -errno;
 		goto fail;
@@ -90,6 +93,8 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 	hdr->rows_cap = SITES_CAP;
 	off += SITES_CAP * 4ull;
 	hdr->hist_off = off;
+	off += (uint64_t)SITES_CAP * hist_len * 8;
+	hdr->stats_off = off;
 	n = ls_agent.cmdline_len < LSPM_CMDLINE_MAX ? (int)ls_agent.cmdline_len
 						   : LSPM_CMDLINE_MAX;
 	memcpy(hdr->cmdline, ls_agent.cmdline, (size_t)n);
@@ -181,6 +186,36 @@ static void add_pending(const struct ls_pending *p, void *arg)
 	scratch.live_k[id] += p->live_blocks;
 	scratch.alloc_b[id] += (int64_t)p->alloc_bytes;
 	scratch.alloc_k[id] += (int64_t)p->alloc_blocks;
+	ls_stats_add_pending(&scratch.stats, p);
+}
+
+/* Peak, temporaries and histograms of every site (a sampled site keeps
+ * its last figures if the sums could not grow). */
+static void sample_stats(void)
+{
+	struct lspm_site_stats *d = at(hdr->stats_off);
+	uint64_t h[2 * LS_HIST_BUCKETS];
+	struct lsnap_site_stats r;
+	int64_t sum_b = 0, sum_k = 0;
+	uint32_t id;
+
+	_Static_assert(sizeof(h) == sizeof(d->size_hist) * 2, "histograms");
+	for (id = 0; id < hdr->nsites; id++) {
+		struct ls_site_rec *s = ls_site_get(id);
+
+		if (!s)
+			continue;
+		if (ls_stats_site(&scratch.stats, s, &r, h) || d[id].s.nbuckets) {
+			d[id].s = r;
+			memcpy(d[id].size_hist, h, sizeof(h));
+		}
+		sum_b += r.peak_bytes;
+		sum_k += r.peak_blocks;
+	}
+	hdr->peak.peak_mono_ns = __atomic_load_n(&ls_peak.peak_mono,
+						 __ATOMIC_RELAXED);
+	hdr->peak.sites_bytes = sum_b;
+	hdr->peak.sites_blocks = sum_k;
 }
 
 /*
@@ -247,14 +282,16 @@ void ls_pm_tick(void)
 	if (!hdr || owner != getpid())
 		return;
 	n = ls_site_count();
-	if (scratch_fit(n + 1024))
+	if (scratch_fit(n + 1024) || ls_stats_fit(&scratch.stats, n + 1024))
 		return;
+	ls_thread_peak_settle();
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
 	copy_modules();
 	copy_new_sites(n);
 	ls_thread_each_pending(add_pending, NULL);
 	slot = hdr->ticks % hdr->hist_len;
 	sample_sites(slot, &t);
+	sample_stats();
 	sample_process(&t);
 	hdr->last_mono_ns = ls_now_ns(CLOCK_MONOTONIC);
 	hdr->last_wall_ns = ls_now_ns(CLOCK_REALTIME);
@@ -291,6 +328,7 @@ void ls_pm_forget_child(void)
 	hdr = NULL;
 	owner = 0;
 	scratch.cap = 0;	/* the child's copy stays mapped: never reused */
+	memset(&scratch.stats, 0, sizeof(scratch.stats));
 }
 
 const struct lspm_header *ls_pm_header(void)

@@ -15,6 +15,20 @@
 #include <stdint.h>
 #include "../common/contract.h"	/* LS_DEPTH_MAX */
 
+/*
+ * Log2 histogram buckets: bucket 0 holds the value 0, bucket b (1..30)
+ * the values [2^(b-1), 2^b), bucket 31 everything from 2^30.  Sizes in
+ * bytes; lifetimes in ticks of 1/256 s (live.h), so bucket 0 is "freed
+ * within the same tick".
+ */
+#define LS_HIST_BUCKETS 32
+static inline unsigned ls_hist_bucket(uint64_t v)
+{
+	unsigned b = v ? 64u - (unsigned)__builtin_clzll(v) : 0;
+
+	return b < LS_HIST_BUCKETS - 1 ? b : LS_HIST_BUCKETS - 1;
+}
+
 struct ls_site_rec {
 	struct ls_site_rec *next;	/* hash chain */
 	uint64_t hash;
@@ -25,6 +39,14 @@ struct ls_site_rec {
 	/* Flushed counters: add the threads' pending caches for the total. */
 	int64_t live_bytes, live_blocks;
 	uint64_t alloc_bytes, alloc_blocks;
+	/* Flushed under a stripe lock (thread.c), read racily: */
+	uint32_t peak_gen;	/* peak_* valid when the current generation */
+	uint32_t pad;
+	int64_t peak_bytes, peak_blocks;	/* live at the peak */
+	uint64_t temp_bytes, temp_blocks;	/* freed before the thread's
+						   next allocation */
+	uint64_t size_hist[LS_HIST_BUCKETS];	/* allocations by size */
+	uint64_t life_hist[LS_HIST_BUCKETS];	/* frees by lifetime */
 	uint64_t frames[];
 };
 

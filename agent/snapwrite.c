@@ -18,6 +18,7 @@
 #include "sample.h"
 #include "site.h"
 #include "snapwrite.h"
+#include "stats.h"
 #include "figures.h"
 #include "capture.h"
 #include "sys.h"
@@ -40,7 +41,9 @@ struct sums {
 	uint32_t nsites;
 	int64_t *live_bytes, *live_blocks;
 	uint64_t *alloc_bytes, *alloc_blocks;
+	struct ls_stats_sums stats;
 	size_t mapped;
+	int64_t peak_sum_bytes, peak_sum_blocks;
 };
 
 static ls_lock_t snap_lock = LS_LOCK_INIT;
@@ -194,7 +197,7 @@ static int sums_init(struct sums *s)
 	s->live_blocks = s->live_bytes + n;
 	s->alloc_bytes = (uint64_t *)(s->live_blocks + n);
 	s->alloc_blocks = s->alloc_bytes + n;
-	return 0;
+	return ls_stats_fit(&s->stats, n);
 }
 
 /* Entries: account each in the sums (in counter units: estimates in
@@ -289,10 +292,43 @@ static void add_pending(const struct ls_pending *p, void *arg)
 {
 	struct sums *s = arg;
 
-	if (p->site->id < s->nsites) {
-		s->alloc_bytes[p->site->id] += p->alloc_bytes;
-		s->alloc_blocks[p->site->id] += p->alloc_blocks;
-	}
+	uint32_t id = p->site->id;
+
+	if (id >= s->nsites)
+		return;
+	s->alloc_bytes[id] += p->alloc_bytes;
+	s->alloc_blocks[id] += p->alloc_blocks;
+	ls_stats_add_pending(&s->stats, p);
+}
+
+/* The site's LSNAP_SITE_STATS, when it has anything to say. */
+static void put_stats(struct writer *w, struct sums *s,
+		      const struct ls_site_rec *site)
+{
+	uint64_t h[2 * LS_HIST_BUCKETS];
+	struct lsnap_site_stats r;
+	int any = ls_stats_site(&s->stats, site, &r, h);
+
+	s->peak_sum_bytes += r.peak_bytes;
+	s->peak_sum_blocks += r.peak_blocks;
+	if (!any)
+		return;
+	record(w, LSNAP_SITE_STATS, sizeof(r) + sizeof(h));
+	put(w, &r, sizeof(r));
+	put(w, h, sizeof(h));
+}
+
+static void put_peak(struct writer *w, const struct sums *s)
+{
+	struct lsnap_peak p = {
+		.peak_mono_ns = __atomic_load_n(&ls_peak.peak_mono,
+						__ATOMIC_RELAXED),
+		.sites_bytes = s->peak_sum_bytes,
+		.sites_blocks = s->peak_sum_blocks,
+	};
+
+	record(w, LSNAP_PEAK, sizeof(p));
+	put(w, &p, sizeof(p));
 }
 
 static void put_sites(struct writer *w, struct sums *s, struct lsnap_totals *t)
@@ -323,6 +359,7 @@ static void put_sites(struct writer *w, struct sums *s, struct lsnap_totals *t)
 		record(w, LSNAP_SITE, sizeof(r) + r.nframes * sizeof(uint64_t));
 		put(w, &r, sizeof(r));
 		put(w, site->frames, r.nframes * sizeof(uint64_t));
+		put_stats(w, s, site);
 	}
 }
 
@@ -394,6 +431,7 @@ int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks)
 	ret = sums_init(&sums);
 	if (ret)
 		goto out;
+	ls_thread_peak_settle();
 	put_header(w, reason);
 	put_calls(w);
 	put_mallinfo(w);
@@ -406,11 +444,13 @@ int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks)
 	put_sites(w, &sums, &totals);
 	put_history(w);
 	put_totals(w, &totals);
+	put_peak(w, &sums);
 	put_end(w);
 	ret = flush_out(w);
 out:
 	if (sums.mapped)
 		ls_sys_unmap(sums.live_bytes, sums.mapped);
+	ls_stats_release(&sums.stats);
 	ls_snapwrite_unlock();
 	return ret ? ret : w->err;
 }

@@ -24,42 +24,125 @@ static uint32_t threads_seen;
 
 /* Counters of threads that have exited. */
 static uint64_t retired_calls[LS_FN_COUNT];
-static int64_t global_live;
-static uint64_t global_peak;
+struct ls_peak_state ls_peak;
+
+/*
+ * Flushes into one site are serialized by a stripe lock, so that a site's
+ * value at the peak is taken (lazily, on its first change after a new
+ * peak) from counters no other flush is changing.  Flushes happen once
+ * per LS_PENDING_FLUSH events per site and thread; the fork handlers take
+ * every stripe.
+ */
+#define STRIPES 64
+static ls_lock_t stripe[STRIPES];
+
+void ls_pending_at_peak(const struct ls_pending *p, int64_t *bytes,
+			int64_t *blocks)
+{
+	int cur = p->peak_gen == __atomic_load_n(&ls_peak.gen, __ATOMIC_RELAXED);
+
+	*bytes = cur ? p->peak_bytes : p->live_bytes;
+	*blocks = cur ? p->peak_blocks : p->live_blocks;
+}
+
+void ls_site_at_peak(const struct ls_site_rec *s, int64_t *bytes,
+		     int64_t *blocks)
+{
+	uint32_t gen = __atomic_load_n(&ls_peak.gen, __ATOMIC_RELAXED);
+	int cur = __atomic_load_n(&s->peak_gen, __ATOMIC_RELAXED) == gen;
+
+	*bytes = __atomic_load_n(cur ? &s->peak_bytes : &s->live_bytes,
+				 __ATOMIC_RELAXED);
+	*blocks = __atomic_load_n(cur ? &s->peak_blocks : &s->live_blocks,
+				  __ATOMIC_RELAXED);
+}
+
+static void add_hist(uint64_t *to, const uint8_t *from)
+{
+	unsigned i;
+
+	for (i = 0; i < LS_HIST_BUCKETS; i++)
+		if (from[i])
+			__atomic_add_fetch(&to[i], from[i], __ATOMIC_RELAXED);
+}
 
 static void flush_entry(struct ls_pending *p)
 {
 	struct ls_site_rec *s = p->site;
+	ls_lock_t *l;
+	uint32_t gen;
+	int64_t pb, pk;
 
 	if (!s)
 		return;
+	l = &stripe[s->id % STRIPES];
+	ls_lock(l);
+	gen = __atomic_load_n(&ls_peak.gen, __ATOMIC_RELAXED);
+	if (s->peak_gen != gen) {	/* first change since the peak */
+		__atomic_store_n(&s->peak_bytes, s->live_bytes, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->peak_blocks, s->live_blocks, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->peak_gen, gen, __ATOMIC_RELEASE);
+	}
+	ls_pending_at_peak(p, &pb, &pk);
+	__atomic_add_fetch(&s->peak_bytes, pb, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->peak_blocks, pk, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->live_bytes, p->live_bytes, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->live_blocks, p->live_blocks, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->alloc_bytes, p->alloc_bytes, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->alloc_blocks, p->alloc_blocks, __ATOMIC_RELAXED);
+	ls_unlock(l);
+	if (p->temp_blocks) {
+		__atomic_add_fetch(&s->temp_blocks, p->temp_blocks,
+				   __ATOMIC_RELAXED);
+		__atomic_add_fetch(&s->temp_bytes, p->temp_bytes,
+				   __ATOMIC_RELAXED);
+	}
+	add_hist(s->size_hist, p->size_hist);
+	add_hist(s->life_hist, p->life_hist);
 	memset(p, 0, sizeof(*p));
+}
+
+/* live is a new peak (or not): record it, and start a new generation so
+ * that every site keeps its value of this moment on its next change. */
+static void note_peak(int64_t now)
+{
+	uint64_t peak = __atomic_load_n(&ls_peak.peak, __ATOMIC_RELAXED);
+
+	while (now > 0 && (uint64_t)now > peak) {
+		if (__atomic_compare_exchange_n(&ls_peak.peak, &peak,
+						(uint64_t)now, 1,
+						__ATOMIC_RELAXED,
+						__ATOMIC_RELAXED)) {
+			__atomic_add_fetch(&ls_peak.gen, 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&ls_peak.peak_mono,
+					 ls_now_ns(CLOCK_MONOTONIC_COARSE),
+					 __ATOMIC_RELAXED);
+			return;
+		}
+	}
 }
 
 void ls_thread_flush_live(struct ls_thread *t)
 {
-	int64_t now = __atomic_add_fetch(&global_live, t->live_delta,
+	int64_t now = __atomic_add_fetch(&ls_peak.live, t->live_delta,
 					  __ATOMIC_RELAXED);
-	uint64_t peak = __atomic_load_n(&global_peak, __ATOMIC_RELAXED);
 
 	t->live_delta = 0;
-	while (now > 0 && (uint64_t)now > peak &&
-	       !__atomic_compare_exchange_n(&global_peak, &peak, (uint64_t)now,
-					    1, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED))
-		;
+	note_peak(now);
+}
+
+void ls_thread_peak_check(struct ls_thread *t)
+{
+	ls_thread_flush_live(t);
 }
 
 void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
 			       struct ls_site_rec *site, int64_t dbytes,
 			       int64_t dblocks, uint64_t abytes,
-			       uint64_t ablocks)
+			       uint64_t ablocks, unsigned ev)
 {
 	struct ls_pending *p = &t->pending[id & (LS_PENDING - 1)];
+	uint32_t gen = __atomic_load_n(&ls_peak.gen, __ATOMIC_RELAXED);
 
 	if (!site && (p->id != id || !p->site)) {
 		site = ls_site_get(id);
@@ -72,6 +155,13 @@ void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
 		p->site = site;
 		p->id = id;
 	}
+	if (p->peak_gen != gen) {
+		p->peak_gen = gen;
+		p->peak_bytes = p->live_bytes;
+		p->peak_blocks = p->live_blocks;
+	}
+	if (ev)
+		ls_pending_event(p, ev, dbytes, dblocks);
 	p->live_bytes += dbytes;
 	p->live_blocks += dblocks;
 	p->alloc_bytes += abytes;
@@ -228,7 +318,7 @@ void ls_thread_each_pending(void (*fn)(const struct ls_pending *, void *),
 void ls_thread_live_peak(int64_t *live, uint64_t *peak, uint64_t *slack)
 {
 	struct ls_thread *t;
-	int64_t sum = __atomic_load_n(&global_live, __ATOMIC_RELAXED);
+	int64_t sum = __atomic_load_n(&ls_peak.live, __ATOMIC_RELAXED);
 	uint32_t n = 0;
 
 	for (t = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); t; t = t->next) {
@@ -236,13 +326,13 @@ void ls_thread_live_peak(int64_t *live, uint64_t *peak, uint64_t *slack)
 		n++;
 	}
 	*live = sum;
-	*peak = __atomic_load_n(&global_peak, __ATOMIC_RELAXED);
+	*peak = __atomic_load_n(&ls_peak.peak, __ATOMIC_RELAXED);
 	*slack = (uint64_t)n * LS_PEAK_BATCH;
 }
 
 void ls_thread_live_adjust(int64_t delta)
 {
-	__atomic_add_fetch(&global_live, delta, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ls_peak.live, delta, __ATOMIC_RELAXED);
 }
 
 void ls_thread_reset_peak(void)
@@ -251,8 +341,20 @@ void ls_thread_reset_peak(void)
 	uint64_t peak, slack;
 
 	ls_thread_live_peak(&live, &peak, &slack);
-	__atomic_store_n(&global_peak, live > 0 ? (uint64_t)live : 0,
+	__atomic_store_n(&ls_peak.peak, live > 0 ? (uint64_t)live : 0,
 			 __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ls_peak.gen, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ls_peak.peak_mono, ls_now_ns(CLOCK_MONOTONIC_COARSE),
+			 __ATOMIC_RELAXED);
+}
+
+void ls_thread_peak_settle(void)
+{
+	int64_t live;
+	uint64_t peak, slack;
+
+	ls_thread_live_peak(&live, &peak, &slack);
+	note_peak(live);
 }
 
 uint32_t ls_thread_seen(void)
@@ -267,11 +369,19 @@ int ls_thread_init(void)
 
 void ls_thread_lock_all(void)
 {
+	unsigned i;
+
 	ls_lock(&registry_lock);
+	for (i = 0; i < STRIPES; i++)
+		ls_lock(&stripe[i]);
 }
 
 void ls_thread_unlock_all(void)
 {
+	unsigned i;
+
+	for (i = 0; i < STRIPES; i++)
+		ls_unlock(&stripe[i]);
 	ls_unlock(&registry_lock);
 }
 
@@ -281,8 +391,11 @@ void ls_thread_unlock_all(void)
 void ls_thread_reset_child(void)
 {
 	struct ls_thread *t;
+	unsigned i;
 
 	ls_lock_reset(&registry_lock);
+	for (i = 0; i < STRIPES; i++)
+		ls_lock_reset(&stripe[i]);
 	for (t = registry; t; t = t->next) {
 		if (t == ls_thread_tls) {
 			t->tid = ls_gettid();

@@ -40,17 +40,41 @@ enum ls_fn {
 
 extern const char *const ls_fn_names[LS_FN_COUNT];
 
-#define LS_PENDING 128		/* power of two: 6 KiB per thread */
+#define LS_PENDING 128		/* power of two: 19 KiB per thread */
 #define LS_PENDING_FLUSH 64	/* events per entry before a flush */
 #define LS_STACK_CACHE 256	/* power of two */
 #define LS_PEAK_BATCH (64 << 10)
 
+/*
+ * Histogram and temporary-allocation events that ride along with a site
+ * delta (the last argument of ls_thread_site_delta): 0, or a bucket of
+ * the size histogram, or of the lifetime histogram, optionally marked as
+ * a temporary allocation.  Buckets as site.h's LS_HIST_BUCKETS.
+ */
+#define LS_EV_SIZE(b) (0x100u | (unsigned)(b))
+#define LS_EV_LIFE(b) (0x200u | (unsigned)(b))
+#define LS_EV_TEMP 0x400u
+
+/*
+ * One site's unflushed deltas.  peak_gen/peak_bytes/peak_blocks: this
+ * entry's live deltas as they were when the global live total last
+ * reached its peak (valid when peak_gen is the current peak generation,
+ * else the live deltas themselves are that value: nothing changed since).
+ * The histogram counts fit a byte: an entry is flushed after
+ * LS_PENDING_FLUSH events.
+ */
 struct ls_pending {
 	struct ls_site_rec *site;	/* NULL = empty */
 	uint32_t id;		/* site->id, compared without loading site */
 	uint32_t events;
 	int64_t live_bytes, live_blocks;
 	uint64_t alloc_bytes, alloc_blocks;
+	uint32_t peak_gen;
+	uint32_t pad;
+	int64_t peak_bytes, peak_blocks;
+	uint64_t temp_bytes, temp_blocks;	/* counter units, sample.h */
+	uint8_t size_hist[LS_HIST_BUCKETS];
+	uint8_t life_hist[LS_HIST_BUCKETS];
 };
 
 struct ls_thread {
@@ -61,6 +85,8 @@ struct ls_thread {
 	uint32_t seq;		/* odd while pending[] is being changed */
 	uint64_t calls[LS_FN_COUNT];
 	int64_t live_delta;	/* not yet added to the global live total */
+	uint64_t last_addr;	/* this thread's latest recorded allocation */
+	uint64_t last_allocs;	/* its allocation calls (calls[]) then */
 	uint64_t sample_left;	/* sampled mode: bytes to the next sample */
 	uint64_t rng;
 	int *err;		/* this thread's errno, saved around bookkeeping */
@@ -108,8 +134,36 @@ static inline void ls_thread_seq_end(struct ls_thread *t)
 void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
 			       struct ls_site_rec *site, int64_t dbytes,
 			       int64_t dblocks, uint64_t abytes,
-			       uint64_t ablocks);
+			       uint64_t ablocks, unsigned ev);
+/* A free follows growth that may have passed the peak: flush so that the
+ * peak is taken at this local maximum (exact with one thread). */
+void ls_thread_peak_check(struct ls_thread *t);
 void ls_thread_flush_live(struct ls_thread *t);
+
+/* The peak's generation: bumped each time the live total reaches a new
+ * peak; and the live total and peak as flushed (one line, read by every
+ * thread, written only at flushes). */
+struct ls_peak_state {
+	uint32_t gen;
+	int64_t live;
+	uint64_t peak;
+	uint64_t peak_mono;	/* CLOCK_MONOTONIC_COARSE of the peak */
+} __attribute__((aligned(64)));
+extern struct ls_peak_state ls_peak;
+
+/* Apply a site event (LS_EV_*) to pending entry p. */
+static inline void ls_pending_event(struct ls_pending *p, unsigned ev,
+				    int64_t dbytes, int64_t dblocks)
+{
+	if (ev & 0x100u)
+		p->size_hist[ev & 0xffu]++;
+	if (ev & 0x200u)
+		p->life_hist[ev & 0xffu]++;
+	if (ev & LS_EV_TEMP) {	/* on a free: the deltas are negative */
+		p->temp_blocks -= (uint64_t)dblocks;
+		p->temp_bytes -= (uint64_t)dbytes;
+	}
+}
 
 /*
  * Change the live bytes and blocks of site id by dbytes, dblocks and its
@@ -122,16 +176,31 @@ void ls_thread_flush_live(struct ls_thread *t);
 static inline void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
 					struct ls_site_rec *site, int64_t dbytes,
 					int64_t dblocks, uint64_t abytes,
-					uint64_t ablocks)
+					uint64_t ablocks, unsigned ev)
 {
 	struct ls_pending *p = &t->pending[id & (LS_PENDING - 1)];
+	uint32_t gen;
 
+	/* The first decrease after growth is a local maximum of this
+	 * thread's live bytes: a new peak if it passes the flushed one. */
+	if (dbytes < 0 && t->live_delta > 0 &&
+	    __atomic_load_n(&ls_peak.live, __ATOMIC_RELAXED) + t->live_delta >
+	    (int64_t)__atomic_load_n(&ls_peak.peak, __ATOMIC_RELAXED))
+		ls_thread_peak_check(t);
+	gen = __atomic_load_n(&ls_peak.gen, __ATOMIC_RELAXED);
 	if (__builtin_expect(p->id != id || !p->site ||
 			     p->events >= LS_PENDING_FLUSH - 1, 0)) {
 		ls_thread_site_delta_slow(t, id, site, dbytes, dblocks,
-					  abytes, ablocks);
+					  abytes, ablocks, ev);
 	} else {
 		ls_thread_seq_begin(t);
+		if (__builtin_expect(p->peak_gen != gen, 0)) {
+			p->peak_gen = gen;
+			p->peak_bytes = p->live_bytes;
+			p->peak_blocks = p->live_blocks;
+		}
+		if (ev)
+			ls_pending_event(p, ev, dbytes, dblocks);
 		p->live_bytes += dbytes;
 		p->live_blocks += dblocks;
 		p->alloc_bytes += abytes;
@@ -158,6 +227,16 @@ void ls_thread_each_pending(void (*fn)(const struct ls_pending *, void *),
 /* Global live total and its peak (exact to within LS_PEAK_BATCH per
  * thread). */
 void ls_thread_live_peak(int64_t *live, uint64_t *peak, uint64_t *slack);
+/* Before a reader takes the per-site peak figures: when the live total
+ * now (flushed plus every thread's unflushed delta) passes the recorded
+ * peak, this moment becomes the peak.  Not in hooks. */
+void ls_thread_peak_settle(void);
+/* Site s's live bytes and blocks at the peak, in counter units, from its
+ * flushed counters (the threads' pending entries: ls_pending_at_peak). */
+void ls_site_at_peak(const struct ls_site_rec *s, int64_t *bytes,
+		     int64_t *blocks);
+void ls_pending_at_peak(const struct ls_pending *p, int64_t *bytes,
+			int64_t *blocks);
 /* Add delta to the global live total (blocks forgotten by a reset). */
 void ls_thread_live_adjust(int64_t delta);
 /* Restart the peak from the current live total (after a reset). */

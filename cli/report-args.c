@@ -55,6 +55,18 @@ const struct ls_option ls_report_options[] = {
 	  .long_name = "show-allocs",
 	  .offset = RA(ropts.show_allocs),
 	  .help = "list every outstanding block: address, size, age, thread" },
+	{ .kind = LS_OPT_STRING,
+	  .long_name = "by",
+	  .offset = RA(by),
+	  .argh = "live|peak|allocated|temporary",
+	  .help = "rank stacks by bytes live now (default), live at the "
+	  "process's peak, allocated in all, or in temporary allocations",
+	  .want = "live, peak, allocated or temporary" },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "histogram",
+	  .offset = RA(ropts.histogram),
+	  .help = "allocation sizes and lifetimes at free (log2 buckets), "
+	  "per stack and for the whole process" },
 	{ .kind = LS_OPT_END },
 };
 
@@ -161,6 +173,27 @@ static int binary_finish(const struct ls_report_args *a)
 	return 0;
 }
 
+/* --by, and the block filters it cannot be combined with. */
+static int by_finish(struct ls_report_args *a, const struct ls_usage *u)
+{
+	int k;
+
+	if (!a->by)
+		return 0;
+	k = word(u, "by", a->by, ls_report_by_names,
+		 "live, peak, allocated or temporary");
+	if (k < 0)
+		return -1;
+	a->ropts.by = k;
+	if (k != LS_BY_LIVE && a->ropts.need_blocks) {
+		ls_usage_error(u, "--by %s cannot be combined with --min-age, "
+			       "--min-size, --max-size or --show-allocs (they "
+			       "select live blocks)", a->by);
+		return -1;
+	}
+	return 0;
+}
+
 int ls_report_args_finish(struct ls_report_args *a, const struct ls_usage *u)
 {
 	if (flame_finish(a, u) || binary_finish(a))
@@ -168,7 +201,7 @@ int ls_report_args_finish(struct ls_report_args *a, const struct ls_usage *u)
 	a->ropts.top = (size_t)a->top;
 	a->ropts.depth = (unsigned)a->depth;
 	ls_report_opts_finish(&a->ropts);
-	return 0;
+	return by_finish(a, u);
 }
 
 struct ls_source_opts ls_report_args_source(const struct ls_report_args *a,

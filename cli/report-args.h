@@ -19,6 +19,7 @@ struct ls_report_args {
 	int postmortem;		/* `report --postmortem`: source option */
 	const char *count;	/* --count bytes|blocks (svg) */
 	const char *colors;	/* --colors mem|kind (svg) */
+	const char *by;		/* --by live|peak|allocated|temporary */
 };
 
 /* --format, --output, --top, --min-age, --min-size, --max-size,

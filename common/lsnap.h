@@ -49,6 +49,11 @@ enum lsnap_tag {
 	LSNAP_SITE_HISTORY = 10,	/* struct lsnap_site_history + n int64 */
 	LSNAP_UNWIND = 11,	/* struct lsnap_unwind, at most once */
 	/* 12-14 reachability (branch check), 16 attach (branch attach) */
+	LSNAP_PEAK = 20,	/* struct lsnap_peak, at most once */
+	LSNAP_SITE_STATS = 21,	/* struct lsnap_site_stats + 2 * nbuckets
+				   u64, at most once per site, after its
+				   LSNAP_SITE */
+	/* 20-29: peaks, activity and histograms (branch peaks) */
 	LSNAP_NOTES = 18,	/* text, at most once: what the agent could
 				   not do as asked, lines ending with '\n',
 				   at most LSNAP_NOTES_MAX bytes */
@@ -201,6 +206,48 @@ struct lsnap_site_history {
 	uint32_t site;
 	uint32_t n;
 	/* int64_t live_bytes[n] follow, oldest first */
+} __attribute__((packed));
+
+/*
+ * When the process's live total last reached its peak.  sites_bytes and
+ * sites_blocks are the sum of the sites' peak_bytes/peak_blocks
+ * (LSNAP_SITE_STATS): the live total at that moment as the sites saw it,
+ * which differs from lsnap_totals.peak_live_bytes by at most its
+ * peak_slack (docs/ARCHITECTURE.md, "Peaks").
+ */
+struct lsnap_peak {
+	uint64_t peak_mono_ns;	/* CLOCK_MONOTONIC (coarse) of the peak */
+	int64_t sites_bytes;
+	int64_t sites_blocks;
+} __attribute__((packed));
+
+/*
+ * Log2 histogram buckets of LSNAP_SITE_STATS: bucket 0 counts the value
+ * 0, bucket b in 1..nbuckets-2 the values [2^(b-1), 2^b), the last bucket
+ * everything above.  Sizes in bytes; lifetimes in 1/256 s
+ * (LSNAP_LIFE_TICKS_PER_S), so lifetime bucket 0 is "freed within the
+ * same clock tick".
+ */
+#define LSNAP_HIST_BUCKETS 32
+#define LSNAP_LIFE_TICKS_PER_S 256
+
+/*
+ * A site's figures beyond "live": its live bytes and blocks at the
+ * process's peak (LSNAP_PEAK), its temporary allocations (freed by the
+ * allocating thread before that thread's next allocation), and the
+ * histograms of its allocation sizes (every allocation) and of the
+ * lifetimes of its blocks at free (every free of a recorded heap block).
+ * In sampled mode the peak and temporary figures are estimates; the
+ * histograms count sampled blocks only.
+ */
+struct lsnap_site_stats {
+	uint32_t site;		/* lsnap_site.id */
+	uint32_t nbuckets;	/* of each histogram, <= LSNAP_HIST_BUCKETS */
+	int64_t peak_bytes;
+	int64_t peak_blocks;
+	uint64_t temp_bytes;
+	uint64_t temp_blocks;
+	/* uint64_t size_hist[nbuckets], life_hist[nbuckets] follow */
 } __attribute__((packed));
 
 struct lsnap_end {

@@ -17,7 +17,8 @@
 #include "lsnap.h"
 
 #define LSPM_MAGIC "LSPMORT"
-#define LSPM_VERSION 2		/* 1: a history row for every site, by id */
+#define LSPM_VERSION 3		/* 1: a history row for every site, by id;
+				   2: no peak, temporaries, histograms */
 #define LSPM_HEADER_SIZE 65536
 #define LSPM_CMDLINE_MAX 16384
 #define LSPM_PATH_MAX 984	/* module entry = 1024 bytes */
@@ -55,6 +56,18 @@ struct lspm_header {
 	 * else 1 + the row; rows are handed out in order, never reused. */
 	uint64_t rows_off;
 	uint32_t rows_used, rows_cap;
+	/* Version 3: stats_off: struct lspm_site_stats[sites_cap], by site
+	 * id, written for the sites below nsites at each sample; the peak
+	 * as lsnap_peak (all zero in older versions). */
+	uint64_t stats_off;
+	struct lsnap_peak peak;
+} __attribute__((packed));
+
+/* A site's peak, temporaries and histograms (lsnap.h), fixed size. */
+struct lspm_site_stats {
+	struct lsnap_site_stats s;	/* s.nbuckets = LSNAP_HIST_BUCKETS */
+	uint64_t size_hist[LSNAP_HIST_BUCKETS];
+	uint64_t life_hist[LSNAP_HIST_BUCKETS];
 } __attribute__((packed));
 
 struct lspm_module {

@@ -43,7 +43,7 @@ static int check_header(const struct pm *pm, char *err, size_t errlen)
 
 	if (pm->size < sizeof(*h) || memcmp(h->magic, LSPM_MAGIC, sizeof(LSPM_MAGIC)))
 		return snprintf(err, errlen, "not a leakscope post-mortem file"), -EINVAL;
-	if (h->version != 1 && h->version != LSPM_VERSION)
+	if (h->version < 1 || h->version > LSPM_VERSION)
 		return snprintf(err, errlen, "post-mortem file version %u is not "
 				"supported", h->version), -EINVAL;
 	/* Version 1 has a history row per site, by id, and no rows table. */
@@ -57,7 +57,9 @@ static int check_header(const struct pm *pm, char *err, size_t errlen)
 	    h->cmdline_len > LSPM_CMDLINE_MAX || h->ncalls > LSPM_NCALLS ||
 	    !region_ok(pm, h->modules_off, h->modules_cap, sizeof(struct lspm_module)) ||
 	    !region_ok(pm, h->sites_off, h->sites_cap, sizeof(struct lspm_site)) ||
-	    !region_ok(pm, h->frames_off, h->frames_cap, 8))
+	    !region_ok(pm, h->frames_off, h->frames_cap, 8) ||
+	    (h->version >= 3 && !region_ok(pm, h->stats_off, h->sites_cap,
+					   sizeof(struct lspm_site_stats))))
 		return snprintf(err, errlen, "corrupt post-mortem file: bad header"),
 		       -EINVAL;
 	return 0;
@@ -112,6 +114,20 @@ static int copy_modules(const struct pm *pm, struct ls_snapshot *s)
 	return 0;
 }
 
+/* Version 3: the site's peak, temporaries and histograms (all zero for a
+ * site never sampled). */
+static void copy_stats(const struct lspm_site_stats *r, struct ls_site_stats *d)
+{
+	unsigned n = r->s.nbuckets <= LSNAP_HIST_BUCKETS ? r->s.nbuckets : 0;
+
+	d->peak_bytes = r->s.peak_bytes;
+	d->peak_blocks = r->s.peak_blocks;
+	d->temp_bytes = r->s.temp_bytes;
+	d->temp_blocks = r->s.temp_blocks;
+	memcpy(d->size_hist, r->size_hist, n * 8);
+	memcpy(d->life_hist, r->life_hist, n * 8);
+}
+
 static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 		     uint64_t nhist)
 {
@@ -148,6 +164,9 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 	if (!d->frames || !d->history)
 		return -ENOMEM;
 	memcpy(d->frames, frames + r->frames_idx, r->nframes * 8ull);
+	if (h->version >= 3)
+		copy_stats((const struct lspm_site_stats *)
+			   (pm->base + h->stats_off) + id, &d->stats);
 	for (k = 0; k < nhist; k++)
 		d->history[k] = ring ? ring[(first + k) % h->hist_len] : 0;
 	d->nhistory = (uint32_t)nhist;
@@ -173,6 +192,8 @@ static void fill_header(const struct lspm_header *h, struct ls_snapshot *s)
 	s->has_totals = s->has_mallinfo = s->has_history = 1;
 	s->totals = h->totals;
 	s->mallinfo = h->mallinfo;
+	s->has_peak = h->version >= 3;
+	s->peak = h->peak;
 	s->history = (struct lsnap_history){
 		.period_ms = h->period_ms, .hist_len = h->hist_len,
 		.ticks = h->ticks, .first_mono_ns = h->first_mono_ns,

@@ -100,13 +100,13 @@ static int collect(const struct ls_render_ctx *c, struct folded_set *set)
 		const struct ls_report_site *r = &c->rep->sites[i];
 		char *s;
 
-		if (r->live_bytes <= 0)
+		if (r->key_bytes <= 0)
 			continue;
 		ret = ls_render_stack(c, r->site, &st);
 		if (ret)
 			break;
 		s = fold(&st);
-		ret = s ? add(set, s, r->live_bytes) : -ENOMEM;
+		ret = s ? add(set, s, r->key_bytes) : -ENOMEM;
 		if (ret)
 			free(s);
 	}

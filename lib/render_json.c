@@ -219,6 +219,60 @@ static void put_blocks(struct ls_json *j, const struct ls_render_ctx *c,
 	ls_json_end(j);
 }
 
+static void put_hist(struct ls_json *j, const char *key, const uint64_t *h)
+{
+	unsigned b;
+
+	ls_json_array(j, key);
+	for (b = 0; b < LSNAP_HIST_BUCKETS; b++)
+		ls_json_u64(j, NULL, h[b]);
+	ls_json_end(j);
+}
+
+/* Peak, activity, temporaries and histograms of one site. */
+static void put_site_stats(struct ls_json *j, const struct ls_render_ctx *c,
+			   const struct ls_site *s)
+{
+	const struct ls_snapshot *snap = c->rep->snap;
+
+	ls_json_i64(j, "peak_bytes", s->stats.peak_bytes);
+	ls_json_i64(j, "peak_blocks", s->stats.peak_blocks);
+	ls_json_f64(j, "allocated_bytes_per_second",
+		    ls_report_per_second(snap, s->allocated_bytes), 1);
+	ls_json_f64(j, "allocated_blocks_per_second",
+		    ls_report_per_second(snap, s->allocated_blocks), 1);
+	ls_json_u64(j, "temporary_bytes", s->stats.temp_bytes);
+	ls_json_u64(j, "temporary_blocks", s->stats.temp_blocks);
+	put_hist(j, "size_histogram", s->stats.size_hist);
+	put_hist(j, "lifetime_histogram", s->stats.life_hist);
+}
+
+/* When the process peaked, and the whole process's histograms. */
+static void put_peak(struct ls_json *j, const struct ls_render_ctx *c)
+{
+	const struct ls_snapshot *s = c->rep->snap;
+
+	ls_json_str(j, "by", ls_report_by_names[c->rep->by]);
+	if (!s->has_peak) {
+		ls_json_null(j, "peak");
+		return;
+	}
+	ls_json_object(j, "peak");
+	ls_json_ms(j, "time_ms", s->peak.peak_mono_ns > s->hdr.start_mono_ns ?
+		   s->peak.peak_mono_ns - s->hdr.start_mono_ns : 0);
+	ls_json_i64(j, "sites_bytes", s->peak.sites_bytes);
+	ls_json_i64(j, "sites_blocks", s->peak.sites_blocks);
+	ls_json_end(j);
+	if (!c->rep->has_histogram)
+		return;
+	ls_json_object(j, "histogram");
+	ls_json_u64(j, "buckets", LSNAP_HIST_BUCKETS);
+	ls_json_u64(j, "lifetime_ticks_per_second", LSNAP_LIFE_TICKS_PER_S);
+	put_hist(j, "sizes", c->rep->size_hist);
+	put_hist(j, "lifetimes", c->rep->life_hist);
+	ls_json_end(j);
+}
+
 static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 		    const struct ls_report_site *r, struct ls_stack *st)
 {
@@ -234,6 +288,8 @@ static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 	ls_json_i64(j, "live_blocks", r->live_blocks);
 	ls_json_u64(j, "allocated_bytes", r->allocated_bytes);
 	ls_json_u64(j, "allocated_blocks", r->allocated_blocks);
+	if (c->rep->snap->has_peak)
+		put_site_stats(j, c, r->site);
 	if (r->has_trend) {
 		ls_json_object(j, "trend");
 		ls_json_str(j, "label", ls_trend_name(r->trend.label));
@@ -270,6 +326,7 @@ int ls_render_json(const struct ls_render_ctx *c)
 	put_mallinfo(&j, s);
 	put_unwind(&j, s);
 	put_filters(&j, c);
+	put_peak(&j, c);
 	ls_json_array(&j, "sites");
 	for (i = 0; i < c->rep->nsites && !ret; i++)
 		ret = put_site(&j, c, &c->rep->sites[i], &st);

@@ -92,10 +92,10 @@ static int add_sites(const struct ls_render_ctx *c, struct ls_flame *fg)
 	for (i = 0; i < c->rep->nsites && !ret; i++) {
 		const struct ls_report_site *r = &c->rep->sites[i];
 
-		if (r->live_bytes <= 0 && r->live_blocks <= 0)
+		if (r->key_bytes <= 0 && r->key_blocks <= 0)
 			continue;
-		v.bytes = r->live_bytes > 0 ? r->live_bytes : 0;
-		v.blocks = r->live_blocks > 0 ? r->live_blocks : 0;
+		v.bytes = r->key_bytes > 0 ? r->key_bytes : 0;
+		v.blocks = r->key_blocks > 0 ? r->key_blocks : 0;
 		ret = ls_stack_build(c->sym, r->site, &st);
 		if (!ret)
 			ret = ls_flame_add_symstack(fg, &st, &v);
@@ -114,8 +114,8 @@ static int add_others(const struct ls_render_ctx *c, struct ls_flame *fg)
 
 	if (c->rep->nsites_total <= c->rep->nsites)
 		return 0;
-	v.bytes = c->rep->live_bytes - all.bytes;
-	v.blocks = c->rep->live_blocks - all.blocks;
+	v.bytes = c->rep->key_bytes - all.bytes;
+	v.blocks = c->rep->key_blocks - all.blocks;
 	if (v.bytes < 0 || v.blocks < 0)
 		return 0;
 	snprintf(name, sizeof(name), "[%zu other stack%s]", left, left == 1 ? "" : "s");

@@ -116,23 +116,88 @@ static void put_blocks(const struct ls_render_ctx *c,
 	}
 }
 
+/* One log2 histogram on a line: "[lo, hi) count" for the non-empty
+ * buckets; sizes in bytes, lifetimes in seconds. */
+static void put_hist(const struct ls_render_ctx *c, const char *indent,
+		     const char *title, const uint64_t *h, int life)
+{
+	const char *sep = "";
+	unsigned b;
+
+	fprintf(c->out, "%s%s:", indent, title);
+	for (b = 0; b < LSNAP_HIST_BUCKETS; b++) {
+		if (!h[b])
+			continue;
+		if (!b)
+			fprintf(c->out, "%s %s", sep, life ? "<1/256 s" : "0 B");
+		else if (life)
+			fprintf(c->out, "%s %g-%g s", sep,
+				(double)ls_hist_lo(b) / LSNAP_LIFE_TICKS_PER_S,
+				(double)(ls_hist_lo(b) * 2) / LSNAP_LIFE_TICKS_PER_S);
+		else if (b == LSNAP_HIST_BUCKETS - 1)
+			fprintf(c->out, "%s >=%" PRIu64 " B", sep, ls_hist_lo(b));
+		else
+			fprintf(c->out, "%s %" PRIu64 "-%" PRIu64 " B", sep,
+				ls_hist_lo(b), ls_hist_lo(b) * 2 - 1);
+		fprintf(c->out, " x%" PRIu64, h[b]);
+		sep = ",";
+	}
+	fputs(*sep ? "\n" : " none\n", c->out);
+}
+
+/* The figure --by names, leading the site's line. */
+static void put_key(const struct ls_render_ctx *c,
+		    const struct ls_report_site *r)
+{
+	int mmap = r->site->kind == LSNAP_KIND_MMAP;
+	const char *what = mmap ? "mapping" : "allocation";
+
+	switch (c->rep->by) {
+	case LS_BY_PEAK:
+		put_num(c, r->key_bytes);
+		fputs(" bytes in ", c->out);
+		put_num(c, r->key_blocks);
+		fprintf(c->out, " %s%s at the peak (now ", what,
+			r->key_blocks == 1 ? "" : "s");
+		put_num(c, r->live_bytes);
+		fprintf(c->out, " bytes) from stack%s", mmap ? " (mmap)" : "");
+		return;
+	case LS_BY_ALLOCATED:
+	case LS_BY_TEMPORARY:
+		put_num(c, r->key_bytes);
+		fputs(" bytes in ", c->out);
+		put_num(c, r->key_blocks);
+		fprintf(c->out, " %s%s%s (%.0f/s, %.0f B/s) from stack%s",
+			c->rep->by == LS_BY_TEMPORARY ? "temporary " : "", what,
+			r->key_blocks == 1 ? "" : "s",
+			ls_report_per_second(c->rep->snap, (uint64_t)r->key_blocks),
+			ls_report_per_second(c->rep->snap, (uint64_t)r->key_bytes),
+			mmap ? " (mmap)" : "");
+		return;
+	}
+	put_num(c, r->live_bytes);
+	fputs(" bytes in ", c->out);
+	put_num(c, r->live_blocks);
+	fprintf(c->out, " %s%s from stack%s", what,
+		r->live_blocks == 1 ? "" : "s", mmap ? " (mmap)" : "");
+}
+
 static int put_site(const struct ls_render_ctx *c,
 		    const struct ls_report_site *r, struct ls_stack *st)
 {
-	int mmap = r->site->kind == LSNAP_KIND_MMAP;
 	size_t i;
 	int ret;
 
 	fputc('\t', c->out);
-	put_num(c, r->live_bytes);
-	fputs(" bytes in ", c->out);
-	put_num(c, r->live_blocks);
-	fprintf(c->out, " %s%s from stack%s", mmap ? "mapping" : "allocation",
-		r->live_blocks == 1 ? "" : "s", mmap ? " (mmap)" : "");
+	put_key(c, r);
 	if (r->has_trend && r->trend.label != LS_TREND_UNKNOWN)
 		fprintf(c->out, " [%s, %+.0f B/s]", ls_trend_name(r->trend.label),
 			r->trend.bytes_per_second);
 	fputc('\n', c->out);
+	if (c->opts->histogram) {
+		put_hist(c, "\t\t", "sizes", r->site->stats.size_hist, 0);
+		put_hist(c, "\t\t", "lifetimes", r->site->stats.life_hist, 1);
+	}
 	put_blocks(c, r);
 	ret = ls_render_stack(c, r->site, st);
 	if (ret)
@@ -199,6 +264,25 @@ static void put_calls(const struct ls_render_ctx *c)
 		fputc('\n', c->out);
 }
 
+/* When the peak was, and what its sites held then. */
+static void put_peak(const struct ls_render_ctx *c)
+{
+	const struct ls_snapshot *s = c->rep->snap;
+
+	if (!s->has_peak) {
+		fputs("No peak figures: the snapshot predates them.\n", c->out);
+		return;
+	}
+	fputs("Peak: ", c->out);
+	put_num(c, s->peak.sites_bytes);
+	fputs(" bytes in ", c->out);
+	put_num(c, s->peak.sites_blocks);
+	fputs(" blocks live, ", c->out);
+	put_seconds(c->out, s->peak.peak_mono_ns > s->hdr.start_mono_ns ?
+		    s->peak.peak_mono_ns - s->hdr.start_mono_ns : 0);
+	fputs(" after the start\n", c->out);
+}
+
 int ls_render_text(const struct ls_render_ctx *c)
 {
 	const struct ls_report *rep = c->rep;
@@ -206,12 +290,21 @@ int ls_render_text(const struct ls_render_ctx *c)
 	size_t i;
 	int ret = 0;
 
+	static const char *const what[] = {
+		"with outstanding allocations",
+		"holding memory at the peak",
+		"that allocated",
+		"with temporary allocations",
+	};
+
 	put_header(c);
+	if (rep->by == LS_BY_PEAK)
+		put_peak(c);
 	if (!rep->nsites_total)
-		fputs("No stacks with outstanding allocations.\n", c->out);
+		fprintf(c->out, "No stacks %s.\n", what[rep->by]);
 	else
-		fprintf(c->out, "Top %zu of %zu stacks with outstanding "
-			"allocations:\n", rep->nsites, rep->nsites_total);
+		fprintf(c->out, "Top %zu of %zu stacks %s:\n", rep->nsites,
+			rep->nsites_total, what[rep->by]);
 	for (i = 0; i < rep->nsites && !ret; i++)
 		ret = put_site(c, &rep->sites[i], &st);
 	ls_stack_release(&st);
@@ -221,6 +314,12 @@ int ls_render_text(const struct ls_render_ctx *c)
 	put_totals(c);
 	put_matched(c);
 	put_calls(c);
+	if (rep->has_histogram) {
+		put_hist(c, "", "Allocation sizes", rep->size_hist, 0);
+		put_hist(c, "", "Lifetimes at free", rep->life_hist, 1);
+	} else if (c->opts->histogram) {
+		fputs("No histograms: the snapshot predates them.\n", c->out);
+	}
 	return 0;
 }
 

@@ -21,6 +21,46 @@ struct site_idx {
 	uint32_t i;
 };
 
+const char *const ls_report_by_names[] = {
+	"live", "peak", "allocated", "temporary", NULL,
+};
+
+uint64_t ls_hist_lo(unsigned b)
+{
+	return b ? 1ull << (b - 1) : 0;
+}
+
+double ls_report_per_second(const struct ls_snapshot *snap, uint64_t v)
+{
+	uint64_t span = snap->hdr.mono_ns > snap->hdr.start_mono_ns ?
+		snap->hdr.mono_ns - snap->hdr.start_mono_ns : 0;
+
+	return span ? (double)v * 1e9 / (double)span : 0;
+}
+
+/* The figure a site is sorted by. */
+static void site_key(const struct ls_site *s, int by, int64_t *bytes,
+		     int64_t *blocks)
+{
+	switch (by) {
+	case LS_BY_PEAK:
+		*bytes = s->stats.peak_bytes;
+		*blocks = s->stats.peak_blocks;
+		break;
+	case LS_BY_ALLOCATED:
+		*bytes = (int64_t)s->allocated_bytes;
+		*blocks = (int64_t)s->allocated_blocks;
+		break;
+	case LS_BY_TEMPORARY:
+		*bytes = (int64_t)s->stats.temp_bytes;
+		*blocks = (int64_t)s->stats.temp_blocks;
+		break;
+	default:
+		*bytes = s->live_bytes;
+		*blocks = s->live_blocks;
+	}
+}
+
 void ls_report_opts_finish(struct ls_report_opts *opts)
 {
 	opts->need_blocks = opts->min_age_ns || opts->min_size ||
@@ -98,9 +138,17 @@ static void add_block(struct agg *a, const struct ls_snapshot *snap,
 	a->nblk++;
 }
 
+static int site_has_key(const struct ls_site *s, int by)
+{
+	int64_t b, k;
+
+	site_key(s, by, &b, &k);
+	return k > 0 || b > 0;
+}
+
 static int site_has_live(const struct ls_site *s)
 {
-	return s->live_blocks > 0 || s->live_bytes > 0;
+	return site_has_key(s, LS_BY_LIVE);
 }
 
 static void fill_site(struct ls_report_site *r, const struct ls_site *s)
@@ -113,17 +161,18 @@ static void fill_site(struct ls_report_site *r, const struct ls_site *s)
 	r->allocated_blocks = s->allocated_blocks;
 }
 
-static int from_sites(const struct ls_snapshot *snap, struct ls_report *rep)
+static int from_sites(const struct ls_snapshot *snap, int by,
+		      struct ls_report *rep)
 {
 	size_t i, n = 0;
 
 	for (i = 0; i < snap->nsites; i++)
-		n += site_has_live(&snap->sites[i]);
+		n += site_has_key(&snap->sites[i], by);
 	rep->sites = calloc(n ? n : 1, sizeof(*rep->sites));
 	if (!rep->sites)
 		return -ENOMEM;
 	for (i = 0; i < snap->nsites; i++)
-		if (site_has_live(&snap->sites[i]))
+		if (site_has_key(&snap->sites[i], by))
 			fill_site(&rep->sites[rep->nsites++], &snap->sites[i]);
 	return 0;
 }
@@ -219,7 +268,8 @@ static int from_blocks(const struct ls_snapshot *snap,
 	int ret = -ENOMEM;
 
 	if (!snap->has_blocks)
-		return any_live(snap) ? -ENODATA : from_sites(snap, rep);
+		return any_live(snap) ? -ENODATA :
+		       from_sites(snap, LS_BY_LIVE, rep);
 	ix = index_sites(snap);
 	a = calloc(snap->nsites ? snap->nsites : 1, sizeof(*a));
 	slot = calloc(snap->nsites ? snap->nsites : 1, sizeof(*slot));
@@ -294,10 +344,10 @@ static int cmp_report_site(const void *a, const void *b)
 {
 	const struct ls_report_site *x = a, *y = b;
 
-	if (x->live_bytes != y->live_bytes)
-		return x->live_bytes > y->live_bytes ? -1 : 1;
-	if (x->live_blocks != y->live_blocks)
-		return x->live_blocks > y->live_blocks ? -1 : 1;
+	if (x->key_bytes != y->key_bytes)
+		return x->key_bytes > y->key_bytes ? -1 : 1;
+	if (x->key_blocks != y->key_blocks)
+		return x->key_blocks > y->key_blocks ? -1 : 1;
 	return x->site->id < y->site->id ? -1 : x->site->id > y->site->id;
 }
 
@@ -314,6 +364,19 @@ static void apply_top(struct ls_report *rep, size_t top)
 	rep->nsites = top;
 }
 
+/* The whole process's histograms: every site's, kept by filters or not. */
+static void sum_histograms(const struct ls_snapshot *snap, struct ls_report *rep)
+{
+	size_t i, b;
+
+	rep->has_histogram = snap->has_peak;
+	for (i = 0; i < snap->nsites; i++)
+		for (b = 0; b < LSNAP_HIST_BUCKETS; b++) {
+			rep->size_hist[b] += snap->sites[i].stats.size_hist[b];
+			rep->life_hist[b] += snap->sites[i].stats.life_hist[b];
+		}
+}
+
 int ls_report_build(const struct ls_snapshot *snap,
 		    const struct ls_report_opts *opts, struct ls_report *rep)
 {
@@ -322,8 +385,22 @@ int ls_report_build(const struct ls_snapshot *snap,
 
 	memset(rep, 0, sizeof(*rep));
 	rep->snap = snap;
+	rep->by = opts->by;
+	if (opts->by != LS_BY_LIVE && opts->need_blocks)
+		return -EINVAL;
 	ret = opts->need_blocks ? from_blocks(snap, opts, rep) :
-		from_sites(snap, rep);
+		from_sites(snap, opts->by, rep);
+	for (i = 0; !ret && i < rep->nsites; i++) {
+		struct ls_report_site *r = &rep->sites[i];
+
+		if (opts->by == LS_BY_LIVE) {
+			r->key_bytes = r->live_bytes;
+			r->key_blocks = r->live_blocks;
+		} else {
+			site_key(r->site, opts->by, &r->key_bytes,
+				 &r->key_blocks);
+		}
+	}
 	if (!ret)
 		ret = classify(snap, rep);
 	if (!ret && opts->growing)
@@ -337,7 +414,11 @@ int ls_report_build(const struct ls_snapshot *snap,
 	for (i = 0; i < rep->nsites; i++) {
 		rep->live_bytes += rep->sites[i].live_bytes;
 		rep->live_blocks += rep->sites[i].live_blocks;
+		rep->key_bytes += rep->sites[i].key_bytes;
+		rep->key_blocks += rep->sites[i].key_blocks;
 	}
+	if (opts->histogram)
+		sum_histograms(snap, rep);
 	apply_top(rep, opts->top);
 	return 0;
 }

@@ -16,6 +16,16 @@
 
 struct ls_renderer;
 
+/* What a report sorts and sizes its sites by (`report --by`). */
+enum ls_report_by {
+	LS_BY_LIVE = 0,		/* bytes outstanding now */
+	LS_BY_PEAK,		/* live bytes when the process peaked */
+	LS_BY_ALLOCATED,	/* bytes allocated since the start */
+	LS_BY_TEMPORARY,	/* bytes of temporary allocations */
+};
+
+extern const char *const ls_report_by_names[];	/* "live", ... , NULL */
+
 struct ls_report_opts {
 	const struct ls_renderer *format;	/* render.h; NULL = text */
 	size_t top;		/* 0 = all sites */
@@ -25,6 +35,9 @@ struct ls_report_opts {
 	int show_allocs;	/* list each block (addr, size, age) */
 	int growing;		/* only linear or exponential growth */
 	int need_blocks;	/* derived: a filter needs per-block data */
+	int by;			/* enum ls_report_by */
+	int histogram;		/* process-wide size and lifetime
+				   histograms (rep->size_hist, life_hist) */
 	/* How stacks are shown (render.h, ls_render_stack). */
 	unsigned depth;		/* frames shown at most; 0 = all */
 	int full_names;		/* C++ template arguments in full */
@@ -45,6 +58,9 @@ struct ls_report_site {
 	size_t nblocks;
 	int has_trend;		/* the snapshot had a growth history */
 	struct ls_trend trend;
+	/* The figure opts->by names (live_bytes/blocks for LS_BY_LIVE):
+	 * what the site is sorted by and what flame graphs measure. */
+	int64_t key_bytes, key_blocks;
 };
 
 struct ls_report {
@@ -53,9 +69,23 @@ struct ls_report {
 	size_t nsites;		/* after --top */
 	size_t nsites_total;	/* sites with outstanding memory, before --top */
 	int64_t live_bytes, live_blocks;	/* of the sites kept by filters */
+	int by;			/* enum ls_report_by, from the options */
+	int64_t key_bytes, key_blocks;	/* sum of the sites' keys */
+	/* With opts->histogram: the sums of every site's histograms. */
+	int has_histogram;
+	uint64_t size_hist[LSNAP_HIST_BUCKETS], life_hist[LSNAP_HIST_BUCKETS];
 };
 
-/* Derive opts->need_blocks from the filters. */
+/* The smallest value of log2 histogram bucket b (lsnap.h): 0, 1, 2, 4... */
+uint64_t ls_hist_lo(unsigned b);
+
+/* Per second of the snapshot's span (start to snapshot time): 0 when the
+ * span is 0. */
+double ls_report_per_second(const struct ls_snapshot *snap, uint64_t v);
+
+/* Derive opts->need_blocks from the filters.  Filters on blocks apply
+ * to live blocks: with opts->by other than LS_BY_LIVE they are refused by
+ * ls_report_build (-EINVAL). */
 void ls_report_opts_finish(struct ls_report_opts *opts);
 
 /*

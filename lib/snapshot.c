@@ -48,7 +48,7 @@ struct parse {
 	uint64_t hash;
 	unsigned char *payload;
 	size_t payload_cap;
-	int seen_header, seen_command, seen_totals, seen_mallinfo;
+	int seen_header, seen_command, seen_totals, seen_peak, seen_mallinfo;
 	int seen_history, seen_unwind, seen_notes;
 	int sites_sorted;
 	size_t cap_calls, cap_modules, cap_sites, cap_blocks;
@@ -153,6 +153,8 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_SITE_HISTORY: return "site history";
 	case LSNAP_UNWIND: return "unwind";
 	case LSNAP_NOTES: return "notes";
+	case LSNAP_PEAK: return "peak";
+	case LSNAP_SITE_STATS: return "site stats";
 	case LSNAP_END: return "end";
 	}
 	return "unknown type";
@@ -447,6 +449,40 @@ static int parse_site_history(struct parse *p, uint32_t len)
 	return 0;
 }
 
+/* A site's stats follow its LSNAP_SITE record. */
+static int parse_site_stats(struct parse *p, uint32_t len)
+{
+	struct ls_snapshot *s = p->snap;
+	struct lsnap_site_stats r;
+	struct ls_site *site;
+	const unsigned char *h;
+
+	if (len < sizeof(r))
+		return bad_len(p, LSNAP_SITE_STATS, len, sizeof(r));
+	memcpy(&r, p->payload, sizeof(r));
+	if (r.nbuckets > LSNAP_HIST_BUCKETS)
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (site "
+			    "stats) has %u buckets, more than %u", p->nrec + 1,
+			    r.nbuckets, LSNAP_HIST_BUCKETS);
+	if (len != sizeof(r) + 16ull * r.nbuckets)
+		return bad_len(p, LSNAP_SITE_STATS, len,
+			       sizeof(r) + 16 * (size_t)r.nbuckets);
+	if (!s->nsites || s->sites[s->nsites - 1].id != r.site)
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (site "
+			    "stats) does not follow site %u", p->nrec + 1,
+			    r.site);
+	site = &s->sites[s->nsites - 1];
+	site->stats.peak_bytes = r.peak_bytes;
+	site->stats.peak_blocks = r.peak_blocks;
+	site->stats.temp_bytes = r.temp_bytes;
+	site->stats.temp_blocks = r.temp_blocks;
+	h = p->payload + sizeof(r);
+	memcpy(site->stats.size_hist, h, 8 * (size_t)r.nbuckets);
+	memcpy(site->stats.life_hist, h + 8 * (size_t)r.nbuckets,
+	       8 * (size_t)r.nbuckets);
+	return 0;
+}
+
 static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 {
 	struct ls_snapshot *s = p->snap;
@@ -484,6 +520,11 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 				   sizeof(s->unwind));
 	case LSNAP_NOTES:
 		return parse_notes(p, len);
+	case LSNAP_PEAK:
+		return parse_fixed(p, tag, len, &p->seen_peak, &s->has_peak,
+				   &s->peak, sizeof(s->peak));
+	case LSNAP_SITE_STATS:
+		return parse_site_stats(p, len);
 	}
 	return 0;	/* a later version's record: skipped */
 }

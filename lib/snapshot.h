@@ -27,6 +27,15 @@ struct ls_module {
 	char *path;		/* owned */
 };
 
+/* A site's peak, temporaries and histograms (lsnap_site_stats). */
+struct ls_site_stats {
+	int64_t peak_bytes, peak_blocks;	/* live at the process's peak */
+	uint64_t temp_bytes, temp_blocks;	/* temporary allocations */
+	uint64_t size_hist[LSNAP_HIST_BUCKETS];	/* allocations by log2 size */
+	uint64_t life_hist[LSNAP_HIST_BUCKETS];	/* frees by log2 lifetime,
+						   in 1/256 s */
+};
+
 struct ls_site {
 	uint32_t id;
 	uint32_t kind;		/* enum lsnap_site_kind */
@@ -40,6 +49,7 @@ struct ls_site {
 	int64_t *history;	/* owned; live bytes per growth sample,
 				   oldest first; NULL if none */
 	uint32_t nhistory;
+	struct ls_site_stats stats;	/* zero when the snapshot has none */
 };
 
 struct ls_block {
@@ -51,6 +61,8 @@ struct ls_block {
 struct ls_snapshot {
 	struct lsnap_header hdr;
 	int has_totals, has_mallinfo, has_blocks, has_history, has_unwind;
+	int has_peak;		/* peak below, and the sites' stats */
+	struct lsnap_peak peak;
 	char *notes;		/* owned: what the agent could not do as
 				   asked, lines ending with '\n'; NULL if
 				   nothing */

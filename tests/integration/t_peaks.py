@@ -1,0 +1,191 @@
+"""Peak consumers, allocation activity, temporary allocations and the size
+and lifetime histograms (issue 14), from an exit snapshot, a live agent and
+the post-mortem file after SIGKILL.
+
+Ground truth: tests/workloads/peaks.c (its opening comment gives every
+figure).  Lifetimes are asserted by bucket ranges that timing jitter cannot
+move: blocks freed at once stay under 0.5 s, blocks held 600 ms are at
+least 0.5 s old.
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+from harness import (check, once, workload, eq, ok, contains, fail,
+                     run_process, site_function, exit_snapshot, LEAKSCOPE,
+                     BUILD, Failure)
+
+AGENT = os.path.join(BUILD, "libleakscope.so")
+RUNTIME = tempfile.mkdtemp(prefix="leakscope-peaks-")
+os.chmod(RUNTIME, 0o700)
+FILL = 8000000
+
+
+def ls(*args, timeout=60):
+    env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=RUNTIME)
+    env.pop("LD_PRELOAD", None)
+    return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout,
+                       env=env)
+
+
+def ls_json(*args):
+    r = ls(*args)
+    if r.returncode != 0:
+        fail("leakscope %s" % " ".join(map(str, args)), "status 0",
+             r.describe())
+    return json.loads(r.stdout.decode())
+
+
+def sites_of(report, prog):
+    out = {}
+    for s in report["sites"]:
+        out.setdefault(site_function(s, prog), []).append(s)
+    return out
+
+
+def one(sites, fn):
+    got = sites.get(fn, [])
+    eq(len(got), 1, "sites of %s" % fn)
+    return got[0]
+
+
+@once
+def snap():
+    prog, path = exit_snapshot("peaks")
+    return prog, path
+
+
+def check_peak(rep, prog, where):
+    eq(rep["by"], "peak", where + ": by")
+    eq(rep["peak"]["sites_bytes"], FILL + 370248, where + ": bytes at the peak")
+    eq(rep["peak"]["sites_blocks"], 236, where + ": blocks at the peak")
+    top = rep["sites"][0]
+    eq(site_function(top, prog), "fill_peak", where + ": top peak consumer")
+    eq(top["peak_bytes"], FILL, where + ": fill_peak bytes at the peak")
+    eq(top["peak_blocks"], 200, where + ": fill_peak blocks at the peak")
+    eq(top["live_bytes"], 0, where + ": fill_peak live now")
+    s = sites_of(rep, prog)
+    eq(sorted(x["peak_bytes"] for x in s["keep_sized"]), [240, 20000, 350000],
+       where + ": keep_sized at the peak")
+    eq(one(s, "marker")["peak_bytes"], 8, where + ": marker at the peak")
+    ok("hold" not in s and "make_temps" not in s,
+       where + ": nothing of hold or make_temps at the peak")
+
+
+def check_temps(rep, prog, where):
+    s = sites_of(rep, prog)
+    t = one(s, "make_temps")
+    eq((t["temporary_blocks"], t["temporary_bytes"]), (1000, 100000),
+       where + ": make_temps temporaries")
+    h = one(s, "hold")
+    eq((h["temporary_blocks"], h["temporary_bytes"]), (1, 64),
+       where + ": hold temporaries (the last block only)")
+    ok("fill_peak" not in s and "keep_sized" not in s,
+       where + ": no temporaries of fill_peak or keep_sized")
+    eq(rep["sites"][0]["temporary_blocks"], 1000, where + ": ranked first")
+
+
+@check("peaks: --by peak names the site that filled the peak, exactly (exit snapshot)")
+def t_peak_exit():
+    prog, path = snap()
+    check_peak(ls_json("report", "--by", "peak", "--format", "json", path),
+               prog, "exit")
+    text = ls("report", "--by", "peak", path).stdout.decode()
+    contains(text, "Peak: 8370248 bytes in 236 blocks live", "text peak line")
+    contains(text, "8000000 bytes in 200 allocations at the peak (now 0 bytes)",
+             "text peak site")
+    folded = ls("report", "--by", "peak", "--format", "folded", path)
+    line = [l for l in folded.stdout.decode().splitlines() if "fill_peak" in l]
+    eq(len(line), 1, "folded line of fill_peak")
+    ok(line[0].endswith(" %d" % FILL), "folded width is the peak bytes",
+       line[0])
+
+
+@check("peaks: --by temporary counts heaptrack's temporaries exactly")
+def t_temporary():
+    prog, path = snap()
+    check_temps(ls_json("report", "--by", "temporary", "--format", "json",
+                        path), prog, "exit")
+
+
+@check("peaks: --by allocated ranks by bytes allocated, with rates")
+def t_allocated():
+    prog, path = snap()
+    rep = ls_json("report", "--by", "allocated", "--format", "json", path)
+    s = sites_of(rep, prog)
+    eq(site_function(rep["sites"][0], prog), "fill_peak", "top allocator")
+    eq(rep["sites"][0]["allocated_bytes"], FILL, "its bytes")
+    eq(one(s, "make_temps")["allocated_blocks"], 1000, "make_temps allocations")
+    ok(one(s, "make_temps")["allocated_blocks_per_second"] > 0, "a rate")
+
+
+@check("peaks: size and lifetime histograms per site and for the process")
+def t_histograms():
+    prog, path = snap()
+    rep = ls_json("report", "--histogram", "--by", "allocated", "--format",
+                  "json", path)
+    s = sites_of(rep, prog)
+    sized = {}
+    for site in s["keep_sized"]:
+        for b, n in enumerate(site["size_histogram"]):
+            if n:
+                sized[b] = sized.get(b, 0) + n
+    eq(sized, {5: 10, 10: 20, 17: 5}, "keep_sized size buckets")
+    t = one(s, "make_temps")
+    eq([(b, n) for b, n in enumerate(t["size_histogram"]) if n], [(7, 1000)],
+       "make_temps size buckets")
+    eq(sum(t["lifetime_histogram"]), 1000, "make_temps frees")
+    eq(sum(t["lifetime_histogram"][8:]), 0, "make_temps: none lived 0.5 s")
+    h = one(s, "hold")
+    eq(sum(h["lifetime_histogram"]), 8, "hold frees")
+    eq(sum(h["lifetime_histogram"][:8]), 0, "hold: all lived 0.5 s or more")
+    eq(one(s, "fill_peak")["size_histogram"][16], 200, "fill_peak sizes")
+    whole = rep["histogram"]
+    eq(sum(whole["sizes"]), rep["calls"]["malloc"], "process sizes = mallocs")
+    eq(sum(whole["lifetimes"]), rep["calls"]["free"] - 0,
+       "process lifetimes = frees")
+    text = ls("report", "--histogram", path).stdout.decode()
+    contains(text, "Allocation sizes:", "text histogram")
+    contains(text, "16-31 B x10", "text size bucket")
+
+
+@check("peaks: live agent and post-mortem after SIGKILL name the peak consumer")
+def t_live_postmortem():
+    env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=RUNTIME, LD_PRELOAD=AGENT,
+               LEAKSCOPE_PERIOD_MS="100")
+    p = subprocess.Popen([workload("peaks"), "wait"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        line = p.stdout.readline()
+        eq(line, b"ready\n", "workload ready")
+        prog = workload("peaks")
+        check_peak(ls_json("report", "--by", "peak", "--format", "json",
+                           p.pid), prog, "live")
+        check_temps(ls_json("report", "--by", "temporary", "--format", "json",
+                            p.pid), prog, "live")
+        time.sleep(0.5)		# a few post-mortem samples after the work
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+    check_peak(ls_json("report", "--postmortem", "--by", "peak", "--format",
+                       "json", p.pid), prog, "post-mortem")
+    check_temps(ls_json("report", "--postmortem", "--by", "temporary",
+                        "--format", "json", p.pid), prog, "post-mortem")
+    text = ls("report", "--postmortem", "--by", "peak", p.pid).stdout.decode()
+    contains(text, "fill_peak", "post-mortem text names fill_peak")
+
+
+@check("peaks: bad --by values and combinations are usage errors")
+def t_usage():
+    prog, path = snap()
+    r = ls("report", "--by", "bogus", path)
+    eq(r.returncode, 125, "status of --by bogus")
+    contains(r.stderr.decode(), "leakscope: invalid value 'bogus' for --by",
+             "message")
+    r = ls("report", "--by", "peak", "--min-size", "1", path)
+    eq(r.returncode, 125, "status of --by peak --min-size")
+    contains(r.stderr.decode(), "cannot be combined", "message")
