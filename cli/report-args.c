@@ -25,6 +25,10 @@ const struct ls_option ls_report_options[] = {
 	  .argh = "FILE",
 	  .help = "write the report to FILE, whole or not at all ('-': stdout)",
 	  .want = "a file name" },
+	{ .kind = LS_OPT_END },
+};
+
+const struct ls_option ls_filter_options[] = {
 	{ .kind = LS_OPT_UINT,
 	  .long_name = "top",
 	  .offset = RA(top),
@@ -51,6 +55,10 @@ const struct ls_option ls_report_options[] = {
 	  .help = "only blocks of at most BYTES",
 	  .flags = LS_OPTF_NONZERO,
 	  .want = "a positive size such as 4096 or 64KiB" },
+	{ .kind = LS_OPT_END },
+};
+
+const struct ls_option ls_blocks_option[] = {
 	{ .kind = LS_OPT_FLAG,
 	  .long_name = "show-allocs",
 	  .offset = RA(ropts.show_allocs),
@@ -74,11 +82,69 @@ const struct ls_option ls_stack_options[] = {
 	{ .kind = LS_OPT_END },
 };
 
-int ls_report_args_finish(struct ls_report_args *a, const struct ls_usage *u)
+#define FA(field) RA(ropts.svg.field)
+
+const struct ls_option ls_flame_options[] = {
+	{ .kind = LS_OPT_STRING,
+	  .long_name = "title",
+	  .offset = FA(title),
+	  .argh = "TEXT",
+	  .help = "the flame graph's title (svg)",
+	  .want = "a title" },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "inverted",
+	  .offset = FA(inverted),
+	  .help = "icicle graph: the root at the top (svg)" },
+	{ .kind = LS_OPT_CHOICE,
+	  .long_name = "colors",
+	  .offset = FA(colors),
+	  .argh = "PALETTE",
+	  .help = "greens by function, or hues by frame kind (svg)",
+	  .choices = (const char *const[]){ "mem", "kind", NULL } },
+	{ .kind = LS_OPT_END },
+};
+
+const struct ls_option ls_flame_count_option[] = {
+	{ .kind = LS_OPT_CHOICE,
+	  .long_name = "count",
+	  .offset = FA(count),
+	  .argh = "WHAT",
+	  .help = "what the flame graph's widths measure (svg)",
+	  .choices = (const char *const[]){ "bytes", "blocks", NULL } },
+	{ .kind = LS_OPT_END },
+};
+
+/* A binary format goes to a file, or to a stdout that is no terminal. */
+static int check_binary(const struct ls_renderer *r, const char *output,
+			int many)
 {
+	if (!output) {
+		ls_error("--format %s is binary: give --output FILE%s", r->name,
+			 many ? "" : " (or --output - for stdout)");
+		return -1;
+	}
+	if (!strcmp(output, "-") && isatty(STDOUT_FILENO)) {
+		ls_error("refusing to write binary %s data to a terminal (use "
+			 "--output FILE or a pipe)", r->name);
+		return -1;
+	}
+	return 0;
+}
+
+int ls_report_args_finish(struct ls_report_args *a, int many)
+{
+	const struct ls_renderer *r = ls_renderer_of(&a->ropts);
+
 	a->ropts.top = (size_t)a->top;
 	a->ropts.depth = (unsigned)a->depth;
 	ls_report_opts_finish(&a->ropts);
+	if (r->needs & LS_NEEDS_NOT_TTY)
+		return check_binary(r, a->output, many);
+	/* Several processes' documents never share a stream. */
+	if ((r->needs & LS_NEEDS_OWN_FILE) && many && !a->output) {
+		ls_error("--format %s needs --output FILE", r->name);
+		return -1;
+	}
 	return 0;
 }
 

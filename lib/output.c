@@ -113,7 +113,7 @@ static int open_in_place(struct ls_output *o)
 		o->fp = stdout;
 		return 0;
 	}
-	o->fp = fopen(o->path, "w");
+	o->fp = fopen(o->path, "we");
 	return o->fp ? 0 : -errno;
 }
 

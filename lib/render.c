@@ -9,12 +9,20 @@
 
 const struct ls_renderer ls_renderers[] = {
 	{ "text", "for people: sites with their stacks, then the totals",
-	  ls_render_text, ls_render_stats_text, LS_NEEDS_SYMBOLS },
+	  ls_render_text, ls_render_stats_text, ls_render_diff_text,
+	  LS_NEEDS_SYMBOLS, "report" },
 	{ "json", "one JSON object per report (docs/JSON-REPORT.md)",
-	  ls_render_json, ls_render_stats_json, LS_NEEDS_SYMBOLS },
+	  ls_render_json, ls_render_stats_json, ls_render_diff_json,
+	  LS_NEEDS_SYMBOLS, "report" },
 	{ "folded", "folded stacks for flamegraph.pl --colors=mem",
-	  ls_render_folded, NULL, LS_NEEDS_SYMBOLS },
-	{ NULL, NULL, NULL, NULL, 0 },
+	  ls_render_folded, NULL, NULL, LS_NEEDS_SYMBOLS, "report" },
+	{ "svg", "an interactive memory flame graph (docs/FLAMEGRAPH.md)",
+	  ls_render_svg, NULL, ls_render_diff_svg,
+	  LS_NEEDS_SYMBOLS | LS_NEEDS_OWN_FILE, "graph" },
+	{ "pprof", "a gzip-compressed pprof heap profile (docs/PPROF.md)",
+	  ls_render_pprof, NULL, NULL,
+	  LS_NEEDS_SYMBOLS | LS_NEEDS_OWN_FILE | LS_NEEDS_NOT_TTY, "profile" },
+	{ NULL, NULL, NULL, NULL, NULL, 0, NULL },
 };
 
 const struct ls_renderer *ls_renderer_find(const char *name)
@@ -38,7 +46,7 @@ int ls_render_stack(const struct ls_render_ctx *ctx,
 	return ls_stack_build(ctx->sym, site, st);
 }
 
-static int stream_error(FILE *out, int ret)
+int ls_render_finish(FILE *out, int ret)
 {
 	errno = 0;
 	if (fflush(out) == EOF || ferror(out))
@@ -61,7 +69,7 @@ int ls_report_render(FILE *out, const struct ls_report *rep,
 		if (!own)
 			return -ENOMEM;
 	}
-	ret = stream_error(out, r->render(&ctx));
+	ret = ls_render_finish(out, r->render(&ctx));
 	ls_symbolizer_free(own);
 	return ret;
 }
