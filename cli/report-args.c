@@ -75,10 +75,21 @@ const struct ls_option ls_stack_options[] = {
 	  .offset = RA(depth),
 	  .argh = "N",
 	  .help = "frames per stack, " STR(LS_DEPTH_MIN) "-" STR(LS_DEPTH_MAX)
-	  " (run: captured, default " STR(LS_DEPTH_DEFAULT) ")",
+		  " (run: captured, default " STR(LS_DEPTH_DEFAULT) ";\n"
+		  "other commands: shown, default all)",
 	  .min = LS_DEPTH_MIN,
 	  .max = LS_DEPTH_MAX,
 	  .want = STR(LS_DEPTH_MIN) " to " STR(LS_DEPTH_MAX) },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "full-names",
+	  .offset = RA(ropts.full_names),
+	  .help = "C++ names with their template arguments (by default cut to\n"
+		  "<…>: std::_Rb_tree<…>::_M_get_node())" },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "hide-runtime",
+	  .offset = RA(ropts.hide_runtime),
+	  .help = "leave out the frames of libc, libstdc++ and ld.so below and\n"
+		  "above the program's own" },
 	{ .kind = LS_OPT_END },
 };
 
@@ -136,7 +147,8 @@ int ls_report_args_finish(struct ls_report_args *a, int many)
 	const struct ls_renderer *r = ls_renderer_of(&a->ropts);
 
 	a->ropts.top = (size_t)a->top;
-	a->ropts.depth = (unsigned)a->depth;
+	/* run's --depth is what the agent captures: its reports show all. */
+	a->ropts.depth = many ? 0 : (unsigned)a->depth;
 	ls_report_opts_finish(&a->ropts);
 	if (r->needs & LS_NEEDS_NOT_TTY)
 		return check_binary(r, a->output, many);

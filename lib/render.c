@@ -43,7 +43,13 @@ const struct ls_renderer *ls_renderer_of(const struct ls_report_opts *opts)
 int ls_render_stack(const struct ls_render_ctx *ctx,
 		    const struct ls_site *site, struct ls_stack *st)
 {
-	return ls_stack_build(ctx->sym, site, st);
+	const struct ls_report_opts *o = ctx->opts;
+	int ret = ls_stack_build(ctx->sym, site, st);
+
+	if (!ret && o)
+		ret = ls_stack_view(st, o->depth, o->full_names,
+				    o->hide_runtime);
+	return ret;
 }
 
 int ls_render_finish(FILE *out, int ret)

@@ -144,8 +144,9 @@ def ls(*args, timeout=60):
 
 
 def render_both(snap, tag, *filters):
-    """JSON report and pprof file of one snapshot, same filters."""
-    r = ls("report", "--format", "json", *filters, snap)
+    """JSON report and pprof file of one snapshot, same filters (pprof
+    names functions in full: so does the JSON with --full-names)."""
+    r = ls("report", "--format", "json", "--full-names", *filters, snap)
     if r.returncode != 0:
         fail("report --format json", "status 0", r.describe())
     rep = json.loads(r.stdout.decode())
