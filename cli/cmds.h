@@ -46,7 +46,7 @@ struct ls_help_args {
 
 extern const struct ls_usage ls_run_usage, ls_report_usage, ls_olds_usage,
 	ls_stats_usage, ls_reset_usage, ls_snapshot_usage, ls_watch_usage,
-	ls_top_usage, ls_help_usage, ls_diff_usage;
+	ls_top_usage, ls_diff_usage, ls_help_usage;
 
 int ls_cmd_run(struct ls_invocation *inv);
 int ls_cmd_report(struct ls_invocation *inv);
@@ -56,6 +56,7 @@ int ls_cmd_reset(struct ls_invocation *inv);
 int ls_cmd_snapshot(struct ls_invocation *inv);
 int ls_cmd_watch(struct ls_invocation *inv);
 int ls_cmd_top(struct ls_invocation *inv);
+int ls_cmd_diff(struct ls_invocation *inv);
 int ls_cmd_help(struct ls_invocation *inv);
 int ls_cmd_diff(struct ls_invocation *inv);
 

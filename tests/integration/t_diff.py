@@ -323,7 +323,7 @@ def expect_error(r, status, words, what):
     eq(r.stdout, b"", "%s: nothing on stdout" % what)
 
 
-@check("diff: missing file, corrupt snapshot, dead pid, bad usage: one line, status 125")
+@check("diff: missing file, corrupt snapshot, dead pid: one line, status 1; bad usage: one line, status 125 (the usage status of every command)")
 def t_diff_errors():
     s = same_process()
     missing = os.path.join(RUNTIME, "no-such.lsnap")
@@ -343,7 +343,7 @@ def t_diff_errors():
     expect_error(ls("diff", flipped, s["b"]), 125, [flipped], "corrupt byte")
     dead = subprocess.Popen(["true"])
     dead.wait()
-    expect_error(ls("diff", s["a"], dead.pid), 125, [str(dead.pid)], "dead pid")
+    expect_error(ls("diff", s["a"], dead.pid), 1, [str(dead.pid)], "dead pid")
     expect_error(ls("diff", s["a"]), 125, ["BASE and NEW"], "one argument")
     expect_error(ls("diff", "--format", "folded", s["a"], s["b"]), 125,
                  ["--format"], "folded")
