@@ -126,25 +126,6 @@ struct run {
 	struct ls_sympool *pool;	/* shared by every report of the run */
 };
 
-/* --count is a number of periodic reports, or the flame graph's unit. */
-static int count_arg(struct ls_run_args *a)
-{
-	if (!a->count_arg)
-		return 0;
-	if (!strcmp(a->count_arg, "bytes") || !strcmp(a->count_arg, "blocks")) {
-		a->r.ropts.svg.count = strcmp(a->count_arg, "bytes") ?
-				       LS_FLAME_COUNT_BLOCKS : LS_FLAME_COUNT_BYTES;
-		return 0;
-	}
-	if (ls_parse_count(a->count_arg, &a->count) || !a->count) {
-		ls_usage_error(&ls_run_usage, "invalid value '%s' for --count: "
-			       "expected a positive number, bytes or blocks",
-			       a->count_arg);
-		return -1;
-	}
-	return 0;
-}
-
 static int check_args(struct run *r, struct ls_invocation *inv)
 {
 	const struct ls_renderer *fmt = ls_renderer_of(&r->a->r.ropts);
@@ -492,7 +473,7 @@ int ls_cmd_run(struct ls_invocation *inv)
 	char **envp;
 	int err, status = 0, rep;
 
-	if (count_arg(inv->args) || check_args(&r, inv))
+	if (check_args(&r, inv))
 		return LS_EXIT_USAGE;
 	err = prepare(&r, inv->argv[0]);
 	if (err)

@@ -17,8 +17,6 @@ struct ls_report_args {
 	const char *output;	/* --output FILE, "-" stdout; NULL default */
 	uint64_t top, depth;	/* copied into ropts by ls_report_args_finish */
 	int postmortem;		/* `report --postmortem`: source option */
-	const char *count;	/* --count bytes|blocks (svg) */
-	const char *colors;	/* --colors mem|kind (svg) */
 };
 
 /* --format, --output */

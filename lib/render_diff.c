@@ -39,7 +39,7 @@ static void text_side(FILE *out, const char *label,
 		for (i = 0; i < s->argc; i++) {
 			if (i)
 				fputc(' ', out);
-			ls_put_safe(out, s->argv[i]);
+			ls_text_safe(out, s->argv[i]);
 		}
 		fputc(')', out);
 	}
@@ -90,7 +90,7 @@ static void text_entry(FILE *out, const struct ls_diff_entry *e)
 			e->newer.live_blocks);
 	fputs(e->kind == LSNAP_KIND_MMAP ? " (mmap)\n" : "\n", out);
 	for (i = 0; i < e->nframes; i++)
-		ls_frame_print(out, "\t\t", &e->frames[i]);
+		ls_text_frame(out, &e->frames[i]);
 	if (!e->nframes)
 		fputs("\t\t(no stack)\n", out);
 }
