@@ -111,7 +111,11 @@ static inline unsigned free_event(const struct ls_thread *t,
 	unsigned ev = LS_EV_LIFE(ls_hist_bucket(now > e->birth ?
 						now - e->birth : 0));
 
-	if (e->addr == t->last_addr && alloc_calls(t) == t->last_allocs)
+	/* In full tracking every allocation sets last_addr, and no other
+	 * block can have that address while it lives: the address says it
+	 * all.  Sampled, the unrecorded allocations count through calls[]. */
+	if (e->addr == t->last_addr &&
+	    (!ls_sample_rate || alloc_calls(t) == t->last_allocs))
 		ev |= LS_EV_TEMP;
 	return ev;
 }
@@ -137,7 +141,8 @@ static void insert(struct ls_thread *t, struct ls_site_rec *s, void *p,
 	else if (ls_sample_rate)
 		ls_sample_mark(e.addr);
 	t->last_addr = e.addr;
-	t->last_allocs = alloc_calls(t);
+	if (ls_sample_rate)
+		t->last_allocs = alloc_calls(t);
 	ls_sample_est(size, &b, &k);
 	ls_thread_site_delta(t, s->id, s, b, k, (uint64_t)b, (uint64_t)k,
 			     LS_EV_SIZE(ls_hist_bucket(size)));

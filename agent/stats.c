@@ -57,7 +57,7 @@ void ls_stats_add_pending(struct ls_stats_sums *s, const struct ls_pending *p)
 	s->temp_b[id] += p->temp_bytes;
 	s->temp_k[id] += p->temp_blocks;
 	h = s->hist + (size_t)id * 2 * LS_HIST_BUCKETS;
-	for (i = 0; i < LS_HIST_BUCKETS; i++) {
+	for (i = 0; i < LS_PENDING_HIST; i++) {
 		h[i] += p->size_hist[i];
 		h[LS_HIST_BUCKETS + i] += p->life_hist[i];
 	}

@@ -26,6 +26,8 @@ static uint32_t threads_seen;
 static uint64_t retired_calls[LS_FN_COUNT];
 struct ls_peak_state ls_peak;
 
+_Static_assert(sizeof(struct ls_pending) == 128, "a pending entry is 128 bytes");
+
 /*
  * Flushes into one site are serialized by a stripe lock, so that a site's
  * value at the peak is taken (lazily, on its first change after a new
@@ -57,11 +59,18 @@ void ls_site_at_peak(const struct ls_site_rec *s, int64_t *bytes,
 				  __ATOMIC_RELAXED);
 }
 
+void ls_pending_event_far(struct ls_site_rec *site, unsigned ev)
+{
+	uint64_t *h = ev & 0x100u ? site->size_hist : site->life_hist;
+
+	__atomic_add_fetch(&h[ev & 0xffu], 1, __ATOMIC_RELAXED);
+}
+
 static void add_hist(uint64_t *to, const uint8_t *from)
 {
 	unsigned i;
 
-	for (i = 0; i < LS_HIST_BUCKETS; i++)
+	for (i = 0; i < LS_PENDING_HIST; i++)
 		if (from[i])
 			__atomic_add_fetch(&to[i], from[i], __ATOMIC_RELAXED);
 }

@@ -40,7 +40,7 @@ enum ls_fn {
 
 extern const char *const ls_fn_names[LS_FN_COUNT];
 
-#define LS_PENDING 128		/* power of two: 19 KiB per thread */
+#define LS_PENDING 128		/* power of two: 16 KiB per thread */
 #define LS_PENDING_FLUSH 64	/* events per entry before a flush */
 #define LS_STACK_CACHE 256	/* power of two */
 #define LS_PEAK_BATCH (64 << 10)
@@ -51,6 +51,11 @@ extern const char *const ls_fn_names[LS_FN_COUNT];
  * the size histogram, or of the lifetime histogram, optionally marked as
  * a temporary allocation.  Buckets as site.h's LS_HIST_BUCKETS.
  */
+/* Histogram buckets counted in a pending entry: the higher ones (blocks
+ * of 2 MiB and more, lifetimes of 2.3 hours and more) go straight to the
+ * site.  Sized so that an entry is 128 bytes. */
+#define LS_PENDING_HIST 22
+
 #define LS_EV_SIZE(b) (0x100u | (unsigned)(b))
 #define LS_EV_LIFE(b) (0x200u | (unsigned)(b))
 #define LS_EV_TEMP 0x400u
@@ -69,12 +74,11 @@ struct ls_pending {
 	uint32_t events;
 	int64_t live_bytes, live_blocks;
 	uint64_t alloc_bytes, alloc_blocks;
-	uint32_t peak_gen;
-	uint32_t pad;
 	int64_t peak_bytes, peak_blocks;
 	uint64_t temp_bytes, temp_blocks;	/* counter units, sample.h */
-	uint8_t size_hist[LS_HIST_BUCKETS];
-	uint8_t life_hist[LS_HIST_BUCKETS];
+	uint32_t peak_gen;
+	uint8_t size_hist[LS_PENDING_HIST];
+	uint8_t life_hist[LS_PENDING_HIST];
 };
 
 struct ls_thread {
@@ -152,13 +156,19 @@ struct ls_peak_state {
 extern struct ls_peak_state ls_peak;
 
 /* Apply a site event (LS_EV_*) to pending entry p. */
+void ls_pending_event_far(struct ls_site_rec *site, unsigned ev);
+
 static inline void ls_pending_event(struct ls_pending *p, unsigned ev,
 				    int64_t dbytes, int64_t dblocks)
 {
-	if (ev & 0x100u)
-		p->size_hist[ev & 0xffu]++;
-	if (ev & 0x200u)
-		p->life_hist[ev & 0xffu]++;
+	unsigned b = ev & 0xffu;
+
+	if (__builtin_expect(b >= LS_PENDING_HIST, 0))
+		ls_pending_event_far(p->site, ev);
+	else if (ev & 0x100u)
+		p->size_hist[b]++;
+	else if (ev & 0x200u)
+		p->life_hist[b]++;
 	if (ev & LS_EV_TEMP) {	/* on a free: the deltas are negative */
 		p->temp_blocks -= (uint64_t)dblocks;
 		p->temp_bytes -= (uint64_t)dbytes;
@@ -173,7 +183,8 @@ static inline void ls_pending_event(struct ls_pending *p, unsigned ev,
  * another site.  Inline: the common case is a few adds to a line only
  * this thread writes, between the two stores readers' seqlock checks.
  */
-static inline void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
+static inline __attribute__((always_inline))
+void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
 					struct ls_site_rec *site, int64_t dbytes,
 					int64_t dblocks, uint64_t abytes,
 					uint64_t ablocks, unsigned ev)

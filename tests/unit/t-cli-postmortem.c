@@ -174,8 +174,8 @@ static void test_bad(void)
 	l.h->rows_cap = 1u << 30;
 	refused(&l, "rows past the end of the file", "corrupt");
 	build(&l, 2);
-	l.h->version = 3;
-	refused(&l, "version 3", "version 3 is not supported");
+	l.h->version = 4;
+	refused(&l, "version 4", "version 4 is not supported");
 	build(&l, 1);
 	l.h->hist_off = l.size;
 	refused(&l, "version 1 history past the end", "corrupt");

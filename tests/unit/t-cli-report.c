@@ -531,6 +531,7 @@ static void test_json(void)
 		"\"max_size\":null,\"top\":null,\"growing\":false},"
 		"\"sites_total\":1,"
 		"\"matched\":{\"live_bytes\":4096,\"live_blocks\":1},"
+		"\"by\":\"live\",\"peak\":null,"
 		"\"sites\":[{\"id\":3,\"kind\":\"mmap\",\"live_bytes\":4096,"
 		"\"live_blocks\":1,\"allocated_bytes\":8192,"
 		"\"allocated_blocks\":2,\"frames\":[{\"address\":"

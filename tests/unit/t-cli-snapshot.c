@@ -384,6 +384,78 @@ static void test_bad_history(void)
 	free(w.p);
 }
 
+struct stats4 {
+	struct lsnap_site_stats s;
+	uint64_t h[8];
+} __attribute__((packed));
+
+/* Records 20 and 21: read back, and refused when they lie. */
+static void test_peak_records(void)
+{
+	struct lsnap_peak pk = { .peak_mono_ns = 85000000000ULL,
+		.sites_bytes = 5000, .sites_blocks = 7 };
+	struct stats4 st = { { .site = 1, .nbuckets = 4, .peak_bytes = 4000,
+		.peak_blocks = 5, .temp_bytes = 300, .temp_blocks = 3 },
+		{ 0, 1, 2, 3, 10, 11, 12, 13 } };
+	struct ls_snapshot s;
+	struct wbuf w = { 0 };
+	char err[256] = "";
+	int ret;
+
+	w_header(&w);
+	w_site(&w, 1, 0, 1, NULL);
+	w_rec(&w, LSNAP_SITE_STATS, &st, sizeof(st));
+	w_site(&w, 2, 0, 1, NULL);
+	w_rec(&w, LSNAP_PEAK, &pk, sizeof(pk));
+	w_end(&w);
+	ret = read_buf(w.p, w.len, &s, err, sizeof(err));
+	ok(!ret && s.has_peak && s.peak.sites_bytes == 5000 &&
+	   s.peak.sites_blocks == 7 && s.peak.peak_mono_ns == 85000000000ULL,
+	   "peak record read back (%d %s)", ret, err);
+	ok(!ret && s.nsites == 2 && s.sites[0].stats.peak_bytes == 4000 &&
+	   s.sites[0].stats.peak_blocks == 5 &&
+	   s.sites[0].stats.temp_bytes == 300 &&
+	   s.sites[0].stats.temp_blocks == 3 &&
+	   s.sites[0].stats.size_hist[3] == 3 &&
+	   s.sites[0].stats.size_hist[4] == 0 &&
+	   s.sites[0].stats.life_hist[0] == 10 &&
+	   s.sites[0].stats.life_hist[3] == 13 &&
+	   !s.sites[1].stats.peak_bytes, "site stats read back");
+	ls_snapshot_release(&s);
+
+	w.len = w.nrec = 0;
+	w_header(&w);
+	w_site(&w, 2, 0, 1, NULL);
+	w_rec(&w, LSNAP_SITE_STATS, &st, sizeof(st));
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "(site stats) does not follow site 1", "stats of another site");
+	w.len = w.nrec = 0;
+	w_header(&w);
+	w_site(&w, 1, 0, 1, NULL);
+	w_rec(&w, LSNAP_SITE_STATS, &st, sizeof(st) - 8);
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "(site stats) has length 96, expected 104",
+	       "stats length disagrees with its buckets");
+	st.s.nbuckets = 33;
+	w.len = w.nrec = 0;
+	w_header(&w);
+	w_site(&w, 1, 0, 1, NULL);
+	w_rec(&w, LSNAP_SITE_STATS, &st, sizeof(st));
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "has 33 buckets, more than 32", "too many buckets");
+	w.len = w.nrec = 0;
+	w_header(&w);
+	w_rec(&w, LSNAP_PEAK, &pk, sizeof(pk));
+	w_rec(&w, LSNAP_PEAK, &pk, sizeof(pk));
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "second peak record", "two peak records");
+	free(w.p);
+}
+
 static void test_bad_records(void)
 {
 	struct ls_snapshot s;
@@ -635,6 +707,7 @@ int main(void)
 	test_truncations();
 	test_flips();
 	test_bad_records();
+	test_peak_records();
 	test_oversize();
 	test_bad_framing();
 	test_fuzz();
