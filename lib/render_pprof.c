@@ -44,7 +44,10 @@ enum {
 	FUNCTION_FILENAME = 4,
 };
 
-#define NVALUES 4
+/* Go's four values, and with --by peak or temporary the report's key as
+ * two more (peak_objects/peak_space, temp_objects/temp_space). */
+#define NVALUES_GO 4
+#define NVALUES 6
 
 /* An id per key of up to three words (pointers the symbolizer interned,
  * or an address): open addressing, ids from 1. */
@@ -79,6 +82,7 @@ struct pprof {
 	struct mapinfo *maps;	/* one per snapshot module */
 	uint64_t *ids;		/* a sample's location ids */
 	size_t nids, ids_cap;
+	size_t nvalues;		/* NVALUES_GO, or NVALUES with a key */
 	int err;
 };
 
@@ -370,7 +374,7 @@ static int put_sample(struct pprof *p, const struct ls_site *site,
 		return ret;
 	mark = ls_pb_open(&p->samples, PROFILE_SAMPLE);
 	ls_pb_packed_u64(&p->samples, SAMPLE_LOCATION_ID, p->ids, p->nids);
-	ls_pb_packed_i64(&p->samples, SAMPLE_VALUE, v, NVALUES);
+	ls_pb_packed_i64(&p->samples, SAMPLE_VALUE, v, p->nvalues);
 	put_label(p, &p->samples, "kind",
 		  site->kind == LSNAP_KIND_MMAP ? "mmap" : "heap");
 	ls_pb_close(&p->samples, mark);
@@ -381,7 +385,7 @@ static int report_sample(struct pprof *p, const struct ls_report_site *r)
 {
 	int64_t v[NVALUES] = {
 		(int64_t)r->allocated_blocks, (int64_t)r->allocated_bytes,
-		r->live_blocks, r->live_bytes,
+		r->live_blocks, r->live_bytes, r->key_blocks, r->key_bytes,
 	};
 
 	return put_sample(p, r->site, v);
@@ -408,9 +412,10 @@ static int freed_samples(struct pprof *p)
 	for (i = 0; i < snap->nsites && !ret; i++) {
 		const struct ls_site *s = &snap->sites[i];
 		int64_t v[NVALUES] = { (int64_t)s->allocated_blocks,
-				       (int64_t)s->allocated_bytes, 0, 0 };
+				       (int64_t)s->allocated_bytes, 0, 0, 0, 0 };
 
-		if (s->live_blocks > 0 || s->live_bytes > 0 ||
+		/* Not the sites the report lists already. */
+		if (ls_report_site_listed(s, p->c->rep->by) ||
 		    !s->allocated_blocks)
 			continue;
 		ret = put_sample(p, s, v);
@@ -527,11 +532,18 @@ static void put_header(struct pprof *p, struct ls_pb *pb)
 		{ "inuse_objects", "count" }, { "inuse_space", "bytes" },
 	};
 	const struct lsnap_header *h = &p->c->rep->snap->hdr;
+	int by = p->c->rep->by;
 	size_t i;
 
-	for (i = 0; i < NVALUES; i++)
+	for (i = 0; i < NVALUES_GO; i++)
 		put_value_type(p, pb, PROFILE_SAMPLE_TYPE, types[i][0],
 			       types[i][1]);
+	if (p->nvalues > NVALUES_GO) {
+		put_value_type(p, pb, PROFILE_SAMPLE_TYPE, by == LS_BY_PEAK ?
+			       "peak_objects" : "temp_objects", "count");
+		put_value_type(p, pb, PROFILE_SAMPLE_TYPE, by == LS_BY_PEAK ?
+			       "peak_space" : "temp_space", "bytes");
+	}
 	ls_pb_int_nz(pb, PROFILE_TIME_NANOS, (int64_t)h->wall_ns);
 	ls_pb_int_nz(pb, PROFILE_DURATION_NANOS, h->mono_ns > h->start_mono_ns ?
 		     (int64_t)(h->mono_ns - h->start_mono_ns) : 0);
@@ -539,6 +551,20 @@ static void put_header(struct pprof *p, struct ls_pb *pb)
 	/* Full tracking sees every byte: a period of 1. */
 	ls_pb_int(pb, PROFILE_PERIOD, h->mode == LSNAP_MODE_SAMPLED &&
 		  h->sample_rate ? (int64_t)h->sample_rate : 1);
+}
+
+/* What pprof shows first: what the report was sorted by. */
+static const char *default_type(int by)
+{
+	switch (by) {
+	case LS_BY_PEAK:
+		return "peak_space";
+	case LS_BY_ALLOCATED:
+		return "alloc_space";
+	case LS_BY_TEMPORARY:
+		return "temp_space";
+	}
+	return "inuse_space";
 }
 
 /* After the header: the samples, locations and functions already
@@ -552,7 +578,7 @@ static int assemble(struct pprof *p, struct ls_pb *out)
 	ls_pb_raw(out, p->locations.buf, p->locations.len);
 	ls_pb_raw(out, p->functions.buf, p->functions.len);
 	put_comments(p, out);
-	put_str(p, out, PROFILE_DEFAULT_SAMPLE_TYPE, "inuse_space");
+	put_str(p, out, PROFILE_DEFAULT_SAMPLE_TYPE, default_type(p->c->rep->by));
 	for (i = 0; i < p->st.n; i++)
 		ls_pb_string(out, PROFILE_STRING_TABLE, p->st.s[i]);
 	if (p->err)
@@ -611,7 +637,7 @@ static void pprof_release(struct pprof *p)
 int ls_render_pprof(const struct ls_render_ctx *c)
 {
 	const struct ls_snapshot *snap = c->rep->snap;
-	struct pprof p = { .c = c };
+	struct pprof p = { .c = c, .nvalues = NVALUES_GO };
 	struct ls_pb out;
 	size_t i;
 	int ret = 0;
@@ -624,6 +650,8 @@ int ls_render_pprof(const struct ls_render_ctx *c)
 		ret = -ENOMEM;
 		goto out;
 	}
+	if (c->rep->by == LS_BY_PEAK || c->rep->by == LS_BY_TEMPORARY)
+		p.nvalues = NVALUES;
 	put_header(&p, &out);
 	for (i = 0; i < c->rep->nsites && !ret; i++)
 		ret = report_sample(&p, &c->rep->sites[i]);

@@ -138,7 +138,7 @@ static void add_block(struct agg *a, const struct ls_snapshot *snap,
 	a->nblk++;
 }
 
-static int site_has_key(const struct ls_site *s, int by)
+int ls_report_site_listed(const struct ls_site *s, int by)
 {
 	int64_t b, k;
 
@@ -148,7 +148,7 @@ static int site_has_key(const struct ls_site *s, int by)
 
 static int site_has_live(const struct ls_site *s)
 {
-	return site_has_key(s, LS_BY_LIVE);
+	return ls_report_site_listed(s, LS_BY_LIVE);
 }
 
 static void fill_site(struct ls_report_site *r, const struct ls_site *s)
@@ -167,12 +167,12 @@ static int from_sites(const struct ls_snapshot *snap, int by,
 	size_t i, n = 0;
 
 	for (i = 0; i < snap->nsites; i++)
-		n += site_has_key(&snap->sites[i], by);
+		n += ls_report_site_listed(&snap->sites[i], by);
 	rep->sites = calloc(n ? n : 1, sizeof(*rep->sites));
 	if (!rep->sites)
 		return -ENOMEM;
 	for (i = 0; i < snap->nsites; i++)
-		if (site_has_key(&snap->sites[i], by))
+		if (ls_report_site_listed(&snap->sites[i], by))
 			fill_site(&rep->sites[rep->nsites++], &snap->sites[i]);
 	return 0;
 }

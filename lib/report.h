@@ -76,6 +76,10 @@ struct ls_report {
 	uint64_t size_hist[LSNAP_HIST_BUCKETS], life_hist[LSNAP_HIST_BUCKETS];
 };
 
+/* Would a report by `by` (enum ls_report_by) list site s (before
+ * filters and --top)?  Its figure for `by` is not 0. */
+int ls_report_site_listed(const struct ls_site *s, int by);
+
 /* The smallest value of log2 histogram bucket b (lsnap.h): 0, 1, 2, 4... */
 uint64_t ls_hist_lo(unsigned b);
 

@@ -17,6 +17,7 @@ import time
 from harness import (check, once, workload, eq, ok, contains, fail,
                      run_process, site_function, exit_snapshot, LEAKSCOPE,
                      BUILD, Failure)
+from gopprof import pprof_top
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-peaks-")
@@ -189,3 +190,39 @@ def t_usage():
     r = ls("report", "--by", "peak", "--min-size", "1", path)
     eq(r.returncode, 125, "status of --by peak --min-size")
     contains(r.stderr.decode(), "cannot be combined", "message")
+
+
+@check("peaks: the peak as a flame graph (svg) and as a pprof profile (peak_space)")
+def t_peak_renderers():
+    prog, path = snap()
+    d = tempfile.mkdtemp(prefix="leakscope-peaks-svg-")
+    svg = os.path.join(d, "peak.svg")
+    r = ls("report", "--by", "peak", "--format", "svg", "--output", svg, path)
+    eq(r.returncode, 0, "svg status")
+    with open(svg) as f:
+        text = f.read()
+    contains(text, "fill_peak", "svg names fill_peak")
+    contains(text, "8,370,248 bytes", "svg root width is the peak's bytes")
+    prof = os.path.join(d, "peak.pb.gz")
+    r = ls("report", "--by", "peak", "--format", "pprof", "--output", prof,
+           path)
+    eq(r.returncode, 0, "pprof status")
+    top = pprof_top(prof, "peak_space")
+    eq(top.get("fill_peak", (0, 0))[0], FILL, "pprof peak_space of fill_peak")
+    eq(top.get("keep_sized", (0, 0))[0], 370240,
+       "pprof peak_space of keep_sized")
+    top = pprof_top(prof, "inuse_space")
+    eq(top.get("fill_peak", (0, 0))[0], 0, "pprof inuse_space of fill_peak")
+
+
+@check("peaks: sampled mode estimates the peak consumer (seeded, within 30%)")
+def t_peak_sampled():
+    prog, path = exit_snapshot("peaks", extra={
+        "LEAKSCOPE_SAMPLE_RATE": "65536", "LEAKSCOPE_SAMPLE_SEED": "7"})
+    rep = ls_json("report", "--by", "peak", "--format", "json", path)
+    eq(rep["mode"], "sampled", "mode")
+    top = rep["sites"][0]
+    eq(site_function(top, prog), "fill_peak", "top peak consumer, sampled")
+    ok(abs(top["peak_bytes"] - FILL) <= 0.3 * FILL,
+       "fill_peak estimate %d within 30%% of %d" % (top["peak_bytes"], FILL))
+    eq(top["live_bytes"], 0, "fill_peak live now, sampled")
