@@ -275,6 +275,7 @@ struct ls_thread *ls_thread_claim(void)
 	t->err = &errno;
 	t->sample_left = 0;
 	t->rng = 0;
+	t->last_addr = 0;	/* a reused record: not this thread's block */
 	t->ordinal = __atomic_add_fetch(&threads_seen, 1, __ATOMIC_RELAXED);
 	ls_thread_tls = t;
 	/* The destructor folds this record back when the thread exits.

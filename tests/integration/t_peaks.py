@@ -226,3 +226,22 @@ def t_peak_sampled():
     ok(abs(top["peak_bytes"] - FILL) <= 0.3 * FILL,
        "fill_peak estimate %d within 30%% of %d" % (top["peak_bytes"], FILL))
     eq(top["live_bytes"], 0, "fill_peak live now, sampled")
+
+
+@check("peaks: python3 that builds 30 MB of bytearrays and drops them: the peak names them")
+def t_peak_python():
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else None
+    if not py:
+        from harness import Skip
+        raise Skip("no /usr/bin/python3")
+    prog, path = exit_snapshot(py, ["-c", "x = [bytearray(100000) for i in "
+                                    "range(300)]\ndel x\n"])
+    rep = ls_json("report", "--by", "peak", "--format", "json", path)
+    top = rep["sites"][0]
+    names = " ".join(str(f.get("function")) for f in top["frames"])
+    contains(names.lower(), "bytearray", "the top peak consumer allocates bytearrays")
+    # 300 x 100001 bytes (the buffer and its NUL), whatever else the
+    # interpreter's allocator puts around them.
+    ok(30000300 <= top["peak_bytes"] < 31000000,
+       "bytes at the peak %d: the 300 bytearrays" % top["peak_bytes"])
+    eq(top["live_bytes"], 0, "freed by the end")
