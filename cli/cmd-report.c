@@ -26,7 +26,7 @@ const struct ls_usage ls_report_usage = {
 	"agent is asked over its control socket), of a snapshot saved by\n"
 	"'leakscope snapshot', or of a post-mortem file.",
 	(const struct ls_option *const[]){ ls_report_options,
-		ls_filter_options, ls_blocks_option, ls_stack_options,
+		ls_filter_options, ls_view_options, ls_blocks_option, ls_stack_options,
 		ls_flame_options, ls_flame_count_option, own, NULL },
 	NULL,
 };

@@ -101,7 +101,7 @@ const struct ls_usage ls_run_usage = {
 	"or --output FILE; other traced processes (forked children that live\n"
 	"on, --follow-exec) go after it, or to FILE.PID.",
 	(const struct ls_option *const[]){ ls_report_options,
-		ls_filter_options, ls_blocks_option, ls_stack_options,
+		ls_filter_options, ls_view_options, ls_blocks_option, ls_stack_options,
 		ls_flame_options, own, NULL },
 	"Options come before COMMAND.  Exit status: the command's; 99 when\n"
 	"--fail-on-leak trips; 125 when leakscope itself fails; 126 command not\n"

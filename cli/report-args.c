@@ -55,12 +55,16 @@ const struct ls_option ls_filter_options[] = {
 	  .help = "only blocks of at most BYTES",
 	  .flags = LS_OPTF_NONZERO,
 	  .want = "a positive size such as 4096 or 64KiB" },
+	{ .kind = LS_OPT_END },
+};
+
+const struct ls_option ls_view_options[] = {
 	{ .kind = LS_OPT_CHOICE,
 	  .long_name = "by",
 	  .offset = RA(ropts.by),
-	  .argh = "live|peak|allocated|temporary",
-	  .help = "rank stacks by bytes live now (default), live at the "
-	  "process's peak, allocated in all, or in temporary allocations",
+	  .argh = "ORDER",
+	  .help = "rank stacks by: live (bytes live now, default), peak (live "
+	  "when the process peaked), allocated, temporary",
 	  .choices = ls_report_by_names,
 	  .want = "live, peak, allocated or temporary" },
 	{ .kind = LS_OPT_FLAG,

@@ -23,6 +23,8 @@ struct ls_report_args {
 extern const struct ls_option ls_report_options[];
 /* --top, --min-age, --min-size, --max-size */
 extern const struct ls_option ls_filter_options[];
+/* --by, --histogram: what a report ranks stacks by and shows of them */
+extern const struct ls_option ls_view_options[];
 /* --show-allocs */
 extern const struct ls_option ls_blocks_option[];
 /* --depth (and, for the stack's display, what follows it) */
