@@ -246,10 +246,15 @@ def t_diff_postmortem():
         ok(os.path.exists(pm), "the post-mortem file %s is there" % pm)
         d = diff_json(s["a"], pm)
         filtered = ls("diff", "--min-size", "1", s["a"], pm)
+        pm_pprof = os.path.join(RUNTIME, "pm.pb.gz")
+        r = ls("report", "--format", "pprof", "--output", pm_pprof, pm)
     finally:
         w.kill()
     expect_truth(d, s["prog"], "file vs post-mortem")
     expect_error(filtered, 125, ["block lists"], "--min-size on a post-mortem file")
+    eq(r.returncode, 0, "report --format pprof of the post-mortem file")
+    top = pprof_top(pm_pprof, "inuse_space")
+    eq(top["phase_step"][1], 247360, "its profile holds phase 2's bytes")
 
 
 @check("diff: text lists grown, shrunk, new, gone; unchanged only counted")
