@@ -121,9 +121,12 @@ def same_process():
         w.step(2)
         b = w.snapshot(snap_path("p2"))
         live = ls("diff", "--format", "json", a, w.pid)
+        live_big = ls("diff", "--format", "json", "--min-size", "4096", a,
+                      w.pid)
     finally:
         w.finish()
-    return {"prog": w.prog, "a": a, "b": b, "live": live}
+    return {"prog": w.prog, "a": a, "b": b, "live": live,
+            "live_big": live_big}
 
 
 @once
@@ -291,6 +294,19 @@ def t_diff_min_size():
     eq(sites["site_grow_big"]["live_bytes_delta"], 131072, "site_grow_big")
     eq(sites["site_shrink"]["live_blocks_delta"], -6, "site_shrink")
     eq(d["filters"]["min_size"], 4096, "filters.min_size")
+
+
+@check("diff: --min-size on a live pid asks it for its block list")
+def t_diff_live_min_size():
+    s = same_process()
+    r = s["live_big"]
+    if r.returncode != 0:
+        fail("diff --min-size FILE PID", "status 0", r.describe())
+    d = json.loads(r.stdout.decode())
+    eq({fn: (x["live_bytes_delta"], x["live_blocks_delta"])
+        for fn, x in by_function(d, s["prog"]).items()},
+       {"site_grow_big": (131072, 2), "site_shrink": (-24576, -6)},
+       "the blocks of 4096 bytes or more")
 
 
 @check("diff: --top N keeps the N biggest changes either way")
