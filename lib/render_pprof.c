@@ -311,8 +311,14 @@ static int push_id(struct pprof *p, uint64_t id)
 	return 0;
 }
 
-/* The site's location ids, leaf (allocating caller) first, without the
- * agent's own frames. */
+/*
+ * The site's location ids, leaf (allocating caller) first, without the
+ * agent's own frames.  Locations are per return address, so this walks
+ * the raw frames rather than ls_render_stack()'s expanded ones.
+ * NEEDSWORK: the stack display options (depth, runtime frames) are not
+ * applied; pprof has its own (-hide, -focus, -prune_from) and the profile
+ * keeps whole stacks.
+ */
 static int site_locations(struct pprof *p, const struct ls_site *site)
 {
 	struct ls_symframe fr[LS_SYM_MAX_FRAMES];
@@ -552,7 +558,9 @@ static int assemble(struct pprof *p, struct ls_pb *out)
 
 /* --- gzip ----------------------------------------------------------------- */
 
-/* data as one gzip member (no name, no time: reproducible) to out. */
+/* data as one gzip member (no name, no time: reproducible) to out, at
+ * zlib's default level: level 9 saved 2% on a python3 profile for more
+ * CPU time. */
 static int write_gzip(FILE *out, const uint8_t *data, size_t len)
 {
 	unsigned char buf[16384];
@@ -560,7 +568,7 @@ static int write_gzip(FILE *out, const uint8_t *data, size_t len)
 	int zr, ret = 0;
 
 	/* windowBits 15 + 16: a gzip header and trailer around deflate. */
-	if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	z.next_in = (Bytef *)(uintptr_t)data;
