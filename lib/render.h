@@ -39,6 +39,11 @@ void ls_stack_release(struct ls_stack *st);
 uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
 			 const struct ls_block *b);
 
+/* One symbolized frame as the JSON report writes it (docs/JSON-REPORT.md),
+ * an element of the current array. */
+struct ls_json;
+void ls_json_frame(struct ls_json *j, const struct ls_symframe *f);
+
 int ls_render_text(const struct ls_render_ctx *ctx);
 int ls_render_json(const struct ls_render_ctx *ctx);
 int ls_render_folded(const struct ls_render_ctx *ctx);

@@ -162,7 +162,7 @@ static void put_filters(struct ls_json *j, const struct ls_render_ctx *c)
 	ls_json_end(j);
 }
 
-static void put_frame(struct ls_json *j, const struct ls_symframe *f)
+void ls_json_frame(struct ls_json *j, const struct ls_symframe *f)
 {
 	ls_json_object(j, NULL);
 	put_hex(j, "address", f->addr);
@@ -225,7 +225,7 @@ static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 	}
 	ls_json_array(j, "frames");
 	for (i = 0; i < st->n; i++)
-		put_frame(j, &st->f[i]);
+		ls_json_frame(j, &st->f[i]);
 	ls_json_end(j);
 	if (c->opts->show_allocs)
 		put_blocks(j, c, r);
