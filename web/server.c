@@ -347,6 +347,22 @@ static enum MHD_Result send_reply(struct ls_web *w, struct MHD_Connection *c,
 	return ret;
 }
 
+static enum MHD_Result add_arg_len(void *cls, enum MHD_ValueKind kind,
+				   const char *key, const char *value)
+{
+	*(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 2;
+	return MHD_YES;
+}
+
+/* The request target's length: the path and its decoded arguments. */
+static size_t target_len(struct MHD_Connection *c, const char *url)
+{
+	size_t n = strlen(url);
+
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg_len, &n);
+	return n;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 				  const char *url, const char *method,
 				  const char *version, const char *upload,
@@ -370,7 +386,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 	}
 	if (st->body > LS_WEB_MAX_BODY)
 		ls_web_error(&rep, 413, "request body too large");
-	else if (strlen(url) >= LS_WEB_MAX_URL)
+	else if (target_len(c, url) >= LS_WEB_MAX_URL)
 		ls_web_error(&rep, 414, "request target too long");
 	else if ((status = authorize(w, c, &set_cookie)))
 		ls_web_error(&rep, status, status == 401 ? "an access token is "

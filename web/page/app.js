@@ -465,7 +465,8 @@ async function testRun() {
     $("reset-btn").click();
     await until(() => $("action-msg").textContent === "reset done");
     out.after = { sites: state.report.sites.length, siteRows: $("sites").querySelectorAll("tr.site").length,
-                  live: state.report.totals.live_bytes, msg: $("action-msg").textContent };
+                  live: state.report.totals.live_bytes, msg: $("action-msg").textContent,
+                  functions: state.report.sites.map((s) => mainFrame(s.frames).function) };
     out.steps.push("done");
   } catch (e) {
     out.error = String(e && e.stack || e);
