@@ -82,6 +82,15 @@ $(B)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -c -o $@ $<
 
+# The flame graph's script, kept as a plain .js file, compiled in as a C
+# string (every line quoted, backslashes and quotes escaped).
+$(B)/gen/flamegraph-js.h: lib/flamegraph.js
+	@mkdir -p $(@D)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
+
+$(B)/lib/flamegraph_svg.o: $(B)/gen/flamegraph-js.h
+$(B)/lib/flamegraph_svg.o: CLI_CFLAGS += -I$(B)/gen
+
 $(REPORT_LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 

@@ -27,6 +27,10 @@ enum {
 	LS_OPT_MIN_SIZE,
 	LS_OPT_MAX_SIZE,
 	LS_OPT_SHOW_ALLOCS,
+	LS_OPT_TITLE,
+	LS_OPT_COUNT,
+	LS_OPT_INVERTED,
+	LS_OPT_COLORS,
 	LS_OPT_REPORT_END,
 };
 
@@ -37,7 +41,11 @@ enum {
 	{ "min-age", required_argument, NULL, LS_OPT_MIN_AGE }, \
 	{ "min-size", required_argument, NULL, LS_OPT_MIN_SIZE }, \
 	{ "max-size", required_argument, NULL, LS_OPT_MAX_SIZE }, \
-	{ "show-allocs", no_argument, NULL, LS_OPT_SHOW_ALLOCS }
+	{ "show-allocs", no_argument, NULL, LS_OPT_SHOW_ALLOCS }, \
+	{ "title", required_argument, NULL, LS_OPT_TITLE }, \
+	{ "count", required_argument, NULL, LS_OPT_COUNT }, \
+	{ "inverted", no_argument, NULL, LS_OPT_INVERTED }, \
+	{ "colors", required_argument, NULL, LS_OPT_COLORS }
 
 /*
  * Apply one report option; *output receives --output's argument.

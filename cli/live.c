@@ -94,7 +94,8 @@ static const char report_usage[] =
 "  --postmortem     PID names a dead process: read its post-mortem file\n"
 "  --growing        only sites whose growth is linear or exponential\n"
 "  --format, --output, --top, --min-age, --min-size, --max-size,\n"
-"  --show-allocs    as for 'leakscope run'\n";
+"  --show-allocs, --title, --count, --inverted, --colors\n"
+"                   as for 'leakscope run'\n";
 
 int ls_cmd_report(int argc, char **argv)
 {

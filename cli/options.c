@@ -11,6 +11,36 @@ static int bad(const char *opt, const char *arg, const char *want)
 	return -1;
 }
 
+/* The flame graph's options (--format svg). */
+static int flame_option(int c, const char *arg, struct ls_flame_opts *svg)
+{
+	switch (c) {
+	case LS_OPT_TITLE:
+		svg->title = arg;
+		return 1;
+	case LS_OPT_COUNT:
+		if (!strcmp(arg, "bytes"))
+			svg->count = LS_FLAME_COUNT_BYTES;
+		else if (!strcmp(arg, "blocks"))
+			svg->count = LS_FLAME_COUNT_BLOCKS;
+		else
+			return bad("count", arg, "bytes or blocks");
+		return 1;
+	case LS_OPT_INVERTED:
+		svg->inverted = 1;
+		return 1;
+	case LS_OPT_COLORS:
+		if (!strcmp(arg, "mem"))
+			svg->colors = LS_FLAME_COLORS_MEM;
+		else if (!strcmp(arg, "kind"))
+			svg->colors = LS_FLAME_COLORS_KIND;
+		else
+			return bad("colors", arg, "mem or kind");
+		return 1;
+	}
+	return 0;
+}
+
 int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
 		     const char **output)
 {
@@ -24,8 +54,10 @@ int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
 			opts->format = LS_FORMAT_JSON;
 		else if (!strcmp(arg, "folded"))
 			opts->format = LS_FORMAT_FOLDED;
+		else if (!strcmp(arg, "svg"))
+			opts->format = LS_FORMAT_SVG;
 		else
-			return bad("format", arg, "text, json or folded");
+			return bad("format", arg, "text, json, folded or svg");
 		return 1;
 	case LS_OPT_OUTPUT:
 		if (!*arg)
@@ -56,5 +88,5 @@ int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
 		opts->show_allocs = 1;
 		return 1;
 	}
-	return 0;
+	return flame_option(c, arg, &opts->svg);
 }

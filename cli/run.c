@@ -62,7 +62,6 @@ struct run {
 enum {
 	OPT_DEPTH = LS_OPT_REPORT_END,
 	OPT_INTERVAL,
-	OPT_COUNT,
 	OPT_FOLLOW_EXEC,
 	OPT_FAIL_ON_LEAK,
 	OPT_SAMPLE_RATE,
@@ -74,7 +73,6 @@ static const struct option run_longopts[] = {
 	LS_REPORT_LONGOPTS,
 	{ "depth", required_argument, NULL, OPT_DEPTH },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
-	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "follow-exec", no_argument, NULL, OPT_FOLLOW_EXEC },
 	{ "fail-on-leak", optional_argument, NULL, OPT_FAIL_ON_LEAK },
 	{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
@@ -89,7 +87,8 @@ static const char run_usage[] =
 "Run COMMAND with the leakscope agent and report, when it exits, the call\n"
 "stacks holding memory it never freed.\n"
 "\n"
-"  --format text|json|folded  report format (default text)\n"
+"  --format text|json|folded|svg  report format (default text); svg is\n"
+"                             an interactive memory flame graph\n"
 "  --output FILE              write the report to FILE (default: stderr);\n"
 "                             other traced processes go to FILE.PID\n"
 "  --top N                    only the N stacks holding the most bytes\n"
@@ -97,6 +96,10 @@ static const char run_usage[] =
 "  --min-size BYTES           only blocks of at least BYTES (K, M, G ok)\n"
 "  --max-size BYTES           only blocks of at most BYTES\n"
 "  --show-allocs              list every outstanding block\n"
+"  --title TEXT               the flame graph's title (svg)\n"
+"  --count bytes|blocks       what the flame graph's widths measure (svg)\n"
+"  --inverted                 icicle graph: the root at the top (svg)\n"
+"  --colors mem|kind          greens by function, or hues by frame kind (svg)\n"
 "  --depth N                  frames per stack, 1-256 (default 64)\n"
 "  --interval SECONDS         also report every SECONDS while it runs\n"
 "  --count N                  at most N periodic reports\n"
@@ -120,6 +123,15 @@ static int parse(struct run *r, int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", run_longopts, NULL)) != -1) {
+		/* --count is both the flame graph's bytes|blocks and, given a
+		 * number, the limit on periodic reports. */
+		if (c == LS_OPT_COUNT && optarg[0] >= '0' && optarg[0] <= '9') {
+			if (ls_parse_count(optarg, &r->count) || !r->count) {
+				ls_error("invalid value '%s' for --count: expected a positive number, bytes or blocks", optarg);
+				return -1;
+			}
+			continue;
+		}
 		k = ls_report_option(c, optarg, &r->ropts, &r->output);
 		if (k < 0)
 			return -1;
@@ -136,12 +148,6 @@ static int parse(struct run *r, int argc, char **argv)
 		case OPT_INTERVAL:
 			if (ls_parse_seconds(optarg, &r->interval_ns)) {
 				ls_error("invalid value '%s' for --interval: expected seconds", optarg);
-				return -1;
-			}
-			break;
-		case OPT_COUNT:
-			if (ls_parse_count(optarg, &r->count) || !r->count) {
-				ls_error("invalid value '%s' for --count: expected a positive number", optarg);
 				return -1;
 			}
 			break;
@@ -182,6 +188,16 @@ static int parse(struct run *r, int argc, char **argv)
 	}
 	if (r->count && !r->interval_ns) {
 		ls_error("--count needs --interval");
+		return -1;
+	}
+	/* A graph is one whole document: never several in one file, never
+	 * mixed into the command's stderr. */
+	if (r->ropts.format == LS_FORMAT_SVG && r->interval_ns) {
+		ls_error("--format svg writes one graph per file: it cannot take --interval");
+		return -1;
+	}
+	if (r->ropts.format == LS_FORMAT_SVG && !r->output) {
+		ls_error("--format svg needs --output FILE");
 		return -1;
 	}
 	if (optind >= argc) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include "report.h"
 #include "symbolize.h"
+#include "flamegraph.h"
 
 struct ls_render_ctx {
 	FILE *out;
@@ -47,5 +48,18 @@ void ls_json_frame(struct ls_json *j, const struct ls_symframe *f);
 int ls_render_text(const struct ls_render_ctx *ctx);
 int ls_render_json(const struct ls_render_ctx *ctx);
 int ls_render_folded(const struct ls_render_ctx *ctx);
+int ls_render_svg(const struct ls_render_ctx *ctx);
+
+/*
+ * Add a symbolized stack (innermost first, as ls_stack_build() gives it)
+ * to a flame graph with the figures v: each frame named "function
+ * [module]", "[module]" when the function is unknown, "0xADDR" when no
+ * module holds it; inlined frames of kind LS_FLAME_KIND_INLINE, libc,
+ * libstdc++ and the loader LS_FLAME_KIND_RUNTIME.  For every producer of
+ * flame graphs from symbolized stacks (the report, diff).  Returns 0,
+ * -ENOMEM or what ls_flame_add() returns.
+ */
+int ls_flame_add_symstack(struct ls_flame *fg, const struct ls_stack *st,
+			  const struct ls_flame_value *v);
 
 #endif /* LEAKSCOPE_RENDER_H */

@@ -3,7 +3,7 @@
  *
  * ls_report_build() applies the user's filters to a struct ls_snapshot and
  * produces a sorted list of sites with the figures to print; the renderers
- * (text, json, folded) print one.  Symbolization happens here, once per
+ * (text, json, folded, svg) print one.  Symbolization happens here, once per
  * distinct address, through symbolize.h.
  */
 #ifndef LEAKSCOPE_REPORT_H
@@ -13,11 +13,13 @@
 #include <stdint.h>
 #include "snapshot.h"
 #include "trend.h"
+#include "flamegraph.h"
 
 enum ls_format {
 	LS_FORMAT_TEXT = 0,
 	LS_FORMAT_JSON,
 	LS_FORMAT_FOLDED,
+	LS_FORMAT_SVG,
 };
 
 struct ls_report_opts {
@@ -29,6 +31,8 @@ struct ls_report_opts {
 	int show_allocs;	/* list each block (addr, size, age) */
 	int growing;		/* only linear or exponential growth */
 	int need_blocks;	/* derived: a filter needs per-block data */
+	struct ls_flame_opts svg;	/* --format svg: title, count, inverted,
+					   colors (subtitle NULL: the process) */
 };
 
 struct ls_report_site {
