@@ -18,6 +18,12 @@
 static const char *const report_params[] = {
 	"top", "min_age", "min_size", "max_size", "growing", "show_allocs", NULL
 };
+static const char *const svg_params[] = {
+	"top", "min_age", "min_size", "max_size", "growing", "count",
+	"inverted", "colors", "width",
+	"s", "x",	/* the graph's own URL state (search, zoom): its script's */
+	NULL
+};
 
 /* Run fn with a symbolizer: the process's shared one for a live source,
  * a new one for a file. */
@@ -38,6 +44,32 @@ static int with_sym(struct ls_web_src *src,
 	return r;
 }
 
+/* The flame graph's own options: count=bytes|blocks, colors=mem|kind,
+ * inverted, width (pixels). */
+static int flame_opts(struct ls_web_req *r, struct ls_flame_opts *f,
+		      struct ls_web_reply *rep)
+{
+	const char *count = ls_web_param(r, "count");
+	const char *colors = ls_web_param(r, "colors");
+	uint64_t width = 0;
+
+	if (count && strcmp(count, "bytes") && strcmp(count, "blocks"))
+		return ls_web_error(rep, 400, "count is bytes or blocks");
+	if (colors && strcmp(colors, "mem") && strcmp(colors, "kind"))
+		return ls_web_error(rep, 400, "colors is mem or kind");
+	if (ls_web_param_bool(r, "inverted", &f->inverted, rep) ||
+	    ls_web_param_count(r, "width", 20000, &width, rep))
+		return rep->status;
+	if (ls_web_param(r, "width") && width < 200)
+		return ls_web_error(rep, 400, "width is 200 to 20000 pixels");
+	f->count = count && !strcmp(count, "blocks") ? LS_FLAME_COUNT_BLOCKS :
+		   LS_FLAME_COUNT_BYTES;
+	f->colors = colors && !strcmp(colors, "kind") ? LS_FLAME_COLORS_KIND :
+		    LS_FLAME_COLORS_MEM;
+	f->width = (unsigned)width;
+	return 0;
+}
+
 /* The report options from the query: top, min_age (ms), min_size,
  * max_size, growing, show_allocs, as the command's options. */
 static int report_opts(struct ls_web_req *r, enum ls_format format,
@@ -47,7 +79,9 @@ static int report_opts(struct ls_web_req *r, enum ls_format format,
 
 	memset(o, 0, sizeof(*o));
 	o->format = format;
-	if (ls_web_params_only(r, report_params, rep) ||
+	if (ls_web_params_only(r, format == LS_FORMAT_SVG ? svg_params :
+			       report_params, rep) ||
+	    (format == LS_FORMAT_SVG && flame_opts(r, &o->svg, rep)) ||
 	    ls_web_param_count(r, "top", 1000000, &top, rep) ||
 	    ls_web_param_count(r, "min_age", UINT64_MAX / 1000000, &age, rep) ||
 	    ls_web_param_size(r, "min_size", &o->min_size, rep) ||
@@ -397,7 +431,7 @@ static void view_olds(struct ls_web_req *r, struct ls_web_src *src,
 /* ------------------------------------------------------------ dispatch */
 
 static const char *const views[] = {
-	"report", "folded", "stats", "history", "olds",
+	"report", "folded", "flamegraph.svg", "stats", "history", "olds",
 };
 
 int ls_web_view_known(const char *view)
@@ -418,6 +452,8 @@ void ls_web_view(struct ls_web_req *r, struct ls_web_src *src,
 	else if (!strcmp(view, "folded"))
 		view_report(r, src, LS_FORMAT_FOLDED, "text/plain; charset=utf-8",
 			    rep);
+	else if (!strcmp(view, "flamegraph.svg"))
+		view_report(r, src, LS_FORMAT_SVG, "image/svg+xml", rep);
 	else if (!strcmp(view, "stats"))
 		view_stats(r, src, rep);
 	else if (!strcmp(view, "history"))
@@ -433,7 +469,7 @@ int ls_web_view_has_diff(void)
 
 int ls_web_view_has_svg(void)
 {
-	return 0;
+	return 1;
 }
 
 void ls_web_view_diff(struct ls_web_req *r, struct ls_web_reply *rep)

@@ -569,9 +569,10 @@ def page_run():
         os.unlink(shot)
     r = chromium(["--window-size=1400,1800", "--virtual-time-budget=8000",
                   "--screenshot=" + shot, "%s&pid=%d" % (srv.url, wl.pid)])
-    res = {"shot": shot, "shot_run": r,
-           "live": cli_json("report", "--format", "json",
-                            wl.pid)["totals"]["live_bytes"]}
+    rep = cli_json("report", "--format", "json", wl.pid)
+    res = {"shot": shot, "shot_run": r, "live": rep["totals"]["live_bytes"],
+           "live_web": sum(s["live_bytes"] for s in rep["sites"]
+                           if site_function(s, workload("webload")))}
     r = chromium(["--virtual-time-budget=15000", "--dump-dom",
                   "%s&pid=%d&test=1" % (srv.url, wl.pid)])
     dom = r.stdout.decode("utf-8", "replace")
@@ -611,11 +612,14 @@ def t_page_view():
     ge(o["chart"]["points"], 3, "chart points")
     ge(o["chart"]["ink"], 500, "chart pixels drawn")
     ge(o["olds"], 5, "olds rows")
-    if o["flame"].get("disabled"):
-        raise Skip("this build has no flame graph renderer")
-    ok(o["flame"]["svg"], "the flame graph is an SVG")
-    ge(o["flame"]["rects"], 3, "flame graph frames")
-    ok("site_web_big" in o["flame"]["text"], "the flame graph names the site")
+    fl = o["flame"]
+    eq((fl.get("svg"), fl.get("ready")), ("svg", "1"),
+       "the flame graph is an SVG whose script ran")
+    for label in ("site_web_big [webload]", "site_web_small [webload]", "main [webload]"):
+        ok(label in fl["labels"], "frame %s drawn" % label, str(fl["labels"]))
+    ok(fl["zoom"], "a click on site_web_big zooms", str(fl))
+    eq(fl["matched"], str(page_run()["live_web"]),
+       "searching site_web_ matches both sites' bytes")
 
 
 @check("page: pressing reset clears the sites (page and API agree)")

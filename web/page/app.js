@@ -13,6 +13,7 @@
 const API = "/api/v1/";
 const REFRESH_MS = 2000;
 const CHART_SITES = 8;
+const PM_SHOWN = 10;
 const params = new URLSearchParams(location.search);
 
 const state = {
@@ -123,7 +124,9 @@ function renderProcs(list) {
 function renderPms(list) {
   const tb = $("pms").tBodies[0];
   tb.replaceChildren();
-  for (const p of list.postmortem) {
+  /* the most recent few: old files stay for 7 days */
+  const recent = list.postmortem.slice().sort((a, b) => b.mtime - a.mtime).slice(0, PM_SHOWN);
+  for (const p of recent) {
     const tr = el("tr", {},
       el("td", { text: p.pid }),
       el("td", { class: "num", text: bytes(p.bytes) }),
@@ -226,7 +229,8 @@ function renderChart(hist) {
   const period = (hist.period_ms || 1000) / 1000;
   const n = Math.max(0, ...hist.sites.map((s) => s.history.length));
   const labels = [];
-  for (let i = 0; i < n; i++) labels.push(((i - n + 1) * period).toFixed(0) + " s");
+  const digits = period < 1 ? 1 : 0;
+  for (let i = 0; i < n; i++) labels.push(((i - n + 1) * period).toFixed(digits) + " s");
   const datasets = hist.sites.map((s, i) => {
     const pad = new Array(n - s.history.length).fill(null);
     const f = mainFrame(s.frames);
@@ -294,14 +298,19 @@ function flameFrame() {
     $("flame-none").hidden = false;
     return;
   }
-  const src = API + sourcePath("flamegraph.svg", "");
-  /* reload only when asked or first shown: a refresh every 2 s would
-   * lose the user's zoom */
-  if ($("flame").dataset.src !== src || state.reloadFlame) {
-    $("flame").dataset.src = src;
-    $("flame").src = src + "?t=" + Date.now();
-    state.reloadFlame = false;
+  const q = new URLSearchParams(reportQuery());
+  q.set("width", String(Math.max(400, Math.min(4000, $("flame").clientWidth - 24))));
+  const src = API + sourcePath("flamegraph.svg", q.toString());
+  /* reloaded only when the process or filters change or after an
+   * action: a reload every 2 s would lose the user's zoom */
+  const f = $("flame");
+  if (f.dataset.src !== src) {
+    f.dataset.src = src;
+    f.src = src;
+  } else if (state.reloadFlame && f.contentWindow) {
+    f.contentWindow.location.reload();
   }
+  state.reloadFlame = false;
 }
 
 async function refreshProcess() {
@@ -429,13 +438,31 @@ function canvasInk(c) {
   return ink;
 }
 
+function svgReady(f) {
+  const d = f.contentDocument;
+  return d && d.documentElement && d.documentElement.getAttribute("data-ready") === "1";
+}
+
+/* The flame graph as drawn: its frames, a click on site_web_big (zoom),
+ * then a search through the graph's own URL state (?s=). */
 async function flameInfo() {
   const f = $("flame");
-  await until(() => f.contentDocument && f.contentDocument.querySelector("svg"), 80);
-  const doc = f.contentDocument;
-  const svg = doc && doc.querySelector("svg");
-  return { svg: !!svg, rects: svg ? svg.querySelectorAll("rect").length : 0,
-           text: svg ? svg.textContent.slice(0, 4000) : "" };
+  await until(() => svgReady(f), 80);
+  const doc = f.contentDocument, root = doc.documentElement;
+  const groups = Array.from(doc.querySelectorAll("g.f"));
+  const label = (g) => g.querySelector("title").textContent.split("\n")[0];
+  const out = { svg: root.tagName, ready: root.getAttribute("data-ready"),
+                labels: groups.map(label) };
+  const big = groups.find((g) => label(g).startsWith("site_web_big"));
+  if (big) big.querySelector("rect").dispatchEvent(
+    new f.contentWindow.MouseEvent("click", { bubbles: true }));
+  out.zoom = root.getAttribute("data-zoom");
+  const src = f.dataset.src;
+  f.src = src + (src.includes("?") ? "&" : "?") + "s=site_web_";
+  await sleep(200);
+  await until(() => svgReady(f) && f.contentDocument.documentElement.getAttribute("data-matched") !== null, 80);
+  out.matched = f.contentDocument.documentElement.getAttribute("data-matched");
+  return out;
 }
 
 async function testRun() {
