@@ -26,6 +26,7 @@ static const struct command commands[] = {
 	{ "watch", ls_cmd_watch, "slices of a running process's growth, then each site's trend" },
 	{ "top", ls_cmd_top, "a live view of the fastest growing sites" },
 	{ "serve", ls_cmd_serve, "a live web view and JSON API of the traced processes" },
+	{ "diff", ls_cmd_diff, "what grew and shrank between two snapshots" },
 };
 
 static void usage(FILE *out)

@@ -1,7 +1,10 @@
 /*
  * options.c - the report options shared by every reporting command.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "cmd.h"
 #include "../lib/util.h"
 
@@ -56,8 +59,10 @@ int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
 			opts->format = LS_FORMAT_FOLDED;
 		else if (!strcmp(arg, "svg"))
 			opts->format = LS_FORMAT_SVG;
+		else if (!strcmp(arg, "pprof"))
+			opts->format = LS_FORMAT_PPROF;
 		else
-			return bad("format", arg, "text, json, folded or svg");
+			return bad("format", arg, "text, json, folded, svg or pprof");
 		return 1;
 	case LS_OPT_OUTPUT:
 		if (!*arg)
@@ -89,4 +94,49 @@ int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
 		return 1;
 	}
 	return flame_option(c, arg, &opts->svg);
+}
+
+int ls_check_binary_output(const struct ls_report_opts *opts,
+			   const char *output, int stdout_ok)
+{
+	if (!ls_format_is_binary(opts->format))
+		return 0;
+	if (!output) {
+		ls_error("--format pprof is binary: give --output FILE%s",
+			 stdout_ok ? " (or --output - for stdout)" : "");
+		return -1;
+	}
+	if (!strcmp(output, "-") && stdout_ok && isatty(STDOUT_FILENO)) {
+		ls_error("refusing to write binary pprof data to a terminal "
+			 "(use --output FILE or a pipe)");
+		return -1;
+	}
+	return 0;
+}
+
+int ls_output_write(const char *output,
+		    int (*render)(FILE *out, void *arg), void *arg)
+{
+	struct ls_outfile of = { 0 };
+	int r;
+
+	if (!output || !strcmp(output, "-")) {
+		r = render(stdout, arg);
+		fflush(stdout);
+		goto out;
+	}
+	r = ls_outfile_open(&of, output);
+	if (r) {
+		ls_error("cannot write '%s': %s", output, strerror(-r));
+		return -1;
+	}
+	r = render(of.fp, arg);
+	if (r)
+		ls_outfile_abort(&of);
+	else
+		r = ls_outfile_commit(&of);
+out:
+	if (r)
+		ls_error("cannot write the report: %s", strerror(-r));
+	return r ? -1 : 0;
 }

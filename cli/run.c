@@ -88,8 +88,9 @@ static const char run_usage[] =
 "Run COMMAND with the leakscope agent and report, when it exits, the call\n"
 "stacks holding memory it never freed.\n"
 "\n"
-"  --format text|json|folded|svg  report format (default text); svg is\n"
-"                             an interactive memory flame graph\n"
+"  --format text|json|folded|svg|pprof  report format (default text);\n"
+"                             svg is an interactive memory flame graph;\n"
+"                             pprof is binary and needs --output FILE\n"
 "  --output FILE              write the report to FILE (default: stderr);\n"
 "                             other traced processes go to FILE.PID\n"
 "  --top N                    only the N stacks holding the most bytes\n"
@@ -200,6 +201,13 @@ static int parse(struct run *r, int argc, char **argv)
 	}
 	if (r->ropts.format == LS_FORMAT_SVG && !r->output) {
 		ls_error("--format svg needs --output FILE");
+		return -1;
+	}
+	if (ls_check_binary_output(&r->ropts, r->output, 0))
+		return -1;
+	if (r->interval_ns && ls_format_is_binary(r->ropts.format)) {
+		/* One profile per file: concatenated protobufs would merge. */
+		ls_error("--interval cannot be used with --format pprof");
 		return -1;
 	}
 	if (optind >= argc) {

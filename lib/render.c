@@ -24,14 +24,27 @@ int ls_report_render_with(FILE *out, const struct ls_report *rep,
 	case LS_FORMAT_SVG:
 		ret = ls_render_svg(&ctx);
 		break;
+	case LS_FORMAT_PPROF:
+		ret = ls_render_pprof(&ctx);
+		break;
 	default:
 		ret = ls_render_text(&ctx);
 		break;
 	}
+	return ls_render_finish(out, ret);
+}
+
+int ls_render_finish(FILE *out, int ret)
+{
 	errno = 0;
 	if (fflush(out) == EOF || ferror(out))
 		return ret ? ret : (errno ? -errno : -EIO);
 	return ret;
+}
+
+int ls_format_is_binary(enum ls_format f)
+{
+	return f == LS_FORMAT_PPROF;
 }
 
 int ls_report_render(FILE *out, const struct ls_report *rep,

@@ -1,6 +1,6 @@
 /*
  * render.h - printing a report (report.h) in one of the formats: text,
- * JSON (docs/JSON-REPORT.md), folded stacks.
+ * JSON (docs/JSON-REPORT.md), folded stacks, pprof (docs/PPROF.md).
  *
  * A renderer prints one report to ctx->out and returns 0, or a negative
  * errno (-ENOMEM); ls_report_render() checks the stream for write errors
@@ -22,11 +22,6 @@ struct ls_render_ctx {
 	struct ls_symbolizer *sym;
 };
 
-/* One symbolized frame as the JSON report writes it (docs/JSON-REPORT.md),
- * an element of the current array. */
-struct ls_json;
-void ls_json_frame(struct ls_json *j, const struct ls_symframe *f);
-
 int ls_render_text(const struct ls_render_ctx *ctx);
 int ls_render_json(const struct ls_render_ctx *ctx);
 int ls_render_folded(const struct ls_render_ctx *ctx);
@@ -43,6 +38,27 @@ int ls_render_svg(const struct ls_render_ctx *ctx);
  */
 int ls_flame_add_symstack(struct ls_flame *fg, const struct ls_stack *st,
 			  const struct ls_flame_value *v);
+
+/* Binary: a gzip-compressed pprof Profile (docs/PPROF.md). */
+int ls_render_pprof(const struct ls_render_ctx *ctx);
+
+/*
+ * Pieces the renderers of reports and of diffs (render_diff.c) share.
+ * ls_text_frame: one indented stack line, "function+0x1e [module]
+ * file.c:12" ("(inlined)" after inlined frames); ls_text_safe: s with
+ * control characters replaced; ls_json_frame: a frame object;
+ * ls_json_process: the process members (pid ... threads) of
+ * docs/JSON-REPORT.md; ls_json_filters: its "filters" object.
+ */
+struct ls_json;
+void ls_text_frame(FILE *out, const struct ls_symframe *f);
+void ls_text_safe(FILE *out, const char *s);
+void ls_json_frame(struct ls_json *j, const struct ls_symframe *f);
+void ls_json_process(struct ls_json *j, const struct ls_snapshot *s);
+void ls_json_filters(struct ls_json *j, const struct ls_report_opts *o);
+
+/* Flush out after a renderer returned ret: ret, or the write error. */
+int ls_render_finish(FILE *out, int ret);
 
 /*
  * Print the report to out in opts->format.  Symbolizes through a

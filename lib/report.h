@@ -19,7 +19,15 @@ enum ls_format {
 	LS_FORMAT_JSON,
 	LS_FORMAT_FOLDED,
 	LS_FORMAT_SVG,
+	LS_FORMAT_PPROF,	/* gzip-compressed protobuf, docs/PPROF.md */
 };
+
+/*
+ * Nonzero for a format whose output is binary: commands write it only to
+ * a file or to a stdout the user asked for explicitly, never to a
+ * terminal.
+ */
+int ls_format_is_binary(enum ls_format f);
 
 struct ls_report_opts {
 	enum ls_format format;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include "stack.h"
 
-static int agent_frame(const struct ls_symframe *f)
+int ls_symframe_is_agent(const struct ls_symframe *f)
 {
 	return f->module &&
 		!strncmp(ls_sym_basename(f->module), "libleakscope", 12);
@@ -39,7 +39,7 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 			st->cap = ncap;
 		}
 		for (j = 0; j < n; j++)
-			if (!agent_frame(&fr[j]))
+			if (!ls_symframe_is_agent(&fr[j]))
 				st->f[st->n++] = fr[j];
 	}
 	return 0;

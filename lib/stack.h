@@ -26,6 +26,10 @@ struct ls_stack {
  */
 int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		   struct ls_stack *st);
+/* Nonzero for a frame of the agent itself (a module whose name starts
+ * with "libleakscope"): reports leave them out. */
+int ls_symframe_is_agent(const struct ls_symframe *f);
+
 /* Free st's frames and zero it; accepts a zeroed stack. */
 void ls_stack_release(struct ls_stack *st);
 
