@@ -231,6 +231,7 @@ static void version(struct ls_web_req *r, struct ls_web_reply *rep)
 	ls_json_str(&j, "snapshot_dir", r->w->snapdir);
 	ls_json_bool(&j, "diff", ls_web_view_has_diff());
 	ls_json_bool(&j, "flamegraph", ls_web_view_has_svg());
+	ls_json_bool(&j, "diff_svg", ls_web_view_has_diff_svg());
 	ls_json_end(&j);
 	fputc('\n', b.fp);
 	ls_json_finish(&j);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../lib/diff.h"
 #include "../lib/json.h"
 #include "../lib/render.h"
 #include "../lib/symbolize.h"
@@ -73,14 +74,14 @@ static int flame_opts(struct ls_web_req *r, struct ls_flame_opts *f,
 /* The report options from the query: top, min_age (ms), min_size,
  * max_size, growing, show_allocs, as the command's options. */
 static int report_opts(struct ls_web_req *r, enum ls_format format,
-		       struct ls_report_opts *o, struct ls_web_reply *rep)
+		       const char *const *allowed, struct ls_report_opts *o,
+		       struct ls_web_reply *rep)
 {
 	uint64_t top = 0, age = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->format = format;
-	if (ls_web_params_only(r, format == LS_FORMAT_SVG ? svg_params :
-			       report_params, rep) ||
+	if (ls_web_params_only(r, allowed, rep) ||
 	    (format == LS_FORMAT_SVG && flame_opts(r, &o->svg, rep)) ||
 	    ls_web_param_count(r, "top", 1000000, &top, rep) ||
 	    ls_web_param_count(r, "min_age", UINT64_MAX / 1000000, &age, rep) ||
@@ -125,7 +126,8 @@ static void view_report(struct ls_web_req *r, struct ls_web_src *src,
 	struct ls_web_buf b;
 	int e;
 
-	if (report_opts(r, format, &opts, rep))
+	if (report_opts(r, format, format == LS_FORMAT_SVG ? svg_params :
+			report_params, &opts, rep))
 		return;
 	if (ls_web_buf_open(&b)) {
 		ls_web_error(rep, 500, "out of memory");
@@ -464,7 +466,7 @@ void ls_web_view(struct ls_web_req *r, struct ls_web_src *src,
 
 int ls_web_view_has_diff(void)
 {
-	return 0;
+	return 1;
 }
 
 int ls_web_view_has_svg(void)
@@ -472,9 +474,118 @@ int ls_web_view_has_svg(void)
 	return 1;
 }
 
+int ls_web_view_has_diff_svg(void)
+{
+	return ls_diff_format_ok(LS_FORMAT_SVG);
+}
+
+/* ---------------------------------------------------------------- diff */
+
+/* One side of a diff: a saved snapshot's name, or "pid:N" for a live
+ * process now (with its blocks when the filters need them). */
+static int diff_side(struct ls_web_req *r, const char *param, int blocks,
+		     struct ls_web_src *src, struct ls_web_reply *rep)
+{
+	const char *v = ls_web_param(r, param);
+
+	memset(src, 0, sizeof(*src));
+	if (!v)
+		return ls_web_error(rep, 400, "'%s' is missing: a saved "
+				    "snapshot's name or pid:N", param);
+	if (!strncmp(v, "pid:", 4)) {
+		if (!ls_web_parse_pid(v + 4, &src->pid))
+			return ls_web_error(rep, 400, "'%.32s' is not a pid", v + 4);
+		src->ref = ls_web_snap_get(&r->w->agents, src->pid, blocks, rep);
+		if (!src->ref)
+			return rep->status;
+		src->snap = &src->ref->snap;
+		return 0;
+	}
+	if (!ls_web_store_name_ok(v))
+		return ls_web_error(rep, 400, "'%.64s' is not a snapshot name", v);
+	if (ls_web_store_load(r->w, v, &src->own, rep))
+		return rep->status;
+	src->snap = &src->own;
+	return 0;
+}
+
+static void diff_side_release(struct ls_web_req *r, struct ls_web_src *src)
+{
+	if (src->ref)
+		ls_web_snap_put(&r->w->agents, src->ref);
+	else
+		ls_snapshot_release(&src->own);
+}
+
+static int diff_format(struct ls_web_req *r, enum ls_format *f,
+		       struct ls_web_reply *rep)
+{
+	const char *v = ls_web_param(r, "format");
+
+	*f = !v || !strcmp(v, "json") ? LS_FORMAT_JSON :
+	     !strcmp(v, "svg") ? LS_FORMAT_SVG : LS_FORMAT_TEXT;
+	if (v && *f == LS_FORMAT_TEXT)
+		return ls_web_error(rep, 400, "format is json or svg");
+	if (!ls_diff_format_ok(*f))
+		return ls_web_error(rep, 501, "this build cannot draw a diff "
+				    "as %s", v);
+	return 0;
+}
+
+static void diff_render(struct ls_web_src *base, struct ls_web_src *newer,
+			const struct ls_report_opts *opts,
+			struct ls_web_reply *rep)
+{
+	struct ls_web_buf b;
+	struct ls_diff d;
+	int e = ls_diff_build(base->snap, newer->snap, opts, &d);
+
+	if (e == -ENODATA) {
+		ls_web_error(rep, 400, "a snapshot has no block list for these "
+			     "filters");
+		return;
+	}
+	if (e || ls_web_buf_open(&b)) {
+		if (!e)
+			ls_diff_release(&d);
+		ls_web_error(rep, 500, "cannot compare the snapshots");
+		return;
+	}
+	e = ls_diff_render(b.fp, &d, opts);
+	ls_diff_release(&d);
+	if (e) {
+		fclose(b.fp);
+		free(b.data);
+		ls_web_error(rep, 500, "cannot render the diff: %s", strerror(-e));
+		return;
+	}
+	ls_web_buf_reply(&b, rep, opts->format == LS_FORMAT_SVG ?
+			 "image/svg+xml" : "application/json");
+}
+
 void ls_web_view_diff(struct ls_web_req *r, struct ls_web_reply *rep)
 {
-	ls_web_error(rep, 501, "this build has no snapshot diff");
+	static const char *const params[] = {
+		"from", "to", "format", "top", "min_age", "min_size", "max_size",
+		"s", "x", NULL
+	};
+	struct ls_web_src base, newer;
+	struct ls_report_opts opts;
+	enum ls_format format;
+
+	if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD")) {
+		ls_web_error(rep, 405, "this endpoint needs GET");
+		return;
+	}
+	if (diff_format(r, &format, rep) ||
+	    report_opts(r, format, params, &opts, rep) ||
+	    diff_side(r, "from", opts.need_blocks, &base, rep))
+		return;
+	if (!diff_side(r, "to", opts.need_blocks, &newer, rep)) {
+		diff_render(&base, &newer, &opts, rep);
+		diff_side_release(r, &newer);
+	}
+	diff_side_release(r, &base);
 }
 
 /* ---------------------------------------------------------- processes */

@@ -27,11 +27,14 @@ void ls_web_view(struct ls_web_req *r, struct ls_web_src *src,
 /* GET processes: every agent this user may ask, with a sparkline. */
 void ls_web_view_processes(struct ls_web_req *r, struct ls_web_reply *rep);
 
-/* GET diff?from=NAME&to=NAME: two saved snapshots compared. */
+/* GET diff?from=A&to=B: two saved snapshots (or pid:N, a live process
+ * now) compared by lib/diff.h, as JSON or (format=svg) a differential
+ * flame graph when the library can draw one. */
 void ls_web_view_diff(struct ls_web_req *r, struct ls_web_reply *rep);
 
 /* Whether this build has the diff and flame graph renderers. */
 int ls_web_view_has_diff(void);
 int ls_web_view_has_svg(void);
+int ls_web_view_has_diff_svg(void);
 
 #endif

@@ -10,6 +10,7 @@ that long after changing the workload.  Everything listens on 127.0.0.1
 only; every agent and the server get a private runtime dir.
 """
 import atexit
+import html
 import http.client as httpclient
 import json
 import os
@@ -575,19 +576,22 @@ def page_run():
                            if site_function(s, workload("webload")))}
     r = chromium(["--virtual-time-budget=15000", "--dump-dom",
                   "%s&pid=%d&test=1" % (srv.url, wl.pid)])
-    dom = r.stdout.decode("utf-8", "replace")
+    res["out"] = test_out(r.stdout.decode("utf-8", "replace"))
+    time.sleep(CACHE_TTL)
+    return res
+
+
+def test_out(dom):
+    """The JSON the page's test hook left in <pre id=test-out>."""
     start = dom.find('<pre id="test-out"')
     if start < 0:
         fail("the page's test output", "<pre id=test-out>", shorten(dom, 800))
     text = dom[dom.index(">", start) + 1:dom.index("</pre>", start)]
-    text = (text.replace("&quot;", '"').replace("&lt;", "<")
-            .replace("&gt;", ">").replace("&amp;", "&"))
+    text = html.unescape(text)
     try:
-        res["out"] = json.loads(text)
+        return json.loads(text)
     except ValueError:
         fail("the page's test output is JSON", "JSON", shorten(text, 800))
-    time.sleep(CACHE_TTL)
-    return res
 
 
 @check("page: the process list with sparklines, the process's sites, chart and flame graph")
@@ -622,21 +626,90 @@ def t_page_view():
        "searching site_web_ matches both sites' bytes")
 
 
+@once
+def after_reset():
+    """The page pressed reset (page_run); the API's report then, and after
+    one more 'b'."""
+    srv, wl = world()
+    page_run()
+    rep = api(srv, "processes/%d/report" % wl.pid)
+    wl.cmd("b")
+    time.sleep(CACHE_TTL)
+    return rep, api(srv, "processes/%d/report" % wl.pid)
+
+
 @check("page: pressing reset clears the sites (page and API agree)")
 def t_page_reset():
-    srv, wl = world()
     o = page_run()["out"]
     eq(o["after"]["msg"], "reset done", "the page's message")
     fns = o["after"]["functions"]
     ok("site_web_big" not in fns and "site_web_small" not in fns,
        "the workload's sites are gone from the page", str(fns))
-    rep = api(srv, "processes/%d/report" % wl.pid)
+    rep, later = after_reset()
     eq([s for s in rep["sites"] if site_function(s, workload("webload"))], [],
        "no site of the workload after reset")
-    wl.cmd("b")
-    time.sleep(CACHE_TTL)
-    expect_site(api(srv, "processes/%d/report" % wl.pid), "site_web_small",
-                workload("webload"), SMALL, 3)
+    expect_site(later, "site_web_small", workload("webload"), SMALL, 3)
+
+
+def without_times(diff):
+    diff = dict(diff)
+    for side in ("base", "new"):
+        diff[side] = {k: v for k, v in diff[side].items()
+                      if k not in ("time", "uptime_ms")}
+    return diff
+
+
+@once
+def two_snapshots():
+    """The world's first snapshot (3 'a', 2 'b') and one after the page's
+    reset and one 'b'."""
+    srv, wl = world()
+    if not world_snapshots:
+        t_snapshot()
+    after_reset()
+    second = api(srv, "processes/%d/snapshot" % wl.pid, status=201,
+                 method="POST")["name"]
+    return world_snapshots[0], second
+
+
+@check("api: diff of two saved snapshots equals `leakscope diff --format json` (big gone, small shrank)")
+def t_diff():
+    srv, wl = world()
+    a, b = two_snapshots()
+    got = api(srv, "diff?from=%s&to=%s" % (a, b))
+    cli = cli_json("diff", "--format", "json", os.path.join(SNAPDIR, a),
+                   os.path.join(SNAPDIR, b))
+    eq(without_times(got), without_times(cli), "API diff vs CLI diff")
+    prog = workload("webload")
+    ch = {site_function(s, prog): (s["change"], s["live_bytes_delta"])
+          for s in got["sites"] if site_function(s, prog)}
+    eq(ch.get("site_web_big"), ("gone", -3 * BIG), "site_web_big")
+    eq(ch.get("site_web_small"), ("shrank", -SMALL), "site_web_small")
+    live = api(srv, "diff?from=%s&to=pid:%d" % (b, wl.pid))
+    eq([s["change"] for s in live["sites"] if site_function(s, prog)],
+       ["same"], "a snapshot against the live process it was taken of")
+    for q, status in (("from=%s" % a, 400), ("from=%s&to=nope.lsnap" % a, 404),
+                      ("from=%s&to=pid:abc" % a, 400),
+                      ("from=%s&to=%s&format=xml" % (a, b), 400),
+                      ("from=../x.lsnap&to=%s" % b, 400)):
+        api(srv, "diff?" + q, status=status)
+
+
+@check("page: the diff view between two snapshots picked in the list")
+def t_page_diff():
+    srv, wl = world()
+    a, b = two_snapshots()
+    r = chromium(["--virtual-time-budget=10000", "--dump-dom",
+                  "%s&test=diff&from=%s&to=%s" % (srv.url, a, b)])
+    o = test_out(r.stdout.decode("utf-8", "replace"))
+    ok("error" not in o, "the page ran without error", o.get("error", ""))
+    ok(a in o["listed"] and b in o["listed"], "both listed", str(o))
+    ok(o["buttonEnabled"], "the compare button is enabled once both are picked")
+    rows = {r[4]: r for r in o["rows"]}
+    eq(rows.get("site_web_big", [None] * 4)[:4],
+       ["-146.5 KiB", "gone", "146.5 KiB", "0 B"], "site_web_big's row")
+    eq(rows.get("site_web_small", [None] * 4)[:4],
+       ["-300 B", "shrank", "600 B", "300 B"], "site_web_small's row")
 
 
 @check("page: a screenshot is kept in build/test-artifacts/web-process.png")

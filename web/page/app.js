@@ -389,32 +389,39 @@ async function doAction(what) {
 
 /* ------------------------------------------------------------- diff */
 
+function diffQuery(from, to) {
+  return "from=" + encodeURIComponent(from) + "&to=" + encodeURIComponent(to);
+}
+
 async function showDiff(from, to) {
-  const d = await api("diff?from=" + encodeURIComponent(from) + "&to=" + encodeURIComponent(to));
+  const d = await api("diff?" + diffQuery(from, to));
   $("proc").hidden = true;
   $("pick").hidden = true;
   $("diff").hidden = false;
   $("diff-title").textContent = "Diff " + from + " → " + to;
-  const t = d.totals || {};
-  $("diff-summary").replaceChildren(...[["before", bytes(t.before_bytes || 0)],
-    ["after", bytes(t.after_bytes || 0)], ["change", bytes(t.delta_bytes || 0)]].map(
-    ([k, v]) => el("div", { class: "card" }, el("span", { class: "muted", text: k }), el("b", { text: v }))));
+  const t = d.totals;
+  $("diff-summary").replaceChildren(...[["before", bytes(t.base.live_bytes)],
+    ["after", bytes(t.new.live_bytes)], ["change", bytes(t.live_bytes_delta)],
+    ["stacks grew", t.stacks.grew], ["new", t.stacks.new], ["shrank", t.stacks.shrank],
+    ["gone", t.stacks.gone]].map(
+    ([k, v]) => el("div", { class: "card" }, el("span", { class: "muted", text: k }),
+                   el("b", { text: String(v) }))));
   const tb = $("diff-sites").tBodies[0];
   tb.replaceChildren();
   for (const s of d.sites) {
     const f = mainFrame(s.frames);
-    tb.append(el("tr", {},
-      el("td", { class: "num " + (s.delta_bytes > 0 ? "grew" : "shrank"), text: bytes(s.delta_bytes) }),
-      el("td", { class: "num", text: bytes(s.before_bytes) }),
-      el("td", { class: "num", text: bytes(s.after_bytes) }),
+    tb.append(el("tr", { class: "diff-site" },
+      el("td", { class: "num " + (s.live_bytes_delta > 0 ? "grew" : "shrank"),
+                 text: bytes(s.live_bytes_delta) }),
+      el("td", {}, el("span", { class: "label " + s.change, text: s.change })),
+      el("td", { class: "num", text: bytes(s.base.live_bytes) }),
+      el("td", { class: "num", text: bytes(s.new.live_bytes) }),
       el("td", { class: "fn", text: f.function || "?" }),
       el("td", { text: where(f) })));
   }
-  if (state.caps.flamegraph) {
-    $("diff-flame").hidden = false;
-    $("diff-flame").src = API + "diff?from=" + encodeURIComponent(from) + "&to=" +
-      encodeURIComponent(to) + "&format=svg";
-  }
+  $("diff-flame").hidden = !state.caps.diff_svg;
+  if (state.caps.diff_svg)
+    $("diff-flame").src = API + "diff?" + diffQuery(from, to) + "&format=svg";
   return d;
 }
 
@@ -502,6 +509,29 @@ async function testRun() {
   document.title = "test done";
 }
 
+async function testDiff() {
+  const out = {};
+  try {
+    await refreshLists();
+    out.listed = Array.from($("snaps").querySelectorAll('input[name="from"]')).map((r) => r.value);
+    /* pick the two through the radio buttons, as a user would */
+    for (const side of ["from", "to"]) {
+      const r = $("snaps").querySelector('input[name="' + side + '"][value="' + params.get(side) + '"]');
+      if (r) { r.checked = true; r.dispatchEvent(new Event("change")); }
+    }
+    out.buttonEnabled = !$("diff-btn").disabled;
+    $("diff-btn").click();
+    await until(() => !$("diff").hidden && $("diff-sites").tBodies[0].rows.length > 0);
+    out.rows = Array.from($("diff-sites").tBodies[0].rows).map((tr) =>
+      Array.from(tr.cells).map((c) => c.textContent));
+    out.cards = Array.from($("diff-summary").querySelectorAll(".card")).map((c) => c.textContent);
+  } catch (e) {
+    out.error = String(e && e.stack || e);
+  }
+  $("test-out").textContent = JSON.stringify(out);
+  document.title = "test done";
+}
+
 /* ------------------------------------------------------------ start */
 
 async function start() {
@@ -528,6 +558,7 @@ async function start() {
     return;
   }
   if (params.get("test") === "1") return testRun();
+  if (params.get("test") === "diff") return testDiff();
   if (params.has("pid")) await select(parseInt(params.get("pid"), 10));
   await refresh();
   setInterval(() => { if ($("live").checked) refresh(); }, REFRESH_MS);
