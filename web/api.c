@@ -25,32 +25,16 @@ static int method_is(struct ls_web_req *r, const char *m,
 
 /* ------------------------------------------------------------ sources */
 
-/* The live process in segs[1]; a reference into the cache. */
 static int source_live(struct ls_web_req *r, int blocks, struct ls_web_src *src,
 		       struct ls_web_reply *rep)
 {
-	memset(src, 0, sizeof(*src));
-	if (!ls_web_parse_pid(r->segs[1], &src->pid))
-		return ls_web_error(rep, 400, "'%.32s' is not a pid", r->segs[1]);
-	src->ref = ls_web_snap_get(&r->w->agents, src->pid, blocks, rep);
-	if (!src->ref)
-		return rep->status;
-	src->snap = &src->ref->snap;
-	src->agents = &r->w->agents;
-	return 0;
+	return ls_web_src_live(r, r->segs[1], blocks, src, rep);
 }
 
 static int source_saved(struct ls_web_req *r, struct ls_web_src *src,
 			struct ls_web_reply *rep)
 {
-	memset(src, 0, sizeof(*src));
-	if (!ls_web_store_name_ok(r->segs[1]))
-		return ls_web_error(rep, 400, "'%.64s' is not a snapshot name",
-				    r->segs[1]);
-	if (ls_web_store_load(r->w, r->segs[1], &src->own, rep))
-		return rep->status;
-	src->snap = &src->own;
-	return 0;
+	return ls_web_src_saved(r, r->segs[1], src, rep);
 }
 
 static int source_postmortem(struct ls_web_req *r, struct ls_web_src *src,
@@ -65,14 +49,6 @@ static int source_postmortem(struct ls_web_req *r, struct ls_web_src *src,
 		return rep->status;
 	src->snap = &src->own;
 	return 0;
-}
-
-static void source_release(struct ls_web_req *r, struct ls_web_src *src)
-{
-	if (src->ref)
-		ls_web_snap_put(&r->w->agents, src->ref);
-	else
-		ls_snapshot_release(&src->own);
 }
 
 /* Does view segs[2] need the block list?  Only to filter or list blocks:
@@ -112,7 +88,7 @@ static void source_view(struct ls_web_req *r, struct ls_web_reply *rep)
 	    source_postmortem(r, &src, rep))
 		return;
 	ls_web_view(r, &src, r->segs[2], rep);
-	source_release(r, &src);
+	ls_web_src_release(r, &src);
 }
 
 /* ------------------------------------------------------------ actions */
@@ -137,18 +113,11 @@ static void action_reset(struct ls_web_req *r, pid_t pid,
 			     (int)pid, reply);
 		return;
 	}
-	if (ls_web_buf_open(&b)) {
-		ls_web_error(rep, 500, "out of memory");
+	if (ls_web_json_begin(&b, &j, NULL, rep))
 		return;
-	}
-	ls_json_init(&j, b.fp);
-	ls_json_object(&j, NULL);
 	ls_json_u64(&j, "pid", (uint64_t)pid);
 	ls_json_bool(&j, "reset", 1);
-	ls_json_end(&j);
-	fputc('\n', b.fp);
-	ls_json_finish(&j);
-	ls_web_buf_reply(&b, rep, "application/json");
+	ls_web_json_end(&b, &j, 0, 200, rep);
 }
 
 static void action_snapshot(struct ls_web_req *r, pid_t pid,
@@ -158,21 +127,12 @@ static void action_snapshot(struct ls_web_req *r, pid_t pid,
 	struct ls_web_buf b;
 	struct ls_json j;
 
-	if (ls_web_store_save(r->w, pid, name, sizeof(name), rep))
+	if (ls_web_store_save(r->w, pid, name, sizeof(name), rep) ||
+	    ls_web_json_begin(&b, &j, NULL, rep))
 		return;
-	if (ls_web_buf_open(&b)) {
-		ls_web_error(rep, 500, "out of memory");
-		return;
-	}
-	ls_json_init(&j, b.fp);
-	ls_json_object(&j, NULL);
 	ls_json_u64(&j, "pid", (uint64_t)pid);
 	ls_json_str(&j, "name", name);
-	ls_json_end(&j);
-	fputc('\n', b.fp);
-	ls_json_finish(&j);
-	ls_web_buf_reply(&b, rep, "application/json");
-	rep->status = 201;
+	ls_web_json_end(&b, &j, 0, 201, rep);
 }
 
 /* POST processes/PID/{reset,snapshot} */
@@ -198,6 +158,7 @@ static void process_action(struct ls_web_req *r, struct ls_web_reply *rep)
 static void snapshot_delete(struct ls_web_req *r, struct ls_web_reply *rep)
 {
 	struct ls_web_buf b;
+	struct ls_json j;
 
 	if (!method_is(r, "DELETE", rep) || ls_web_params_only(r, NULL, rep))
 		return;
@@ -206,10 +167,12 @@ static void snapshot_delete(struct ls_web_req *r, struct ls_web_reply *rep)
 			     r->segs[1]);
 		return;
 	}
-	if (ls_web_store_remove(r->w, r->segs[1], rep) || ls_web_buf_open(&b))
+	if (ls_web_store_remove(r->w, r->segs[1], rep) ||
+	    ls_web_json_begin(&b, &j, NULL, rep))
 		return;
-	fputs("{\"deleted\":true}\n", b.fp);
-	ls_web_buf_reply(&b, rep, "application/json");
+	ls_json_str(&j, "name", r->segs[1]);
+	ls_json_bool(&j, "deleted", 1);
+	ls_web_json_end(&b, &j, 0, 200, rep);
 }
 
 /* ------------------------------------------------------------ listings */
@@ -220,22 +183,15 @@ static void version(struct ls_web_req *r, struct ls_web_reply *rep)
 	struct ls_json j;
 
 	if (!method_is(r, "GET", rep) || ls_web_params_only(r, NULL, rep) ||
-	    ls_web_buf_open(&b))
+	    ls_web_json_begin(&b, &j, "leakscope-web", rep))
 		return;
-	ls_json_init(&j, b.fp);
-	ls_json_object(&j, NULL);
-	ls_json_str(&j, "format", "leakscope-web");
-	ls_json_u64(&j, "version", LS_WEB_API_VERSION);
 	ls_json_u64(&j, "server_pid", (uint64_t)getpid());
 	ls_json_u64(&j, "uid", (uint64_t)getuid());
 	ls_json_str(&j, "snapshot_dir", r->w->snapdir);
 	ls_json_bool(&j, "diff", ls_web_view_has_diff());
 	ls_json_bool(&j, "flamegraph", ls_web_view_has_svg());
 	ls_json_bool(&j, "diff_svg", ls_web_view_has_diff_svg());
-	ls_json_end(&j);
-	fputc('\n', b.fp);
-	ls_json_finish(&j);
-	ls_web_buf_reply(&b, rep, "application/json");
+	ls_web_json_end(&b, &j, 0, 200, rep);
 }
 
 static void listing(struct ls_web_req *r, struct ls_web_reply *rep)
@@ -251,24 +207,14 @@ static void listing(struct ls_web_req *r, struct ls_web_reply *rep)
 		ls_web_view_processes(r, rep);
 		return;
 	}
-	if (ls_web_params_only(r, NULL, rep) || ls_web_buf_open(&b))
+	if (ls_web_params_only(r, NULL, rep) ||
+	    ls_web_json_begin(&b, &j, !strcmp(kind, "snapshots") ?
+			      "leakscope-snapshots" : "leakscope-postmortems",
+			      rep))
 		return;
-	ls_json_init(&j, b.fp);
-	ls_json_object(&j, NULL);
-	ls_json_str(&j, "format", !strcmp(kind, "snapshots") ?
-		    "leakscope-snapshots" : "leakscope-postmortems");
-	ls_json_u64(&j, "version", LS_WEB_API_VERSION);
 	e = !strcmp(kind, "snapshots") ? ls_web_store_list(r->w, &j) :
 	    ls_web_postmortem_list(&j);
-	ls_json_end(&j);
-	fputc('\n', b.fp);
-	if (ls_json_finish(&j) || e) {
-		fclose(b.fp);
-		free(b.data);
-		ls_web_error(rep, 500, "cannot list %s", kind);
-		return;
-	}
-	ls_web_buf_reply(&b, rep, "application/json");
+	ls_web_json_end(&b, &j, e, 200, rep);
 }
 
 /* ------------------------------------------------------------ routing */

@@ -89,6 +89,18 @@ int ls_web_buf_open(struct ls_web_buf *b);
 int ls_web_buf_reply(struct ls_web_buf *b, struct ls_web_reply *rep,
 		     const char *type);
 
+/*
+ * A JSON object reply: ls_web_json_begin() opens the buffer and the top
+ * object and writes "format" and "version"; the caller adds members;
+ * ls_web_json_end() closes it and hands it to rep with status (a 500
+ * instead when writing failed or err is nonzero).  Returns 0 / status.
+ */
+struct ls_json;
+int ls_web_json_begin(struct ls_web_buf *b, struct ls_json *j,
+		      const char *format, struct ls_web_reply *rep);
+int ls_web_json_end(struct ls_web_buf *b, struct ls_json *j, int err,
+		    int status, struct ls_web_reply *rep);
+
 /* The query parameter name, or NULL. */
 const char *ls_web_param(struct ls_web_req *r, const char *name);
 /* 0 if every query parameter is in allowed (NULL-terminated; "token" is

@@ -95,6 +95,36 @@ int ls_web_buf_reply(struct ls_web_buf *b, struct ls_web_reply *rep,
 	return 200;
 }
 
+int ls_web_json_begin(struct ls_web_buf *b, struct ls_json *j,
+		      const char *format, struct ls_web_reply *rep)
+{
+	if (ls_web_buf_open(b))
+		return ls_web_error(rep, 500, "out of memory");
+	ls_json_init(j, b->fp);
+	ls_json_object(j, NULL);
+	if (format) {
+		ls_json_str(j, "format", format);
+		ls_json_u64(j, "version", LS_WEB_API_VERSION);
+	}
+	return 0;
+}
+
+int ls_web_json_end(struct ls_web_buf *b, struct ls_json *j, int err,
+		    int status, struct ls_web_reply *rep)
+{
+	ls_json_end(j);
+	fputc('\n', b->fp);
+	if (ls_json_finish(j) || err) {
+		fclose(b->fp);
+		free(b->data);
+		return ls_web_error(rep, 500, "cannot build the reply%s%s",
+				    err ? ": " : "", err ? strerror(-err) : "");
+	}
+	ls_web_buf_reply(b, rep, "application/json");
+	rep->status = status;
+	return status;
+}
+
 /* --------------------------------------------------------- parameters */
 
 const char *ls_web_param(struct ls_web_req *r, const char *name)

@@ -26,6 +26,42 @@ static const char *const svg_params[] = {
 	NULL
 };
 
+int ls_web_src_live(struct ls_web_req *r, const char *pid, int blocks,
+		    struct ls_web_src *src, struct ls_web_reply *rep)
+{
+	memset(src, 0, sizeof(*src));
+	if (!ls_web_parse_pid(pid, &src->pid))
+		return ls_web_error(rep, 400, "'%.32s' is not a pid", pid);
+	src->ref = ls_web_snap_get(&r->w->agents, src->pid, blocks, rep);
+	if (!src->ref)
+		return rep->status;
+	src->snap = &src->ref->snap;
+	src->agents = &r->w->agents;
+	return 0;
+}
+
+int ls_web_src_saved(struct ls_web_req *r, const char *name,
+		     struct ls_web_src *src, struct ls_web_reply *rep)
+{
+	memset(src, 0, sizeof(*src));
+	if (!ls_web_store_name_ok(name))
+		return ls_web_error(rep, 400, "'%.64s' is not a snapshot name",
+				    name);
+	if (ls_web_store_load(r->w, name, &src->own, rep))
+		return rep->status;
+	src->snap = &src->own;
+	return 0;
+}
+
+void ls_web_src_release(struct ls_web_req *r, struct ls_web_src *src)
+{
+	if (src->ref)
+		ls_web_snap_put(&r->w->agents, src->ref);
+	else
+		ls_snapshot_release(&src->own);
+	memset(src, 0, sizeof(*src));
+}
+
 /* Run fn with a symbolizer: the process's shared one for a live source,
  * a new one for a file. */
 static int with_sym(struct ls_web_src *src,
@@ -281,9 +317,6 @@ static int history_cb(const struct ls_snapshot *snap, struct ls_symbolizer *sym,
 static void put_history_head(struct ls_json *j, const struct ls_snapshot *s,
 			     uint64_t window_s)
 {
-	ls_json_object(j, NULL);
-	ls_json_str(j, "format", "leakscope-history");
-	ls_json_u64(j, "version", LS_WEB_API_VERSION);
 	ls_json_u64(j, "pid", s->hdr.pid);
 	ls_json_bool(j, "has_history", s->has_history);
 	ls_json_u64(j, "period_ms", s->history.period_ms);
@@ -310,23 +343,12 @@ static void view_history(struct ls_web_req *r, struct ls_web_src *src,
 	a.one_site = ls_web_param(r, "site") != NULL;
 	if (!a.top || a.one_site)
 		a.top = SIZE_MAX;
-	if (ls_web_buf_open(&b)) {
-		ls_web_error(rep, 500, "out of memory");
+	if (ls_web_json_begin(&b, &j, "leakscope-history", rep))
 		return;
-	}
-	ls_json_init(&j, b.fp);
 	a.j = &j;
 	put_history_head(&j, src->snap, a.window_s);
 	e = with_sym(src, history_cb, &a);
-	ls_json_end(&j);
-	fputc('\n', b.fp);
-	if (e || ls_json_finish(&j)) {
-		fclose(b.fp);
-		free(b.data);
-		ls_web_error(rep, 500, "cannot build the history");
-		return;
-	}
-	ls_web_buf_reply(&b, rep, "application/json");
+	ls_web_json_end(&b, &j, e, 200, rep);
 }
 
 /* --------------------------------------------------------------- olds */
@@ -408,26 +430,12 @@ static void view_olds(struct ls_web_req *r, struct ls_web_src *src,
 		ls_web_error(rep, 400, "this snapshot has no block list");
 		return;
 	}
-	if (ls_web_buf_open(&b)) {
-		ls_web_error(rep, 500, "out of memory");
+	if (ls_web_json_begin(&b, &j, "leakscope-olds", rep))
 		return;
-	}
-	ls_json_init(&j, b.fp);
 	a.j = &j;
-	ls_json_object(&j, NULL);
-	ls_json_str(&j, "format", "leakscope-olds");
-	ls_json_u64(&j, "version", LS_WEB_API_VERSION);
 	ls_json_u64(&j, "pid", src->snap->hdr.pid);
 	e = with_sym(src, olds_cb, &a);
-	ls_json_end(&j);
-	fputc('\n', b.fp);
-	if (e || ls_json_finish(&j)) {
-		fclose(b.fp);
-		free(b.data);
-		ls_web_error(rep, 500, "cannot list the oldest blocks");
-		return;
-	}
-	ls_web_buf_reply(&b, rep, "application/json");
+	ls_web_json_end(&b, &j, e, 200, rep);
 }
 
 /* ------------------------------------------------------------ dispatch */
@@ -492,29 +500,9 @@ static int diff_side(struct ls_web_req *r, const char *param, int blocks,
 	if (!v)
 		return ls_web_error(rep, 400, "'%s' is missing: a saved "
 				    "snapshot's name or pid:N", param);
-	if (!strncmp(v, "pid:", 4)) {
-		if (!ls_web_parse_pid(v + 4, &src->pid))
-			return ls_web_error(rep, 400, "'%.32s' is not a pid", v + 4);
-		src->ref = ls_web_snap_get(&r->w->agents, src->pid, blocks, rep);
-		if (!src->ref)
-			return rep->status;
-		src->snap = &src->ref->snap;
-		return 0;
-	}
-	if (!ls_web_store_name_ok(v))
-		return ls_web_error(rep, 400, "'%.64s' is not a snapshot name", v);
-	if (ls_web_store_load(r->w, v, &src->own, rep))
-		return rep->status;
-	src->snap = &src->own;
-	return 0;
-}
-
-static void diff_side_release(struct ls_web_req *r, struct ls_web_src *src)
-{
-	if (src->ref)
-		ls_web_snap_put(&r->w->agents, src->ref);
-	else
-		ls_snapshot_release(&src->own);
+	if (!strncmp(v, "pid:", 4))
+		return ls_web_src_live(r, v + 4, blocks, src, rep);
+	return ls_web_src_saved(r, v, src, rep);
 }
 
 static int diff_format(struct ls_web_req *r, enum ls_format *f,
@@ -583,9 +571,9 @@ void ls_web_view_diff(struct ls_web_req *r, struct ls_web_reply *rep)
 		return;
 	if (!diff_side(r, "to", opts.need_blocks, &newer, rep)) {
 		diff_render(&base, &newer, &opts, rep);
-		diff_side_release(r, &newer);
+		ls_web_src_release(r, &newer);
 	}
-	diff_side_release(r, &base);
+	ls_web_src_release(r, &base);
 }
 
 /* ---------------------------------------------------------- processes */
@@ -616,23 +604,13 @@ static void put_sparkline(struct ls_json *j, const struct ls_snapshot *s)
 
 static void put_process(struct ls_json *j, const struct ls_snapshot *s)
 {
-	const struct lsnap_header *h = &s->hdr;
 	uint64_t live = 0;
 	size_t i;
 
 	for (i = 0; i < s->nsites; i++)
 		live += s->sites[i].live_blocks > 0;
 	ls_json_object(j, NULL);
-	ls_json_u64(j, "pid", h->pid);
-	ls_json_u64(j, "ppid", h->ppid);
-	ls_json_array(j, "command");
-	for (i = 0; i < s->argc; i++)
-		ls_json_str(j, NULL, s->argv[i]);
-	ls_json_end(j);
-	ls_json_str(j, "mode", h->mode == LSNAP_MODE_SAMPLED ? "sampled" : "full");
-	ls_json_ms(j, "uptime_ms", h->mono_ns > h->start_mono_ns ?
-		   h->mono_ns - h->start_mono_ns : 0);
-	ls_json_u64(j, "threads", h->nthreads);
+	ls_json_process(j, s);
 	ls_json_u64(j, "live_bytes", s->totals.live_bytes);
 	ls_json_u64(j, "live_blocks", s->totals.live_blocks);
 	ls_json_u64(j, "allocated_bytes", s->totals.allocated_bytes);
@@ -689,24 +667,14 @@ void ls_web_view_processes(struct ls_web_req *r, struct ls_web_reply *rep)
 	if (ls_web_params_only(r, NULL, rep))
 		return;
 	n = ls_web_agents_list(&pids);
-	if (n < 0 || ls_web_buf_open(&b)) {
-		free(pids);
-		ls_web_error(rep, 500, "cannot list processes");
+	if (n < 0) {
+		ls_web_error(rep, 500, "cannot list processes: %s",
+			     strerror((int)-n));
 		return;
 	}
-	ls_json_init(&j, b.fp);
-	ls_json_object(&j, NULL);
-	ls_json_str(&j, "format", "leakscope-processes");
-	ls_json_u64(&j, "version", LS_WEB_API_VERSION);
-	put_processes(r, &j, pids, (size_t)n);
-	ls_json_end(&j);
-	fputc('\n', b.fp);
+	if (!ls_web_json_begin(&b, &j, "leakscope-processes", rep)) {
+		put_processes(r, &j, pids, (size_t)n);
+		ls_web_json_end(&b, &j, 0, 200, rep);
+	}
 	free(pids);
-	if (ls_json_finish(&j)) {
-		fclose(b.fp);
-		free(b.data);
-		ls_web_error(rep, 500, "cannot list processes");
-		return;
-	}
-	ls_web_buf_reply(&b, rep, "application/json");
 }

@@ -18,6 +18,17 @@ struct ls_web_src {
 	const struct ls_snapshot *snap;
 };
 
+/*
+ * Sources: a live process by its pid string (a cache reference, with the
+ * block list when blocks), a saved snapshot by name (validated).  0, or
+ * an error reply's status.  Release with ls_web_src_release().
+ */
+int ls_web_src_live(struct ls_web_req *r, const char *pid, int blocks,
+		    struct ls_web_src *src, struct ls_web_reply *rep);
+int ls_web_src_saved(struct ls_web_req *r, const char *name,
+		     struct ls_web_src *src, struct ls_web_reply *rep);
+void ls_web_src_release(struct ls_web_req *r, struct ls_web_src *src);
+
 /* "report", "folded", "flamegraph.svg", "stats", "history", "olds". */
 int ls_web_view_known(const char *view);
 /* Answer view of src, its parameters read from r. */

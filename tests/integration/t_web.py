@@ -26,6 +26,7 @@ import urllib.error
 import urllib.request
 
 from harness import (check, once, workload, eq, ok, ge, fail, run_process,
+                     agent_env,
                      expect_site, site_function, need, shorten, LEAKSCOPE,
                      BUILD, ROOT, Failure, Skip)
 
@@ -45,11 +46,7 @@ _STARTED = []
 
 
 def env(extra=None):
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
-    e.update(extra or {})
-    return e
+    return agent_env(RUNTIME, extra)
 
 
 def _cleanup():
