@@ -319,6 +319,18 @@ static void list_dir(struct ls_json *j, const char *dir)
 		closedir(d);
 }
 
+/* The own dir may match root's patterns too (a LEAKSCOPE_RUNTIME_DIR
+ * under /tmp): list each dir once. */
+static int seen_before(const glob_t *g, size_t i)
+{
+	size_t k;
+
+	for (k = 0; k < i; k++)
+		if (!strcmp(g->gl_pathv[k], g->gl_pathv[i]))
+			return 1;
+	return 0;
+}
+
 int ls_web_postmortem_list(struct ls_json *j)
 {
 	glob_t g;
@@ -327,7 +339,8 @@ int ls_web_postmortem_list(struct ls_json *j)
 
 	ls_json_array(j, "postmortem");
 	for (i = 0; !r && i < g.gl_pathc; i++)
-		list_dir(j, g.gl_pathv[i]);
+		if (!seen_before(&g, i))
+			list_dir(j, g.gl_pathv[i]);
 	ls_json_end(j);
 	if (!r)
 		globfree(&g);
