@@ -22,12 +22,17 @@
 #include "internal.h"
 
 #define CACHE_TTL_NS (500ull * 1000 * 1000)
+/* After an agent timed out, it is not asked again for this long: a
+ * stuck agent costs one request its timeout, not every poll of every
+ * page. */
+#define STUCK_NS (10ull * 1000 * 1000 * 1000)
 
 struct ls_web_proc {
 	pid_t pid;			/* 0: free slot */
 	int users;			/* requests holding the slot */
 	uint64_t used_ns;
 	pthread_mutex_t fetch;		/* one fetch at a time */
+	uint64_t stuck_until;		/* under fetch: timed out until then */
 	struct ls_web_snap *cur;	/* under agents.lock */
 	pthread_mutex_t symlock;	/* sym and base */
 	struct ls_web_snap *base;	/* the snapshot sym was built for */
@@ -83,6 +88,7 @@ static void slot_clear(struct ls_web_agents *a, struct ls_web_proc *p)
 	snap_unref_locked(p->cur);
 	p->cur = NULL;
 	p->pid = 0;
+	p->stuck_until = 0;
 }
 
 void ls_web_agents_release(struct ls_web_agents *a)
@@ -303,8 +309,13 @@ struct ls_web_snap *ls_web_snap_get(struct ls_web_agents *a, pid_t pid,
 	}
 	pthread_mutex_lock(&p->fetch);
 	s = cached(a, p, blocks);
-	if (!s && (s = fetch(pid, blocks, rep)))
+	if (!s && p->stuck_until > now_ns())
+		ls_web_error(rep, 504, "pid %d: its agent did not answer in "
+			     "time; not asked again for a few seconds", (int)pid);
+	else if (!s && (s = fetch(pid, blocks, rep)))
 		install(a, p, s);
+	else if (!s && rep->status == 504)
+		p->stuck_until = now_ns() + STUCK_NS;
 	pthread_mutex_unlock(&p->fetch);
 	slot_unhold(a, p);
 	return s;

@@ -452,6 +452,51 @@ def t_malformed():
        "the agent still answers through the server")
 
 
+@check("stuck agent: a socket that never answers gives 504 after the timeout; others are served meanwhile")
+def t_stuck_agent():
+    srv, wl = world()
+    # a process whose "agent" accepts and never answers
+    sleeper = subprocess.Popen(["sleep", "60"], env=env(),
+                               start_new_session=True)
+    _STARTED.append(sleeper)
+    path = os.path.join(RUNTIME, "%d.sock" % sleeper.pid)
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stuck.bind(path)
+    stuck.listen(16)
+    got = {}
+
+    def ask():
+        t0 = time.monotonic()
+        got["status"], _, got["body"] = http(
+            srv, "/api/v1/processes/%d/report" % sleeper.pid)
+        got["seconds"] = time.monotonic() - t0
+    t = threading.Thread(target=ask)
+    try:
+        t.start()
+        time.sleep(0.3)
+        others = [api(srv, "processes/%d/stats" % wl.pid)["pid"]
+                  for _ in range(5)]
+        eq(others, [wl.pid] * 5, "another process answered meanwhile")
+        ok(t.is_alive(), "the stuck request is still waiting")
+        t.join(30)
+        eq(got.get("status"), 504, "the stuck agent's status (%s)" %
+           shorten(got.get("body", b""), 200))
+        ge(got["seconds"], 2.5, "seconds waited (the 3 s timeout)")
+        again = api(srv, "processes/%d/report" % sleeper.pid, status=504)
+        ok("not asked again" in again["error"], "a stuck agent is not "
+           "waited for again at once", again["error"])
+        lst = api(srv, "processes")
+        eq([u for u in lst["unreachable"] if u["pid"] == sleeper.pid],
+           [{"pid": sleeper.pid, "status": 504}], "listed as unreachable")
+        ok(wl.pid in [p["pid"] for p in lst["processes"]],
+           "the workload still listed")
+    finally:
+        stuck.close()
+        os.unlink(path)
+        sleeper.kill()
+        sleeper.wait()
+
+
 @check("listen: a non-loopback address or a bad one is refused (status 125)")
 def t_listen_refused():
     for addr, words in (("0.0.0.0:0", "not a loopback"),
