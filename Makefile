@@ -123,6 +123,10 @@ $(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a $(REPORT_LIB) tests
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(B)/cli-lib.a $(REPORT_LIB) $(CLI_LDLIBS)
 
+$(B)/tests/unit/t-web-%: tests/unit/t-web-%.c $(WEB_LIB) $(REPORT_LIB) tests/unit/tap.h
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -o $@ $< $(WEB_LIB) $(REPORT_LIB) $(CLI_LDLIBS) $(WEB_LDLIBS)
+
 $(B)/tests/workloads/lib%.so: tests/workloads/lib%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -fPIC -shared -o $@ $<
