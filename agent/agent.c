@@ -367,6 +367,9 @@ void ls_agent_reset(void)
 	ls_live_clear(forget, NULL);
 	ls_mmaps_clear(forget, (void *)1);
 	ls_thread_reset_peak();
+	ls_snapwrite_lock();
+	ls_pm_restart();
+	ls_snapwrite_unlock();
 }
 
 __attribute__((destructor(101)))

@@ -61,5 +61,8 @@ void ls_state_restore_environment(void);
 void ls_state_read_cmdline(void);
 /* An unsigned setting, dflt when unset or not a number. */
 uint64_t ls_state_env_u64(const char *name, uint64_t dflt);
+/* The value of name in the environment, read without the program's
+ * getenv (which it may have replaced); NULL when unset. */
+const char *ls_state_getenv(const char *name);
 
 #endif

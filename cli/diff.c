@@ -33,6 +33,8 @@ static const char diff_usage[] =
 "  --min-age MS, --min-size BYTES, --max-size BYTES\n"
 "                          compare only the blocks that pass (both sides\n"
 "                          need block lists: pids or saved snapshots)\n"
+"  --title, --count bytes|blocks, --inverted\n"
+"                          the flame graph's, as for 'leakscope report'\n"
 "\n"
 "Exit status: 0, also when the two are different programs (a warning\n"
 "says so); 1 when a snapshot cannot be read or the output written.\n";

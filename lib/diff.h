@@ -100,7 +100,8 @@ const char *ls_diff_change_name(enum ls_diff_change c);
 
 /*
  * Print d to out: LS_FORMAT_TEXT, LS_FORMAT_JSON (docs/DIFF.md) or
- * LS_FORMAT_SVG when built with the flame graph writer.  Returns 0,
+ * LS_FORMAT_SVG, a differential flame graph with opts->svg's options
+ * (widths: NEW's live bytes; colours: the change).  Returns 0,
  * -EINVAL for a format a diff cannot take, -ENOMEM, or a negative errno
  * when writing failed.
  */

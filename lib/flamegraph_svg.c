@@ -241,7 +241,7 @@ static uint32_t name_hash(const char *s)
 
 static void hsl_put(FILE *out, double h, double s, double l)
 {
-	double c = (1 - fabs(2 * l - 1)) * s, hp = fmod(h, 360) / 60;
+	double c = (1 - fabs(2 * l - 1)) * s, hp = fmod(fmod(h, 360) + 360, 360) / 60;
 	double x = c * (1 - fabs(fmod(hp, 2) - 1)), m = l - c / 2;
 	double r = 0, gr = 0, b = 0;
 

@@ -21,11 +21,11 @@ int ls_report_render_with(FILE *out, const struct ls_report *rep,
 	case LS_FORMAT_FOLDED:
 		ret = ls_render_folded(&ctx);
 		break;
-	case LS_FORMAT_SVG:
-		ret = ls_render_svg(&ctx);
-		break;
 	case LS_FORMAT_PPROF:
 		ret = ls_render_pprof(&ctx);
+		break;
+	case LS_FORMAT_SVG:
+		ret = ls_render_svg(&ctx);
 		break;
 	default:
 		ret = ls_render_text(&ctx);

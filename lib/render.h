@@ -1,6 +1,7 @@
 /*
  * render.h - printing a report (report.h) in one of the formats: text,
- * JSON (docs/JSON-REPORT.md), folded stacks, pprof (docs/PPROF.md).
+ * JSON (docs/JSON-REPORT.md), folded stacks, SVG flame graph
+ * (docs/FLAMEGRAPH.md), pprof (docs/PPROF.md).
  *
  * A renderer prints one report to ctx->out and returns 0, or a negative
  * errno (-ENOMEM); ls_report_render() checks the stream for write errors

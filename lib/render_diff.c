@@ -1,17 +1,21 @@
 /*
- * render_diff.c - a diff of two snapshots (diff.h) as text or as JSON
- * (docs/DIFF.md).
+ * render_diff.c - a diff of two snapshots (diff.h) as text, as JSON
+ * (docs/DIFF.md) or as a differential flame graph (flamegraph.h).
  *
  * Text lists the stacks that grew (largest growth first), then those that
  * shrank (largest shrinkage first), then the new ones and the gone ones
  * (largest first); unchanged stacks are only counted.  JSON lists every
- * stack, unchanged ones included, largest growth first.
+ * stack, unchanged ones included, largest growth first.  The flame graph
+ * is NEW's live memory (widths), coloured by the change against BASE: red
+ * grew, blue shrank; a gone stack has no width but its shrinkage shows in
+ * its callers' colour.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
+#include "flamegraph.h"
 #include "json.h"
 #include "render.h"
 
@@ -226,11 +230,115 @@ static int render_json(FILE *out, const struct ls_diff *d,
 	return ret == -EIO ? 0 : ret;	/* write errors: checked below */
 }
 
+/* --- differential flame graph --------------------------------------------- */
+
+static int64_t nonneg(int64_t v)
+{
+	return v > 0 ? v : 0;
+}
+
+/* The stacks --top left out, as one frame on the root: the graph's
+ * root stays the totals. */
+static int svg_others(struct ls_flame *fg, const struct ls_diff *d)
+{
+	struct ls_flame_value all = ls_flame_total(fg), v;
+	struct ls_flame_frame f = { .kind = LS_FLAME_KIND_UNKNOWN };
+	size_t left = d->n_total - d->n;
+	char name[64];
+
+	if (!left)
+		return 0;
+	v.bytes = nonneg(d->totals.new_bytes - all.bytes);
+	v.blocks = nonneg(d->totals.new_blocks - all.blocks);
+	v.delta_bytes = d->totals.delta_bytes - all.delta_bytes;
+	v.delta_blocks = d->totals.delta_blocks - all.delta_blocks;
+	snprintf(name, sizeof(name), "[%zu other stack%s]", left,
+		 left == 1 ? "" : "s");
+	f.name = name;
+	return ls_flame_add(fg, &f, 1, LS_FLAME_ROOT_FIRST, &v);
+}
+
+/* "pid 4242 -> pid 4300 (./server): live bytes of NEW, ...", malloc()ed. */
+static char *svg_subtitle(const struct ls_diff *d,
+			  const struct ls_flame_opts *o)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+
+	if (!mem)
+		return NULL;
+	fprintf(mem, "pid %u -> pid %u", d->base->hdr.pid, d->newer->hdr.pid);
+	if (d->newer->argc)
+		fprintf(mem, " (%s)", d->newer->argv[0]);
+	fprintf(mem, ": width = live %s now, red grew, blue shrank (%+" PRId64
+		" bytes, %+" PRId64 " blocks)", o->count == LS_FLAME_COUNT_BLOCKS ?
+		"blocks" : "bytes", d->totals.delta_bytes, d->totals.delta_blocks);
+	if (sampled(d->base) || sampled(d->newer))
+		fputs(", sampled: estimates", mem);
+	if (fclose(mem)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static int svg_stacks(struct ls_flame *fg, const struct ls_diff *d)
+{
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < d->n && !ret; i++) {
+		const struct ls_diff_entry *e = &d->entries[i];
+		struct ls_stack st = { .f = e->frames, .n = e->nframes };
+		struct ls_flame_value v = {
+			.bytes = nonneg(e->newer.live_bytes),
+			.blocks = nonneg(e->newer.live_blocks),
+			.delta_bytes = e->live_bytes_delta,
+			.delta_blocks = e->live_blocks_delta,
+		};
+
+		ret = ls_flame_add_symstack(fg, &st, &v);
+	}
+	return ret;
+}
+
+static int render_svg(FILE *out, const struct ls_diff *d,
+		      const struct ls_report_opts *opts)
+{
+	struct ls_flame *fg = ls_flame_new();
+	struct ls_flame_opts o = opts->svg;
+	char *sub = NULL;
+	int ret = -ENOMEM;
+
+	if (!fg)
+		goto out;
+	o.differential = 1;
+	ret = svg_stacks(fg, d);
+	if (!ret)
+		ret = svg_others(fg, d);
+	if (ret)
+		goto out;
+	if (!o.subtitle) {
+		o.subtitle = sub = svg_subtitle(d, &o);
+		if (!sub) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	ret = ls_flame_write_svg(out, fg, &o);
+out:
+	free(sub);
+	ls_flame_free(fg);
+	return ret;
+}
+
 /* --- dispatch ------------------------------------------------------------- */
 
 int ls_diff_format_ok(enum ls_format f)
 {
-	return f == LS_FORMAT_TEXT || f == LS_FORMAT_JSON;
+	return f == LS_FORMAT_TEXT || f == LS_FORMAT_JSON ||
+		f == LS_FORMAT_SVG;
 }
 
 int ls_diff_render(FILE *out, const struct ls_diff *d,
@@ -244,6 +352,9 @@ int ls_diff_render(FILE *out, const struct ls_diff *d,
 		break;
 	case LS_FORMAT_JSON:
 		ret = render_json(out, d, opts);
+		break;
+	case LS_FORMAT_SVG:
+		ret = render_svg(out, d, opts);
 		break;
 	default:
 		return -EINVAL;

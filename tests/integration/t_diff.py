@@ -10,11 +10,13 @@ filters, the text layout, and bad inputs.
 """
 import json
 import os
+import re
 import select
 import signal
 import subprocess
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 
 from harness import (check, once, workload, eq, ok, fail, contains,
                      run_process, site_function, exit_snapshot, LEAKSCOPE,
@@ -356,3 +358,69 @@ def t_diff_output():
     eq((r.returncode, r.stdout), (0, b""), "status and stdout")
     with open(out) as f:
         expect_truth(json.load(f), s["prog"], "--output FILE")
+
+
+def svg_frames(path):
+    """{label: (data-v, fill, tooltip)} of the drawn frames of an SVG."""
+    ns = "{http://www.w3.org/2000/svg}"
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as e:
+        fail("the SVG parses as XML", "well-formed", e)
+    out = {}
+    for g in root.iter(ns + "g"):
+        if g.get("class") != "f":
+            continue
+        label, info = g.find(ns + "title").text.split("\n")
+        ok(label not in out, "one frame named %s" % label)
+        out[label] = (int(g.get("data-v")), g.find(ns + "rect").get("fill"),
+                      info)
+    return root, out
+
+
+def colour(fill):
+    m = re.fullmatch(r"rgb\((\d+),(\d+),(\d+)\)", fill)
+    ok(m is not None, "an rgb() fill", fill)
+    r, g, b = map(int, m.groups())
+    if r == 255 and g == b < 255:
+        return "red"
+    if b == 255 and r == g < 255:
+        return "blue"
+    if r == g == b:
+        return "grey"
+    return fill
+
+
+@check("diff --format svg: widths are NEW's bytes, red grew, blue shrank")
+def t_diff_svg():
+    s = same_process()
+    out = os.path.join(RUNTIME, "diff.svg")
+    r = ls("diff", "--format", "svg", "--output", out, s["a"], s["b"])
+    eq((r.returncode, r.stdout, r.stderr), (0, b"", b""), "status and output")
+    root, frames = svg_frames(out)
+    eq(root.get("data-diff"), "1", "a differential graph")
+    want = {"site_grow_big": (196608, "red"), "site_grow_lin": (30000, "red"),
+            "site_new": (10000, "red"), "site_const": (2560, "grey"),
+            "site_shrink": (8192, "blue")}
+    got = {}
+    for label, (v, fill, info) in frames.items():
+        fn = label.split(" ")[0]
+        if fn.startswith("site_"):
+            got[fn] = (v, colour(fill))
+    eq(got, want, "the sites' widths and colours (site_gone has no width)")
+    eq(frames["all"][0], 247360, "the root is NEW's live bytes")
+    eq(colour(frames["all"][1]), "red", "the root grew")
+    eq(colour(frames["phase_step [phases]"][1]), "red", "the callers grew")
+    ok("+131,072" in frames["site_grow_big [phases]"][2] and
+       "-24,576" in frames["site_shrink [phases]"][2],
+       "tooltips carry the byte deltas", repr(frames["site_shrink [phases]"]))
+    # Blocks, and --top: the left-out stacks are one frame, totals kept.
+    out2 = os.path.join(RUNTIME, "diff-top.svg")
+    r = ls("diff", "--format", "svg", "--count", "blocks", "--top", "2",
+           "--output", out2, s["a"], s["b"])
+    eq(r.returncode, 0, "status with --count blocks --top 2")
+    _, frames = svg_frames(out2)
+    eq(frames["all"][0], 44, "the root is NEW's live blocks")
+    eq(frames["site_grow_big [phases]"][0], 3, "site_grow_big's blocks")
+    eq(frames["site_shrink [phases]"][0], 2, "site_shrink's blocks")
+    eq(frames["[4 other stacks]"][0], 39, "the other four stacks' blocks")
