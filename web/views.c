@@ -555,7 +555,7 @@ void ls_web_view_diff(struct ls_web_req *r, struct ls_web_reply *rep)
 {
 	static const char *const params[] = {
 		"from", "to", "format", "top", "min_age", "min_size", "max_size",
-		"s", "x", NULL
+		"count", "inverted", "colors", "width", "s", "x", NULL
 	};
 	struct ls_web_src base, newer;
 	struct ls_report_opts opts;

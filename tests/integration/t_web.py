@@ -728,6 +728,13 @@ def t_diff():
           for s in got["sites"] if site_function(s, prog)}
     eq(ch.get("site_web_big"), ("gone", -3 * BIG), "site_web_big")
     eq(ch.get("site_web_small"), ("shrank", -SMALL), "site_web_small")
+    if api(srv, "version")["diff_svg"]:
+        status, headers, svg = http(srv, "/api/v1/diff?from=%s&to=%s&format=svg"
+                                    % (a, b))
+        eq((status, headers.get("Content-Type")), (200, "image/svg+xml"),
+           "differential flame graph")
+        ok(b"<svg" in svg and b"site_web_small [webload]" in svg,
+           "it draws the shrunk site", shorten(svg, 300))
     live = api(srv, "diff?from=%s&to=pid:%d" % (b, wl.pid))
     eq([s["change"] for s in live["sites"] if site_function(s, prog)],
        ["same"], "a snapshot against the live process it was taken of")
@@ -753,6 +760,14 @@ def t_page_diff():
        ["-146.5 KiB", "gone", "146.5 KiB", "0 B"], "site_web_big's row")
     eq(rows.get("site_web_small", [None] * 4)[:4],
        ["-300 B", "shrank", "600 B", "300 B"], "site_web_small's row")
+    if api(srv, "version")["diff_svg"]:
+        ok("site_web_small [webload]" in (o.get("diffFlame") or []),
+           "the differential flame graph is drawn", str(o.get("diffFlame")))
+    shot = os.path.join(ARTIFACTS, "web-diff.png")
+    r = chromium(["--window-size=1400,1000", "--virtual-time-budget=10000",
+                  "--screenshot=" + shot,
+                  "%s&test=diff&from=%s&to=%s" % (srv.url, a, b)])
+    ok(os.path.exists(shot), "diff screenshot written", r.describe())
 
 
 @check("page: a screenshot is kept in build/test-artifacts/web-process.png")

@@ -411,7 +411,7 @@ async function showDiff(from, to) {
   for (const s of d.sites) {
     const f = mainFrame(s.frames);
     tb.append(el("tr", { class: "diff-site" },
-      el("td", { class: "num " + (s.live_bytes_delta > 0 ? "grew" : "shrank"),
+      el("td", { class: "num " + (s.live_bytes_delta > 0 ? "delta-up" : "delta-down"),
                  text: bytes(s.live_bytes_delta) }),
       el("td", {}, el("span", { class: "label " + s.change, text: s.change })),
       el("td", { class: "num", text: bytes(s.base.live_bytes) }),
@@ -421,7 +421,8 @@ async function showDiff(from, to) {
   }
   $("diff-flame").hidden = !state.caps.diff_svg;
   if (state.caps.diff_svg)
-    $("diff-flame").src = API + "diff?" + diffQuery(from, to) + "&format=svg";
+    $("diff-flame").src = API + "diff?" + diffQuery(from, to) + "&format=svg&width=" +
+      Math.max(400, Math.min(4000, $("diff").clientWidth - 40));
   return d;
 }
 
@@ -474,6 +475,7 @@ async function flameInfo() {
 
 async function testRun() {
   const out = { steps: [] };
+  $("status").textContent = "test: visit";
   const pid = parseInt(params.get("pid"), 10);
   try {
     const procs = await refreshLists();
@@ -511,6 +513,7 @@ async function testRun() {
 
 async function testDiff() {
   const out = {};
+  $("status").textContent = "test: diff";
   try {
     await refreshLists();
     out.listed = Array.from($("snaps").querySelectorAll('input[name="from"]')).map((r) => r.value);
@@ -525,6 +528,13 @@ async function testDiff() {
     out.rows = Array.from($("diff-sites").tBodies[0].rows).map((tr) =>
       Array.from(tr.cells).map((c) => c.textContent));
     out.cards = Array.from($("diff-summary").querySelectorAll(".card")).map((c) => c.textContent);
+    if (state.caps.diff_svg) {
+      const f = $("diff-flame");
+      await until(() => svgReady(f), 80);
+      const d = f.contentDocument;
+      out.diffFlame = d ? Array.from(d.querySelectorAll("g.f title")).map(
+        (t) => t.textContent.split("\n")[0]) : null;
+    }
   } catch (e) {
     out.error = String(e && e.stack || e);
   }
