@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "../common/contract.h"
 #include "../lib/client.h"
 #include "../lib/json.h"
 #include "internal.h"
@@ -101,14 +102,14 @@ static void action_reset(struct ls_web_req *r, pid_t pid,
 	struct ls_json j;
 	int e;
 
-	e = ls_client_request(pid, "reset", reply, sizeof(reply), err,
+	e = ls_client_request(pid, LS_VERB_RESET, reply, sizeof(reply), err,
 			      sizeof(err));
 	ls_web_agents_forget(&r->w->agents, pid);
 	if (e) {
 		ls_web_error(rep, ls_web_status_of(e), "%s", err);
 		return;
 	}
-	if (strcmp(reply, "OK")) {
+	if (strcmp(reply, LS_REPLY_OK)) {
 		ls_web_error(rep, 502, "pid %d: unexpected answer '%.64s'",
 			     (int)pid, reply);
 		return;

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "../common/contract.h"
 #include "../common/runtime.h"
 #include "../lib/client.h"
 #include "../lib/json.h"
@@ -24,7 +25,7 @@
 #include "internal.h"
 
 #define NAME_MAX_LEN 128
-#define SUFFIX ".lsnap"
+#define SUFFIX LS_SUFFIX_SNAP
 
 char *ls_web_store_default_dir(void)
 {
@@ -105,7 +106,7 @@ static int create_name(struct ls_web *w, pid_t pid, char *name, size_t cap,
 		snprintf(path, pcap, "%s/%s", w->snapdir, name);
 		if (!access(path, F_OK))
 			continue;
-		snprintf(path, pcap, "%s/%s.tmp", w->snapdir, name);
+		snprintf(path, pcap, "%s/%s" LS_SUFFIX_TMP, w->snapdir, name);
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
 			  O_NOFOLLOW, 0600);
 		if (fd < 0 && errno != EEXIST)
@@ -283,12 +284,13 @@ static int dead_pm(const char *dir, const char *name, pid_t *pid,
 		   struct stat *st)
 {
 	char path[4400], num[16];
-	size_t n = strlen(name);
+	size_t n = strlen(name), sl = strlen(LS_SUFFIX_PM);
 
-	if (n < 4 || n - 3 >= sizeof(num) || strcmp(name + n - 3, ".pm"))
+	if (n <= sl || n - sl >= sizeof(num) ||
+	    strcmp(name + n - sl, LS_SUFFIX_PM))
 		return 0;
-	memcpy(num, name, n - 3);
-	num[n - 3] = 0;
+	memcpy(num, name, n - sl);
+	num[n - sl] = 0;
 	if (!ls_web_parse_pid(num, pid))
 		return 0;
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -360,7 +362,7 @@ int ls_web_postmortem_load(pid_t pid, struct ls_snapshot *snap,
 	memset(snap, 0, sizeof(*snap));
 	if (runtime_dirs(&g))
 		return ls_web_error(rep, 500, "no runtime dir");
-	snprintf(name, sizeof(name), "%d.pm", (int)pid);
+	snprintf(name, sizeof(name), "%d" LS_SUFFIX_PM, (int)pid);
 	for (i = 0; i < g.gl_pathc && r == -ENOENT; i++) {
 		if (!dead_pm(g.gl_pathv[i], name, &got, &st))
 			continue;
