@@ -330,6 +330,52 @@ def t_postmortem():
     api(srv, "postmortem/%d/olds" % dead.pid, status=400)
 
 
+@check("real program: python3's report, history and flame graph through the API, equal to the command's")
+def t_python():
+    srv, _ = world()
+    py = need("python3")
+    e = env({"LD_PRELOAD": AGENT, "LEAKSCOPE_PERIOD_MS": str(PERIOD_MS)})
+    # keeps 200 blocks of 5000 bytes, says so, then blocks reading stdin
+    code = ("import sys\nkeep = [bytearray(5000) for _ in range(200)]\n"
+            "sys.stdout.write('r'); sys.stdout.flush(); sys.stdin.read()\n")
+    p = subprocess.Popen([py, "-c", code], env=e, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, start_new_session=True)
+    _STARTED.append(p)
+    try:
+        r, _, _ = select.select([p.stdout], [], [], 30)
+        eq(p.stdout.read(1) if r else b"", b"r", "python3 ready")
+        time.sleep(CACHE_TTL)
+        t0 = time.monotonic()
+        got = api(srv, "processes/%d/report" % p.pid)
+        first = time.monotonic() - t0
+        t0 = time.monotonic()
+        again = api(srv, "processes/%d/report?top=5" % p.pid)
+        second = time.monotonic() - t0
+        time.sleep(CACHE_TTL)
+        t0 = time.monotonic()
+        fresh = api(srv, "processes/%d/report" % p.pid)
+        third = time.monotonic() - t0
+        cli = cli_json("report", "--format", "json", p.pid)
+        same_report(got, cli, "python3: API report vs CLI report")
+        same_report(fresh, cli, "python3: a fresh snapshot, the kept symbolizer")
+        print("# python3 report: first %.3f s, cached %.3f s, new snapshot "
+              "with the kept symbolizer %.3f s" % (first, second, third))
+        eq(len(again["sites"]), 5, "top=5")
+        # the 200 bytearrays: one site of at least 200 x 5000 bytes
+        ge(got["sites"][0]["live_bytes"], 200 * 5000, "the biggest site")
+        h = api(srv, "processes/%d/history?top=3" % p.pid)
+        eq(len(h["sites"]), 3, "history sites")
+        status, headers, svg = http(srv, "/api/v1/processes/%d/flamegraph.svg"
+                                    % p.pid)
+        eq((status, headers.get("Content-Type")), (200, "image/svg+xml"),
+           "python3's flame graph")
+        ok(b"[libpython" in svg or b"[python3" in svg,
+           "its frames name python's modules", shorten(svg[-600:], 300))
+    finally:
+        p.kill()
+        p.wait()
+
+
 # ---------------------------------------------------- access and abuse
 
 @check("token: none 401, wrong 403, cookie set HttpOnly SameSite=Strict and accepted")
