@@ -19,24 +19,11 @@ static int method_is(struct ls_web_req *r, const char *m,
 	if (!strcmp(r->method, m) ||
 	    (!strcmp(m, "GET") && !strcmp(r->method, "HEAD")))
 		return 1;
-	ls_web_error(rep, 405, "%s needs %s", r->path[0] ? "this endpoint" :
-		     "the API", m);
+	ls_web_error(rep, 405, "this endpoint needs %s", m);
 	return 0;
 }
 
 /* ------------------------------------------------------------ sources */
-
-static int source_live(struct ls_web_req *r, int blocks, struct ls_web_src *src,
-		       struct ls_web_reply *rep)
-{
-	return ls_web_src_live(r, r->segs[1], blocks, src, rep);
-}
-
-static int source_saved(struct ls_web_req *r, struct ls_web_src *src,
-			struct ls_web_reply *rep)
-{
-	return ls_web_src_saved(r, r->segs[1], src, rep);
-}
 
 static int source_postmortem(struct ls_web_req *r, struct ls_web_src *src,
 			     struct ls_web_reply *rep)
@@ -84,8 +71,10 @@ static void source_view(struct ls_web_req *r, struct ls_web_reply *rep)
 	}
 	if (!method_is(r, "GET", rep))
 		return;
-	if (live ? source_live(r, view_needs_blocks(r), &src, rep) :
-	    !strcmp(kind, "snapshots") ? source_saved(r, &src, rep) :
+	if (live ? ls_web_src_live(r, r->segs[1], view_needs_blocks(r), &src,
+				   rep) :
+	    !strcmp(kind, "snapshots") ? ls_web_src_saved(r, r->segs[1], &src,
+							  rep) :
 	    source_postmortem(r, &src, rep))
 		return;
 	ls_web_view(r, &src, r->segs[2], rep);

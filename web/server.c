@@ -34,6 +34,10 @@ struct conn_state {
 	size_t body;		/* request body bytes seen */
 };
 
+/* A body up to this size is read (and dropped) so that the client gets
+ * its 413; a bigger one is abuse: the connection is closed. */
+#define BODY_DRAIN_MAX (1 << 20)
+
 /* ------------------------------------------------------------ replies */
 
 int ls_web_error(struct ls_web_reply *rep, int status, const char *fmt, ...)
@@ -348,19 +352,14 @@ static void add_headers(struct ls_web *w, struct MHD_Response *resp,
 	}
 }
 
+/* libmicrohttpd leaves the body out of a HEAD answer by itself. */
 static enum MHD_Result send_reply(struct ls_web *w, struct MHD_Connection *c,
 				  struct ls_web_reply *rep, int set_cookie,
-				  int is_page, int head)
+				  int is_page)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
-	if (head && !rep->persistent)
-		free(rep->body);
-	if (head) {
-		rep->body = NULL;
-		rep->len = 0;
-	}
 	resp = MHD_create_response_from_buffer(rep->len, rep->body ? rep->body :
 					       (void *)"", rep->body &&
 					       !rep->persistent ?
@@ -412,7 +411,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 	if (*upload_size) {	/* a body: counted and dropped */
 		st->body += *upload_size;
 		*upload_size = 0;
-		return MHD_YES;
+		return st->body > BODY_DRAIN_MAX ? MHD_NO : MHD_YES;
 	}
 	if (st->body > LS_WEB_MAX_BODY)
 		ls_web_error(&rep, 413, "request body too large");
@@ -424,8 +423,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 			     "wrong access token");
 	else
 		route(w, c, url, method, &rep, &is_page);
-	return send_reply(w, c, &rep, set_cookie, is_page,
-			  !strcmp(method, "HEAD"));
+	return send_reply(w, c, &rep, set_cookie, is_page);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

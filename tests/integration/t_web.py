@@ -482,6 +482,24 @@ def t_malformed():
     hdr = (b"GET /api/v1/version HTTP/1.1\r\nHost: x\r\nX-Big: " +
            b"b" * 60000 + b"\r\n\r\n")
     ok(status_of(raw(srv, hdr)) in ("431", "413", "400"), "a 60 KB header")
+    # a 64 MiB body: the connection is closed after the first MiB
+    post = (b"POST /api/v1/processes/%d/reset?token=%s HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Length: %d\r\n\r\n" % (wl.pid, srv.token.encode(),
+                                              64 << 20))
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=15)
+    sent = 0
+    try:
+        s.sendall(post)
+        chunk = b"z" * 65536
+        while sent < (64 << 20):
+            s.sendall(chunk)
+            sent += len(chunk)
+    except OSError:
+        pass
+    finally:
+        s.close()
+    ok(sent < (8 << 20), "the server stopped reading a 64 MiB body",
+       "%d bytes went in" % sent)
     idle = [socket.create_connection(("127.0.0.1", srv.port), timeout=5)
             for _ in range(10)]
     for i, s in enumerate(idle):
