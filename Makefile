@@ -9,6 +9,7 @@
 PREFIX ?= /usr/local
 BINDIR = $(PREFIX)/bin
 LIBDIR = $(PREFIX)/lib/leakscope
+MANDIR = $(PREFIX)/share/man
 
 CC ?= gcc
 CXX ?= g++
@@ -66,7 +67,7 @@ WL_BIN = $(WL_C:%.c=$(B)/%) $(WL_CXX:%.cc=$(B)/%) $(WL_LIB:%.c=$(B)/%.so)
 
 DEMO_BIN = $(B)/demo/leaky-server
 
-all: $(B)/leakscope $(B)/libleakscope.so
+all: $(B)/leakscope $(B)/libleakscope.so $(B)/leakscope.1
 
 $(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
@@ -111,6 +112,11 @@ $(WEB_LIB): $(WEB_OBJ)
 
 $(B)/leakscope: $(CLI_OBJ) $(WEB_LIB) $(REPORT_LIB)
 	$(CC) -o $@ $^ $(CLI_LDLIBS) $(WEB_LDLIBS)
+
+# The manual page, printed by the command from the tables its --help
+# comes from.
+$(B)/leakscope.1: $(B)/leakscope
+	$(B)/leakscope help --man >$@.tmp && mv $@.tmp $@
 
 $(B)/cli-lib.a: $(CLI_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -166,9 +172,10 @@ bench: deps
 	@$(MAKE) --no-print-directory -C bench
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(B)/libleakscope.so $(DESTDIR)$(LIBDIR)/libleakscope.so
 	install -m 0755 $(B)/leakscope $(DESTDIR)$(BINDIR)/leakscope
+	install -m 0644 $(B)/leakscope.1 $(DESTDIR)$(MANDIR)/man1/leakscope.1
 
 clean:
 	rm -rf $(B)

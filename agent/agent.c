@@ -347,6 +347,18 @@ static void write_exit_snapshot(void)
 		rename(tmp, path);
 }
 
+/* Under `leakscope run`, every process reports at exit except a forked
+ * child that lived less than LS_CHILD_MIN_LIFE_NS (common/contract.h). */
+static int wants_exit_snapshot(void)
+{
+	if (!ls_agent.out_dir[0])
+		return 0;
+	if (!ls_agent.fork_mono || ls_agent.all_children)
+		return 1;
+	return ls_now_ns(CLOCK_MONOTONIC) - ls_agent.fork_mono >=
+	       LS_CHILD_MIN_LIFE_NS;
+}
+
 void ls_agent_exit_report(void)
 {
 	int expect = LS_ON, saved = errno;
@@ -361,7 +373,7 @@ void ls_agent_exit_report(void)
 	ls_pm_tick();
 	ls_pm_close(ls_agent.keep_pm);
 	ls_snapwrite_unlock();
-	if (ls_agent.out_dir[0])
+	if (wants_exit_snapshot())
 		write_exit_snapshot();
 	ls_control_stop();
 out:
@@ -411,7 +423,7 @@ void ls_agent_child_control(void)
 	int saved = errno;
 
 	if (ls_now_ns(CLOCK_MONOTONIC) - ls_agent.fork_mono <
-	    LS_CHILD_CONTROL_DELAY_NS || ls_agent.pid != getpid())
+	    LS_CHILD_MIN_LIFE_NS || ls_agent.pid != getpid())
 		return;
 	if (!__atomic_exchange_n(&ls_agent.control_pending, 0, __ATOMIC_ACQ_REL))
 		return;

@@ -111,6 +111,7 @@ void ls_state_read_config(void)
 	ls_agent.control = ls_state_env_u64(LS_ENV_CONTROL, 1) != 0;
 	ls_agent.sample_rate = ls_state_env_u64(LS_ENV_SAMPLE_RATE, 0);
 	ls_agent.keep_pm = ls_state_env_u64(LS_ENV_KEEP, 0) != 0;
+	ls_agent.all_children = ls_state_env_u64(LS_ENV_ALL_CHILDREN, 0) != 0;
 	ls_agent.period_ms = within(ls_state_env_u64(LS_ENV_PERIOD_MS,
 						     LS_PERIOD_MS_DEFAULT),
 				    LS_PERIOD_MS_MIN, LS_PERIOD_MS_MAX,

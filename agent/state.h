@@ -29,11 +29,13 @@ struct ls_agent {
 	int exit_blocks;	/* block list in the exit snapshot */
 	int control;		/* serve the control socket */
 	int keep_pm;		/* keep the post-mortem file after exit */
+	int all_children;	/* every fork child writes an exit snapshot */
 	uint32_t period_ms;	/* growth sampling period */
 	uint32_t hist_len;	/* growth samples kept per site */
 	int control_pending;	/* a fork child that will start its own
 				   control thread (ls_agent_child_control) */
-	uint64_t fork_mono;	/* when this child was forked */
+	uint64_t fork_mono;	/* when this child was forked; 0 in a process
+				   that started (or exec'd) with the agent */
 	uint64_t sample_rate;	/* 0 = full tracking */
 	pid_t pid;		/* whose state this is (changes at fork) */
 	uint64_t start_mono;

@@ -207,7 +207,7 @@ static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 		    const struct ls_report_site *r, struct ls_stack *st)
 {
 	size_t i;
-	int ret = ls_stack_build(c->sym, r->site, st);
+	int ret = ls_render_stack(c, r->site, st);
 
 	if (ret)
 		return ret;

@@ -14,23 +14,10 @@
 #include "trend.h"
 #include "flamegraph.h"
 
-enum ls_format {
-	LS_FORMAT_TEXT = 0,
-	LS_FORMAT_JSON,
-	LS_FORMAT_FOLDED,
-	LS_FORMAT_SVG,
-	LS_FORMAT_PPROF,	/* gzip-compressed protobuf, docs/PPROF.md */
-};
-
-/*
- * Nonzero for a format whose output is binary: commands write it only to
- * a file or to a stdout the user asked for explicitly, never to a
- * terminal.
- */
-int ls_format_is_binary(enum ls_format f);
+struct ls_renderer;
 
 struct ls_report_opts {
-	enum ls_format format;
+	const struct ls_renderer *format;	/* render.h; NULL = text */
 	size_t top;		/* 0 = all sites */
 	uint64_t min_age_ns;	/* only blocks at least this old */
 	uint64_t min_size;	/* only blocks of at least this size */
@@ -38,6 +25,11 @@ struct ls_report_opts {
 	int show_allocs;	/* list each block (addr, size, age) */
 	int growing;		/* only linear or exponential growth */
 	int need_blocks;	/* derived: a filter needs per-block data */
+	/* How stacks are shown (render.h, ls_render_stack). */
+	unsigned depth;		/* frames shown at most; 0 = all */
+	int full_names;		/* C++ template arguments in full */
+	int hide_runtime;	/* drop libc/libstdc++/ld.so frames around
+				   the program's own */
 	struct ls_flame_opts svg;	/* --format svg: title, count, inverted,
 					   colors (subtitle NULL: the process) */
 };

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../common/contract.h"
 #include "../lib/diff.h"
 #include "../lib/json.h"
 #include "../lib/render.h"
@@ -17,10 +18,11 @@
 #define SPARK_POINTS 60
 
 static const char *const report_params[] = {
-	"top", "min_age", "min_size", "max_size", "growing", "show_allocs", NULL
+	"top", "min_age", "min_size", "max_size", "growing", "show_allocs",
+	"depth", NULL
 };
 static const char *const svg_params[] = {
-	"top", "min_age", "min_size", "max_size", "growing", "count",
+	"top", "min_age", "min_size", "max_size", "growing", "depth", "count",
 	"inverted", "colors", "width",
 	"s", "x",	/* the graph's own URL state (search, zoom): its script's */
 	NULL
@@ -109,16 +111,20 @@ static int flame_opts(struct ls_web_req *r, struct ls_flame_opts *f,
 
 /* The report options from the query: top, min_age (ms), min_size,
  * max_size, growing, show_allocs, as the command's options. */
-static int report_opts(struct ls_web_req *r, enum ls_format format,
+static int report_opts(struct ls_web_req *r, const char *format,
 		       const char *const *allowed, struct ls_report_opts *o,
 		       struct ls_web_reply *rep)
 {
-	uint64_t top = 0, age = 0;
+	uint64_t top = 0, age = 0, depth = 0;
 
 	memset(o, 0, sizeof(*o));
-	o->format = format;
+	o->format = ls_renderer_find(format);
+	if (!o->format)
+		return ls_web_error(rep, 501, "this build has no %s renderer",
+				    format);
 	if (ls_web_params_only(r, allowed, rep) ||
-	    (format == LS_FORMAT_SVG && flame_opts(r, &o->svg, rep)) ||
+	    (!strcmp(format, "svg") && flame_opts(r, &o->svg, rep)) ||
+	    ls_web_param_count(r, "depth", LS_DEPTH_MAX, &depth, rep) ||
 	    ls_web_param_count(r, "top", 1000000, &top, rep) ||
 	    ls_web_param_count(r, "min_age", UINT64_MAX / 1000000, &age, rep) ||
 	    ls_web_param_size(r, "min_size", &o->min_size, rep) ||
@@ -129,6 +135,7 @@ static int report_opts(struct ls_web_req *r, enum ls_format format,
 	if (ls_web_param(r, "max_size") && !o->max_size)
 		return ls_web_error(rep, 400, "max_size must be positive");
 	o->top = (size_t)top;
+	o->depth = (unsigned)depth;
 	o->min_age_ns = age * 1000000;
 	ls_report_opts_finish(o);
 	return 0;
@@ -148,13 +155,13 @@ static int render_cb(const struct ls_snapshot *snap, struct ls_symbolizer *sym,
 
 	if (r)
 		return r;
-	r = ls_report_render_with(a->out, &rep, a->opts, sym);
+	r = ls_report_render(a->out, &rep, a->opts, sym);
 	ls_report_release(&rep);
 	return r;
 }
 
 static void view_report(struct ls_web_req *r, struct ls_web_src *src,
-			enum ls_format format, const char *type,
+			const char *format, const char *type,
 			struct ls_web_reply *rep)
 {
 	struct ls_report_opts opts;
@@ -162,7 +169,7 @@ static void view_report(struct ls_web_req *r, struct ls_web_src *src,
 	struct ls_web_buf b;
 	int e;
 
-	if (report_opts(r, format, format == LS_FORMAT_SVG ? svg_params :
+	if (report_opts(r, format, !strcmp(format, "svg") ? svg_params :
 			report_params, &opts, rep))
 		return;
 	if (ls_web_buf_open(&b)) {
@@ -458,12 +465,12 @@ void ls_web_view(struct ls_web_req *r, struct ls_web_src *src,
 		 const char *view, struct ls_web_reply *rep)
 {
 	if (!strcmp(view, "report"))
-		view_report(r, src, LS_FORMAT_JSON, "application/json", rep);
+		view_report(r, src, "json", "application/json", rep);
 	else if (!strcmp(view, "folded"))
-		view_report(r, src, LS_FORMAT_FOLDED, "text/plain; charset=utf-8",
+		view_report(r, src, "folded", "text/plain; charset=utf-8",
 			    rep);
 	else if (!strcmp(view, "flamegraph.svg"))
-		view_report(r, src, LS_FORMAT_SVG, "image/svg+xml", rep);
+		view_report(r, src, "svg", "image/svg+xml", rep);
 	else if (!strcmp(view, "stats"))
 		view_stats(r, src, rep);
 	else if (!strcmp(view, "history"))
@@ -484,7 +491,9 @@ int ls_web_view_has_svg(void)
 
 int ls_web_view_has_diff_svg(void)
 {
-	return ls_diff_format_ok(LS_FORMAT_SVG);
+	const struct ls_renderer *svg = ls_renderer_find("svg");
+
+	return svg && ls_diff_format_ok(svg);
 }
 
 /* ---------------------------------------------------------------- diff */
@@ -505,18 +514,20 @@ static int diff_side(struct ls_web_req *r, const char *param, int blocks,
 	return ls_web_src_saved(r, v, src, rep);
 }
 
-static int diff_format(struct ls_web_req *r, enum ls_format *f,
+/* format=json (the default) or svg; *f names it. */
+static int diff_format(struct ls_web_req *r, const char **f,
 		       struct ls_web_reply *rep)
 {
 	const char *v = ls_web_param(r, "format");
+	const struct ls_renderer *rr;
 
-	*f = !v || !strcmp(v, "json") ? LS_FORMAT_JSON :
-	     !strcmp(v, "svg") ? LS_FORMAT_SVG : LS_FORMAT_TEXT;
-	if (v && *f == LS_FORMAT_TEXT)
+	*f = v ? v : "json";
+	if (strcmp(*f, "json") && strcmp(*f, "svg"))
 		return ls_web_error(rep, 400, "format is json or svg");
-	if (!ls_diff_format_ok(*f))
+	rr = ls_renderer_find(*f);
+	if (!rr || !ls_diff_format_ok(rr))
 		return ls_web_error(rep, 501, "this build cannot draw a diff "
-				    "as %s", v);
+				    "as %s", *f);
 	return 0;
 }
 
@@ -547,7 +558,7 @@ static void diff_render(struct ls_web_src *base, struct ls_web_src *newer,
 		ls_web_error(rep, 500, "cannot render the diff: %s", strerror(-e));
 		return;
 	}
-	ls_web_buf_reply(&b, rep, opts->format == LS_FORMAT_SVG ?
+	ls_web_buf_reply(&b, rep, !strcmp(opts->format->name, "svg") ?
 			 "image/svg+xml" : "application/json");
 }
 
@@ -555,11 +566,11 @@ void ls_web_view_diff(struct ls_web_req *r, struct ls_web_reply *rep)
 {
 	static const char *const params[] = {
 		"from", "to", "format", "top", "min_age", "min_size", "max_size",
-		"count", "inverted", "colors", "width", "s", "x", NULL
+		"depth", "count", "inverted", "colors", "width", "s", "x", NULL
 	};
 	struct ls_web_src base, newer;
 	struct ls_report_opts opts;
-	enum ls_format format;
+	const char *format;
 
 	if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD")) {
 		ls_web_error(rep, 405, "this endpoint needs GET");

@@ -246,7 +246,7 @@ def t_diff_postmortem():
     finally:
         w.kill()
     expect_truth(d, s["prog"], "file vs post-mortem")
-    expect_error(filtered, 1, ["block lists"], "--min-size on a post-mortem file")
+    expect_error(filtered, 125, ["block lists"], "--min-size on a post-mortem file")
 
 
 @check("diff: text lists grown, shrunk, new, gone; unchanged only counted")
@@ -320,30 +320,30 @@ def expect_error(r, status, words, what):
     eq(r.stdout, b"", "%s: nothing on stdout" % what)
 
 
-@check("diff: missing file, corrupt snapshot, dead pid, bad usage: one line, status 1")
+@check("diff: missing file, corrupt snapshot, dead pid, bad usage: one line, status 125")
 def t_diff_errors():
     s = same_process()
     missing = os.path.join(RUNTIME, "no-such.lsnap")
-    expect_error(ls("diff", missing, s["b"]), 1, [missing], "missing file")
+    expect_error(ls("diff", missing, s["b"]), 125, [missing], "missing file")
     with open(s["a"], "rb") as f:
         data = f.read()
     cut = os.path.join(RUNTIME, "cut.lsnap")
     with open(cut, "wb") as f:
         f.write(data[:len(data) // 2])
-    expect_error(ls("diff", s["a"], cut), 1, [cut, "corrupt"], "truncated")
+    expect_error(ls("diff", s["a"], cut), 125, [cut, "corrupt"], "truncated")
     flipped = os.path.join(RUNTIME, "flipped.lsnap")
     with open(flipped, "wb") as f:
         f.write(data[:200] + bytes([data[200] ^ 0xff]) + data[201:])
-    expect_error(ls("diff", flipped, s["b"]), 1, [flipped], "corrupt byte")
+    expect_error(ls("diff", flipped, s["b"]), 125, [flipped], "corrupt byte")
     dead = subprocess.Popen(["true"])
     dead.wait()
-    expect_error(ls("diff", s["a"], dead.pid), 1, [str(dead.pid)], "dead pid")
-    expect_error(ls("diff", s["a"]), 1, ["BASE and NEW"], "one argument")
-    expect_error(ls("diff", "--format", "folded", s["a"], s["b"]), 1,
+    expect_error(ls("diff", s["a"], dead.pid), 125, [str(dead.pid)], "dead pid")
+    expect_error(ls("diff", s["a"]), 125, ["BASE and NEW"], "one argument")
+    expect_error(ls("diff", "--format", "folded", s["a"], s["b"]), 125,
                  ["--format"], "folded")
-    expect_error(ls("diff", "--show-allocs", s["a"], s["b"]), 1,
+    expect_error(ls("diff", "--show-allocs", s["a"], s["b"]), 125,
                  ["--show-allocs"], "--show-allocs")
-    expect_error(ls("diff", "--bogus", s["a"], s["b"]), 1, ["--bogus"],
+    expect_error(ls("diff", "--bogus", s["a"], s["b"]), 125, ["--bogus"],
                  "unknown option")
     out = os.path.join(RUNTIME, "out.json")
     r = ls("diff", "--format", "json", "--output", out, s["a"], cut)

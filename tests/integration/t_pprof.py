@@ -486,7 +486,7 @@ def t_pprof_deterministic():
 def t_pprof_output_rules():
     b = basic()
     r = ls("report", "--format", "pprof", b["snap"])
-    eq(r.returncode, 1, "status without --output")
+    eq(r.returncode, 125, "status without --output")
     eq(r.stdout, b"", "nothing on stdout")
     err = r.stderr.decode()
     eq(err.count("\n"), 1, "one line on stderr: %r" % err)
@@ -522,7 +522,7 @@ def t_pprof_tty():
     finally:
         os.close(slave)
         os.close(master)
-    eq(p.returncode, 1, "status")
+    eq(p.returncode, 125, "status")
     contains(p.stderr.decode(), "terminal", "the error says why")
 
 
