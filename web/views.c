@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../common/contract.h"
 #include "../lib/diff.h"
 #include "../lib/json.h"
 #include "../lib/render.h"
@@ -18,11 +17,10 @@
 #define SPARK_POINTS 60
 
 static const char *const report_params[] = {
-	"top", "min_age", "min_size", "max_size", "growing", "show_allocs",
-	"depth", NULL
+	"top", "min_age", "min_size", "max_size", "growing", "show_allocs", NULL
 };
 static const char *const svg_params[] = {
-	"top", "min_age", "min_size", "max_size", "growing", "depth", "count",
+	"top", "min_age", "min_size", "max_size", "growing", "count",
 	"inverted", "colors", "width",
 	"s", "x",	/* the graph's own URL state (search, zoom): its script's */
 	NULL
@@ -115,7 +113,7 @@ static int report_opts(struct ls_web_req *r, const char *format,
 		       const char *const *allowed, struct ls_report_opts *o,
 		       struct ls_web_reply *rep)
 {
-	uint64_t top = 0, age = 0, depth = 0;
+	uint64_t top = 0, age = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->format = ls_renderer_find(format);
@@ -124,7 +122,6 @@ static int report_opts(struct ls_web_req *r, const char *format,
 				    format);
 	if (ls_web_params_only(r, allowed, rep) ||
 	    (!strcmp(format, "svg") && flame_opts(r, &o->svg, rep)) ||
-	    ls_web_param_count(r, "depth", LS_DEPTH_MAX, &depth, rep) ||
 	    ls_web_param_count(r, "top", 1000000, &top, rep) ||
 	    ls_web_param_count(r, "min_age", UINT64_MAX / 1000000, &age, rep) ||
 	    ls_web_param_size(r, "min_size", &o->min_size, rep) ||
@@ -135,7 +132,6 @@ static int report_opts(struct ls_web_req *r, const char *format,
 	if (ls_web_param(r, "max_size") && !o->max_size)
 		return ls_web_error(rep, 400, "max_size must be positive");
 	o->top = (size_t)top;
-	o->depth = (unsigned)depth;
 	o->min_age_ns = age * 1000000;
 	ls_report_opts_finish(o);
 	return 0;
@@ -566,7 +562,7 @@ void ls_web_view_diff(struct ls_web_req *r, struct ls_web_reply *rep)
 {
 	static const char *const params[] = {
 		"from", "to", "format", "top", "min_age", "min_size", "max_size",
-		"depth", "count", "inverted", "colors", "width", "s", "x", NULL
+		"count", "inverted", "colors", "width", "s", "x", NULL
 	};
 	struct ls_web_src base, newer;
 	struct ls_report_opts opts;
