@@ -688,6 +688,16 @@ def page_run():
     return res
 
 
+def fmt_bytes(n):
+    """As the page writes sizes (app.js bytes())."""
+    units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    v, u = abs(n), 0
+    while v >= 1024 and u < len(units) - 1:
+        v /= 1024
+        u += 1
+    return ("-" if n < 0 else "") + (("%.1f" % v) if u else str(v)) + " " + units[u]
+
+
 def test_out(dom):
     """The JSON the page's test hook left in <pre id=test-out>."""
     start = dom.find('<pre id="test-out"')
@@ -752,7 +762,10 @@ def t_page_reset():
     fns = o["after"]["functions"]
     ok("site_web_big" not in fns and "site_web_small" not in fns,
        "the workload's sites are gone from the page", str(fns))
+    ge(o.get("timerRefreshes", 0), 2, "refreshes by the page's timer")
     rep, later = after_reset()
+    eq(o["listLive"], fmt_bytes(rep["totals"]["live_bytes"]),
+       "the process list's live bytes after the timer refreshed it")
     eq([s for s in rep["sites"] if site_function(s, workload("webload"))], [],
        "no site of the workload after reset")
     expect_site(later, "site_web_small", workload("webload"), SMALL, 3)

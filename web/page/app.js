@@ -26,6 +26,7 @@ const state = {
   picks: { from: null, to: null },
   caps: {},
   busy: false,
+  refreshes: 0,        /* completed timer refreshes */
 };
 
 function $(id) { return document.getElementById(id); }
@@ -350,6 +351,7 @@ async function refresh() {
   try {
     await refreshLists();
     await refreshProcess();
+    state.refreshes++;
     $("status").textContent = "updated " + new Date().toLocaleTimeString();
   } catch (e) {
     $("status").textContent = "error: " + e.message;
@@ -500,6 +502,12 @@ async function testRun() {
     out.olds = $("olds").tBodies[0].rows.length;
     $("reset-btn").click();
     await until(() => $("action-msg").textContent === "reset done");
+    /* the live refresh, by the timer alone */
+    startTimer();
+    await until(() => state.refreshes >= 2, 100);
+    out.timerRefreshes = state.refreshes;
+    const cell = $("procs").querySelector('tr[data-pid="' + pid + '"] td.num');
+    out.listLive = cell ? cell.textContent : null;
     out.after = { sites: state.report.sites.length, siteRows: $("sites").querySelectorAll("tr.site").length,
                   live: state.report.totals.live_bytes, msg: $("action-msg").textContent,
                   functions: state.report.sites.map((s) => mainFrame(s.frames).function) };
@@ -544,6 +552,10 @@ async function testDiff() {
 
 /* ------------------------------------------------------------ start */
 
+function startTimer() {
+  setInterval(() => { if ($("live").checked) refresh(); }, REFRESH_MS);
+}
+
 async function start() {
   for (const th of $("sites").querySelectorAll("th.sort"))
     th.addEventListener("click", () => { state.sort = th.dataset.key; renderSites(); });
@@ -571,7 +583,7 @@ async function start() {
   if (params.get("test") === "diff") return testDiff();
   if (params.has("pid")) await select(parseInt(params.get("pid"), 10));
   await refresh();
-  setInterval(() => { if ($("live").checked) refresh(); }, REFRESH_MS);
+  startTimer();
 }
 
 start();
