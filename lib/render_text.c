@@ -53,6 +53,21 @@ static void put_filters(const struct ls_render_ctx *c)
 	fputc('\n', c->out);
 }
 
+/* The agent's notes, each on a line of its own after "Agent: ". */
+static void put_notes(FILE *out, const char *notes)
+{
+	const char *nl;
+
+	for (; notes && *notes; notes = nl + 1) {
+		nl = strchr(notes, '\n');
+		if (!nl)
+			break;
+		fputs("Agent: ", out);
+		fwrite(notes, 1, (size_t)(nl - notes), out);
+		fputc('\n', out);
+	}
+}
+
 static void put_header(const struct ls_render_ctx *c)
 {
 	const struct ls_snapshot *s = c->rep->snap;
@@ -82,6 +97,7 @@ static void put_header(const struct ls_render_ctx *c)
 	if (s->torn)
 		fputs("Note: the process died during an update: figures may "
 		      "mix two samples\n", c->out);
+	put_notes(c->out, s->notes);
 	put_filters(c);
 }
 
@@ -261,6 +277,7 @@ int ls_render_stats_text(FILE *fp, const struct ls_snapshot *s)
 			m->fordblks, m->hblkhd, m->hblks, m->keepcost);
 	if (s->has_unwind)
 		stats_unwind(fp, &s->unwind);
+	put_notes(fp, s->notes);
 	return 0;
 }
 
