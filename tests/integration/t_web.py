@@ -43,6 +43,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
                   "--disable-component-update", "--disable-sync",
                   "--no-first-run"]
 _STARTED = []
+world_snapshots = []    # saved by world(), before any reset
 
 
 def env(extra=None):
@@ -198,6 +199,9 @@ def world():
     wl = Workload()
     wl.cmd("atbatba")
     time.sleep(max(CACHE_TTL, 3 * PERIOD_MS / 1000))
+    # saved now, before any check resets the workload (t_snapshot, t_diff)
+    world_snapshots.append(api(srv, "processes/%d/snapshot" % wl.pid,
+                               status=201, method="POST")["name"])
     return srv, wl
 
 
@@ -296,8 +300,7 @@ def t_olds_stats():
 @check("api: snapshot saved, listed, read back equal to `leakscope report FILE`")
 def t_snapshot():
     srv, wl = world()
-    r = api(srv, "processes/%d/snapshot" % wl.pid, status=201, method="POST")
-    name = r["name"]
+    name = world_snapshots[0]
     ok(name.startswith("%d-" % wl.pid) and name.endswith(".lsnap"), "name",
        name)
     lst = api(srv, "snapshots")
@@ -306,10 +309,6 @@ def t_snapshot():
     cli = cli_json("report", "--format", "json", os.path.join(SNAPDIR, name))
     same_report(got, cli, "saved snapshot: API vs CLI")
     expect_site(got, "site_web_big", workload("webload"), 3 * BIG, 15)
-    world_snapshots.append(name)
-
-
-world_snapshots = []
 
 
 @check("api: post-mortem file of a killed process, equal to `report --postmortem`")
@@ -784,8 +783,6 @@ def two_snapshots():
     """The world's first snapshot (3 'a', 2 'b') and one after the page's
     reset and one 'b'."""
     srv, wl = world()
-    if not world_snapshots:
-        t_snapshot()
     after_reset()
     second = api(srv, "processes/%d/snapshot" % wl.pid, status=201,
                  method="POST")["name"]

@@ -119,7 +119,12 @@ function renderProcs(list) {
     tb.append(tr);
     sparkline(spark, p.history);
   }
-  $("procs-empty").hidden = list.processes.length > 0;
+  for (const u of list.unreachable || [])
+    tb.append(el("tr", { class: "muted", "data-pid": u.pid },
+      el("td", { text: u.pid }),
+      el("td", { colspan: 3, text: u.status === 504 ? "its agent does not answer"
+                 : "unreachable (HTTP " + u.status + ")" })));
+  $("procs-empty").hidden = list.processes.length + (list.unreachable || []).length > 0;
 }
 
 function renderPms(list) {
