@@ -4,6 +4,7 @@
  * open, with its access token, then serves until SIGINT, SIGTERM or
  * SIGHUP.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,7 +60,7 @@ int ls_cmd_serve(struct ls_invocation *inv)
 	struct ls_web *w;
 	sigset_t set;
 	char err[1024];
-	int sig;
+	int sig, r;
 
 	if (inv->argc) {
 		ls_usage_error(&ls_serve_usage, "unexpected argument '%s'",
@@ -74,9 +75,12 @@ int ls_cmd_serve(struct ls_invocation *inv)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (ls_web_start(&opts, &w, err, sizeof(err))) {
+	r = ls_web_start(&opts, &w, err, sizeof(err));
+	if (r) {
+		/* a malformed or non-loopback --listen is a usage error; a
+		 * port in use or an unwritable snapshot dir a failure */
 		ls_error("%s", err);
-		return LS_EXIT_FAILURE;
+		return r == -EINVAL || r == -EPERM ? LS_EXIT_USAGE : LS_EXIT_ERROR;
 	}
 	printf("leakscope: serving %s\n", ls_web_url(w));
 	printf("leakscope: snapshots go to %s\n", ls_web_snapshot_dir(w));

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../common/contract.h"
 #include "../lib/diff.h"
 #include "../lib/json.h"
 #include "../lib/render.h"
@@ -17,10 +18,12 @@
 #define SPARK_POINTS 60
 
 static const char *const report_params[] = {
-	"top", "min_age", "min_size", "max_size", "growing", "show_allocs", NULL
+	"top", "min_age", "min_size", "max_size", "growing", "show_allocs",
+	"depth", "full_names", "hide_runtime", NULL
 };
 static const char *const svg_params[] = {
-	"top", "min_age", "min_size", "max_size", "growing", "count",
+	"top", "min_age", "min_size", "max_size", "growing", "depth",
+	"full_names", "hide_runtime", "count",
 	"inverted", "colors", "width",
 	"s", "x",	/* the graph's own URL state (search, zoom): its script's */
 	NULL
@@ -107,6 +110,23 @@ static int flame_opts(struct ls_web_req *r, struct ls_flame_opts *f,
 	return 0;
 }
 
+/* How stacks are shown, as the command's --depth, --full-names and
+ * --hide-runtime: depth=N (1..LS_DEPTH_MAX), full_names, hide_runtime. */
+static int stack_params(struct ls_web_req *r, struct ls_report_opts *o,
+			struct ls_web_reply *rep)
+{
+	uint64_t depth = 0;
+
+	if (ls_web_param_count(r, "depth", LS_DEPTH_MAX, &depth, rep) ||
+	    ls_web_param_bool(r, "full_names", &o->full_names, rep) ||
+	    ls_web_param_bool(r, "hide_runtime", &o->hide_runtime, rep))
+		return rep->status;
+	if (ls_web_param(r, "depth") && !depth)
+		return ls_web_error(rep, 400, "depth is 1 to %d", LS_DEPTH_MAX);
+	o->depth = (unsigned)depth;
+	return 0;
+}
+
 /* The report options from the query: top, min_age (ms), min_size,
  * max_size, growing, show_allocs, as the command's options. */
 static int report_opts(struct ls_web_req *r, const char *format,
@@ -122,6 +142,7 @@ static int report_opts(struct ls_web_req *r, const char *format,
 				    format);
 	if (ls_web_params_only(r, allowed, rep) ||
 	    (!strcmp(format, "svg") && flame_opts(r, &o->svg, rep)) ||
+	    stack_params(r, o, rep) ||
 	    ls_web_param_count(r, "top", 1000000, &top, rep) ||
 	    ls_web_param_count(r, "min_age", UINT64_MAX / 1000000, &age, rep) ||
 	    ls_web_param_size(r, "min_size", &o->min_size, rep) ||
@@ -208,6 +229,7 @@ static void view_stats(struct ls_web_req *r, struct ls_web_src *src,
 
 struct hist_arg {
 	struct ls_json *j;
+	struct ls_report_opts view;
 	uint64_t top, window_s, site;
 	int one_site;
 };
@@ -222,12 +244,18 @@ static int by_live_desc(const void *x, const void *y)
 	return a->id < b->id ? -1 : a->id > b->id;
 }
 
+/* The site's stack as the report shows it under the same view options
+ * (depth, full_names, hide_runtime). */
 static int put_frames(struct ls_json *j, struct ls_symbolizer *sym,
-		      const struct ls_site *s, struct ls_stack *st)
+		      const struct ls_site *s, const struct ls_report_opts *view,
+		      struct ls_stack *st)
 {
 	size_t i;
 	int r = ls_stack_build(sym, s, st);
 
+	if (!r)
+		r = ls_stack_view(st, view->depth, view->full_names,
+				  view->hide_runtime);
 	if (r)
 		return r;
 	ls_json_array(j, "frames");
@@ -287,7 +315,7 @@ static int put_hist_site(struct ls_json *j, const struct ls_snapshot *snap,
 	for (i = 0; i < s->nhistory; i++)
 		ls_json_i64(j, NULL, s->history[i]);
 	ls_json_end(j);
-	r = put_frames(j, sym, s, st);
+	r = put_frames(j, sym, s, &a->view, st);
 	ls_json_end(j);
 	return r;
 }
@@ -332,7 +360,10 @@ static void put_history_head(struct ls_json *j, const struct ls_snapshot *s,
 static void view_history(struct ls_web_req *r, struct ls_web_src *src,
 			 struct ls_web_reply *rep)
 {
-	static const char *const params[] = { "top", "site", "window", NULL };
+	static const char *const params[] = {
+		"top", "site", "window", "depth", "full_names", "hide_runtime",
+		NULL
+	};
 	struct hist_arg a = { .top = 20 };
 	struct ls_web_buf b;
 	struct ls_json j;
@@ -341,7 +372,8 @@ static void view_history(struct ls_web_req *r, struct ls_web_src *src,
 	if (ls_web_params_only(r, params, rep) ||
 	    ls_web_param_count(r, "top", 100000, &a.top, rep) ||
 	    ls_web_param_count(r, "site", UINT32_MAX, &a.site, rep) ||
-	    ls_web_param_count(r, "window", 86400, &a.window_s, rep))
+	    ls_web_param_count(r, "window", 86400, &a.window_s, rep) ||
+	    stack_params(r, &a.view, rep))
 		return;
 	a.one_site = ls_web_param(r, "site") != NULL;
 	if (!a.top || a.one_site)
@@ -358,6 +390,7 @@ static void view_history(struct ls_web_req *r, struct ls_web_src *src,
 
 struct olds_arg {
 	struct ls_json *j;
+	struct ls_report_opts view;
 	uint64_t n;
 };
 
@@ -373,7 +406,7 @@ static int by_birth(const void *x, const void *y)
 
 static int put_old(struct ls_json *j, const struct ls_snapshot *snap,
 		   struct ls_symbolizer *sym, const struct ls_block *b,
-		   struct ls_stack *st)
+		   const struct ls_report_opts *view, struct ls_stack *st)
 {
 	const struct ls_site *site = ls_snapshot_site(snap, b->site);
 	char addr[24];
@@ -387,7 +420,7 @@ static int put_old(struct ls_json *j, const struct ls_snapshot *snap,
 	ls_json_u64(j, "tid", b->tid);
 	ls_json_u64(j, "site", b->site);
 	if (site)
-		r = put_frames(j, sym, site, st);
+		r = put_frames(j, sym, site, view, st);
 	ls_json_end(j);
 	return r;
 }
@@ -410,7 +443,7 @@ static int olds_cb(const struct ls_snapshot *snap, struct ls_symbolizer *sym,
 	ls_json_u64(a->j, "blocks_total", snap->nblocks);
 	ls_json_array(a->j, "blocks");
 	for (i = 0; i < snap->nblocks && i < a->n && !r; i++)
-		r = put_old(a->j, snap, sym, v[i], &st);
+		r = put_old(a->j, snap, sym, v[i], &a->view, &st);
 	ls_json_end(a->j);
 	ls_stack_release(&st);
 	free(v);
@@ -420,14 +453,17 @@ static int olds_cb(const struct ls_snapshot *snap, struct ls_symbolizer *sym,
 static void view_olds(struct ls_web_req *r, struct ls_web_src *src,
 		      struct ls_web_reply *rep)
 {
-	static const char *const params[] = { "n", NULL };
+	static const char *const params[] = {
+		"n", "depth", "full_names", "hide_runtime", NULL
+	};
 	struct olds_arg a = { .n = 10 };
 	struct ls_web_buf b;
 	struct ls_json j;
 	int e;
 
 	if (ls_web_params_only(r, params, rep) ||
-	    ls_web_param_count(r, "n", 100000, &a.n, rep))
+	    ls_web_param_count(r, "n", 100000, &a.n, rep) ||
+	    stack_params(r, &a.view, rep))
 		return;
 	if (!src->snap->has_blocks) {
 		ls_web_error(rep, 400, "this snapshot has no block list");
@@ -562,7 +598,8 @@ void ls_web_view_diff(struct ls_web_req *r, struct ls_web_reply *rep)
 {
 	static const char *const params[] = {
 		"from", "to", "format", "top", "min_age", "min_size", "max_size",
-		"count", "inverted", "colors", "width", "s", "x", NULL
+		"depth", "full_names", "hide_runtime", "count", "inverted",
+		"colors", "width", "s", "x", NULL
 	};
 	struct ls_web_src base, newer;
 	struct ls_report_opts opts;

@@ -218,7 +218,7 @@ def t_report_equal():
     ok(all("trend" in s for s in got["sites"]), "every site has a trend")
 
 
-@check("api: report filters match the command's (top, min_size, show_allocs, growing)")
+@check("api: report filters match the command's (top, min_size, show_allocs, depth, hide_runtime, growing)")
 def t_report_filters():
     srv, wl = world()
     got = api(srv, "processes/%d/report?top=1&min_size=5000" % wl.pid)
@@ -233,6 +233,15 @@ def t_report_filters():
     same_report(got, cli, "show_allocs=1&max_size=100")
     small = by_fn(got, "site_web_small")
     eq(sorted(b["size"] for b in small["blocks"]), [100] * 6, "small blocks")
+    got = api(srv, "processes/%d/report?depth=2&hide_runtime=1" % wl.pid)
+    cli = cli_json("report", "--format", "json", "--depth", "2",
+                   "--hide-runtime", wl.pid)
+    same_report(got, cli, "depth=2&hide_runtime=1")
+    big = by_fn(got, "site_web_big")
+    eq([f["function"] for f in big["frames"]], ["site_web_big", "main"],
+       "two frames, the runtime's left out")
+    h = api(srv, "processes/%d/history?depth=1" % wl.pid)
+    ok(all(len(s["frames"]) == 1 for s in h["sites"]), "history: depth=1")
     got = api(srv, "processes/%d/report?growing=true" % wl.pid)
     cli = cli_json("report", "--format", "json", "--growing", wl.pid)
     eq(sorted(s["id"] for s in got["sites"]),
@@ -560,7 +569,7 @@ def t_stuck_agent():
         sleeper.wait()
 
 
-@check("listen: a non-loopback address or a bad one is refused (status 125)")
+@check("listen: a non-loopback address or a bad one is refused (status 125), a port in use fails (1)")
 def t_listen_refused():
     for addr, words in (("0.0.0.0:0", "not a loopback"),
                         ("192.0.2.1:8080", "not a loopback"),
@@ -573,6 +582,11 @@ def t_listen_refused():
         ok(err.startswith("leakscope: ") and words in err, "message", err)
     r = run_process([LEAKSCOPE, "serve", "--bogus"], env=env(), timeout=20)
     eq(r.returncode, 125, "unknown option status")
+    srv, _ = world()
+    r = run_process([LEAKSCOPE, "serve", "--listen", "127.0.0.1:%d" % srv.port,
+                     "--snapshot-dir", SNAPDIR], env=env(), timeout=20)
+    eq(r.returncode, 1, "a port in use: status")
+    ok("cannot listen on" in r.stderr.decode(), "message", r.stderr.decode())
 
 
 @check("users: a non-root server refuses root's process (403) and does not list it")
