@@ -57,7 +57,28 @@ WL_BIN = $(WL_C:%.c=$(B)/%) $(WL_CXX:%.cc=$(B)/%) $(WL_LIB:%.c=$(B)/%.so)
 
 DEMO_BIN = $(B)/demo/leaky-server
 
-all: $(B)/leakscope $(B)/libleakscope.so
+# erlang/: the NIF module (leakscope, Leakscope) and the C node behind
+# `leakscope beam`, built when Debian's erlang-dev is installed.  The NIF
+# links the report library, so it gets a position-independent copy of it.
+ERL_ROOT ?= /usr/lib/erlang
+ERL_INC = $(ERL_ROOT)/usr/include
+EI_LIB = $(ERL_ROOT)/usr/lib/libei.a
+HAVE_EI := $(if $(wildcard $(ERL_INC)/ei.h $(EI_LIB)),yes)
+ERLC ?= erlc
+ELIXIRC ?= elixirc
+HAVE_ELIXIR := $(shell command -v $(ELIXIRC) >/dev/null 2>&1 && echo yes)
+EBIN = $(B)/erlang/ebin
+PIC_LIB_OBJ = $(LIB_SRC:%.c=$(B)/pic/%.o)
+REPORT_LIB_PIC = $(B)/libleakscope-report-pic.a
+CNODE_SRC = $(filter-out erlang/leakscope_nif.c,$(wildcard erlang/*.c))
+CNODE_OBJ = $(if $(HAVE_EI),$(CNODE_SRC:%.c=$(B)/%.o))
+CNODE_LDLIBS = $(if $(HAVE_EI),$(EI_LIB))
+ERLANG_OUT = $(if $(HAVE_EI),$(EBIN)/leakscope_nif.so $(EBIN)/leakscope.beam \
+	$(if $(HAVE_ELIXIR),$(EBIN)/Elixir.Leakscope.beam))
+ERL_TEST_OUT = $(if $(HAVE_EI),$(B)/erlang/test/leaky_nif.so $(B)/erlang/test/leaky_nif.beam \
+	$(B)/erlang/test/beam_leaks.beam)
+
+all: $(B)/leakscope $(B)/libleakscope.so $(ERLANG_OUT)
 
 $(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) common/lsnap.h
 	@mkdir -p $(@D)
@@ -76,12 +97,47 @@ $(B)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(wildcard common/*.h)
 $(REPORT_LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(wildcard lib/*.h) $(wildcard common/*.h)
+$(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(wildcard lib/*.h) $(wildcard common/*.h) $(wildcard erlang/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CLI_CFLAGS) -c -o $@ $<
+	$(CC) $(CLI_CFLAGS) $(if $(HAVE_EI),-DLS_HAVE_EI) -c -o $@ $<
 
-$(B)/leakscope: $(CLI_OBJ) $(REPORT_LIB)
-	$(CC) -o $@ $^ $(CLI_LDLIBS)
+$(B)/leakscope: $(CLI_OBJ) $(CNODE_OBJ) $(REPORT_LIB)
+	$(CC) -o $@ $^ $(CNODE_LDLIBS) $(CLI_LDLIBS)
+
+# --- erlang/ ----------------------------------------------------------------
+
+$(B)/pic/lib/%.o: lib/%.c $(wildcard lib/*.h) $(wildcard common/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(REPORT_LIB_PIC): $(PIC_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/erlang/%.o: erlang/%.c $(wildcard erlang/*.h) $(wildcard lib/*.h) $(wildcard common/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -I$(ERL_INC) -c -o $@ $<
+
+$(EBIN)/leakscope_nif.so: erlang/leakscope_nif.c $(REPORT_LIB_PIC) $(wildcard lib/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -fPIC -fvisibility=hidden -shared -I$(ERL_INC) -o $@ $< \
+		$(REPORT_LIB_PIC) $(CLI_LDLIBS) -ldl
+
+$(EBIN)/leakscope.beam: erlang/leakscope.erl
+	@mkdir -p $(@D)
+	$(ERLC) -o $(@D) $<
+
+$(EBIN)/Elixir.Leakscope.beam: erlang/lib/leakscope.ex $(EBIN)/leakscope.beam
+	@mkdir -p $(@D)
+	$(ELIXIRC) -pa $(EBIN) -o $(@D) $< >/dev/null
+
+# Test NIF and BEAM workloads (tests/integration/t_erlang.py).
+$(B)/erlang/test/%.so: erlang/test/%.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -fPIC -shared -I$(ERL_INC) -o $@ $<
+
+$(B)/erlang/test/%.beam: erlang/test/%.erl
+	@mkdir -p $(@D)
+	$(ERLC) -o $(@D) $<
 
 $(B)/cli-lib.a: $(CLI_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -113,7 +169,7 @@ $(B)/demo/%: demo/%.c
 deps:
 	@sh tools/install-deps.sh
 
-tests: all $(UNIT_BIN) $(WL_BIN)
+tests: all $(UNIT_BIN) $(WL_BIN) $(ERL_TEST_OUT)
 
 check: deps
 	@$(MAKE) --no-print-directory tests
@@ -131,6 +187,8 @@ install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)
 	install -m 0755 $(B)/libleakscope.so $(DESTDIR)$(LIBDIR)/libleakscope.so
 	install -m 0755 $(B)/leakscope $(DESTDIR)$(BINDIR)/leakscope
+	$(if $(ERLANG_OUT),install -d $(DESTDIR)$(LIBDIR)/erlang/ebin)
+	$(if $(ERLANG_OUT),install -m 0644 $(ERLANG_OUT) $(DESTDIR)$(LIBDIR)/erlang/ebin/)
 
 clean:
 	rm -rf $(B)

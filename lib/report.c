@@ -23,6 +23,32 @@ struct site_idx {
 	uint32_t i;
 };
 
+static const struct {
+	const char *name;
+	enum ls_format format;
+} formats[] = {
+	{ "text", LS_FORMAT_TEXT },
+	{ "json", LS_FORMAT_JSON },
+	{ "folded", LS_FORMAT_FOLDED },
+};
+
+const char *ls_format_name(size_t i)
+{
+	return i < sizeof(formats) / sizeof(formats[0]) ? formats[i].name : NULL;
+}
+
+int ls_format_from_name(const char *name, enum ls_format *out)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (!strcmp(name, formats[i].name)) {
+			*out = formats[i].format;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 void ls_report_opts_finish(struct ls_report_opts *opts)
 {
 	opts->need_blocks = opts->min_age_ns || opts->min_size ||

@@ -20,6 +20,16 @@ enum ls_format {
 	LS_FORMAT_FOLDED,
 };
 
+/*
+ * The formats the library renders, by the name a user types ("text",
+ * "json", "folded").  ls_format_name() gives the name of the i-th format
+ * and NULL past the last, so callers (the NIF, option parsers) list and
+ * accept whatever the library offers.  ls_format_from_name() returns 0 and
+ * sets *out, or -EINVAL for a name it does not know.
+ */
+const char *ls_format_name(size_t i);
+int ls_format_from_name(const char *name, enum ls_format *out);
+
 struct ls_report_opts {
 	enum ls_format format;
 	size_t top;		/* 0 = all sites */

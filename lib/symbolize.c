@@ -45,6 +45,8 @@ struct ls_symbolizer {
 
 	char **strs;		/* interned strings, open addressing */
 	size_t strs_cap, strs_used;
+
+	int mangled;		/* keep C++/Rust names as the symbol table has them */
 };
 
 static char *debuginfo_path;	/* NULL: libdwfl's default search path */
@@ -130,7 +132,7 @@ static const char *intern_demangled(struct ls_symbolizer *s, const char *name)
 			return NULL;
 		name = plain;
 	}
-	if (name[0] == '_' && (name[1] == 'Z' || name[1] == 'R'))
+	if (!s->mangled && name[0] == '_' && (name[1] == 'Z' || name[1] == 'R'))
 		d = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
 	r = intern(s, d ? d : name);
 	free(d);
@@ -150,13 +152,21 @@ struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap)
 	if (!s->mods)
 		goto fail;
 	/* libdwfl would otherwise ask debuginfod servers for missing debug
-	 * files: a report must never touch the network. */
-	unsetenv("DEBUGINFOD_URLS");
+	 * files: a report must never touch the network.  Only when set: in
+	 * a host process (the NIF) an environment write races other
+	 * threads' getenv. */
+	if (getenv("DEBUGINFOD_URLS"))
+		unsetenv("DEBUGINFOD_URLS");
 	return s;
 fail:
 	ls_symbolizer_free(s);
 	errno = ENOMEM;
 	return NULL;
+}
+
+void ls_symbolizer_keep_mangled(struct ls_symbolizer *s, int on)
+{
+	s->mangled = !!on;
 }
 
 void ls_symbolizer_free(struct ls_symbolizer *s)

@@ -46,7 +46,7 @@ struct ls_symbolizer;
 /*
  * A symbolizer for the modules of snap, which must outlive it.  Returns
  * NULL with errno set (ENOMEM) on failure.  Unsets DEBUGINFOD_URLS in
- * this process's environment.
+ * this process's environment when it is set.
  */
 struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap);
 
@@ -70,6 +70,13 @@ struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap);
  */
 int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		       struct ls_symframe *out, size_t max, size_t *n);
+
+/*
+ * With on set, C++ and Rust names are given as the symbol table has them
+ * (mangled), as mtrace's olds/1 does.  Call before the first
+ * ls_symbolize_frame(): results are cached.
+ */
+void ls_symbolizer_keep_mangled(struct ls_symbolizer *s, int on);
 
 /* Free the symbolizer and every string it handed out; accepts NULL. */
 void ls_symbolizer_free(struct ls_symbolizer *s);
