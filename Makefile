@@ -115,7 +115,7 @@ $(REPORT_LIB_PIC): $(PIC_LIB_OBJ)
 
 $(B)/erlang/%.o: erlang/%.c $(wildcard erlang/*.h) $(wildcard lib/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CLI_CFLAGS) -I$(ERL_INC) -c -o $@ $<
+	$(CC) $(CLI_CFLAGS) -D_REENTRANT -I$(ERL_INC) -c -o $@ $<
 
 $(EBIN)/leakscope_nif.so: erlang/leakscope_nif.c $(REPORT_LIB_PIC) $(wildcard lib/*.h)
 	@mkdir -p $(@D)
