@@ -592,7 +592,7 @@ out:
 
 static int sample_one(struct sampler *s)
 {
-	int64_t total, rss;
+	int64_t total, rss = -1;
 	int r;
 
 	r = sample_counts(s);
@@ -600,15 +600,15 @@ static int sample_one(struct sampler *s)
 		r = sample_memory(s);
 	if (!r)
 		r = sample_allocators(s, &total);
+	/* RSS right after the allocators: the two are subtracted. */
+	if (!r && s->d->rss_local)
+		rss = rss_bytes(s->d->os_pid);
 	if (!r)
 		r = sample_procs(s);
 	if (!r)
 		r = sample_ets(s);
-	if (r || !s->d->rss_local)
+	if (r || rss < 0)
 		return r;
-	rss = rss_bytes(s->d->os_pid);
-	if (rss < 0)
-		return 0;
 	r = put_scalar(s, "rss", "rss", 1, rss, 0);
 	if (!r && s->allocs)
 		r = put_scalar(s, "native", "native", 1, rss - total, 0);

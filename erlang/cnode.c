@@ -2,6 +2,8 @@
  * cnode.c - the hidden node: connect, rpc with deadlines, ticks.
  */
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,16 +45,107 @@ static int our_names(const char *host, char *thishost, size_t hcap,
 	return 0;
 }
 
-/* Why a connection failed, from ei's erl_errno. */
+static int epmd_port(void)
+{
+	const char *p = getenv("ERL_EPMD_PORT");
+	int n = p ? atoi(p) : 0;
+
+	return n > 0 && n < 65536 ? n : 4369;
+}
+
+/* A TCP connection to host:port within tmo_ms, or -1. */
+static int tcp_connect(const char *host, int port, unsigned tmo_ms)
+{
+	struct addrinfo hints = { .ai_family = AF_INET,
+				  .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	struct timeval tv = { .tv_sec = tmo_ms / 1000,
+			      .tv_usec = (tmo_ms % 1000) * 1000 };
+	char service[16];
+	int fd = -1;
+
+	snprintf(service, sizeof(service), "%d", port);
+	if (getaddrinfo(host, service, &hints, &ai) || !ai)
+		goto out;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto out;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+		close(fd);
+		fd = -1;
+	}
+out:
+	if (ai)
+		freeaddrinfo(ai);
+	return fd;
+}
+
+/*
+ * Does epmd on host know alive?  1 yes, 0 no, -1 no epmd there.  One
+ * PORT_PLEASE2 request, as ei itself sends, with the same deadline: ei's
+ * own failure does not say which of "no such node" and "the node refused
+ * us" happened.
+ */
+static int epmd_knows(const char *host, const char *alive, unsigned tmo_ms)
+{
+	unsigned char req[260], rep[2];
+	size_t n = strlen(alive);
+	int fd, r = -1;
+
+	if (n > 255)
+		return 0;
+	fd = tcp_connect(host, epmd_port(), tmo_ms);
+	if (fd < 0)
+		return -1;
+	req[0] = (unsigned char)((n + 1) >> 8);
+	req[1] = (unsigned char)(n + 1);
+	req[2] = 122;		/* PORT_PLEASE2_REQ */
+	memcpy(req + 3, alive, n);
+	if (send(fd, req, n + 3, MSG_NOSIGNAL) == (ssize_t)(n + 3) &&
+	    recv(fd, rep, 2, MSG_WAITALL) == 2 && rep[0] == 119)
+		r = rep[1] == 0;
+	close(fd);
+	return r;
+}
+
+/* Why a connection failed, from ei's erl_errno and epmd. */
 static int connect_error(const struct ls_cnode *c, int port, char *err,
 			 size_t errlen)
 {
-	int e = erl_errno;
+	char alive[256], host[256];
+	const char *at = strchr(c->node, '@');
+	int e = erl_errno, known = 1;
 
 	if (e == ETIMEDOUT) {
 		snprintf(err, errlen, "node '%s' did not answer within %u ms",
 			 c->node, c->tmo_ms);
 		return -ETIMEDOUT;
+	}
+	snprintf(host, sizeof(host), "%s", at ? at + 1 : "localhost");
+	if (port <= 0 && at) {
+		snprintf(alive, sizeof(alive), "%.*s", (int)(at - c->node),
+			 c->node);
+		known = epmd_knows(host, alive, c->tmo_ms);
+	} else if (port > 0) {
+		int fd = tcp_connect(host, port, c->tmo_ms);
+
+		if (fd < 0)
+			e = ECONNREFUSED;
+		else
+			close(fd);
+	}
+	if (known < 0) {
+		snprintf(err, errlen, "node '%s': no epmd at %s port %d (is "
+			 "the node running? ERL_EPMD_PORT selects the port)",
+			 c->node, host, epmd_port());
+		return -EHOSTUNREACH;
+	}
+	if (!known) {
+		snprintf(err, errlen, "node '%s' is not running (epmd at %s "
+			 "port %d does not know it)", c->node, host,
+			 epmd_port());
+		return -EHOSTUNREACH;
 	}
 	if (e == EIO || e == EACCES) {
 		snprintf(err, errlen, "node '%s' refused the handshake: wrong "
@@ -60,15 +153,14 @@ static int connect_error(const struct ls_cnode *c, int port, char *err,
 			 "cannot talk to", c->node);
 		return -EACCES;
 	}
-	if (port > 0 || e == ECONNREFUSED) {
+	if (e == ECONNREFUSED) {
 		snprintf(err, errlen, "node '%s': nothing listens at its "
 			 "distribution port%s", c->node,
 			 port > 0 ? " (--port)" : "");
 		return -ECONNREFUSED;
 	}
-	snprintf(err, errlen, "node '%s' is not running (epmd at port %s "
-		 "does not know it, or no epmd)", c->node,
-		 getenv("ERL_EPMD_PORT") ? getenv("ERL_EPMD_PORT") : "4369");
+	snprintf(err, errlen, "cannot connect to node '%s': %s", c->node,
+		 strerror(e ? e : EIO));
 	return -EHOSTUNREACH;
 }
 
@@ -132,10 +224,20 @@ static int take_reply(struct ls_cnode *c, const char *what,
 {
 	const struct ls_term *reply;
 	struct ls_term_tree t;
-	int index = 0, version, r;
+	int index = 0, version;
+	char *copy;
 
-	if (ei_decode_version(c->reply.buff, &index, &version) ||
-	    (r = ls_term_decode(c->reply.buff, &index, &t))) {
+	/* The tree gets its own copy: raw sub-terms (ls_term_raw) must
+	 * outlive the next call, which reuses c->reply. */
+	copy = malloc(c->reply.index ? (size_t)c->reply.index : 1);
+	if (!copy) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(copy, c->reply.buff, (size_t)c->reply.index);
+	if (ei_decode_version(copy, &index, &version) ||
+	    ls_term_decode(copy, &index, &t)) {
+		free(copy);
 		snprintf(err, errlen, "node '%s': malformed answer to %s",
 			 c->node, what);
 		return -EPROTO;
@@ -144,6 +246,7 @@ static int take_reply(struct ls_cnode *c, const char *what,
 	if (t.root->type != LS_TERM_TUPLE || t.root->n != 2 ||
 	    !ls_term_is_atom(ls_term_at(t.root, 0), "rex")) {
 		ls_term_free(&t);
+		free(copy);
 		snprintf(err, errlen, "node '%s': unexpected answer to %s",
 			 c->node, what);
 		return -EPROTO;
@@ -156,10 +259,12 @@ static int take_reply(struct ls_cnode *c, const char *what,
 			 c->node, what, ls_term_show(&reply->kids[1], why,
 						     sizeof(why)));
 		ls_term_free(&t);
+		free(copy);
 		return -EPROTO;
 	}
-	/* Re-root on Reply: the arena stays with the tree. */
+	/* Re-root on Reply: the arena and the copy stay with the tree. */
 	t.root = (struct ls_term *)reply;
+	t.owned = copy;
 	*out = t;
 	return 0;
 }
@@ -195,7 +300,7 @@ int ls_cnode_rpc(struct ls_cnode *c, const char *mod, const char *fun,
 			continue;
 		if (r == ERL_MSG)
 			break;
-		if (erl_errno == ETIMEDOUT)
+		if (r == ERL_TIMEOUT || erl_errno == ETIMEDOUT)
 			goto timeout;
 		snprintf(err, errlen, "node '%s': connection lost during %s",
 			 c->node, what);

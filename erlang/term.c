@@ -189,6 +189,7 @@ void ls_term_free(struct ls_term_tree *t)
 		next = c->next;
 		free(c);
 	}
+	free(t->owned);
 	memset(t, 0, sizeof(*t));
 }
 

@@ -45,6 +45,7 @@ struct ls_term_tree {
 	struct ls_term *root;
 	const char *buf;	/* the source, borrowed */
 	void *arena;
+	char *owned;		/* a source copy the tree owns, or NULL */
 };
 
 /*
@@ -53,6 +54,7 @@ struct ls_term_tree {
  * -ENOMEM.  buf must outlive the tree for ls_term_raw().
  */
 int ls_term_decode(const char *buf, int *index, struct ls_term_tree *t);
+/* Free the tree, its strings and the owned source copy. */
 void ls_term_free(struct ls_term_tree *t);
 
 /* Element i of a tuple or list, or NULL. */

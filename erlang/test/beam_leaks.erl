@@ -10,7 +10,7 @@
 %%   binaries       bl_binholder keeps 16 more refc binaries of 4 KiB
 %%   monitors       bl_monitor monitors bl_target 20 more times
 %%   atoms          bl_atoms makes 20 new atoms (bl_atom_N)
-%%   native         with native => true, 1 MiB more from leaky_nif, in
+%%   native         with native => true, 2 MiB more from leaky_nif, in
 %%                  blocks of 256 KiB (mmapped by malloc: fresh pages, so
 %%                  the RSS grows by as much)
 %% and the steady part, as busy but flat:
@@ -18,6 +18,11 @@
 %%   bl_steady_tab  50 rows rewritten every tick (same keys)
 %%   bl_churn       starts 5 short-lived processes a tick that exit
 %%   bl_bins_steady keeps 16 refc binaries, replaced every tick
+%% and, for --gc-check, bl_bins_lazy: it too keeps only its newest 16
+%% binaries, but its heap is so large that it never collects during a
+%% test, so the binaries it dropped stay referenced: its binary memory
+%% grows until a forced collection frees all but 16 of them (recon's
+%% bin_leak case).
 -module(beam_leaks).
 -export([start/1, start/2, leaked_worker/0, churn_worker/0]).
 
@@ -34,6 +39,8 @@ start(TickMs, Opts) ->
     %% the tables belong to bl_ets: they live as long as it does
     reg(bl_binholder, holder(TickMs, [], grow)),
     reg(bl_bins_steady, holder(TickMs, [], replace)),
+    register(bl_bins_lazy, spawn_opt(holder(TickMs, [], replace),
+                                     [{min_heap_size, 1000000}])),
     reg(bl_monitor, every(TickMs, fun(_) -> monitor_more(20) end)),
     reg(bl_atoms, every(TickMs, fun(N) -> atoms(N, 20) end)),
     reg(bl_churn, every(TickMs, fun(_) -> churn(5) end)),
@@ -106,4 +113,4 @@ atoms(N, K) ->
     ok.
 
 native() ->
-    leaky_nif:leak_times(4, 262144).
+    leaky_nif:leak_times(8, 262144).
