@@ -44,7 +44,7 @@ CLI_OBJ = $(CLI_SRC:%.c=$(B)/%.o)
 # The commands without main(), for unit tests that drive them.
 CLI_LIB_OBJ = $(filter-out $(B)/cli/main.o,$(CLI_OBJ))
 
-UNIT_SRC = $(wildcard tests/unit/t-*.c)
+UNIT_SRC = $(filter-out $(if $(HAVE_EI),,tests/unit/t-erlang-%),$(wildcard tests/unit/t-*.c))
 UNIT_BIN = $(UNIT_SRC:%.c=$(B)/%)
 
 # Ground-truth workloads: optimised and built WITHOUT frame pointers, as
@@ -63,7 +63,7 @@ DEMO_BIN = $(B)/demo/leaky-server
 ERL_ROOT ?= /usr/lib/erlang
 ERL_INC = $(ERL_ROOT)/usr/include
 EI_LIB = $(ERL_ROOT)/usr/lib/libei.a
-HAVE_EI := $(if $(wildcard $(ERL_INC)/ei.h $(EI_LIB)),yes)
+HAVE_EI := $(and $(wildcard $(ERL_INC)/ei.h),$(wildcard $(EI_LIB)),yes)
 ERLC ?= erlc
 ELIXIRC ?= elixirc
 HAVE_ELIXIR := $(shell command -v $(ELIXIRC) >/dev/null 2>&1 && echo yes)
@@ -149,6 +149,10 @@ $(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/t
 $(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a $(REPORT_LIB) tests/unit/tap.h tests/unit/cli-selfmap.h
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(B)/cli-lib.a $(REPORT_LIB) $(CLI_LDLIBS)
+
+$(B)/tests/unit/t-erlang-%: tests/unit/t-erlang-%.c $(B)/erlang/term.o tests/unit/tap.h
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -D_REENTRANT -I$(ERL_INC) -o $@ $< $(B)/erlang/term.o $(EI_LIB) -lpthread
 
 $(B)/tests/workloads/lib%.so: tests/workloads/lib%.c tests/workloads/wl.h
 	@mkdir -p $(@D)

@@ -236,7 +236,7 @@ static int take_reply(struct ls_cnode *c, const char *what,
 	}
 	memcpy(copy, c->reply.buff, (size_t)c->reply.index);
 	if (ei_decode_version(copy, &index, &version) ||
-	    ls_term_decode(copy, &index, &t)) {
+	    ls_term_decode(copy, c->reply.index, &index, &t)) {
 		free(copy);
 		snprintf(err, errlen, "node '%s': malformed answer to %s",
 			 c->node, what);

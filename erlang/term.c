@@ -39,19 +39,28 @@ static void *arena_alloc(struct ls_term_tree *t, size_t n)
 	return memset(c->mem + c->used - n, 0, n);
 }
 
-static int decode(struct ls_term_tree *tr, const char *buf, int *index,
-		  struct ls_term *t, int depth);
+/* Decoding context: the buffer ends at `end`; ei itself has no bound. */
+struct dec {
+	struct ls_term_tree *tr;
+	const char *buf;
+	int end;
+};
 
-static int decode_seq(struct ls_term_tree *tr, const char *buf, int *index,
-		      struct ls_term *t, long n, int depth)
+static int decode(struct dec *dc, int *index, struct ls_term *t, int depth);
+
+static int decode_seq(struct dec *dc, int *index, struct ls_term *t, long n,
+		      int depth)
 {
 	long k;
 
+	/* Each element takes a byte at least: a longer claim is a lie. */
+	if (n < 0 || n > dc->end - *index)
+		return -EINVAL;
 	t->n = (size_t)n;
-	if (n && !(t->kids = arena_alloc(tr, (size_t)n * sizeof(*t->kids))))
+	if (n && !(t->kids = arena_alloc(dc->tr, (size_t)n * sizeof(*t->kids))))
 		return -ENOMEM;
 	for (k = 0; k < n; k++) {
-		int r = decode(tr, buf, index, &t->kids[k], depth + 1);
+		int r = decode(dc, index, &t->kids[k], depth + 1);
 
 		if (r)
 			return r;
@@ -59,32 +68,37 @@ static int decode_seq(struct ls_term_tree *tr, const char *buf, int *index,
 	return 0;
 }
 
-static int decode_list(struct ls_term_tree *tr, const char *buf, int *index,
-		       struct ls_term *t, int depth)
+static int decode_list(struct dec *dc, int *index, struct ls_term *t,
+		       int depth)
 {
+	struct ls_term tail;
 	int arity, r;
 
 	t->type = LS_TERM_LIST;
-	if (ei_decode_list_header(buf, index, &arity) || arity < 0)
+	if (ei_decode_list_header(dc->buf, index, &arity) || arity < 0)
 		return -EINVAL;
-	r = decode_seq(tr, buf, index, t, arity, depth);
+	r = decode_seq(dc, index, t, arity, depth);
 	if (r || !arity)
 		return r;
-	/* the tail: [] for a proper list, else skipped */
-	return ei_skip_term(buf, index) ? -EINVAL : 0;
+	/* the tail: [] for a proper list, else decoded and dropped */
+	memset(&tail, 0, sizeof(tail));
+	return decode(dc, index, &tail, depth + 1);
 }
 
-static int decode_text(struct ls_term_tree *tr, const char *buf, int *index,
-		       struct ls_term *t, int size, int binary)
+static int decode_text(struct dec *dc, int *index, struct ls_term *t,
+		       int size, int binary)
 {
-	char *s = arena_alloc(tr, (size_t)size + 1);
+	char *s;
 	long len = 0;
 
+	if (size < 0 || size > dc->end - *index)
+		return -EINVAL;
+	s = arena_alloc(dc->tr, (size_t)size + 1);
 	if (!s)
 		return -ENOMEM;
 	t->type = LS_TERM_STRING;
-	if (binary ? ei_decode_binary(buf, index, s, &len) :
-	    ei_decode_string(buf, index, s))
+	if (binary ? ei_decode_binary(dc->buf, index, s, &len) :
+	    ei_decode_string(dc->buf, index, s))
 		return -EINVAL;
 	if (binary)
 		s[len] = 0;
@@ -92,15 +106,22 @@ static int decode_text(struct ls_term_tree *tr, const char *buf, int *index,
 	return 0;
 }
 
-static int decode(struct ls_term_tree *tr, const char *buf, int *index,
-		  struct ls_term *t, int depth)
+static int decode(struct dec *dc, int *index, struct ls_term *t, int depth)
 {
+	const char *buf = dc->buf;
 	int type, size, arity, r = 0;
 	long long v;
 	erlang_pid pid;
 	char *atom;
 
-	if (depth > MAX_DEPTH || ei_get_type(buf, index, &type, &size))
+	if (depth > MAX_DEPTH || *index >= dc->end ||
+	    ei_get_type(buf, index, &type, &size))
+		return -EINVAL;
+	/* Sizes a tag claims are checked against what is left before ei
+	 * reads them (strings, binaries, bignums; atoms are bounded). */
+	if (size < 0 || (type != ERL_SMALL_TUPLE_EXT &&
+			 type != ERL_LARGE_TUPLE_EXT && type != ERL_LIST_EXT &&
+			 size > dc->end - *index))
 		return -EINVAL;
 	t->off = *index;
 	switch (type) {
@@ -126,28 +147,28 @@ static int decode(struct ls_term_tree *tr, const char *buf, int *index,
 	case ERL_ATOM_UTF8_EXT:
 	case ERL_SMALL_ATOM_UTF8_EXT:
 		t->type = LS_TERM_ATOM;
-		atom = arena_alloc(tr, MAXATOMLEN_UTF8);
+		atom = arena_alloc(dc->tr, MAXATOMLEN_UTF8);
 		if (!atom)
 			return -ENOMEM;
 		r = ei_decode_atom(buf, index, atom) ? -EINVAL : 0;
 		t->s = atom;
 		break;
 	case ERL_STRING_EXT:
-		r = decode_text(tr, buf, index, t, size, 0);
+		r = decode_text(dc, index, t, size, 0);
 		break;
 	case ERL_BINARY_EXT:
-		r = decode_text(tr, buf, index, t, size, 1);
+		r = decode_text(dc, index, t, size, 1);
 		break;
 	case ERL_SMALL_TUPLE_EXT:
 	case ERL_LARGE_TUPLE_EXT:
 		t->type = LS_TERM_TUPLE;
 		if (ei_decode_tuple_header(buf, index, &arity) || arity < 0)
 			return -EINVAL;
-		r = decode_seq(tr, buf, index, t, arity, depth);
+		r = decode_seq(dc, index, t, arity, depth);
 		break;
 	case ERL_NIL_EXT:
 	case ERL_LIST_EXT:
-		r = decode_list(tr, buf, index, t, depth);
+		r = decode_list(dc, index, t, depth);
 		break;
 	case ERL_PID_EXT:
 	case ERL_NEW_PID_EXT:
@@ -163,11 +184,13 @@ static int decode(struct ls_term_tree *tr, const char *buf, int *index,
 		break;
 	}
 	t->len = *index - t->off;
-	return r;
+	return r ? r : *index > dc->end ? -EINVAL : 0;
 }
 
-int ls_term_decode(const char *buf, int *index, struct ls_term_tree *t)
+int ls_term_decode(const char *buf, int len, int *index,
+		   struct ls_term_tree *t)
 {
+	struct dec dc = { .tr = t, .buf = buf, .end = len };
 	int r;
 
 	memset(t, 0, sizeof(*t));
@@ -175,7 +198,7 @@ int ls_term_decode(const char *buf, int *index, struct ls_term_tree *t)
 	t->root = arena_alloc(t, sizeof(*t->root));
 	if (!t->root)
 		return -ENOMEM;
-	r = decode(t, buf, index, t->root, 0);
+	r = decode(&dc, index, t->root, 0);
 	if (r)
 		ls_term_free(t);
 	return r;

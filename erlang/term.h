@@ -50,10 +50,13 @@ struct ls_term_tree {
 
 /*
  * Decode the term at buf[*index] (after the version byte when the caller
- * skipped it).  Returns 0, or -EINVAL for a malformed or too deep term,
- * -ENOMEM.  buf must outlive the tree for ls_term_raw().
+ * skipped it); the buffer holds len bytes.  Returns 0, or -EINVAL for a
+ * malformed, truncated or too deep term (every length a tag claims is
+ * checked against the bytes left before ei reads them), -ENOMEM.  buf
+ * must outlive the tree for ls_term_raw().
  */
-int ls_term_decode(const char *buf, int *index, struct ls_term_tree *t);
+int ls_term_decode(const char *buf, int len, int *index,
+		   struct ls_term_tree *t);
 /* Free the tree, its strings and the owned source copy. */
 void ls_term_free(struct ls_term_tree *t);
 

@@ -21,6 +21,7 @@ import atexit
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -627,3 +628,28 @@ def t_beam_cookie_hidden():
     finally:
         stop(q)
         stop(p)
+
+
+@check("make install: the installed module finds its NIF under PREFIX/lib/leakscope/erlang and reaches the agent")
+def t_install_module():
+    need_erlang()
+    prefix = tempfile.mkdtemp(prefix="leakscope-erlang-prefix-")
+    try:
+        r = run_process(["make", "-s", "-C", ROOT, "install",
+                         "PREFIX=" + prefix], timeout=300)
+        eq(r.returncode, 0, "make install\n  " + r.describe())
+        ebin = os.path.join(prefix, "lib", "leakscope", "erlang", "ebin")
+        for name in ("leakscope.beam", "leakscope_nif.so"):
+            ok(os.path.exists(os.path.join(ebin, name)), "installed " + name,
+               sorted(os.listdir(ebin)))
+        r = run_process(["timeout", str(NODE_TIMEOUT),
+                         os.path.join(prefix, "bin", "leakscope"), "run",
+                         "--output", "/dev/null", "--", "erl", "-noshell",
+                         "-pa", ebin, "-eval",
+                         'io:format("R ~p~n", [maps:get(pid, leakscope:stats()) '
+                         '=:= list_to_integer(os:getpid())]), halt().'],
+                        timeout=NODE_TIMEOUT + 10, env=env())
+        contains(r.stdout.decode(), "R true", "stats() of its own VM\n  " +
+                 r.describe())
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
