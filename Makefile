@@ -80,7 +80,7 @@ ERL_TEST_OUT = $(if $(HAVE_EI),$(B)/erlang/test/leaky_nif.so $(B)/erlang/test/le
 
 all: $(B)/leakscope $(B)/libleakscope.so $(ERLANG_OUT)
 
-$(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) common/lsnap.h
+$(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
 
@@ -93,6 +93,15 @@ $(B)/agent-core.a: $(AGENT_CORE_OBJ)
 $(B)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -c -o $@ $<
+
+# The flame graph's script, kept as a plain .js file, compiled in as a C
+# string (every line quoted, backslashes and quotes escaped).
+$(B)/gen/flamegraph-js.h: lib/flamegraph.js
+	@mkdir -p $(@D)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
+
+$(B)/lib/flamegraph_svg.o: $(B)/gen/flamegraph-js.h
+$(B)/lib/flamegraph_svg.o: CLI_CFLAGS += -I$(B)/gen
 
 $(REPORT_LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -109,6 +118,9 @@ $(B)/leakscope: $(CLI_OBJ) $(CNODE_OBJ) $(REPORT_LIB)
 $(B)/pic/lib/%.o: lib/%.c $(wildcard lib/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(B)/pic/lib/flamegraph_svg.o: $(B)/gen/flamegraph-js.h
+$(B)/pic/lib/flamegraph_svg.o: CLI_CFLAGS += -I$(B)/gen
 
 $(REPORT_LIB_PIC): $(PIC_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "beam_int.h"
 #include "../lib/json.h"
+#include "../lib/render.h"
 #include "../lib/report.h"
 #include "../lib/trend.h"
 

@@ -135,6 +135,8 @@ P("stats_mode", maps:get(mode, S)),
 P("stats_pid", maps:get(pid, S) =:= list_to_integer(os:getpid())),
 ok = file:write_file(os:getenv("REPORT_JSON"), leakscope:report(#{format => json})),
 ok = file:write_file(os:getenv("REPORT_FOLDED"), leakscope:report([{format, folded}, {top, 5}])),
+ok = file:write_file(os:getenv("REPORT_SVG"), leakscope:report(#{format => svg, top => 5})),
+ok = file:write_file(os:getenv("REPORT_PPROF"), leakscope:report(#{format => pprof})),
 P("report_text", binary:match(leakscope:report(#{}), <<"leaky_keep">>) =/= nomatch),
 P("formats", leakscope:formats()),
 P("growing_is_list", is_list(leakscope:growing())),
@@ -169,7 +171,9 @@ def nif_run():
     need_erlang()
     tmp = tempfile.mkdtemp(prefix="leakscope-erlang-nif-")
     extra = {"REPORT_JSON": os.path.join(tmp, "r.json"),
-             "REPORT_FOLDED": os.path.join(tmp, "r.folded")}
+             "REPORT_FOLDED": os.path.join(tmp, "r.folded"),
+             "REPORT_SVG": os.path.join(tmp, "r.svg"),
+             "REPORT_PPROF": os.path.join(tmp, "r.pprof")}
     exit_report = os.path.join(tmp, "exit.json")
     r = run_process(["timeout", "-k", "2", str(NODE_TIMEOUT), LEAKSCOPE, "run",
                      "--format", "json", "--output", exit_report, "--"] +
@@ -184,6 +188,10 @@ def nif_run():
         folded = f.read()
     with open(exit_report) as f:
         exit_json = json.loads(f.read().splitlines()[0])
+    with open(extra["REPORT_SVG"], "rb") as f:
+        res["svg"] = f.read()
+    with open(extra["REPORT_PPROF"], "rb") as f:
+        res["pprof"] = f.read()
     return res, live, folded, exit_json
 
 
@@ -236,6 +244,20 @@ def t_nif_report():
     eq(nif_run()[0].get("report_text"), "true", "text report names leaky_keep")
 
 
+@check("NIF report/1 renders every format of the library: svg and pprof too")
+def t_nif_report_formats():
+    res = nif_run()[0]
+    svg = res["svg"].decode("utf-8", "replace")
+    ok(svg.lstrip().startswith(("<?xml", "<svg")), "an SVG document", svg[:80])
+    contains(svg, "leaky_keep", "the leaky site in the flame graph")
+    pprof = res["pprof"]
+    gzip = __import__("gzip")
+    body = gzip.decompress(pprof)
+    ok(b"leaky_keep" in body, "leaky_keep in the pprof string table",
+       len(body))
+    ok(b"inuse_space" in body, "pprof sample types", body[:200])
+
+
 @check("NIF stats() is a map: calls, live figures, mallinfo, full mode, own pid")
 def t_nif_stats():
     res = nif_run()[0]
@@ -268,7 +290,7 @@ def t_nif_badargs():
     for key in ("badarg_olds", "badarg_demangle", "badarg_format",
                 "badarg_key", "badarg_opts"):
         contains(res.get(key, ""), "badarg", key)
-    eq(res.get("formats"), "[text,json,folded]", "formats")
+    eq(res.get("formats"), "[text,json,folded,svg,pprof]", "formats")
     eq(res.get("growing_is_list"), "true", "growing() returns a list")
 
 
