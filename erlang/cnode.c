@@ -207,8 +207,12 @@ int ls_cnode_connect(struct ls_cnode *c, const char *node, const char *cookie,
 		fd = ei_connect_host_port_tmo(&c->ec, host, port, tmo_ms);
 	else
 		fd = ei_connect_tmo(&c->ec, c->node, tmo_ms);
-	if (fd < 0)
-		return connect_error(c, port, err, errlen);
+	if (fd < 0) {
+		int r = connect_error(c, port, err, errlen);
+
+		explicit_bzero(&c->ec, sizeof(c->ec));
+		return r;
+	}
 	c->fd = fd;
 	if (ei_x_new(&c->reply)) {
 		ls_cnode_close(c);
@@ -348,6 +352,8 @@ void ls_cnode_close(struct ls_cnode *c)
 	c->fd = -1;
 	if (c->reply.buff)
 		ei_x_free(&c->reply);
+	/* ei keeps a copy of the cookie in the cnode */
+	explicit_bzero(&c->ec, sizeof(c->ec));
 }
 
 int ls_cnode_args_none(ei_x_buff *x)

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <erl_nif.h>
+#include "../common/contract.h"
 #include "../lib/client.h"
 #include "../lib/render.h"
 #include "../lib/report.h"
@@ -302,11 +303,11 @@ static ERL_NIF_TERM reset(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 	char reply[256], err[ERR_MAX];
 	int r;
 
-	r = ls_client_request(getpid(), "reset", reply, sizeof(reply), err,
-			      sizeof(err));
+	r = ls_client_request(getpid(), LS_VERB_RESET, reply, sizeof(reply),
+			      err, sizeof(err));
 	if (r)
 		return agent_error(env, r, err);
-	if (strcmp(reply, "OK"))
+	if (strcmp(reply, LS_REPLY_OK))
 		return mk_error_msg(env, "agent", reply);
 	return atom_ok;
 }
