@@ -101,6 +101,8 @@ struct finding {
 	size_t n;
 	struct ls_trend trend;
 	int growing;
+	const struct beam_proc *proc;	/* a process's figure, else NULL */
+	const struct beam_gc *gc;	/* --gc-check of that process */
 };
 
 struct analysis {
@@ -130,7 +132,7 @@ static size_t extract(const int64_t *v, const uint8_t *seen, unsigned taken,
 
 static int add(struct analysis *a, const struct beam_data *d,
 	       const char *kind, const char *subject, const char *metric,
-	       const char *pid, int bytes, const int64_t *v,
+	       const struct beam_proc *p, int bytes, const int64_t *v,
 	       const uint8_t *seen, int64_t limit, int all)
 {
 	struct finding *f;
@@ -146,13 +148,13 @@ static int add(struct analysis *a, const struct beam_data *d,
 	}
 	if (a->n == a->cap) {
 		size_t cap = a->cap ? 2 * a->cap : 256;
-		void *p = realloc(a->f, cap * sizeof(*a->f));
+		void *nf = realloc(a->f, cap * sizeof(*a->f));
 
-		if (!p) {
+		if (!nf) {
 			free(vals);
 			return -ENOMEM;
 		}
-		a->f = p;
+		a->f = nf;
 		a->cap = cap;
 	}
 	f = &a->f[a->n];
@@ -160,7 +162,9 @@ static int add(struct analysis *a, const struct beam_data *d,
 	f->kind = kind_of(kind);
 	snprintf(f->subject, sizeof(f->subject), "%s", subject);
 	snprintf(f->metric, sizeof(f->metric), "%s", metric);
-	snprintf(f->pid, sizeof(f->pid), "%s", pid ? pid : "");
+	if (p)
+		snprintf(f->pid, sizeof(f->pid), "<0.%u.%u>", p->num, p->serial);
+	f->proc = p;
 	f->bytes = bytes;
 	f->first = vals[0];
 	f->last = vals[n - 1];
@@ -199,9 +203,21 @@ static void proc_label(const struct beam_proc *p, char *buf, size_t cap)
 			 p->init, p->current);
 }
 
+/* A process's binaries in the --gc-check, if it was there. */
+static const struct beam_gc *gc_of(const struct beam_data *d,
+				   const struct beam_proc *p)
+{
+	size_t i;
+
+	for (i = 0; d->gc_done && p && i < d->ngc; i++)
+		if (d->gc[i].num == p->num && d->gc[i].serial == p->serial)
+			return &d->gc[i];
+	return NULL;
+}
+
 static int analyse(const struct beam_data *d, struct analysis *a)
 {
-	char subject[400], pid[32];
+	char subject[400];
 	size_t i;
 	int k, r = 0;
 
@@ -233,16 +249,17 @@ static int analyse(const struct beam_data *d, struct analysis *a)
 
 		for (p = d->phash[i]; !r && p; p = p->next) {
 			proc_label(p, subject, sizeof(subject));
-			snprintf(pid, sizeof(pid), "<0.%u.%u>", p->num,
-				 p->serial);
 			for (k = 0; !r && k < PM_N; k++)
 				if (pm_kind[k])
 					r = add(a, d, pm_kind[k], subject,
-						pm_metric[k], pid, k != PM_MQ &&
+						pm_metric[k], p, k != PM_MQ &&
 						k < PM_REDUCTIONS, p->v[k],
 						p->seen, 0, 0);
 		}
 	}
+	for (i = 0; !r && i < a->n; i++)
+		if (!strcmp(a->f[i].kind->key, "binary"))
+			a->f[i].gc = gc_of(d, a->f[i].proc);
 	return r;
 }
 
@@ -357,6 +374,16 @@ static void text_finding(FILE *out, const struct finding *f)
 	fprintf(out, ", %s, %s over %zu samples\n",
 		ls_trend_name(f->trend.label), rate, f->n);
 	fprintf(out, "      %s\n", f->kind->why);
+	if (f->gc) {
+		human(a, sizeof(a), f->gc->bytes_before - f->gc->bytes_after, 1);
+		fprintf(out, "      --gc-check: a collection freed %" PRId64
+			" of its %" PRId64 " binaries (%s)%s\n",
+			f->gc->bins_before - f->gc->bins_after,
+			f->gc->bins_before, a,
+			2 * (f->gc->bins_before - f->gc->bins_after) >
+			f->gc->bins_before ? ": garbage it had not collected, "
+			"not a leak" : "");
+	}
 }
 
 static const struct finding *find(const struct analysis *a, const char *name)
@@ -612,6 +639,15 @@ static void json_finding(struct ls_json *j, const struct finding *f)
 	ls_json_bool(j, "growing", f->growing);
 	if (f->growing)
 		ls_json_str(j, "why", f->kind->why);
+	if (f->gc) {
+		ls_json_object(j, "gc_check");
+		ls_json_i64(j, "binaries_before", f->gc->bins_before);
+		ls_json_i64(j, "binaries_freed",
+			    f->gc->bins_before - f->gc->bins_after);
+		ls_json_i64(j, "bytes_freed",
+			    f->gc->bytes_before - f->gc->bytes_after);
+		ls_json_end(j);
+	}
 	ls_json_array(j, "values");
 	for (i = 0; i < f->n; i++)
 		ls_json_i64(j, NULL, f->vals[i]);

@@ -20,9 +20,9 @@
 %%   bl_bins_steady keeps 16 refc binaries, replaced every tick
 %% and, for --gc-check, bl_bins_lazy: it too keeps only its newest 16
 %% binaries, but its heap is so large that it never collects during a
-%% test, so the binaries it dropped stay referenced: its binary memory
-%% grows until a forced collection frees all but 16 of them (recon's
-%% bin_leak case).
+%% test (neither its heap nor its binary virtual heap fills), so the
+%% binaries it dropped stay referenced: its binary memory grows until a
+%% forced collection frees all but 16 of them (recon's bin_leak case).
 -module(beam_leaks).
 -export([start/1, start/2, leaked_worker/0, churn_worker/0]).
 
@@ -40,7 +40,8 @@ start(TickMs, Opts) ->
     reg(bl_binholder, holder(TickMs, [], grow)),
     reg(bl_bins_steady, holder(TickMs, [], replace)),
     register(bl_bins_lazy, spawn_opt(holder(TickMs, [], replace),
-                                     [{min_heap_size, 1000000}])),
+                                     [{min_heap_size, 1000000},
+                                      {min_bin_vheap_size, 100000000}])),
     reg(bl_monitor, every(TickMs, fun(_) -> monitor_more(20) end)),
     reg(bl_atoms, every(TickMs, fun(N) -> atoms(N, 20) end)),
     reg(bl_churn, every(TickMs, fun(_) -> churn(5) end)),

@@ -541,6 +541,14 @@ def t_beam_gc_check():
     ge(lazy[0]["binaries_freed"], 16, "binaries it let go")
     eq([g for g in gc if "bl_binholder" in g["process"]], [],
        "bl_binholder frees nothing: it holds them all")
+    # The growing binary series say it too.
+    lazy = expect_growing(rep, "binary", "bl_bins_lazy", "binary_memory")
+    ok(lazy.get("gc_check", {}).get("binaries_freed", 0) * 2 >
+       lazy["gc_check"]["binaries_before"], "bl_bins_lazy: most were garbage",
+       lazy.get("gc_check"))
+    held = expect_growing(rep, "binary", "bl_binholder", "binary_memory")
+    eq(held.get("gc_check", {}).get("binaries_freed"), 0,
+       "bl_binholder: none was garbage")
 
 
 @check("beam text report: growing section first, kinds of leak spelt out")
