@@ -436,17 +436,20 @@ static int take_proc(struct sampler *s, const struct ls_term *pid,
 	return group_add(s, group_key(p));
 }
 
-/* lists:zipwith(fun erlang:process_info/2, Pids, [Items, Items, ...]) */
+/*
+ * lists:zipwith(fun erlang:process_info/2, Pids, [Items, Items, ...]) for
+ * the n pids of the list pids from index first: each pid's encoding is
+ * copied from the answer it came in.
+ */
 static int pinfo_all(struct sampler *s, const struct ls_term_tree *pids,
-		     const char *const *items, size_t nitems,
-		     struct ls_term_tree *out)
+		     size_t first, size_t n, const char *const *items,
+		     size_t nitems, struct ls_term_tree *out)
 {
 	ei_x_buff a, one;
 	const char *raw;
-	size_t n = pids->root->n, k;
+	size_t k;
 	int len, r = -ENOMEM;
 
-	raw = ls_term_raw(pids, pids->root, &len);
 	if (ei_x_new(&a) || ei_x_new(&one))
 		goto out;
 	if (ei_x_encode_list_header(&one, (long)nitems))
@@ -455,10 +458,17 @@ static int pinfo_all(struct sampler *s, const struct ls_term_tree *pids,
 		if (ei_x_encode_atom(&one, items[k]))
 			goto out;
 	if (ei_x_encode_empty_list(&one) || ei_x_encode_list_header(&a, 3) ||
-	    ls_cnode_encode_fun(&a, "erlang", "process_info", 2) ||
-	    ei_x_append_buf(&a, raw, len))
+	    ls_cnode_encode_fun(&a, "erlang", "process_info", 2))
 		goto out;
 	if (n && ei_x_encode_list_header(&a, (long)n))
+		goto out;
+	for (k = first; k < first + n; k++) {
+		raw = ls_term_raw(pids, &pids->root->kids[k], &len);
+		if (ei_x_append_buf(&a, raw, len))
+			goto out;
+	}
+	if (ei_x_encode_empty_list(&a) ||
+	    (n && ei_x_encode_list_header(&a, (long)n)))
 		goto out;
 	for (k = 0; k < n; k++)
 		if (ei_x_append_buf(&a, one.buff, one.index))
@@ -474,10 +484,18 @@ out:
 	return r;
 }
 
+/*
+ * Processes are asked about PINFO_CHUNK at a time: the answer about each
+ * is a proplist of ~40 terms, and 100,000 of them in one tree would hold
+ * ~200 MB here; in chunks the peak is a few MB, for the same calls' work
+ * on the node.
+ */
+#define PINFO_CHUNK 4096
+
 static int sample_procs(struct sampler *s)
 {
 	struct ls_term_tree pids, infos;
-	size_t k;
+	size_t k, first, n;
 	int r;
 
 	r = call0(s, "erlang", "processes", &pids);
@@ -489,14 +507,19 @@ static int sample_procs(struct sampler *s)
 			 "answered something else than a list", s->d->node);
 		return -EPROTO;
 	}
-	r = pinfo_all(s, &pids, pinfo_items,
-		      sizeof(pinfo_items) / sizeof(pinfo_items[0]), &infos);
-	if (r)
-		goto out;
-	for (k = 0; !r && k < pids.root->n; k++)
-		r = take_proc(s, &pids.root->kids[k], ls_term_at(infos.root, k));
-	ls_term_free(&infos);
-out:
+	for (first = 0; !r && first < pids.root->n; first += n) {
+		n = pids.root->n - first;
+		if (n > PINFO_CHUNK)
+			n = PINFO_CHUNK;
+		r = pinfo_all(s, &pids, first, n, pinfo_items,
+			      sizeof(pinfo_items) / sizeof(pinfo_items[0]),
+			      &infos);
+		for (k = 0; !r && k < n; k++)
+			r = take_proc(s, &pids.root->kids[first + k],
+				      ls_term_at(infos.root, k));
+		if (!r)
+			ls_term_free(&infos);
+	}
 	ls_term_free(&pids);
 	return r;
 }
@@ -712,7 +735,8 @@ static int count_bins(struct sampler *s, const struct ls_term_tree *pids,
 {
 	static const char *const items[] = { "binary" };
 
-	return pinfo_all(s, pids, items, 1, out);
+	return pinfo_all(s, pids, 0, pids->root->type == LS_TERM_LIST ?
+			 pids->root->n : 0, items, 1, out);
 }
 
 static int gc_check(struct sampler *s)

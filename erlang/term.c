@@ -112,7 +112,7 @@ static int decode(struct dec *dc, int *index, struct ls_term *t, int depth)
 	int type, size, arity, r = 0;
 	long long v;
 	erlang_pid pid;
-	char *atom;
+	char *atom, name[MAXATOMLEN_UTF8];
 
 	if (depth > MAX_DEPTH || *index >= dc->end ||
 	    ei_get_type(buf, index, &type, &size))
@@ -147,11 +147,12 @@ static int decode(struct dec *dc, int *index, struct ls_term *t, int depth)
 	case ERL_ATOM_UTF8_EXT:
 	case ERL_SMALL_ATOM_UTF8_EXT:
 		t->type = LS_TERM_ATOM;
-		atom = arena_alloc(dc->tr, MAXATOMLEN_UTF8);
+		if (ei_decode_atom(buf, index, name))
+			return -EINVAL;
+		atom = arena_alloc(dc->tr, strlen(name) + 1);
 		if (!atom)
 			return -ENOMEM;
-		r = ei_decode_atom(buf, index, atom) ? -EINVAL : 0;
-		t->s = atom;
+		t->s = strcpy(atom, name);
 		break;
 	case ERL_STRING_EXT:
 		r = decode_text(dc, index, t, size, 0);

@@ -30,15 +30,20 @@ enum ls_term_type {
 	LS_TERM_OTHER,		/* ref, port, fun, map, big > 64 bits ... */
 };
 
+/* 40 bytes: an answer about 100,000 processes is a few million of them. */
 struct ls_term {
 	enum ls_term_type type;
-	size_t n;
-	int64_t i;
-	double f;
-	const char *s;
-	unsigned num, serial;	/* LS_TERM_PID */
-	struct ls_term *kids;
 	int off, len;		/* encoding in the source buffer */
+	size_t n;		/* TUPLE, LIST: elements */
+	union {
+		int64_t i;	/* INT */
+		double f;	/* FLOAT */
+		const char *s;	/* ATOM, STRING */
+		struct ls_term *kids;	/* TUPLE, LIST */
+		struct {
+			unsigned num, serial;	/* PID */
+		};
+	};
 };
 
 struct ls_term_tree {
