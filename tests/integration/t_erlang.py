@@ -683,3 +683,21 @@ def t_install_module():
                  r.describe())
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
+
+
+@check("NIF: 8 processes calling olds/report/growing/stats at once, the VM survives")
+def t_nif_concurrent():
+    need_erlang()
+    r = run_process(["timeout", "-k", "2", str(NODE_TIMEOUT), LEAKSCOPE, "run",
+                     "--output", "/dev/null", "--"] + erl_script(
+        'Self = self(), '
+        '[spawn(fun() -> [begin true = is_list(leakscope:olds(5, I rem 2 =:= 0)), '
+        'true = is_binary(leakscope:report(#{format => folded, top => 5})), '
+        'true = is_list(leakscope:growing()), '
+        'true = is_map(leakscope:stats()) end || _ <- lists:seq(1, 3)], '
+        'Self ! {done, I} end) || I <- lists:seq(1, 8)], '
+        '[receive {done, I} -> ok after 60000 -> exit(timeout) end '
+        '|| I <- lists:seq(1, 8)], io:format("R concurrent ok~n"), halt().'),
+        timeout=NODE_TIMEOUT + 10, env=env())
+    eq(results(r.stdout.decode()).get("concurrent"), "ok",
+       "every call answered\n  " + r.describe())
