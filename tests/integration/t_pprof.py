@@ -221,10 +221,12 @@ def pprof_top(path, index):
 def json_per_function(rep, key):
     """{function: (flat, cum)} as pprof computes them, from the JSON
     report: flat = sites whose innermost frame is the function, cum = sites
-    with the function anywhere in their stack (once per site)."""
+    with the function anywhere in their stack (once per site).  A frame
+    without a symbol is named "[module]", as pprof names its location."""
     out = {}
     for site in rep["sites"]:
-        names = [f["function"] for f in site["frames"] if f["function"]]
+        names = [f["function"] or "[%s]" % os.path.basename(f["module"] or "")
+                 for f in site["frames"]]
         v = site[key]
         if names:
             flat, cum = out.get(names[0], (0, 0))

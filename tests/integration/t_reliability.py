@@ -104,3 +104,25 @@ def t_fds():
     child = leakscope([], ["sh", "-c", "ls /proc/self/fd | sort -n | tr '\\n' ' '"])
     nchild = run_process(["sh", "-c", "ls /proc/self/fd | sort -n | tr '\\n' ' '"])
     eq(child.stdout.decode(), nchild.stdout.decode(), "fds a child of the command inherits")
+
+
+@check("early allocations: a library constructor's malloc(12345), made before the agent's constructor, is seen")
+def t_early_ctor():
+    r = leakscope(["--format", "json"], [workload("early-ctor")])
+    expect_status(r, 0, "early-ctor exit status")
+    rep = root_report(r)
+    expect_site(rep, "site_lib_ctor", os.path.join(os.path.dirname(workload("early-ctor")),
+                                                   "libearly.so"), 12345, 1)
+    expect_site(rep, "site_main_early", workload("early-ctor"), 100, 1)
+
+
+@check("early allocations: libstdc++'s emergency pool (its constructor, before the agent's) is seen")
+def t_early_cxx_pool():
+    r = leakscope(["--format", "json"], [workload("cxx-leaks")])
+    expect_status(r, 0, "cxx-leaks exit status")
+    pools = [s for s in root_report(r)["sites"]
+             if "libstdc++" in (s["frames"][0].get("module") or "")
+             and any(f.get("function") == "call_init" for f in s["frames"])]
+    ok(len(pools) == 1 and pools[0]["live_blocks"] == 1 and pools[0]["live_bytes"] >= 64 << 10,
+       "one block of >= 64 KiB allocated by libstdc++ under ld.so's call_init: %s"
+       % [(s["live_bytes"], s["live_blocks"]) for s in pools])
