@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "beam_int.h"
+#include "redact.h"
 #include "../lib/client.h"
 #include "../lib/symbolize.h"
 
@@ -824,6 +825,7 @@ static void native_sites(struct beam_data *d)
 		snprintf(d->native_why, sizeof(d->native_why), "%s", err);
 		return;
 	}
+	ls_redact_cookie(&d->native);
 	d->has_native = 1;
 }
 

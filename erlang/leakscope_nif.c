@@ -36,6 +36,7 @@
 #include "../lib/render.h"
 #include "../lib/report.h"
 #include "../lib/symbolize.h"
+#include "redact.h"
 
 #define ERR_MAX 512
 /* olds/1,2: at most this many blocks in one answer. */
@@ -114,6 +115,8 @@ static int fetch(ErlNifEnv *env, int blocks, struct ls_snapshot *snap,
 	r = ls_client_snapshot(getpid(), blocks, snap, err, sizeof(err));
 	if (r)
 		*errt = agent_error(env, r, err);
+	else
+		ls_redact_cookie(snap);
 	return r;
 }
 

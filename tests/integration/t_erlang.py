@@ -153,8 +153,8 @@ halt().
 
 
 def erl_script(script):
-    return ["erl", "-noshell", "-pa", EBIN, "-pa", TEST_EBIN, "-eval",
-            " ".join(script.split("\n"))]
+    return ["erl", "-noshell", "-setcookie", COOKIE, "-pa", EBIN, "-pa",
+            TEST_EBIN, "-eval", " ".join(script.split("\n"))]
 
 
 def results(text):
@@ -183,7 +183,9 @@ def nif_run():
         fail("erl under the agent", "status 0", r.describe())
     res = results(r.stdout.decode("utf-8", "replace"))
     with open(extra["REPORT_JSON"]) as f:
-        live = json.load(f)
+        text = f.read()
+        res["cookie_in_report"] = COOKIE in text
+        live = json.loads(text)
     with open(extra["REPORT_FOLDED"]) as f:
         folded = f.read()
     with open(exit_report) as f:
@@ -256,6 +258,13 @@ def t_nif_report_formats():
     ok(b"leaky_keep" in body, "leaky_keep in the pprof string table",
        len(body))
     ok(b"inuse_space" in body, "pprof sample types", body[:200])
+
+
+@check("NIF report/1: the VM's -setcookie argument is masked in the command line")
+def t_nif_cookie_masked():
+    res, live, _, _ = nif_run()
+    eq(res["cookie_in_report"], False, "cookie in the JSON report")
+    ok("<cookie>" in live["command"], "masked argument", live["command"])
 
 
 @check("NIF stats() is a map: calls, live figures, mallinfo, full mode, own pid")
@@ -418,6 +427,8 @@ def leaky_node_report():
         stop(p)
     if r.returncode != 0:
         fail("leakscope beam", "status 0", r.describe())
+    ok(COOKIE.encode() not in r.stdout + r.stderr,
+       "the node's -setcookie is masked in the report", "")
     return json.loads(r.stdout)
 
 
