@@ -55,11 +55,17 @@ struct beam_scalar {
 	uint8_t *seen;
 };
 
-/* Processes grouped by initial call, counted per sample. */
+/* Things counted per sample by a key: processes by initial call, ETS
+ * tables by name. */
 struct beam_group {
-	char init[160];
+	char key[160];
 	int64_t *v;
 	uint8_t *seen;
+};
+
+struct beam_groups {
+	struct beam_group *g;
+	size_t n, cap;
 };
 
 /* --gc-check: what one process let go of in a forced collection. */
@@ -89,8 +95,8 @@ struct beam_data {
 	struct beam_scalar *scalars;
 	size_t nscalars, scalars_cap;
 
-	struct beam_group *groups;
-	size_t ngroups, groups_cap;
+	struct beam_groups procs_by_init;
+	struct beam_groups tabs_by_name;
 
 	struct beam_gc *gc;	/* with gc_check */
 	size_t ngc;

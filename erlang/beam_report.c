@@ -41,6 +41,8 @@ static const struct kind kinds[] = {
 	  "dies at the limit (list_to_atom/binary_to_atom on outside data)", 10 },
 	{ "ets_count", "ETS table leak", "tables are created and not deleted",
 	  3 },
+	{ "ets_group", "ETS table leak", "tables of this name are created and "
+	  "not deleted", 3 },
 	{ "memory", "VM memory growth", "erlang:memory() of this type grows",
 	  MIB },
 	{ "allocator", "allocator growth", "the allocator holds more and more "
@@ -227,11 +229,19 @@ static int analyse(const struct beam_data *d, struct analysis *a)
 		r = add(a, d, s->kind, s->name, s->name, NULL, s->bytes, s->v,
 			s->seen, s->limit, 1);
 	}
-	for (i = 0; !r && i < d->ngroups; i++) {
-		snprintf(subject, sizeof(subject), "processes in %s",
-			 d->groups[i].init);
+	for (i = 0; !r && i < d->procs_by_init.n; i++) {
+		const struct beam_group *g = &d->procs_by_init.g[i];
+
+		snprintf(subject, sizeof(subject), "processes in %s", g->key);
 		r = add(a, d, "process_group", subject, "processes", NULL, 0,
-			d->groups[i].v, d->groups[i].seen, 0, 1);
+			g->v, g->seen, 0, 1);
+	}
+	for (i = 0; !r && i < d->tabs_by_name.n; i++) {
+		const struct beam_group *g = &d->tabs_by_name.g[i];
+
+		snprintf(subject, sizeof(subject), "ETS tables named %s", g->key);
+		r = add(a, d, "ets_group", subject, "tables", NULL, 0, g->v,
+			g->seen, 0, 1);
 	}
 	for (i = 0; !r && i < d->ntabs; i++) {
 		const struct beam_tab *t = &d->tabs[i];

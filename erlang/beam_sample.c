@@ -368,38 +368,39 @@ static const char *group_key(const struct beam_proc *p)
 	return p->init;
 }
 
-static int group_add(struct sampler *s, const char *key)
+/* One more of key in this sample. */
+static int group_add(struct sampler *s, struct beam_groups *gs,
+		     const char *key)
 {
-	struct beam_data *d = s->d;
 	struct beam_group *g = NULL;
 	size_t i;
 
-	for (i = 0; i < d->ngroups; i++)
-		if (!strcmp(d->groups[i].init, key)) {
-			g = &d->groups[i];
+	for (i = 0; i < gs->n; i++)
+		if (!strcmp(gs->g[i].key, key)) {
+			g = &gs->g[i];
 			break;
 		}
 	if (!g) {
-		if (d->ngroups == d->groups_cap) {
-			size_t cap = d->groups_cap ? 2 * d->groups_cap : 64;
-			void *np = realloc(d->groups, cap * sizeof(*d->groups));
+		if (gs->n == gs->cap) {
+			size_t cap = gs->cap ? 2 * gs->cap : 64;
+			void *np = realloc(gs->g, cap * sizeof(*gs->g));
 
 			if (!np)
 				return oom(s);
-			d->groups = np;
-			d->groups_cap = cap;
+			gs->g = np;
+			gs->cap = cap;
 		}
-		g = &d->groups[d->ngroups];
+		g = &gs->g[gs->n];
 		memset(g, 0, sizeof(*g));
-		snprintf(g->init, sizeof(g->init), "%s", key);
-		g->v = series_new(d->count);
-		g->seen = calloc(d->count, 1);
+		snprintf(g->key, sizeof(g->key), "%s", key);
+		g->v = series_new(s->d->count);
+		g->seen = calloc(s->d->count, 1);
 		if (!g->v || !g->seen) {
 			free(g->v);
 			free(g->seen);
 			return oom(s);
 		}
-		d->ngroups++;
+		gs->n++;
 	}
 	g->v[s->i]++;
 	g->seen[s->i] = 1;
@@ -434,7 +435,7 @@ static int take_proc(struct sampler *s, const struct ls_term *pid,
 	p->v[PM_MONITORS][i] = list_len(ls_term_val(info, "monitors"));
 	p->v[PM_MONITORED_BY][i] = list_len(ls_term_val(info, "monitored_by"));
 	p->v[PM_LINKS][i] = list_len(ls_term_val(info, "links"));
-	return group_add(s, group_key(p));
+	return group_add(s, &s->d->procs_by_init, group_key(p));
 }
 
 /*
@@ -605,6 +606,7 @@ static int sample_ets(struct sampler *s)
 				  s->d->wordsize;
 		t->size[s->i] = ls_term_int(ls_term_val(info, "size"), 0);
 		t->seen[s->i] = 1;
+		r = group_add(s, &s->d->tabs_by_name, t->name);
 	}
 	ls_term_free(&infos);
 out:
@@ -869,6 +871,17 @@ int ls_beam_sample_all(struct ls_cnode *c, const struct ls_beam_opts *o,
 	return r;
 }
 
+static void groups_drop(struct beam_groups *gs)
+{
+	size_t i;
+
+	for (i = 0; i < gs->n; i++) {
+		free(gs->g[i].v);
+		free(gs->g[i].seen);
+	}
+	gs->n = 0;
+}
+
 /* Drop the samples, keep what setup() learnt about the node. */
 static void drop_samples(struct beam_data *d)
 {
@@ -899,11 +912,8 @@ static void drop_samples(struct beam_data *d)
 		free(d->scalars[i].seen);
 	}
 	d->nscalars = 0;
-	for (i = 0; i < d->ngroups; i++) {
-		free(d->groups[i].v);
-		free(d->groups[i].seen);
-	}
-	d->ngroups = 0;
+	groups_drop(&d->procs_by_init);
+	groups_drop(&d->tabs_by_name);
 	d->taken = 0;
 }
 
@@ -913,7 +923,8 @@ void ls_beam_data_free(struct beam_data *d)
 	free(d->phash);
 	free(d->tabs);
 	free(d->scalars);
-	free(d->groups);
+	free(d->procs_by_init.g);
+	free(d->tabs_by_name.g);
 	free(d->gc);
 	if (d->has_native)
 		ls_snapshot_release(&d->native);

@@ -10,6 +10,8 @@
 %%   binaries       bl_binholder keeps 16 more refc binaries of 4 KiB
 %%   monitors       bl_monitor monitors bl_target 20 more times
 %%   atoms          bl_atoms makes 20 new atoms (bl_atom_N)
+%%   ETS tables     bl_tables creates 2 tables bl_leaked_tab, never deleted
+%%   ports          bl_ports opens a TCP listen socket on 127.0.0.1
 %%   native         with native => true, 2 MiB more from leaky_nif, in
 %%                  blocks of 256 KiB (mmapped by malloc: fresh pages, so
 %%                  the RSS grows by as much)
@@ -45,6 +47,8 @@ start(TickMs, Opts) ->
     reg(bl_monitor, every(TickMs, fun(_) -> monitor_more(20) end)),
     reg(bl_atoms, every(TickMs, fun(N) -> atoms(N, 20) end)),
     reg(bl_churn, every(TickMs, fun(_) -> churn(5) end)),
+    reg(bl_tables, every(TickMs, fun(_) -> new_tables(2) end)),
+    reg(bl_ports, every(TickMs, fun(_) -> listen() end)),
     case maps:get(native, Opts, false) of
         true -> reg(bl_native, every(TickMs, fun(_) -> native() end));
         false -> ok
@@ -111,6 +115,13 @@ monitor_more(K) -> erlang:monitor(process, whereis(bl_target)), monitor_more(K -
 
 atoms(N, K) ->
     _ = [list_to_atom("bl_atom_" ++ integer_to_list(N * K + I)) || I <- lists:seq(1, K)],
+    ok.
+
+new_tables(0) -> ok;
+new_tables(K) -> ets:new(bl_leaked_tab, [set]), new_tables(K - 1).
+
+listen() ->
+    {ok, _} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
     ok.
 
 native() ->

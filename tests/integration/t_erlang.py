@@ -10,7 +10,8 @@ Ground truth:
 - erlang/test/beam_leaks.erl: per 100 ms tick, 5 leaked processes in
   beam_leaks:leaked_worker/0, 20 messages to bl_mailbox, 50 rows into
   bl_leaky_tab, 16 refc binaries of 4 KiB kept by bl_binholder, 20
-  monitors by bl_monitor on bl_target, 20 atoms, 2 MiB from leaky_nif;
+  monitors by bl_monitor on bl_target, 20 atoms, 2 ETS tables
+  bl_leaked_tab, 1 listen socket, 2 MiB from leaky_nif;
   steady: bl_steady (handles its 50 messages), bl_steady_tab (same 50
   keys), bl_churn (5 short-lived processes), bl_bins_steady.
 
@@ -500,6 +501,18 @@ def t_beam_atoms():
                        "atom_count")
     ge(s["limit"], 1000000, "atom limit")
     ok(100 <= s["rate_per_s"] <= 300, "rate near 200/s", s["rate_per_s"])
+
+
+@check("beam: ETS tables and ports that are never closed: counts and the tables' name")
+def t_beam_tables_ports():
+    rep = leaky_node_report()
+    expect_growing(rep, "ets_count", "ets_count", "ets_count")
+    s = expect_growing(rep, "ets_group", "ETS tables named bl_leaked_tab",
+                       "tables")
+    ok(10 <= s["rate_per_s"] <= 30, "rate near 20 tables/s", s["rate_per_s"])
+    s = expect_growing(rep, "port_count", "port_count", "port_count")
+    ok(5 <= s["rate_per_s"] <= 15, "rate near 10 ports/s", s["rate_per_s"])
+    expect_growing(rep, "links", "bl_ports", "links")
 
 
 @check("beam: the NIF leak shows as native memory and as the agent's leaky_keep site")
