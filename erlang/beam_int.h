@@ -29,7 +29,9 @@ enum {
 struct beam_proc {
 	unsigned num, serial;	/* <0.num.serial> */
 	char name[128];		/* registered name, or "" */
-	char init[160];		/* initial call m:f/a */
+	char init[160];		/* initial call m:f/a; for proc_lib's, the
+				   one proc_lib keeps ('$initial_call') */
+	int resolved;		/* init is final: not asked again */
 	char current[160];	/* current function m:f/a */
 	int64_t *v[PM_N];	/* [count] each */
 	uint8_t *seen;		/* [count] */

@@ -407,24 +407,33 @@ static int group_add(struct sampler *s, struct beam_groups *gs,
 	return 0;
 }
 
+#define PROC_LIB_INIT "proc_lib:init_p/5"
+
+/* One process's figures into its record; *out is NULL when it exited
+ * between the two calls. */
 static int take_proc(struct sampler *s, const struct ls_term *pid,
-		     const struct ls_term *info)
+		     const struct ls_term *info, struct beam_proc **out)
 {
 	struct beam_proc *p;
 	const struct ls_term *name;
 	unsigned i = s->i;
 
+	*out = NULL;
 	if (!pid || pid->type != LS_TERM_PID || !info ||
 	    info->type != LS_TERM_LIST)
-		return 0;	/* exited between the two calls */
+		return 0;
 	p = proc_get(s, pid->num, pid->serial);
 	if (!p)
 		return oom(s);
+	*out = p;
 	name = ls_term_val(info, "registered_name");
 	if (name && name->type == LS_TERM_ATOM)
 		snprintf(p->name, sizeof(p->name), "%s", name->s);
-	ls_term_show(ls_term_val(info, "initial_call"), p->init,
-		     sizeof(p->init));
+	if (!p->resolved) {
+		ls_term_show(ls_term_val(info, "initial_call"), p->init,
+			     sizeof(p->init));
+		p->resolved = strcmp(p->init, PROC_LIB_INIT) != 0;
+	}
 	ls_term_show(ls_term_val(info, "current_function"), p->current,
 		     sizeof(p->current));
 	p->seen[i] = 1;
@@ -435,17 +444,18 @@ static int take_proc(struct sampler *s, const struct ls_term *pid,
 	p->v[PM_MONITORS][i] = list_len(ls_term_val(info, "monitors"));
 	p->v[PM_MONITORED_BY][i] = list_len(ls_term_val(info, "monitored_by"));
 	p->v[PM_LINKS][i] = list_len(ls_term_val(info, "links"));
-	return group_add(s, &s->d->procs_by_init, group_key(p));
+	return 0;
 }
 
 /*
  * lists:zipwith(fun erlang:process_info/2, Pids, [Items, Items, ...]) for
- * the n pids of the list pids from index first: each pid's encoding is
- * copied from the answer it came in.
+ * n pids of the list pids: those at idx[0..n), or from index first when
+ * idx is NULL; each pid's encoding is copied from the answer it came in.
  */
 static int pinfo_all(struct sampler *s, const struct ls_term_tree *pids,
-		     size_t first, size_t n, const char *const *items,
-		     size_t nitems, struct ls_term_tree *out)
+		     const size_t *idx, size_t first, size_t n,
+		     const char *const *items, size_t nitems,
+		     struct ls_term_tree *out)
 {
 	ei_x_buff a, one;
 	const char *raw;
@@ -464,8 +474,9 @@ static int pinfo_all(struct sampler *s, const struct ls_term_tree *pids,
 		goto out;
 	if (n && ei_x_encode_list_header(&a, (long)n))
 		goto out;
-	for (k = first; k < first + n; k++) {
-		raw = ls_term_raw(pids, &pids->root->kids[k], &len);
+	for (k = 0; k < n; k++) {
+		raw = ls_term_raw(pids, &pids->root->kids[idx ? idx[k] :
+							   first + k], &len);
 		if (ei_x_append_buf(&a, raw, len))
 			goto out;
 	}
@@ -494,10 +505,86 @@ out:
  */
 #define PINFO_CHUNK 4096
 
+/*
+ * Every process started by proc_lib (each gen_server, supervisor...) has
+ * the initial call proc_lib:init_p/5; the one that tells them apart is in
+ * its dictionary ('$initial_call').  OTP 25 gives a process's dictionary
+ * only whole, so it is asked once per such process, for the n of this
+ * chunk (procs[k] is the record of pids->root->kids[first + k]).
+ */
+static int resolve_proc_lib(struct sampler *s, const struct ls_term_tree *pids,
+			    size_t first, struct beam_proc **procs, size_t n)
+{
+	static const char *const items[] = { "dictionary" };
+	struct ls_term_tree dicts;
+	size_t *idx, *which, k, m = 0;
+	int r = 0;
+
+	idx = calloc(n ? n : 1, sizeof(*idx));
+	which = calloc(n ? n : 1, sizeof(*which));
+	if (!idx || !which) {
+		r = oom(s);
+		goto out;
+	}
+	for (k = 0; k < n; k++)
+		if (procs[k] && !procs[k]->resolved) {
+			idx[m] = first + k;
+			which[m++] = k;
+		}
+	if (!m || (r = pinfo_all(s, pids, idx, 0, m, items, 1, &dicts)))
+		goto out;
+	for (k = 0; k < m; k++) {
+		struct beam_proc *p = procs[which[k]];
+		const struct ls_term *ic = ls_term_val(ls_term_val(
+			ls_term_at(dicts.root, k), "dictionary"), "$initial_call");
+
+		if (ic && ic->type == LS_TERM_TUPLE)
+			ls_term_show(ic, p->init, sizeof(p->init));
+		p->resolved = 1;
+	}
+	ls_term_free(&dicts);
+out:
+	free(idx);
+	free(which);
+	return r;
+}
+
+/*
+ * Processes are asked about PINFO_CHUNK at a time: the answer about each
+ * is a proplist of ~40 terms, and 100,000 of them in one tree would hold
+ * ~200 MB here; in chunks the peak is a few MB, for the same calls' work
+ * on the node.
+ */
+#define PINFO_CHUNK 4096
+
+static int sample_chunk(struct sampler *s, const struct ls_term_tree *pids,
+			size_t first, size_t n, struct beam_proc **procs)
+{
+	struct ls_term_tree infos;
+	size_t k;
+	int r;
+
+	r = pinfo_all(s, pids, NULL, first, n, pinfo_items,
+		      sizeof(pinfo_items) / sizeof(pinfo_items[0]), &infos);
+	for (k = 0; !r && k < n; k++)
+		r = take_proc(s, &pids->root->kids[first + k],
+			      ls_term_at(infos.root, k), &procs[k]);
+	if (r)
+		return r;
+	ls_term_free(&infos);
+	r = resolve_proc_lib(s, pids, first, procs, n);
+	for (k = 0; !r && k < n; k++)
+		if (procs[k])
+			r = group_add(s, &s->d->procs_by_init,
+				      group_key(procs[k]));
+	return r;
+}
+
 static int sample_procs(struct sampler *s)
 {
-	struct ls_term_tree pids, infos;
-	size_t k, first, n;
+	struct beam_proc **procs = NULL;
+	struct ls_term_tree pids;
+	size_t first, n;
 	int r;
 
 	r = call0(s, "erlang", "processes", &pids);
@@ -509,19 +596,16 @@ static int sample_procs(struct sampler *s)
 			 "answered something else than a list", s->d->node);
 		return -EPROTO;
 	}
+	procs = calloc(PINFO_CHUNK, sizeof(*procs));
+	if (!procs)
+		r = oom(s);
 	for (first = 0; !r && first < pids.root->n; first += n) {
 		n = pids.root->n - first;
 		if (n > PINFO_CHUNK)
 			n = PINFO_CHUNK;
-		r = pinfo_all(s, &pids, first, n, pinfo_items,
-			      sizeof(pinfo_items) / sizeof(pinfo_items[0]),
-			      &infos);
-		for (k = 0; !r && k < n; k++)
-			r = take_proc(s, &pids.root->kids[first + k],
-				      ls_term_at(infos.root, k));
-		if (!r)
-			ls_term_free(&infos);
+		r = sample_chunk(s, &pids, first, n, procs);
 	}
+	free(procs);
 	ls_term_free(&pids);
 	return r;
 }
@@ -738,7 +822,7 @@ static int count_bins(struct sampler *s, const struct ls_term_tree *pids,
 {
 	static const char *const items[] = { "binary" };
 
-	return pinfo_all(s, pids, 0, pids->root->type == LS_TERM_LIST ?
+	return pinfo_all(s, pids, NULL, 0, pids->root->type == LS_TERM_LIST ?
 			 pids->root->n : 0, items, 1, out);
 }
 

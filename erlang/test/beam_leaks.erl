@@ -12,6 +12,8 @@
 %%   atoms          bl_atoms makes 20 new atoms (bl_atom_N)
 %%   ETS tables     bl_tables creates 2 tables bl_leaked_tab, never deleted
 %%   ports          bl_ports opens a TCP listen socket on 127.0.0.1
+%%   gen_servers    bl_sessions starts 2 gen_servers of this module
+%%                  (initial call beam_leaks:init/1) that never stop
 %%   native         with native => true, 2 MiB more from leaky_nif, in
 %%                  blocks of 256 KiB (mmapped by malloc: fresh pages, so
 %%                  the RSS grows by as much)
@@ -27,6 +29,8 @@
 %% forced collection frees all but 16 of them (recon's bin_leak case).
 -module(beam_leaks).
 -export([start/1, start/2, leaked_worker/0, churn_worker/0]).
+-export([init/1, handle_call/3, handle_cast/2]).
+-behaviour(gen_server).
 
 start(TickMs) -> start(TickMs, #{}).
 
@@ -49,6 +53,7 @@ start(TickMs, Opts) ->
     reg(bl_churn, every(TickMs, fun(_) -> churn(5) end)),
     reg(bl_tables, every(TickMs, fun(_) -> new_tables(2) end)),
     reg(bl_ports, every(TickMs, fun(_) -> listen() end)),
+    reg(bl_sessions, every(TickMs, fun(_) -> sessions(2) end)),
     case maps:get(native, Opts, false) of
         true -> reg(bl_native, every(TickMs, fun(_) -> native() end));
         false -> ok
@@ -123,6 +128,13 @@ new_tables(K) -> ets:new(bl_leaked_tab, [set]), new_tables(K - 1).
 listen() ->
     {ok, _} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
     ok.
+
+sessions(0) -> ok;
+sessions(K) -> {ok, _} = gen_server:start(?MODULE, session, []), sessions(K - 1).
+
+init(session) -> {ok, #{}}.
+handle_call(_, _, S) -> {reply, ok, S}.
+handle_cast(_, S) -> {noreply, S}.
 
 native() ->
     leaky_nif:leak_times(8, 262144).

@@ -11,7 +11,8 @@ Ground truth:
   beam_leaks:leaked_worker/0, 20 messages to bl_mailbox, 50 rows into
   bl_leaky_tab, 16 refc binaries of 4 KiB kept by bl_binholder, 20
   monitors by bl_monitor on bl_target, 20 atoms, 2 ETS tables
-  bl_leaked_tab, 1 listen socket, 2 MiB from leaky_nif;
+  bl_leaked_tab, 1 listen socket, 2 gen_servers (beam_leaks:init/1)
+  that never stop, 2 MiB from leaky_nif;
   steady: bl_steady (handles its 50 messages), bl_steady_tab (same 50
   keys), bl_churn (5 short-lived processes), bl_bins_steady.
 
@@ -462,6 +463,16 @@ def t_beam_processes():
     # 5 per 100 ms tick: 50/s, give or take scheduling.
     ok(25 <= s["rate_per_s"] <= 75, "rate near 50/s", s["rate_per_s"])
     ok(s["values"][-1] - s["values"][0] >= 50, "rise", s["values"])
+
+
+@check("beam: gen_servers that never stop named by their own init, not proc_lib's")
+def t_beam_gen_servers():
+    rep = leaky_node_report()
+    s = expect_growing(rep, "process_group", "processes in beam_leaks:init/1",
+                       "processes")
+    ok(10 <= s["rate_per_s"] <= 30, "rate near 20/s", s["rate_per_s"])
+    eq([x for x in growing(rep) if "proc_lib:init_p/5" in x["subject"]], [],
+       "proc_lib:init_p/5 groups growing")
 
 
 @check("beam: bl_mailbox's growing mailbox named, ~200 messages/s")
