@@ -9,6 +9,7 @@
 PREFIX ?= /usr/local
 BINDIR = $(PREFIX)/bin
 LIBDIR = $(PREFIX)/lib/leakscope
+MANDIR = $(PREFIX)/share/man
 
 CC ?= gcc
 CXX ?= g++
@@ -78,7 +79,7 @@ ERLANG_OUT = $(if $(HAVE_EI),$(EBIN)/leakscope_nif.so $(EBIN)/leakscope.beam \
 ERL_TEST_OUT = $(if $(HAVE_EI),$(B)/erlang/test/leaky_nif.so $(B)/erlang/test/leaky_nif.beam \
 	$(B)/erlang/test/beam_leaks.beam)
 
-all: $(B)/leakscope $(B)/libleakscope.so $(ERLANG_OUT)
+all: $(B)/leakscope $(B)/libleakscope.so $(B)/leakscope.1 $(ERLANG_OUT)
 
 $(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
@@ -140,7 +141,7 @@ $(EBIN)/leakscope.beam: erlang/leakscope.erl
 
 $(EBIN)/Elixir.Leakscope.beam: erlang/lib/leakscope.ex $(EBIN)/leakscope.beam
 	@mkdir -p $(@D)
-	$(ELIXIRC) -pa $(EBIN) -o $(@D) $< >/dev/null
+	$(ELIXIRC) --ignore-module-conflict -pa $(EBIN) -o $(@D) $< >/dev/null
 
 # Test NIF and BEAM workloads (tests/integration/t_erlang.py).
 $(B)/erlang/test/%.so: erlang/test/%.c
@@ -150,6 +151,11 @@ $(B)/erlang/test/%.so: erlang/test/%.c
 $(B)/erlang/test/%.beam: erlang/test/%.erl
 	@mkdir -p $(@D)
 	$(ERLC) -o $(@D) $<
+
+# The manual page, printed by the command from the tables its --help
+# comes from.
+$(B)/leakscope.1: $(B)/leakscope
+	$(B)/leakscope help --man >$@.tmp && mv $@.tmp $@
 
 $(B)/cli-lib.a: $(CLI_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -205,9 +211,10 @@ bench: deps
 	@$(MAKE) --no-print-directory -C bench
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(B)/libleakscope.so $(DESTDIR)$(LIBDIR)/libleakscope.so
 	install -m 0755 $(B)/leakscope $(DESTDIR)$(BINDIR)/leakscope
+	install -m 0644 $(B)/leakscope.1 $(DESTDIR)$(MANDIR)/man1/leakscope.1
 	$(if $(ERLANG_OUT),install -d $(DESTDIR)$(LIBDIR)/erlang/ebin)
 	$(if $(ERLANG_OUT),install -m 0644 $(ERLANG_OUT) $(DESTDIR)$(LIBDIR)/erlang/ebin/)
 

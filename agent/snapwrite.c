@@ -153,6 +153,18 @@ static void put_unwind(struct writer *w)
 	put(w, &u, sizeof(u));
 }
 
+/* What the agent could not do as asked (state.h), when anything. */
+static void put_notes(struct writer *w)
+{
+	size_t len;
+	const char *n = ls_state_notes(&len);
+
+	if (!len)
+		return;
+	record(w, LSNAP_NOTES, (uint32_t)len);
+	put(w, n, len);
+}
+
 static void put_modules(struct writer *w)
 {
 	unsigned i, n = ls_modules_refresh();
@@ -386,6 +398,7 @@ int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks)
 	put_calls(w);
 	put_mallinfo(w);
 	put_unwind(w);
+	put_notes(w);
 	put_modules(w);
 	ret = walk_live(w, &sums, with_blocks);
 	if (ret)

@@ -217,6 +217,19 @@ static const struct beam_gc *gc_of(const struct beam_data *d,
 	return NULL;
 }
 
+/* What a forced collection let go of; a process that made new binaries
+ * between the two counts let go of nothing, not a negative amount. */
+static int64_t gc_bins(const struct beam_gc *g)
+{
+	return g->bins_before > g->bins_after ? g->bins_before - g->bins_after : 0;
+}
+
+static int64_t gc_bytes(const struct beam_gc *g)
+{
+	return g->bytes_before > g->bytes_after ?
+	       g->bytes_before - g->bytes_after : 0;
+}
+
 static int analyse(const struct beam_data *d, struct analysis *a)
 {
 	char subject[400];
@@ -385,12 +398,12 @@ static void text_finding(FILE *out, const struct finding *f)
 		ls_trend_name(f->trend.label), rate, f->n);
 	fprintf(out, "      %s\n", f->kind->why);
 	if (f->gc) {
-		human(a, sizeof(a), f->gc->bytes_before - f->gc->bytes_after, 1);
+		human(a, sizeof(a), gc_bytes(f->gc), 1);
 		fprintf(out, "      --gc-check: a collection freed %" PRId64
 			" of its %" PRId64 " binaries (%s)%s\n",
-			f->gc->bins_before - f->gc->bins_after,
+			gc_bins(f->gc),
 			f->gc->bins_before, a,
-			2 * (f->gc->bins_before - f->gc->bins_after) >
+			2 * (gc_bins(f->gc)) >
 			f->gc->bins_before ? ": garbage it had not collected, "
 			"not a leak" : "");
 	}
@@ -543,8 +556,7 @@ static void text_gc(FILE *out, const struct beam_data *d, unsigned top)
 	fputs("GC check (--gc-check: refc binaries let go by a forced "
 	      "garbage collection):\n", out);
 	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && g[j].bins_before - g[j].bins_after >
-			    g[j - 1].bins_before - g[j - 1].bins_after; j--) {
+		for (j = i; j > 0 && gc_bins(&g[j]) > gc_bins(&g[j - 1]); j--) {
 			struct beam_gc t = g[j];
 
 			g[j] = g[j - 1];
@@ -553,11 +565,11 @@ static void text_gc(FILE *out, const struct beam_data *d, unsigned top)
 	for (i = 0; i < n && i < top; i++) {
 		char h[48];
 
-		if (g[i].bins_before <= g[i].bins_after)
+		if (!gc_bins(&g[i]))
 			break;
-		human(h, sizeof(h), g[i].bytes_before - g[i].bytes_after, 1);
+		human(h, sizeof(h), gc_bytes(&g[i]), 1);
 		fprintf(out, "  %6" PRId64 " binaries (%s) freed  %s\n",
-			g[i].bins_before - g[i].bins_after, h, g[i].label);
+			gc_bins(&g[i]), h, g[i].label);
 	}
 }
 
@@ -574,7 +586,7 @@ static int native_report(FILE *out, const struct beam_data *d,
 	r = ls_report_build(&d->native, o, &rep);
 	if (r)
 		return r;
-	r = ls_report_render(out, &rep, o);
+	r = ls_report_render(out, &rep, o, NULL);
 	ls_report_release(&rep);
 	return r;
 }
@@ -582,7 +594,8 @@ static int native_report(FILE *out, const struct beam_data *d,
 static int report_text(FILE *out, const struct beam_data *d,
 		       const struct ls_beam_opts *o, const struct analysis *a)
 {
-	struct ls_report_opts ro = { .format = LS_FORMAT_TEXT, .top = o->top };
+	struct ls_report_opts ro = { .format = ls_renderer_find("text"),
+				     .top = o->top };
 	struct ranked *buf = calloc(d->nprocs + 1, sizeof(*buf));
 	size_t i, ngrow = 0;
 	int r = 0;
@@ -653,9 +666,9 @@ static void json_finding(struct ls_json *j, const struct finding *f)
 		ls_json_object(j, "gc_check");
 		ls_json_i64(j, "binaries_before", f->gc->bins_before);
 		ls_json_i64(j, "binaries_freed",
-			    f->gc->bins_before - f->gc->bins_after);
+			    gc_bins(f->gc));
 		ls_json_i64(j, "bytes_freed",
-			    f->gc->bytes_before - f->gc->bytes_after);
+			    gc_bytes(f->gc));
 		ls_json_end(j);
 	}
 	ls_json_array(j, "values");
@@ -693,7 +706,8 @@ static void json_top(struct ls_json *j, const struct beam_data *d, int k,
 static int json_native(struct ls_json *j, const struct beam_data *d,
 		       unsigned top)
 {
-	struct ls_report_opts ro = { .format = LS_FORMAT_JSON, .top = top };
+	struct ls_report_opts ro = { .format = ls_renderer_find("json"),
+				     .top = top };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *mem;
@@ -754,14 +768,14 @@ static int report_json(FILE *out, const struct beam_data *d,
 		for (i = 0; i < d->ngc; i++) {
 			const struct beam_gc *g = &d->gc[i];
 
-			if (g->bins_before <= g->bins_after)
+			if (!gc_bins(g))
 				continue;
 			ls_json_object(&j, NULL);
 			ls_json_str(&j, "process", g->label);
 			ls_json_i64(&j, "binaries_freed",
-				    g->bins_before - g->bins_after);
+				    gc_bins(g));
 			ls_json_i64(&j, "bytes_freed",
-				    g->bytes_before - g->bytes_after);
+				    gc_bytes(g));
 			ls_json_end(&j);
 		}
 		ls_json_end(&j);

@@ -129,9 +129,10 @@ static uint64_t now_ns(void)
 }
 
 /* [{Module, Function, File, Line}], innermost first; 'undefined' for what
- * is unknown. */
+ * is unknown.  Function demangled, or as the symbol table spells it. */
 static ERL_NIF_TERM mk_stack(ErlNifEnv *env, struct ls_symbolizer *sym,
-			     const struct ls_site *site, struct ls_stack *st)
+			     const struct ls_site *site, struct ls_stack *st,
+			     int demangle)
 {
 	ERL_NIF_TERM list = enif_make_list(env, 0);
 	size_t i;
@@ -141,7 +142,8 @@ static ERL_NIF_TERM mk_stack(ErlNifEnv *env, struct ls_symbolizer *sym,
 	for (i = st->n; i-- > 0;) {
 		const struct ls_symframe *f = &st->f[i];
 		ERL_NIF_TERM fr = enif_make_tuple4(env, mk_str(env, f->module),
-			mk_str(env, f->function), mk_str(env, f->file),
+			mk_str(env, demangle || !f->symbol ? f->function :
+			       f->symbol), mk_str(env, f->file),
 			f->file && f->line > 0 ? enif_make_int(env, f->line) :
 			atom_undefined);
 
@@ -193,12 +195,12 @@ static ERL_NIF_TERM olds(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 		ret = mk_error(env, mk_atom(env, "enomem"));
 		goto out;
 	}
-	ls_symbolizer_keep_mangled(sym, !demangle);
 	for (i = 0; i < k; i++) {
 		const struct ls_block *b = &snap.blocks[i];
 		const struct ls_site *site = ls_snapshot_site(&snap, b->site);
 		uint64_t t0 = now_ns(), age = ls_block_age_ns(&snap, b);
-		ERL_NIF_TERM stack = site ? mk_stack(env, sym, site, &st) :
+		ERL_NIF_TERM stack = site ? mk_stack(env, sym, site, &st,
+						     demangle) :
 			enif_make_list(env, 0);
 
 		items[i] = enif_make_tuple5(env,
@@ -342,11 +344,18 @@ static int report_opt(ErlNifEnv *env, ERL_NIF_TERM key, ERL_NIF_TERM v,
 
 	if (get_atom(env, key, k, sizeof(k)))
 		return -1;
-	if (!strcmp(k, "format"))
-		return get_atom(env, v, name, sizeof(name)) ||
-		       ls_format_from_name(name, &o->format) ? -1 : 0;
+	if (!strcmp(k, "format")) {
+		if (get_atom(env, v, name, sizeof(name)))
+			return -1;
+		o->format = ls_renderer_find(name);
+		return o->format ? 0 : -1;
+	}
 	if (!strcmp(k, "show_allocs"))
 		return get_bool(env, v, &o->show_allocs);
+	if (!strcmp(k, "full_names"))
+		return get_bool(env, v, &o->full_names);
+	if (!strcmp(k, "hide_runtime"))
+		return get_bool(env, v, &o->hide_runtime);
 	if (!strcmp(k, "growing"))
 		return get_bool(env, v, &o->growing);
 	if (!enif_get_uint64(env, v, &u))
@@ -359,6 +368,8 @@ static int report_opt(ErlNifEnv *env, ERL_NIF_TERM key, ERL_NIF_TERM v,
 		o->min_size = u;
 	else if (!strcmp(k, "max_size"))
 		o->max_size = u;
+	else if (!strcmp(k, "depth") && u <= 256)
+		o->depth = (unsigned)u;
 	else
 		return -1;
 	return 0;
@@ -409,7 +420,7 @@ static ERL_NIF_TERM render_binary(ErlNifEnv *env, const struct ls_report *rep,
 
 	if (!fp)
 		return mk_error(env, mk_atom(env, "enomem"));
-	r = ls_report_render(fp, rep, o);
+	r = ls_report_render(fp, rep, o, NULL);
 	if (fclose(fp) && !r)
 		r = -ENOMEM;
 	if (r) {
@@ -473,7 +484,7 @@ static ERL_NIF_TERM growing_site(ErlNifEnv *env, struct ls_symbolizer *sym,
 	put(env, &m, "live_bytes", enif_make_int64(env, r->live_bytes));
 	put(env, &m, "live_blocks", enif_make_int64(env, r->live_blocks));
 	put_u64(env, &m, "allocated_bytes", r->allocated_bytes);
-	put(env, &m, "stack", mk_stack(env, sym, r->site, st));
+	put(env, &m, "stack", mk_stack(env, sym, r->site, st, 1));
 	return m;
 }
 
@@ -517,17 +528,19 @@ out:
 	return ret;
 }
 
-/* formats() -> [atom()]: what report/1 accepts as format. */
+/* formats() -> [atom()]: what report/1 accepts as format, the rows of
+ * the report library's renderer table. */
 static ERL_NIF_TERM formats(ErlNifEnv *env, int argc,
 			    const ERL_NIF_TERM argv[])
 {
 	ERL_NIF_TERM list = enif_make_list(env, 0);
 	size_t n = 0;
 
-	while (ls_format_name(n))
+	while (ls_renderers[n].name)
 		n++;
 	while (n-- > 0)
-		list = enif_make_list_cell(env, mk_atom(env, ls_format_name(n)),
+		list = enif_make_list_cell(env,
+					   mk_atom(env, ls_renderers[n].name),
 					   list);
 	return list;
 }

@@ -109,6 +109,7 @@ int ls_diff_render(FILE *out, const struct ls_diff *d,
 		   const struct ls_report_opts *opts);
 
 /* Nonzero when a diff can be rendered in format f. */
-int ls_diff_format_ok(enum ls_format f);
+struct ls_renderer;
+int ls_diff_format_ok(const struct ls_renderer *r);
 
 #endif /* LEAKSCOPE_DIFF_H */

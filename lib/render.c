@@ -1,5 +1,5 @@
 /*
- * render.c - the dispatch from a report to its renderer.
+ * render.c - the table of renderers and the dispatch to them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -7,57 +7,40 @@
 #include "render.h"
 #include "symbolize.h"
 
-/* Every format, its name and its renderer: a new renderer is one row. */
-static const struct renderer {
-	const char *name;
-	enum ls_format format;
-	int (*render)(const struct ls_render_ctx *ctx);
-	int binary;		/* not for a terminal */
-} renderers[] = {
-	{ "text", LS_FORMAT_TEXT, ls_render_text, 0 },
-	{ "json", LS_FORMAT_JSON, ls_render_json, 0 },
-	{ "folded", LS_FORMAT_FOLDED, ls_render_folded, 0 },
-	{ "svg", LS_FORMAT_SVG, ls_render_svg, 0 },
-	{ "pprof", LS_FORMAT_PPROF, ls_render_pprof, 1 },
+const struct ls_renderer ls_renderers[] = {
+	{ "text", "for people: sites with their stacks, then the totals",
+	  ls_render_text, ls_render_stats_text, LS_NEEDS_SYMBOLS },
+	{ "json", "one JSON object per report (docs/JSON-REPORT.md)",
+	  ls_render_json, ls_render_stats_json, LS_NEEDS_SYMBOLS },
+	{ "folded", "folded stacks for flamegraph.pl --colors=mem",
+	  ls_render_folded, NULL, LS_NEEDS_SYMBOLS },
+	{ "svg", "an interactive flame graph (docs/FLAMEGRAPH.md)",
+	  ls_render_svg, NULL, LS_NEEDS_SYMBOLS | LS_NEEDS_OWN_FILE },
+	{ "pprof", "a gzipped pprof heap profile (docs/PPROF.md)",
+	  ls_render_pprof, NULL,
+	  LS_NEEDS_SYMBOLS | LS_NEEDS_OWN_FILE | LS_NEEDS_NOT_TTY },
+	{ NULL, NULL, NULL, NULL, 0 },
 };
 
-#define NRENDERERS (sizeof(renderers) / sizeof(renderers[0]))
-
-static const struct renderer *renderer_of(enum ls_format f)
+const struct ls_renderer *ls_renderer_find(const char *name)
 {
-	size_t i;
+	const struct ls_renderer *r;
 
-	for (i = 0; i < NRENDERERS; i++)
-		if (renderers[i].format == f)
-			return &renderers[i];
-	return &renderers[0];
+	for (r = ls_renderers; r->name; r++)
+		if (!strcmp(r->name, name))
+			return r;
+	return NULL;
 }
 
-const char *ls_format_name(size_t i)
+const struct ls_renderer *ls_renderer_of(const struct ls_report_opts *opts)
 {
-	return i < NRENDERERS ? renderers[i].name : NULL;
+	return opts->format ? opts->format : &ls_renderers[0];
 }
 
-int ls_format_from_name(const char *name, enum ls_format *out)
+int ls_render_stack(const struct ls_render_ctx *ctx,
+		    const struct ls_site *site, struct ls_stack *st)
 {
-	size_t i;
-
-	for (i = 0; i < NRENDERERS; i++)
-		if (!strcmp(name, renderers[i].name)) {
-			*out = renderers[i].format;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-int ls_report_render_with(FILE *out, const struct ls_report *rep,
-			  const struct ls_report_opts *opts,
-			  struct ls_symbolizer *sym)
-{
-	struct ls_render_ctx ctx = { .out = out, .rep = rep, .opts = opts,
-				     .sym = sym };
-
-	return ls_render_finish(out, renderer_of(opts->format)->render(&ctx));
+	return ls_stack_build(ctx->sym, site, st);
 }
 
 int ls_render_finish(FILE *out, int ret)
@@ -68,20 +51,22 @@ int ls_render_finish(FILE *out, int ret)
 	return ret;
 }
 
-int ls_format_is_binary(enum ls_format f)
-{
-	return renderer_of(f)->binary;
-}
-
 int ls_report_render(FILE *out, const struct ls_report *rep,
-		     const struct ls_report_opts *opts)
+		     const struct ls_report_opts *opts,
+		     struct ls_symbolizer *sym)
 {
-	struct ls_symbolizer *sym = ls_symbolizer_new(rep->snap);
+	const struct ls_renderer *r = ls_renderer_of(opts);
+	struct ls_render_ctx ctx = { .out = out, .rep = rep, .opts = opts,
+				     .sym = sym };
+	struct ls_symbolizer *own = NULL;
 	int ret;
 
-	if (!sym)
-		return -ENOMEM;
-	ret = ls_report_render_with(out, rep, opts, sym);
-	ls_symbolizer_free(sym);
+	if (!sym && (r->needs & LS_NEEDS_SYMBOLS)) {
+		own = ctx.sym = ls_symbolizer_new(rep->snap);
+		if (!own)
+			return -ENOMEM;
+	}
+	ret = ls_render_finish(out, r->render(&ctx));
+	ls_symbolizer_free(own);
 	return ret;
 }

@@ -39,7 +39,7 @@ static void text_side(FILE *out, const char *label,
 		for (i = 0; i < s->argc; i++) {
 			if (i)
 				fputc(' ', out);
-			ls_text_safe(out, s->argv[i]);
+			ls_put_safe(out, s->argv[i]);
 		}
 		fputc(')', out);
 	}
@@ -90,7 +90,7 @@ static void text_entry(FILE *out, const struct ls_diff_entry *e)
 			e->newer.live_blocks);
 	fputs(e->kind == LSNAP_KIND_MMAP ? " (mmap)\n" : "\n", out);
 	for (i = 0; i < e->nframes; i++)
-		ls_text_frame(out, &e->frames[i]);
+		ls_frame_print(out, "\t\t", &e->frames[i]);
 	if (!e->nframes)
 		fputs("\t\t(no stack)\n", out);
 }
@@ -335,29 +335,25 @@ out:
 
 /* --- dispatch ------------------------------------------------------------- */
 
-int ls_diff_format_ok(enum ls_format f)
+int ls_diff_format_ok(const struct ls_renderer *r)
 {
-	return f == LS_FORMAT_TEXT || f == LS_FORMAT_JSON ||
-		f == LS_FORMAT_SVG;
+	return !r || r->render == ls_render_text ||
+	       r->render == ls_render_json || r->render == ls_render_svg;
 }
 
 int ls_diff_render(FILE *out, const struct ls_diff *d,
 		   const struct ls_report_opts *opts)
 {
+	const struct ls_renderer *r = ls_renderer_of(opts);
 	int ret;
 
-	switch (opts->format) {
-	case LS_FORMAT_TEXT:
+	if (r->render == ls_render_text)
 		ret = render_text(out, d);
-		break;
-	case LS_FORMAT_JSON:
+	else if (r->render == ls_render_json)
 		ret = render_json(out, d, opts);
-		break;
-	case LS_FORMAT_SVG:
+	else if (r->render == ls_render_svg)
 		ret = render_svg(out, d, opts);
-		break;
-	default:
+	else
 		return -EINVAL;
-	}
 	return ls_render_finish(out, ret);
 }

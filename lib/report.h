@@ -14,34 +14,10 @@
 #include "trend.h"
 #include "flamegraph.h"
 
-enum ls_format {
-	LS_FORMAT_TEXT = 0,
-	LS_FORMAT_JSON,
-	LS_FORMAT_FOLDED,
-	LS_FORMAT_SVG,
-	LS_FORMAT_PPROF,	/* gzip-compressed protobuf, docs/PPROF.md */
-};
-
-/*
- * Nonzero for a format whose output is binary: commands write it only to
- * a file or to a stdout the user asked for explicitly, never to a
- * terminal.
- */
-int ls_format_is_binary(enum ls_format f);
-
-/*
- * The formats the library renders, by the name a user types ("text",
- * "json", "folded", "svg", "pprof"), from the renderer table of
- * lib/render.c: ls_format_name() gives the name of the i-th format and
- * NULL past the last, so callers (option parsers, the NIF) list and accept
- * whatever the library offers.  ls_format_from_name() returns 0 and sets
- * *out, or -EINVAL for a name it does not know.
- */
-const char *ls_format_name(size_t i);
-int ls_format_from_name(const char *name, enum ls_format *out);
+struct ls_renderer;
 
 struct ls_report_opts {
-	enum ls_format format;
+	const struct ls_renderer *format;	/* render.h; NULL = text */
 	size_t top;		/* 0 = all sites */
 	uint64_t min_age_ns;	/* only blocks at least this old */
 	uint64_t min_size;	/* only blocks of at least this size */
@@ -49,6 +25,11 @@ struct ls_report_opts {
 	int show_allocs;	/* list each block (addr, size, age) */
 	int growing;		/* only linear or exponential growth */
 	int need_blocks;	/* derived: a filter needs per-block data */
+	/* How stacks are shown (render.h, ls_render_stack). */
+	unsigned depth;		/* frames shown at most; 0 = all */
+	int full_names;		/* C++ template arguments in full */
+	int hide_runtime;	/* drop libc/libstdc++/ld.so frames around
+				   the program's own */
 	struct ls_flame_opts svg;	/* --format svg: title, count, inverted,
 					   colors (subtitle NULL: the process) */
 };

@@ -79,11 +79,23 @@ int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		       struct ls_symframe *out, size_t max, size_t *n);
 
 /*
- * With on set, C++ and Rust names are given as the symbol table has them
- * (mangled), as mtrace's olds/1 does.  Call before the first
- * ls_symbolize_frame(): results are cached.
+ * A pool of opened module files that several symbolizers share: every
+ * report of one `leakscope run` (the command, its forked children, the
+ * programs it executed), and every refresh of `watch` and `top`, open and
+ * index each library's debug information once (elfutils inflating
+ * libc6-dbg's compressed sections costs 60-100 ms per opening).  Files are
+ * matched by path and build id, at any load address.  Free the pool after
+ * every symbolizer made with it.  Not thread-safe.
  */
-void ls_symbolizer_keep_mangled(struct ls_symbolizer *s, int on);
+struct ls_sympool;
+
+struct ls_sympool *ls_sympool_new(void);
+void ls_sympool_free(struct ls_sympool *p);
+
+/* A symbolizer for snap that opens modules through pool.  Returns NULL
+ * with errno set (ENOMEM). */
+struct ls_symbolizer *ls_symbolizer_new_shared(const struct ls_snapshot *snap,
+					       struct ls_sympool *pool);
 
 /* Free the symbolizer and every string it handed out; accepts NULL. */
 void ls_symbolizer_free(struct ls_symbolizer *s);
