@@ -104,8 +104,8 @@ const struct ls_usage ls_beam_usage = {
 	"Exit status of beam: 0 report written; 2 the node is unreachable;\n"
 	"3 it refused the handshake (wrong cookie, incompatible release, or\n"
 	"another leakscope beam connected); 4 timeout, connection lost or a\n"
-	"call failed on the node; 5 its OTP release is older than 23; 125\n"
-	"bad usage or leakscope's own failure.",
+	"call failed on the node; 5 its OTP release is older than 23; 1 no\n"
+	"cookie (file unreadable, or others may read it); 125 bad usage.",
 };
 
 void ls_beam_defaults(void *args)
@@ -206,7 +206,7 @@ static int status_of(int r)
 	case -EPROTONOSUPPORT:
 		return LS_EXIT_BEAM_RELEASE;
 	}
-	return LS_EXIT_FAILURE;
+	return LS_EXIT_ERROR;
 }
 
 static int run_beam(const struct ls_beam_args *a, const char *node,
@@ -237,7 +237,7 @@ static int run_beam(const struct ls_beam_args *a, const char *node,
 {
 	ls_error("this leakscope was built without erl_interface (install "
 		 "erlang-dev and rebuild)");
-	return LS_EXIT_FAILURE;
+	return LS_EXIT_ERROR;
 }
 #endif
 
@@ -265,8 +265,10 @@ int ls_cmd_beam(struct ls_invocation *inv)
 			       "--format: expected text or json", a->format);
 		goto out;
 	}
-	if (!a->cookie && read_default_cookie(a, cookie))
+	if (!a->cookie && read_default_cookie(a, cookie)) {
+		status = LS_EXIT_ERROR;
 		goto out;
+	}
 	status = run_beam(a, inv->argv[0], cookie);
 out:
 	explicit_bzero(cookie, sizeof(cookie));

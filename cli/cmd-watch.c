@@ -211,12 +211,12 @@ int ls_cmd_watch(struct ls_invocation *inv)
 {
 	struct watch w = { .a = inv->args };
 	struct ls_snapshot snap, last = { 0 };
-	int ret = LS_EXIT_FAILURE;
+	int ret = LS_EXIT_ERROR;
 	size_t i;
 
 	ls_refresh_catch_signals();
 	if (ls_refresh_load(inv->argv[0], &snap))
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
 	first_slice(&w, &snap);
 	if (slices(&w, inv->argv[0], &last) > w.a->slices) {
 		summary(&w, &last);

@@ -666,27 +666,28 @@ def t_beam_errors():
     contains(r.stderr.decode(), "did not answer within 1000 ms", "message")
 
 
-@check("beam usage errors: 125 for bad options and a cookie file others can read")
+@check("beam usage errors: 125 for bad options, 1 for a cookie file unreadable or others can read")
 def t_beam_usage():
     bad = os.path.join(RUNTIME, "open-cookie")
     with open(bad, "w") as f:
         f.write("secret\n")
     os.chmod(bad, 0o644)
-    for args, text in (
-            (["n", "--cookie-file", bad], "readable by its owner only"),
-            (["n", "--cookie-file", os.path.join(RUNTIME, "none")],
+    for args, status, text in (
+            (["n", "--cookie-file", bad], 1, "readable by its owner only"),
+            (["n", "--cookie-file", os.path.join(RUNTIME, "none")], 1,
              "cannot read the cookie file"),
-            (["n", "--interval", "0"], "--interval"),
-            (["n", "--count", "x"], "--count"),
-            (["n", "--format", "xml"], "--format"),
-            (["n", "--port", "70000"], "--port"),
-            (["n", "--bogus"], "unknown option '--bogus'"),
-            ([], "expected one NODE"),
-            (["n", "--cookie", "a", "--cookie-file", bad], "exclude")):
+            (["n", "--interval", "0"], 125, "--interval"),
+            (["n", "--count", "x"], 125, "--count"),
+            (["n", "--format", "xml"], 125, "--format"),
+            (["n", "--port", "70000"], 125, "--port"),
+            (["n", "--bogus"], 125, "unknown option '--bogus'"),
+            ([], 125, "expected one NODE"),
+            (["n", "--cookie", "a", "--cookie-file", bad], 125, "exclude")):
         r = run_process([LEAKSCOPE, "beam"] + args, timeout=10, env=env())
-        eq(r.returncode, 125, "status of %s\n  %s" % (args, r.describe()))
+        eq(r.returncode, status, "status of %s\n  %s" % (args, r.describe()))
         contains(r.stderr.decode(), text, "message for %s" % args)
         ok(r.stderr.decode().startswith("leakscope: "), "prefix", r.stderr)
+        eq(r.stderr.decode().count("\n"), 1, "one line for %s" % args)
 
 
 @check("beam --cookie: the cookie is gone from the command line (ps) while it runs")

@@ -144,8 +144,9 @@ def ls(*args, timeout=60):
 
 
 def render_both(snap, tag, *filters):
-    """JSON report and pprof file of one snapshot, same filters."""
-    r = ls("report", "--format", "json", *filters, snap)
+    """JSON report and pprof file of one snapshot, same filters (pprof
+    names functions in full: so does the JSON with --full-names)."""
+    r = ls("report", "--format", "json", "--full-names", *filters, snap)
     if r.returncode != 0:
         fail("report --format json", "status 0", r.describe())
     rep = json.loads(r.stdout.decode())
@@ -441,7 +442,7 @@ def t_pprof_deterministic():
 def t_pprof_output_rules():
     b = basic()
     r = ls("report", "--format", "pprof", b["snap"])
-    eq(r.returncode, 125, "status without --output")
+    eq(r.returncode, 125, "status without --output (a usage error)")
     eq(r.stdout, b"", "nothing on stdout")
     err = r.stderr.decode()
     eq(err.count("\n"), 1, "one line on stderr: %r" % err)
@@ -453,7 +454,7 @@ def t_pprof_output_rules():
     if os.path.exists("/dev/full"):
         r = ls("report", "--format", "pprof", "--output", "/dev/full",
                b["snap"])
-        eq(r.returncode, 125, "status when the output is full")
+        eq(r.returncode, 1, "status when the output is full")
         err = r.stderr.decode()
         ok(err.count("\n") == 1 and "No space left" in err,
            "one line naming the write error", err)
@@ -484,7 +485,7 @@ def t_pprof_tty():
     finally:
         os.close(slave)
         os.close(master)
-    eq(p.returncode, 125, "status")
+    eq(p.returncode, 125, "status (a usage error)")
     contains(p.stderr.decode(), "terminal", "the error says why")
 
 
