@@ -206,8 +206,11 @@ struct ls_symbolizer *ls_symbolizer_new_shared(const struct ls_snapshot *snap,
 	for (i = 0; i < snap->nmodules; i++)
 		s->slot[i] = SLOT_UNTRIED;
 	/* libdwfl would otherwise ask debuginfod servers for missing debug
-	 * files: a report must never touch the network. */
-	unsetenv("DEBUGINFOD_URLS");
+	 * files: a report must never touch the network.  Only when set: in
+	 * a host process (the NIF) an environment write races other
+	 * threads' getenv. */
+	if (getenv("DEBUGINFOD_URLS"))
+		unsetenv("DEBUGINFOD_URLS");
 	return s;
 fail:
 	ls_symbolizer_free(s);

@@ -54,7 +54,7 @@ struct ls_symbolizer;
 /*
  * A symbolizer for the modules of snap, which must outlive it.  Returns
  * NULL with errno set (ENOMEM) on failure.  Unsets DEBUGINFOD_URLS in
- * this process's environment.
+ * this process's environment when it is set.
  */
 struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap);
 

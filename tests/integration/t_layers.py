@@ -5,7 +5,10 @@
 - lib/ includes only lib/ and common/ (the report library never depends on
   the command-line layer);
 - web/ (the server of `leakscope serve`) includes web/, lib/ and common/;
-- cli/ includes cli/, web/, lib/ and common/, never agent/;
+- cli/ includes cli/, web/, lib/, common/ and erlang/ (the C node behind
+  `leakscope beam`), never agent/;
+- erlang/ includes erlang/, lib/ and common/ (the NIF and the C node are
+  clients of the report library, like the CLI);
 - common/ includes only common/;
 - no include circle between modules: X.c including Y.h while Y.c includes
   X.h (agent.c <-> control.c, pmfile.c <-> snapwrite.c and report.c <->
@@ -25,7 +28,8 @@ ALLOWED = {
     "agent": {"agent", "common"},
     "lib": {"lib", "common"},
     "web": {"web", "lib", "common"},
-    "cli": {"cli", "web", "lib", "common"},
+    "cli": {"cli", "web", "lib", "common", "erlang"},
+    "erlang": {"erlang", "lib", "common"},
     "common": {"common"},
 }
 
