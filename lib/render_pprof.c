@@ -22,6 +22,7 @@
 #include <zlib.h>
 #include "protobuf.h"
 #include "render.h"
+#include "util.h"
 
 /* profile.proto field numbers. */
 enum {
@@ -183,15 +184,8 @@ static int64_t str_index(struct strtab *t, const char *s)
 	slot = str_slot(t, t->slot, t->slot_cap, s);
 	if (*slot)
 		return *slot - 1;
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? 2 * t->cap : 256;
-		char **p = realloc(t->s, ncap * sizeof(*p));
-
-		if (!p)
-			return -1;
-		t->s = p;
-		t->cap = ncap;
-	}
+	if (LS_GROW(t->s, t->n + 1, t->cap))
+		return -1;
 	t->s[t->n] = strdup(s);
 	if (!t->s[t->n])
 		return -1;
@@ -311,15 +305,8 @@ static uint64_t location_id(struct pprof *p, const struct ls_symframe *fr,
 
 static int push_id(struct pprof *p, uint64_t id)
 {
-	if (p->nids == p->ids_cap) {
-		size_t ncap = p->ids_cap ? 2 * p->ids_cap : 64;
-		uint64_t *v = realloc(p->ids, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		p->ids = v;
-		p->ids_cap = ncap;
-	}
+	if (LS_GROW(p->ids, p->nids + 1, p->ids_cap))
+		return -ENOMEM;
 	p->ids[p->nids++] = id;
 	return 0;
 }
