@@ -282,8 +282,11 @@ void ls_pm_tick(void)
 	if (!hdr || owner != getpid())
 		return;
 	n = ls_site_count();
-	if (scratch_fit(n + 1024) || ls_stats_fit(&scratch.stats, n + 1024))
+	if (scratch_fit(n + 1024))
 		return;
+	/* Short of memory: the stats of sites beyond what it holds come
+	 * from their flushed counters only. */
+	ls_stats_fit(&scratch.stats, n + 1024);
 	ls_thread_peak_settle();
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
 	copy_modules();

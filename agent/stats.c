@@ -13,14 +13,17 @@ int ls_stats_fit(struct ls_stats_sums *s, uint32_t n)
 {
 	uint32_t cap = s->cap ? s->cap : 1024;
 	uint64_t *p;
+	int ret = 0;
 
 	if (n <= s->cap)
 		goto zero;
 	while (cap < n)
 		cap *= 2;
 	p = ls_sys_map((size_t)cap * WORDS * 8);
-	if (!p)
-		return -ENOMEM;
+	if (!p) {
+		ret = -ENOMEM;
+		goto zero;
+	}
 	ls_stats_release(s);
 	s->cap = cap;
 	s->mapped = (size_t)cap * WORDS * 8;
@@ -29,10 +32,10 @@ int ls_stats_fit(struct ls_stats_sums *s, uint32_t n)
 	s->temp_b = (uint64_t *)(s->peak_k + cap);
 	s->temp_k = s->temp_b + cap;
 	s->hist = s->temp_k + cap;
-	return 0;
 zero:
-	memset(s->peak_b, 0, s->mapped);
-	return 0;
+	if (s->mapped)
+		memset(s->peak_b, 0, s->mapped);
+	return ret;
 }
 
 void ls_stats_release(struct ls_stats_sums *s)

@@ -25,8 +25,9 @@ struct ls_stats_sums {
 	size_t mapped;
 };
 
-/* Room for n sites, all zero.  0 or -ENOMEM (the sums stay usable at
- * their old size). */
+/* Room for n sites, all zero.  0, or -ENOMEM when it could not grow:
+ * the sums are then zeroed at their old size (sites beyond it count
+ * nothing there: ls_stats_add_pending skips them). */
 int ls_stats_fit(struct ls_stats_sums *s, uint32_t n);
 void ls_stats_release(struct ls_stats_sums *s);
 /* Add one pending entry (an ls_thread_each_pending callback's work). */

@@ -49,6 +49,7 @@ enum lsnap_tag {
 	LSNAP_SITE_HISTORY = 10,	/* struct lsnap_site_history + n int64 */
 	LSNAP_UNWIND = 11,	/* struct lsnap_unwind, at most once */
 	/* 12-14 reachability (branch check), 16 attach (branch attach) */
+	LSNAP_DROPPED = 19,	/* struct lsnap_dropped, at most once */
 	LSNAP_PEAK = 20,	/* struct lsnap_peak, at most once */
 	LSNAP_SITE_STATS = 21,	/* struct lsnap_site_stats + 2 * nbuckets
 				   u64, at most once per site, after its
@@ -194,6 +195,11 @@ struct lsnap_block {
  * last n samples, n <= hist_len, oldest first, the newest being sample
  * ticks - 1 taken at last_mono_ns.
  */
+/* Events the agent could not record for want of memory. */
+struct lsnap_dropped {
+	uint64_t events;
+} __attribute__((packed));
+
 struct lsnap_history {
 	uint32_t period_ms;
 	uint32_t hist_len;
