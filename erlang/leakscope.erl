@@ -59,7 +59,8 @@ reset() -> erlang:nif_error(nif_not_loaded).
 
 %% @doc The report as a binary.  Opts, a map or a proplist: format (one of
 %% formats()), top, min_age (ms), min_size, max_size, show_allocs, growing,
-%% depth (frames shown), full_names, hide_runtime.
+%% depth (frames shown), full_names, hide_runtime, by (live, peak,
+%% allocated or temporary), histogram.
 -spec report(map() | [{atom(), term()}]) -> binary() | error().
 report(_Opts) -> erlang:nif_error(nif_not_loaded).
 

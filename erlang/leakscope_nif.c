@@ -350,6 +350,16 @@ static int report_opt(ErlNifEnv *env, ERL_NIF_TERM key, ERL_NIF_TERM v,
 		o->format = ls_renderer_find(name);
 		return o->format ? 0 : -1;
 	}
+	if (!strcmp(k, "by")) {	/* live | peak | allocated | temporary */
+		if (get_atom(env, v, name, sizeof(name)))
+			return -1;
+		for (o->by = 0; ls_report_by_names[o->by]; o->by++)
+			if (!strcmp(name, ls_report_by_names[o->by]))
+				return 0;
+		return -1;
+	}
+	if (!strcmp(k, "histogram"))
+		return get_bool(env, v, &o->histogram);
 	if (!strcmp(k, "show_allocs"))
 		return get_bool(env, v, &o->show_allocs);
 	if (!strcmp(k, "full_names"))
@@ -404,6 +414,9 @@ static int report_opts(ErlNifEnv *env, ERL_NIF_TERM t,
 	}
 	if (!bad)
 		ls_report_opts_finish(o);
+	/* The block filters select live blocks: not with another --by. */
+	if (!bad && o->by != LS_BY_LIVE && o->need_blocks)
+		bad = 1;
 	return bad ? -1 : 0;
 }
 

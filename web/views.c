@@ -19,10 +19,10 @@
 
 static const char *const report_params[] = {
 	"top", "min_age", "min_size", "max_size", "growing", "show_allocs",
-	"depth", "full_names", "hide_runtime", NULL
+	"depth", "full_names", "hide_runtime", "by", "histogram", NULL
 };
 static const char *const svg_params[] = {
-	"top", "min_age", "min_size", "max_size", "growing", "depth",
+	"top", "min_age", "min_size", "max_size", "growing", "depth", "by",
 	"full_names", "hide_runtime", "count",
 	"inverted", "colors", "width",
 	"s", "x",	/* the graph's own URL state (search, zoom): its script's */
@@ -127,8 +127,25 @@ static int stack_params(struct ls_web_req *r, struct ls_report_opts *o,
 	return 0;
 }
 
+/* by=live|peak|allocated|temporary, as `report --by`. */
+static int by_param(struct ls_web_req *r, struct ls_report_opts *o,
+		    struct ls_web_reply *rep)
+{
+	const char *v = ls_web_param(r, "by");
+	int i;
+
+	for (i = 0; v && ls_report_by_names[i]; i++)
+		if (!strcmp(v, ls_report_by_names[i])) {
+			o->by = i;
+			return 0;
+		}
+	return v ? ls_web_error(rep, 400, "by is live, peak, allocated or "
+				"temporary") : 0;
+}
+
 /* The report options from the query: top, min_age (ms), min_size,
- * max_size, growing, show_allocs, as the command's options. */
+ * max_size, growing, show_allocs, by, histogram, as the command's
+ * options. */
 static int report_opts(struct ls_web_req *r, const char *format,
 		       const char *const *allowed, struct ls_report_opts *o,
 		       struct ls_web_reply *rep)
@@ -148,13 +165,19 @@ static int report_opts(struct ls_web_req *r, const char *format,
 	    ls_web_param_size(r, "min_size", &o->min_size, rep) ||
 	    ls_web_param_size(r, "max_size", &o->max_size, rep) ||
 	    ls_web_param_bool(r, "growing", &o->growing, rep) ||
-	    ls_web_param_bool(r, "show_allocs", &o->show_allocs, rep))
+	    ls_web_param_bool(r, "show_allocs", &o->show_allocs, rep) ||
+	    ls_web_param_bool(r, "histogram", &o->histogram, rep) ||
+	    by_param(r, o, rep))
 		return rep->status;
 	if (ls_web_param(r, "max_size") && !o->max_size)
 		return ls_web_error(rep, 400, "max_size must be positive");
 	o->top = (size_t)top;
 	o->min_age_ns = age * 1000000;
 	ls_report_opts_finish(o);
+	if (o->by != LS_BY_LIVE && o->need_blocks)
+		return ls_web_error(rep, 400, "by=%s cannot be combined with "
+				    "min_age, min_size, max_size or show_allocs",
+				    ls_report_by_names[o->by]);
 	return 0;
 }
 

@@ -140,12 +140,14 @@ ok = file:write_file(os:getenv("REPORT_FOLDED"), leakscope:report([{format, fold
 ok = file:write_file(os:getenv("REPORT_SVG"), leakscope:report(#{format => svg, top => 5})),
 ok = file:write_file(os:getenv("REPORT_PPROF"), leakscope:report(#{format => pprof})),
 P("report_text", binary:match(leakscope:report(#{}), <<"leaky_keep">>) =/= nomatch),
+P("report_by_allocated", binary:match(leakscope:report(#{by => allocated, histogram => true}), <<"stacks that allocated">>) =/= nomatch),
 P("formats", leakscope:formats()),
 P("growing_is_list", is_list(leakscope:growing())),
 P("badarg_olds", catch leakscope:olds(-1)),
 P("badarg_demangle", catch leakscope:olds(3, maybe)),
 P("badarg_format", catch leakscope:report(#{format => nosuch})),
 P("badarg_key", catch leakscope:report(#{bogus => 1})),
+P("badarg_by", catch leakscope:report(#{by => size})),
 P("badarg_opts", catch leakscope:report(42)),
 P("reset2", leakscope:reset()),
 P("after_reset", length(Leaky(leakscope:olds(100000)))),
@@ -246,6 +248,8 @@ def t_nif_report():
     ok(any("leaky_keep" in line for line in folded.splitlines()),
        "folded report names leaky_keep", shorten(folded, 600))
     eq(nif_run()[0].get("report_text"), "true", "text report names leaky_keep")
+    eq(nif_run()[0].get("report_by_allocated"), "true",
+       "report(#{by => allocated}) ranks by allocations")
 
 
 @check("NIF report/1 renders every format of the library: svg and pprof too")
@@ -299,7 +303,7 @@ def t_nif_demangle():
 def t_nif_badargs():
     res = nif_run()[0]
     for key in ("badarg_olds", "badarg_demangle", "badarg_format",
-                "badarg_key", "badarg_opts"):
+                "badarg_key", "badarg_opts", "badarg_by"):
         contains(res.get(key, ""), "badarg", key)
     eq(res.get("formats"), "[text,json,folded,svg,pprof]", "formats")
     eq(res.get("growing_is_list"), "true", "growing() returns a list")

@@ -161,16 +161,17 @@ def cli_json(*args):
 
 def without_moment(rep):
     """A report without what differs between two reads of one frozen
-    state: the time it was taken, the blocks' ages (relative to it), and
-    the trends (the agent adds a growth sample every period, so the sample
-    count moves)."""
+    state: the time it was taken, the blocks' ages (relative to it), the
+    allocation rates (over the time since the start), and the trends (the
+    agent adds a growth sample every period, so the sample count moves)."""
     rep = dict(rep)
     for k in ("time", "uptime_ms"):
         rep.pop(k, None)
     if isinstance(rep.get("sites"), list):
         rep["sites"] = [{k: ([{x: y for x, y in b.items() if x != "age_ms"}
                               for b in v] if k == "blocks" else v)
-                         for k, v in s.items() if k != "trend"}
+                         for k, v in s.items() if k != "trend" and
+                         not k.endswith("_per_second")}
                         for s in rep["sites"]]
     return rep
 
@@ -246,6 +247,14 @@ def t_report_filters():
     cli = cli_json("report", "--format", "json", "--growing", wl.pid)
     eq(sorted(s["id"] for s in got["sites"]),
        sorted(s["id"] for s in cli["sites"]), "growing sites' ids")
+    got = api(srv, "processes/%d/report?by=peak&histogram=1" % wl.pid)
+    cli = cli_json("report", "--format", "json", "--by", "peak",
+                   "--histogram", wl.pid)
+    same_report(got, cli, "by=peak&histogram=1")
+    eq(got["by"], "peak", "by=peak")
+    ok(by_fn(got, "site_web_big")["peak_bytes"] >= 3 * BIG,
+       "site_web_big held at least its live bytes at the peak")
+    ok(sum(got["histogram"]["sizes"]) > 0, "histogram=1: the sizes")
 
 
 @check("api: process list has the workload, its live bytes and a sparkline")
@@ -421,6 +430,9 @@ def t_bad_requests():
         ("/api/v1/processes/%d/report?top=x" % wl.pid, "GET", 400),
         ("/api/v1/processes/%d/report?min_size=lots" % wl.pid, "GET", 400),
         ("/api/v1/processes/%d/report?growing=maybe" % wl.pid, "GET", 400),
+        ("/api/v1/processes/%d/report?by=size" % wl.pid, "GET", 400),
+        ("/api/v1/processes/%d/report?by=peak&min_size=1" % wl.pid, "GET",
+         400),
         ("/api/v1/processes/%d/report?bogus=1" % wl.pid, "GET", 400),
         ("/api/v1/processes/%d/olds?n=1000001" % wl.pid, "GET", 400),
         ("/api/v1/processes/%d/report" % os.getpid(), "GET", 404),
