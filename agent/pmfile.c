@@ -32,7 +32,6 @@ static uint32_t modules_gen_seen;
 static struct {
 	int64_t *live_b, *live_k, *alloc_b, *alloc_k;
 	uint32_t cap;
-	struct ls_stats_sums stats;
 } scratch;
 
 static inline void *at(uint64_t off)
@@ -186,7 +185,7 @@ static void add_pending(const struct ls_pending *p, void *arg)
 	scratch.live_k[id] += p->live_blocks;
 	scratch.alloc_b[id] += (int64_t)p->alloc_bytes;
 	scratch.alloc_k[id] += (int64_t)p->alloc_blocks;
-	ls_stats_add_pending(&scratch.stats, p);
+	ls_stats_add_pending(ls_stats_shared(), p);
 }
 
 /* Peak, temporaries and histograms of every site (a sampled site keeps
@@ -205,7 +204,8 @@ static void sample_stats(void)
 
 		if (!s)
 			continue;
-		if (ls_stats_site(&scratch.stats, s, &r, h) || d[id].s.nbuckets) {
+		if (ls_stats_site(ls_stats_shared(), s, &r, h) ||
+		    d[id].s.nbuckets) {
 			d[id].s = r;
 			memcpy(d[id].size_hist, h, sizeof(h));
 		}
@@ -284,9 +284,10 @@ void ls_pm_tick(void)
 	n = ls_site_count();
 	if (scratch_fit(n + 1024))
 		return;
-	/* Short of memory: the stats of sites beyond what it holds come
-	 * from their flushed counters only. */
-	ls_stats_fit(&scratch.stats, n + 1024);
+	/* Under the snapshot lock, grown ahead by ls_snapwrite_prepare();
+	 * short of memory, the stats of sites beyond what it holds come from
+	 * their flushed counters only. */
+	ls_stats_fit(ls_stats_shared(), n + 1024);
 	ls_thread_peak_settle();
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
 	copy_modules();
@@ -331,7 +332,6 @@ void ls_pm_forget_child(void)
 	hdr = NULL;
 	owner = 0;
 	scratch.cap = 0;	/* the child's copy stays mapped: never reused */
-	memset(&scratch.stats, 0, sizeof(scratch.stats));
 }
 
 const struct lspm_header *ls_pm_header(void)

@@ -44,7 +44,7 @@ struct sums {
 				   out): reported with the dropped events */
 	int64_t *live_bytes, *live_blocks;
 	uint64_t *alloc_bytes, *alloc_blocks;
-	struct ls_stats_sums *stats;	/* keep_stats */
+	struct ls_stats_sums *stats;	/* ls_stats_shared() */
 	int64_t peak_sum_bytes, peak_sum_blocks;
 };
 
@@ -204,7 +204,6 @@ struct keep {
 	size_t bytes;
 };
 static struct keep keep_sums, keep_scratch;
-static struct ls_stats_sums keep_stats;	/* grown like keep_sums */
 
 /* k holds at least want bytes, if the memory can be had; else it keeps
  * what it had.  0, or -ENOMEM with k unchanged. */
@@ -244,15 +243,15 @@ static int sums_init(struct sums *s)
 	s->alloc_blocks = s->alloc_bytes + n;
 	/* Short of memory, the stats of sites beyond what it holds come
 	 * from their flushed counters only. */
-	ls_stats_fit(&keep_stats, n);
-	s->stats = &keep_stats;
+	s->stats = ls_stats_shared();
+	ls_stats_fit(s->stats, n);
 	return 0;
 }
 
 void ls_snapwrite_prepare(void)
 {
 	keep_grow(&keep_sums, SUMS_BYTES(ls_site_count() + 1024));
-	ls_stats_fit(&keep_stats, ls_site_count() + 1024);
+	ls_stats_fit(ls_stats_shared(), ls_site_count() + 1024);
 	keep_grow(&keep_scratch, (ls_live_max_shard() + 1024) *
 		  sizeof(struct ls_live_entry));
 }

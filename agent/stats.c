@@ -7,7 +7,14 @@
 #include "stats.h"
 #include "sys.h"
 
-#define WORDS (4 + 2 * LS_HIST_BUCKETS)	/* uint64_t per site */
+#define WORDS (4 + 2 * LS_PENDING_HIST)	/* uint64_t per site */
+
+static struct ls_stats_sums shared;
+
+struct ls_stats_sums *ls_stats_shared(void)
+{
+	return &shared;
+}
 
 int ls_stats_fit(struct ls_stats_sums *s, uint32_t n)
 {
@@ -59,10 +66,10 @@ void ls_stats_add_pending(struct ls_stats_sums *s, const struct ls_pending *p)
 	s->peak_k[id] += pk;
 	s->temp_b[id] += p->temp_bytes;
 	s->temp_k[id] += p->temp_blocks;
-	h = s->hist + (size_t)id * 2 * LS_HIST_BUCKETS;
+	h = s->hist + (size_t)id * 2 * LS_PENDING_HIST;
 	for (i = 0; i < LS_PENDING_HIST; i++) {
 		h[i] += p->size_hist[i];
-		h[LS_HIST_BUCKETS + i] += p->life_hist[i];
+		h[LS_PENDING_HIST + i] += p->life_hist[i];
 	}
 }
 
@@ -76,7 +83,8 @@ int ls_stats_site(const struct ls_stats_sums *s, const struct ls_site_rec *site,
 {
 	uint32_t id = site->id;
 	int in = id < s->cap;
-	const uint64_t *h = in ? s->hist + (size_t)id * 2 * LS_HIST_BUCKETS : NULL;
+	const uint64_t *h = in ? s->hist + (size_t)id * 2 * LS_PENDING_HIST :
+				 NULL;
 	int64_t pb, pk;
 	uint64_t any = 0;
 	unsigned i;
@@ -92,9 +100,11 @@ int ls_stats_site(const struct ls_stats_sums *s, const struct ls_site_rec *site,
 	r->temp_blocks = (uint64_t)ls_sample_unscale((int64_t)
 		(load(&site->temp_blocks) + (in ? s->temp_k[id] : 0)));
 	for (i = 0; i < LS_HIST_BUCKETS; i++) {
-		hist[i] = load(&site->size_hist[i]) + (h ? h[i] : 0);
+		int pend = h && i < LS_PENDING_HIST;
+
+		hist[i] = load(&site->size_hist[i]) + (pend ? h[i] : 0);
 		hist[LS_HIST_BUCKETS + i] = load(&site->life_hist[i]) +
-			(h ? h[LS_HIST_BUCKETS + i] : 0);
+			(pend ? h[LS_PENDING_HIST + i] : 0);
 		any |= hist[i] | hist[LS_HIST_BUCKETS + i];
 	}
 	return any || r->peak_bytes || r->peak_blocks || r->temp_blocks;

@@ -21,7 +21,8 @@ struct ls_stats_sums {
 	uint32_t cap;
 	int64_t *peak_b, *peak_k;
 	uint64_t *temp_b, *temp_k;
-	uint64_t *hist;		/* [cap][2 * LS_HIST_BUCKETS] */
+	uint64_t *hist;		/* [cap][2 * LS_PENDING_HIST]: pending
+				   entries count no higher buckets */
 	size_t mapped;
 };
 
@@ -30,6 +31,13 @@ struct ls_stats_sums {
  * nothing there: ls_stats_add_pending skips them). */
 int ls_stats_fit(struct ls_stats_sums *s, uint32_t n);
 void ls_stats_release(struct ls_stats_sums *s);
+/*
+ * The sums the snapshot writer and the post-mortem sampler share: both
+ * run under the snapshot lock (snapwrite.h), never at once.  Grown ahead
+ * by ls_snapwrite_prepare(), from the agent's start, so that neither
+ * needs memory the program may have used up.
+ */
+struct ls_stats_sums *ls_stats_shared(void);
 /* Add one pending entry (an ls_thread_each_pending callback's work). */
 void ls_stats_add_pending(struct ls_stats_sums *s, const struct ls_pending *p);
 /*

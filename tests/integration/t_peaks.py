@@ -63,6 +63,8 @@ def check_peak(rep, prog, where):
     eq(rep["by"], "peak", where + ": by")
     eq(rep["peak"]["sites_bytes"], FILL + 370248, where + ": bytes at the peak")
     eq(rep["peak"]["sites_blocks"], 236, where + ": blocks at the peak")
+    # One thread: every local maximum is checked, the flushed peak is exact.
+    eq(rep["totals"]["peak_live_bytes"], FILL + 370248, where + ": peak total")
     top = rep["sites"][0]
     eq(site_function(top, prog), "fill_peak", where + ": top peak consumer")
     eq(top["peak_bytes"], FILL, where + ": fill_peak bytes at the peak")
@@ -245,3 +247,21 @@ def t_peak_python():
     ok(30000300 <= top["peak_bytes"] < 31000000,
        "bytes at the peak %d: the 300 bytearrays" % top["peak_bytes"])
     eq(top["live_bytes"], 0, "freed by the end")
+
+
+@check("peaks: two threads churning: the sites' bytes at the peak add up to the peak within its slack")
+def t_peak_threads():
+    prog, path = exit_snapshot("threads")
+    rep = ls_json("report", "--by", "peak", "--format", "json", path)
+    t = rep["totals"]
+    ok(abs(rep["peak"]["sites_bytes"] - t["peak_live_bytes"]) <=
+       t["peak_slack"], "sites at the peak %d vs peak %d (slack %d)" % (
+           rep["peak"]["sites_bytes"], t["peak_live_bytes"], t["peak_slack"]))
+    ok(t["peak_live_bytes"] >= t["live_bytes"], "peak at least the live end")
+    for x in rep["sites"]:
+        ok(0 < x["peak_bytes"] <= x["allocated_bytes"] and
+           0 <= x["peak_blocks"] <= x["allocated_blocks"],
+           "site %d: at the peak %d bytes in %d blocks, within what it "
+           "allocated (%d in %d)" % (x["id"], x["peak_bytes"],
+                                     x["peak_blocks"], x["allocated_bytes"],
+                                     x["allocated_blocks"]))
