@@ -757,3 +757,25 @@ def t_nif_concurrent():
         timeout=NODE_TIMEOUT + 10, env=env())
     eq(results(r.stdout.decode()).get("concurrent"), "ok",
        "every call answered\n  " + r.describe())
+
+
+@check("beam: a node that dies while sampled gives status 4, one line, no report")
+def t_beam_node_dies():
+    need_erlang()
+    p = start_node("lsdies", "ok.")
+    e = env(epmd().env())
+    q = subprocess.Popen([LEAKSCOPE, "beam", "lsdies", "--cookie-file",
+                          cookie_file(), "--interval", "0.5", "--count", "20"],
+                         env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    _CHILDREN.append(q)
+    try:
+        time.sleep(1.5)
+        stop(p)
+        out, err = q.communicate(timeout=30)
+    finally:
+        stop(q)
+    eq(q.returncode, 4, "status\n  stderr: " + err.decode())
+    eq(out, b"", "nothing on stdout")
+    eq(err.decode().count("\n"), 1, "one line")
+    contains(err.decode(), "connection lost", "message")
