@@ -768,13 +768,38 @@ done:
 	return 0;
 }
 
-/* Is pid a BEAM on this host?  Then its RSS and its agent are ours to
- * read. */
-static int local_beam(long pid)
+/* Does the node's host part name this machine? */
+static int host_is_local(const char *node)
+{
+	const char *at = strchr(node, '@');
+	char here[256] = "";
+	size_t n;
+
+	if (!at)
+		return 0;
+	at++;
+	if (!strcmp(at, "localhost") || !strncmp(at, "127.", 4) ||
+	    !strcmp(at, "::1"))
+		return 1;
+	if (gethostname(here, sizeof(here) - 1))
+		return 0;
+	n = strcspn(here, ".");
+	return !strcmp(at, here) || (strlen(at) == n && !strncmp(at, here, n)) ||
+	       (!strncmp(at, here, n) && at[n] == '.');
+}
+
+/*
+ * Is the node this host's process pid, a BEAM?  Then its RSS and its agent
+ * are ours to read.  The host is checked too: a pid from another machine
+ * (or another pid namespace) may exist here as something else.
+ */
+static int local_beam(const char *node, long pid)
 {
 	char path[64], exe[4096];
 	ssize_t n;
 
+	if (!host_is_local(node))
+		return 0;
 	snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
 	if (n <= 0)
@@ -811,7 +836,8 @@ static int setup(struct sampler *s)
 	if (t.root->type == LS_TERM_STRING)
 		s->d->os_pid = atol(t.root->s);
 	ls_term_free(&t);
-	s->d->rss_local = s->d->os_pid > 0 && local_beam(s->d->os_pid);
+	s->d->rss_local = s->d->os_pid > 0 &&
+			  local_beam(s->d->node, s->d->os_pid);
 	return setup_allocators(s);
 }
 
