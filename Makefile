@@ -45,6 +45,15 @@ CLI_OBJ = $(CLI_SRC:%.c=$(B)/%.o)
 # The commands without main(), for unit tests that drive them.
 CLI_LIB_OBJ = $(filter-out $(B)/cli/main.o,$(CLI_OBJ))
 
+# web/: the server of `leakscope serve` (libmicrohttpd) and its page,
+# whose files web/embed.S embeds with .incbin, Chart.js from Debian's
+# libjs-chart.js among them: the binary fetches nothing at run time.
+CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
+WEB_SRC = $(wildcard web/*.c)
+WEB_OBJ = $(WEB_SRC:%.c=$(B)/%.o) $(B)/web/embed.o
+WEB_LIB = $(B)/libleakscope-web.a
+WEB_LDLIBS = -lmicrohttpd
+
 UNIT_SRC = $(filter-out $(if $(HAVE_EI),,tests/unit/t-erlang-%),$(wildcard tests/unit/t-*.c))
 UNIT_BIN = $(UNIT_SRC:%.c=$(B)/%)
 
@@ -111,8 +120,19 @@ $(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(wildcard lib/*.h) $(wildcard common/
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) $(if $(HAVE_EI),-DLS_HAVE_EI) -c -o $@ $<
 
-$(B)/leakscope: $(CLI_OBJ) $(CNODE_OBJ) $(REPORT_LIB)
-	$(CC) -o $@ $^ $(CNODE_LDLIBS) $(CLI_LDLIBS)
+$(B)/web/%.o: web/%.c $(wildcard web/*.h) $(wildcard lib/*.h) $(wildcard common/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -c -o $@ $<
+
+$(B)/web/embed.o: web/embed.S $(wildcard web/page/*) $(CHARTJS)
+	@mkdir -p $(@D)
+	$(CC) -DCHARTJS='"$(CHARTJS)"' -I. -c -o $@ $<
+
+$(WEB_LIB): $(WEB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/leakscope: $(CLI_OBJ) $(CNODE_OBJ) $(WEB_LIB) $(REPORT_LIB)
+	$(CC) -o $@ $^ $(CNODE_LDLIBS) $(CLI_LDLIBS) $(WEB_LDLIBS)
 
 # --- erlang/ ----------------------------------------------------------------
 
@@ -167,6 +187,10 @@ $(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/t
 $(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a $(REPORT_LIB) tests/unit/tap.h tests/unit/cli-selfmap.h
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(B)/cli-lib.a $(REPORT_LIB) $(CLI_LDLIBS)
+
+$(B)/tests/unit/t-web-%: tests/unit/t-web-%.c $(WEB_LIB) $(REPORT_LIB) tests/unit/tap.h
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -o $@ $< $(WEB_LIB) $(REPORT_LIB) $(CLI_LDLIBS) $(WEB_LDLIBS)
 
 $(B)/tests/unit/t-erlang-%: tests/unit/t-erlang-%.c $(B)/erlang/term.o tests/unit/tap.h
 	@mkdir -p $(@D)

@@ -145,6 +145,14 @@ static int check_args(struct run *r, struct ls_invocation *inv)
 			 "--interval", fmt->name, fmt->noun);
 		return -1;
 	}
+	/* Periodic reports for machines must not be mixed into what the
+	 * command itself writes on stderr while it runs. */
+	if (r->a->interval_ns && fmt != &ls_renderers[0] && !r->a->r.output) {
+		ls_error("--format %s with --interval needs --output FILE (or "
+			 "--output - for stdout): on stderr the reports would be "
+			 "mixed with the command's own output", fmt->name);
+		return -1;
+	}
 	return 0;
 }
 

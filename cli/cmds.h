@@ -35,6 +35,12 @@ struct ls_watch_args {
 	uint64_t count, rows;	/* top */
 };
 
+struct ls_serve_args {
+	const char *listen;
+	int allow_remote;
+	const char *snapshot_dir;
+};
+
 struct ls_help_args {
 	int man;
 };
@@ -47,7 +53,8 @@ struct ls_beam_args {
 
 extern const struct ls_usage ls_run_usage, ls_report_usage, ls_olds_usage,
 	ls_stats_usage, ls_reset_usage, ls_snapshot_usage, ls_watch_usage,
-	ls_top_usage, ls_diff_usage, ls_help_usage, ls_beam_usage;
+	ls_top_usage, ls_diff_usage, ls_help_usage, ls_serve_usage,
+	ls_beam_usage;
 
 int ls_cmd_run(struct ls_invocation *inv);
 int ls_cmd_report(struct ls_invocation *inv);
@@ -59,6 +66,7 @@ int ls_cmd_watch(struct ls_invocation *inv);
 int ls_cmd_top(struct ls_invocation *inv);
 int ls_cmd_diff(struct ls_invocation *inv);
 int ls_cmd_help(struct ls_invocation *inv);
+int ls_cmd_serve(struct ls_invocation *inv);
 int ls_cmd_beam(struct ls_invocation *inv);
 
 void ls_run_defaults(void *args);

@@ -34,6 +34,8 @@ const struct ls_command ls_commands[] = {
 	  &ls_top_usage, ARGS(ls_watch_args), ls_top_defaults, 1 },
 	{ "diff", ls_cmd_diff, LS_CMD_REPORT, &ls_diff_usage,
 	  ARGS(ls_report_args), NULL, 0 },
+	{ "serve", ls_cmd_serve, 0,
+	  &ls_serve_usage, ARGS(ls_serve_args), NULL, 0 },
 	{ "beam", ls_cmd_beam, 0,
 	  &ls_beam_usage, ARGS(ls_beam_args), ls_beam_defaults, 0 },
 	{ "help", ls_cmd_help, 0, &ls_help_usage, ARGS(ls_help_args), NULL, 0 },

@@ -64,14 +64,24 @@ void ls_stack_summary(const struct ls_stack *st, size_t n, char *buf,
 	buf[0] = 0;
 	for (i = 0; i < st->n && i < n && len < cap; i++) {
 		const struct ls_symframe *f = &st->f[i];
+		const char *sep = i ? " < " : "";
 
-		if (f->function)
+		if (!f->function)
+			len += (size_t)snprintf(buf + len, cap - len,
+						"%s0x%" PRIx64, sep, f->addr);
+		else if (!f->line)
 			len += (size_t)snprintf(buf + len, cap - len, "%s%s",
-						i ? " < " : "", f->function);
+						sep, f->function);
+		else if (!i && f->file)	/* two sites of one function differ
+					   by their line */
+			len += (size_t)snprintf(buf + len, cap - len,
+						"%s (%s:%d)", f->function,
+						ls_sym_basename(f->file),
+						f->line);
 		else
 			len += (size_t)snprintf(buf + len, cap - len,
-						"%s0x%" PRIx64, i ? " < " : "",
-						f->addr);
+						"%s%s:%d", sep, f->function,
+						f->line);
 	}
 }
 

@@ -62,8 +62,9 @@ char *ls_short_name(const char *name);
 /* Free st's frames and names and zero it; accepts a zeroed stack. */
 void ls_stack_release(struct ls_stack *st);
 
-/* "fn < caller < caller's caller": the names of st's first n frames,
- * truncated to cap. */
+/* "fn (file.c:12) < caller:40 < caller's caller:7": st's first n
+ * frames with their lines (the first with its file), so that two sites
+ * in one function tell apart; truncated to cap. */
 void ls_stack_summary(const struct ls_stack *st, size_t n, char *buf,
 		      size_t cap);
 

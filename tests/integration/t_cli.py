@@ -262,7 +262,8 @@ def t_watch_top_files():
     r = ls("watch", snap, "--interval", "0.1", "--slices", "2")
     eq(r.returncode, 0, "watch FILE status: " + r.stderr.decode())
     eq(r.stdout.decode().count("[slice "), 2, "two slices of the file")
-    contains(r.stdout.decode(), "Trend over 2 slices", "watch FILE summary")
+    # 2 slices are too few for a label: the file's own history gives them
+    contains(r.stdout.decode(), "Trend from the agent's samples", "watch FILE summary")
 
 
 @check("frames: olds prints a stack's frames exactly as report does; inlined frames marked alike")

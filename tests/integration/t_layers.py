@@ -4,7 +4,8 @@
   programs and links nothing of the CLI);
 - lib/ includes only lib/ and common/ (the report library never depends on
   the command-line layer);
-- cli/ includes cli/, lib/, common/ and erlang/ (the C node behind
+- web/ (the server of `leakscope serve`) includes web/, lib/ and common/;
+- cli/ includes cli/, web/, lib/, common/ and erlang/ (the C node behind
   `leakscope beam`), never agent/;
 - erlang/ includes erlang/, lib/ and common/ (the NIF and the C node are
   clients of the report library, like the CLI);
@@ -26,7 +27,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 ALLOWED = {
     "agent": {"agent", "common"},
     "lib": {"lib", "common"},
-    "cli": {"cli", "lib", "common", "erlang"},
+    "web": {"web", "lib", "common"},
+    "cli": {"cli", "web", "lib", "common", "erlang"},
     "erlang": {"erlang", "lib", "common"},
     "common": {"common"},
 }

@@ -10,6 +10,7 @@ import time
 from harness import (check, once, workload, leakscope, root_report,
                      expect_status, expect_site, expect_no_temporaries,
                      site_function, run_process, need, contains,
+                     exit_snapshot, marker_line,
                      eq, ge, ok, BUILD, LEAKSCOPE)
 
 THREADS = 3000
@@ -219,3 +220,56 @@ def t_dead_pid_postmortem():
     contains(r.stderr.decode(), "use 'leakscope report --postmortem %d'" % p.pid,
              "the error points at the post-mortem file")
     os.unlink(pm)
+
+
+@check("olds: a snapshot with no live block prints none, status 0")
+def t_olds_empty():
+    _, snap = exit_snapshot("noleak")
+    r = run_process([LEAKSCOPE, "olds", snap])
+    eq(r.returncode, 0, "olds status: " + r.stderr.decode())
+    contains(r.stdout.decode(), "0 oldest of 0 live blocks", "what olds says")
+
+
+@check("report -: a snapshot read from a pipe gives the same report as from its file")
+def t_report_stdin():
+    _, snap = exit_snapshot("basic")
+    with open(snap, "rb") as f:
+        data = f.read()
+    from_file = run_process([LEAKSCOPE, "report", "--format", "json", snap])
+    piped = run_process([LEAKSCOPE, "report", "--format", "json", "-"], input=data)
+    eq(piped.returncode, 0, "report - status: " + piped.stderr.decode())
+    eq(piped.stdout, from_file.stdout, "the report from stdin")
+    bad = run_process([LEAKSCOPE, "report", "-"], input=b"not a snapshot")
+    eq((bad.returncode, bad.stderr.decode()),
+       (1, "leakscope: standard input: not a leakscope snapshot\n"), "garbage on stdin")
+
+
+@check("run --interval --format json without --output is refused (it would mix with the command's stderr)")
+def t_interval_json_needs_output():
+    r = run_process([LEAKSCOPE, "run", "--interval", "1", "--format", "json", "--",
+                     workload("basic")])
+    eq(r.returncode, 125, "status")
+    err = r.stderr.decode()
+    ok(err.startswith("leakscope: --format json with --interval needs --output FILE")
+       and err.count("\n") == 1, "one line naming --output: %r" % err)
+
+
+@check("watch --slices 3: labels from the agent's own history; sites named with file:line")
+def t_watch_few_slices():
+    from t_live import start, ls
+    prog = workload("growth")
+    p = start(prog, ["30"])
+    try:
+        time.sleep(7)                   # the agent's history: ~7 samples
+        r = ls("watch", p.pid, "--interval", "0.3", "--slices", "3")
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+    eq(r.returncode, 0, "watch status: " + r.stderr.decode())
+    out = r.stdout.decode()
+    contains(out, "Trend from the agent's samples", "the summary says where labels come from")
+    named = "site_g_linear (growth.c:%d)" % marker_line("growth.c", "site_g_linear")
+    lines = [l for l in out.splitlines() if named in l]
+    ok(lines, "site_g_linear named with its file:line", out)
+    ok(all("unknown" not in l for l in out.split("Trend from")[1].splitlines()),
+       "no site left unknown", out)
