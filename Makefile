@@ -28,6 +28,25 @@ AGENT_LDLIBS = -ldl -lpthread -lm
 CLI_CFLAGS = $(CFLAGS_COMMON) -DLS_LIBDIR='"$(LIBDIR)"' -I/usr/include/libiberty
 CLI_LDLIBS = -ldw -lelf -l:libiberty.a -lz -lm -lpthread
 
+# The eBPF tracer (`leakscope trace`, bpf/) is built when clang, bpftool,
+# libbpf's headers and the kernel's BTF are all here; without them
+# leakscope builds without it and `leakscope trace` says why.
+BPF_CLANG ?= clang
+BPF_STRIP ?= $(shell command -v llvm-strip 2>/dev/null)
+BPFTOOL ?= $(shell PATH="$$PATH:/usr/sbin:/sbin" command -v bpftool 2>/dev/null)
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+HAVE_BPF := $(shell command -v $(BPF_CLANG) >/dev/null 2>&1 && \
+	test -n "$(BPFTOOL)" && test -r $(VMLINUX_BTF) && \
+	test -f /usr/include/bpf/libbpf.h && echo yes)
+ifeq ($(HAVE_BPF),yes)
+BPF_OBJ = $(B)/bpf/trace.o
+CLI_CFLAGS += -DLS_HAVE_BPF
+CLI_LDLIBS += -lbpf
+else
+BPF_OBJ =
+$(info leakscope: building without eBPF tracing: needs clang, bpftool, libbpf-dev and $(VMLINUX_BTF))
+endif
+
 AGENT_SRC = $(wildcard agent/*.c)
 AGENT_OBJ = $(AGENT_SRC:%.c=$(B)/%.o)
 # Everything but the interposed entry points, for unit tests.
@@ -73,15 +92,33 @@ $(B)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -c -o $@ $<
 
-$(REPORT_LIB): $(LIB_OBJ)
+# lib/stackcopy.c reads CFI with the agent's own reader.
+$(REPORT_LIB): $(LIB_OBJ) $(B)/agent/cfi.o
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(wildcard lib/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -c -o $@ $<
 
-$(B)/leakscope: $(CLI_OBJ) $(REPORT_LIB)
+$(B)/leakscope: $(CLI_OBJ) $(BPF_OBJ) $(REPORT_LIB)
 	$(CC) -o $@ $^ $(CLI_LDLIBS)
+
+# bpf/: vmlinux.h is generated from the running kernel's BTF, never kept
+# in the tree; the skeleton embeds the BPF object (debug info stripped,
+# BTF kept).
+$(B)/bpf/vmlinux.h:
+	@mkdir -p $(@D)
+	$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
+
+$(B)/bpf/%.bpf.o: bpf/%.bpf.c bpf/%.h $(B)/bpf/vmlinux.h
+	$(BPF_CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_x86 -I$(B)/bpf -Ibpf -c -o $@ $<
+	$(if $(BPF_STRIP),$(BPF_STRIP) -g $@)
+
+$(B)/bpf/%.skel.h: $(B)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
+
+$(B)/bpf/trace.o: bpf/trace.c bpf/trace.h bpf/tracer.h $(B)/bpf/trace.skel.h $(wildcard lib/*.h)
+	$(CC) $(CLI_CFLAGS) -I$(B)/bpf -c -o $@ $<
 
 $(B)/cli-lib.a: $(CLI_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -16,6 +16,7 @@ int ls_cmd_stats(int argc, char **argv);
 int ls_cmd_olds(int argc, char **argv);
 int ls_cmd_watch(int argc, char **argv);
 int ls_cmd_top(int argc, char **argv);
+int ls_cmd_trace(int argc, char **argv);
 
 /* Long options every reporting command takes; values >= 0x100. */
 enum {

@@ -25,6 +25,7 @@ static const struct command commands[] = {
 	{ "snapshot", ls_cmd_snapshot, "save a running process's state to a file" },
 	{ "watch", ls_cmd_watch, "slices of a running process's growth, then each site's trend" },
 	{ "top", ls_cmd_top, "a live view of the fastest growing sites" },
+	{ "trace", ls_cmd_trace, "trace allocations or growth with eBPF, from outside" },
 };
 
 static void usage(FILE *out)

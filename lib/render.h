@@ -35,6 +35,12 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		   struct ls_stack *st);
 void ls_stack_release(struct ls_stack *st);
 
+/* s with control characters shown as '?': strings come from the traced
+ * program and its files, and must not drive the terminal. */
+void ls_put_safe(FILE *out, const char *s);
+/* "function+0xoff [module]" ("0xaddr [module]" when unknown). */
+void ls_put_frame_name(FILE *out, const struct ls_symframe *f);
+
 /* Age of a block at snapshot time, 0 for a clock that went backwards. */
 uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
 			 const struct ls_block *b);
@@ -42,5 +48,7 @@ uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
 int ls_render_text(const struct ls_render_ctx *ctx);
 int ls_render_json(const struct ls_render_ctx *ctx);
 int ls_render_folded(const struct ls_render_ctx *ctx);
+/* bcc memleak's shape (render_memleak.c), `leakscope trace`'s default. */
+int ls_render_memleak(const struct ls_render_ctx *ctx);
 
 #endif /* LEAKSCOPE_RENDER_H */

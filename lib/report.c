@@ -439,6 +439,9 @@ int ls_report_render_with(FILE *out, const struct ls_report *rep,
 	case LS_FORMAT_FOLDED:
 		ret = ls_render_folded(&ctx);
 		break;
+	case LS_FORMAT_MEMLEAK:
+		ret = ls_render_memleak(&ctx);
+		break;
 	default:
 		ret = ls_render_text(&ctx);
 		break;

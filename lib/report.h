@@ -18,6 +18,7 @@ enum ls_format {
 	LS_FORMAT_TEXT = 0,
 	LS_FORMAT_JSON,
 	LS_FORMAT_FOLDED,
+	LS_FORMAT_MEMLEAK,	/* bcc memleak's shape (`leakscope trace`) */
 };
 
 struct ls_report_opts {

@@ -766,3 +766,11 @@ const struct ls_site *ls_snapshot_site(const struct ls_snapshot *snap,
 			return &snap->sites[i];
 	return NULL;
 }
+
+const char *ls_site_kind_name(uint32_t kind)
+{
+	static const char *const names[] = { "heap", "mmap", "brk", "fault",
+					      "kernel" };
+
+	return kind <= LSNAP_KIND_MAX ? names[kind] : "unknown";
+}

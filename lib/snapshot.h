@@ -95,4 +95,7 @@ void ls_snapshot_release(struct ls_snapshot *snap);
 const struct ls_site *ls_snapshot_site(const struct ls_snapshot *snap,
 				       uint32_t id);
 
+/* "heap", "mmap", "brk", "fault", "kernel" (enum lsnap_site_kind). */
+const char *ls_site_kind_name(uint32_t kind);
+
 #endif /* LEAKSCOPE_SNAPSHOT_H */

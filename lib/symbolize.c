@@ -15,6 +15,7 @@
 #include <string.h>
 #include <demangle.h>
 #include "symbolize.h"
+#include "kallsyms.h"
 
 #define VDSO_NAME "linux-vdso.so.1"
 
@@ -45,6 +46,9 @@ struct ls_symbolizer {
 
 	char **strs;		/* interned strings, open addressing */
 	size_t strs_cap, strs_used;
+
+	struct ls_kallsyms *ksyms;	/* read when a kernel frame comes */
+	int ksyms_tried;
 };
 
 static char *debuginfo_path;	/* NULL: libdwfl's default search path */
@@ -171,6 +175,7 @@ void ls_symbolizer_free(struct ls_symbolizer *s)
 	for (i = 0; i < s->strs_cap; i++)
 		free(s->strs[i]);
 	free(s->strs);
+	ls_kallsyms_free(s->ksyms);
 	free(s->mods);
 	free(s->cache);
 	free(s->frames);
@@ -357,6 +362,30 @@ static void line_of(struct ls_symbolizer *s, Dwfl_Module *mod, uint64_t pc,
 		*line = 0;
 }
 
+/* A kernel return address (the eBPF tracer's kernel stacks), through
+ * /proc/kallsyms: the function holding the call, offset from addr. */
+static size_t resolve_kernel(struct ls_symbolizer *s, uint64_t addr,
+			     const char *modpath, struct ls_symframe *fr)
+{
+	const char *name, *mod;
+	uint64_t off;
+
+	if (!s->ksyms_tried) {
+		s->ksyms_tried = 1;
+		s->ksyms = ls_kallsyms_load(NULL);
+	}
+	fr[0].addr = addr;
+	fr[0].module = modpath;
+	name = ls_kallsyms_find(s->ksyms, addr ? addr - 1 : 0, &off, &mod);
+	if (name) {
+		fr[0].function = intern(s, name);
+		fr[0].offset = off + 1;
+		if (mod[0])
+			fr[0].module = intern(s, mod);
+	}
+	return 1;
+}
+
 /* Symbolize addr from scratch into fr; returns the frame count. */
 static size_t resolve(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		      struct ls_symframe *fr)
@@ -373,6 +402,8 @@ static size_t resolve(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 	memset(fr, 0, LS_SYM_MAX_FRAMES * sizeof(*fr));
 	if (idx >= 0 && s->snap->modules[idx].path[0])
 		modpath = intern(s, s->snap->modules[idx].path);
+	if (modpath && !strcmp(modpath, LS_KERNEL_MODULE))
+		return resolve_kernel(s, addr, modpath, fr);
 	if (idx < 0 || !open_module(s, (size_t)idx)) {
 		fr[0].addr = addr;
 		fr[0].module = modpath;
