@@ -633,11 +633,29 @@ static void announce(const struct trace *tr)
 	fflush(stderr);
 }
 
+/* Gone, or a zombie its parent has not reaped yet (nothing left to
+ * trace then either). */
+static int pid_gone(int pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	int gone = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		gone = p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	fclose(f);
+	return gone;
+}
+
 static int target_gone(struct trace *tr)
 {
 	if (tr->child)
 		return child_poll(tr);
-	return tr->t.pid && kill(tr->t.pid, 0) && errno == ESRCH;
+	return tr->t.pid && pid_gone(tr->t.pid);
 }
 
 static int loop(struct trace *tr)
