@@ -1,54 +1,132 @@
 /*
- * render.h - what report.c shares with the renderers (render_text.c,
- * render_json.c, render_folded.c).  Internal to the command-line tool.
+ * render.h - printing a report (report.h): the table of renderers.
  *
- * A renderer prints one report to ctx->out and returns 0, or a negative
- * errno (-ENOMEM); report.c checks the stream for write errors afterwards.
+ * A renderer is a row {name, render, stats, needs}: render prints one
+ * report to ctx->out and returns 0 or a negative errno (-ENOMEM); write
+ * errors on the stream are checked by ls_report_render() afterwards.
+ * stats, when not NULL, prints a snapshot's figures without sites
+ * (`leakscope stats`).  needs says what the renderer needs (LS_NEEDS_*);
+ * the command-line layer applies it.  Renderers take their frames from
+ * ls_render_stack(), which applies the user's stack options (depth,
+ * names, runtime frames), and format single frames with stack.h.
+ *
+ * Adding a format = one row in ls_renderers[] (render.c), its function
+ * declared below, and its file lib/render_NAME.c.  Nothing else: the
+ * option parser, --help, the man page and every reporting command take
+ * their formats from the table.
  */
 #ifndef LEAKSCOPE_RENDER_H
 #define LEAKSCOPE_RENDER_H
 
 #include <stdio.h>
 #include "report.h"
+#include "stack.h"
 #include "symbolize.h"
+#include "flamegraph.h"
 
 struct ls_render_ctx {
 	FILE *out;
 	const struct ls_report *rep;
 	const struct ls_report_opts *opts;
-	struct ls_symbolizer *sym;
+	struct ls_symbolizer *sym;	/* for rep->snap */
 };
 
-/* A symbolized stack: every raw frame expanded to its inline chain. */
-struct ls_stack {
-	struct ls_symframe *f;	/* innermost (allocating caller) first */
-	size_t n, cap;
+/* What a renderer needs (struct ls_renderer.needs). */
+#define LS_NEEDS_SYMBOLS 0x1	/* a symbolizer in ctx->sym */
+#define LS_NEEDS_OWN_FILE 0x2	/* a whole document: one report per file,
+				   never several on one stream */
+#define LS_NEEDS_NOT_TTY 0x4	/* binary: never to a terminal */
+
+struct ls_renderer {
+	const char *name;	/* --format NAME */
+	const char *help;	/* one line, for --help and the man page */
+	int (*render)(const struct ls_render_ctx *ctx);
+	int (*stats)(FILE *out, const struct ls_snapshot *snap);
+	unsigned needs;
 };
 
-/*
- * Symbolize site's frames into st (which starts zeroed, and is reused
- * across calls: only the count is reset).  Frames of the agent itself,
- * a module whose name starts with "libleakscope", are left out.  Returns
- * 0 or -ENOMEM.  Strings belong to the symbolizer.
- */
-int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
-		   struct ls_stack *st);
-void ls_stack_release(struct ls_stack *st);
+/* The rows, ending with a row whose name is NULL; the first is the
+ * default (text). */
+extern const struct ls_renderer ls_renderers[];
 
-/* s with control characters shown as '?': strings come from the traced
- * program and its files, and must not drive the terminal. */
-void ls_put_safe(FILE *out, const char *s);
-/* "function+0xoff [module]" ("0xaddr [module]" when unknown). */
-void ls_put_frame_name(FILE *out, const struct ls_symframe *f);
+/* The row called name, or NULL. */
+const struct ls_renderer *ls_renderer_find(const char *name);
+/* opts->format, or the default when it is NULL. */
+const struct ls_renderer *ls_renderer_of(const struct ls_report_opts *opts);
 
-/* Age of a block at snapshot time, 0 for a clock that went backwards. */
-uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
-			 const struct ls_block *b);
-
+/* The renderers. */
 int ls_render_text(const struct ls_render_ctx *ctx);
 int ls_render_json(const struct ls_render_ctx *ctx);
 int ls_render_folded(const struct ls_render_ctx *ctx);
+int ls_render_stats_text(FILE *out, const struct ls_snapshot *snap);
+int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
+/* An interactive SVG flame graph (docs/FLAMEGRAPH.md). */
+int ls_render_svg(const struct ls_render_ctx *ctx);
+/* Binary: a gzip-compressed pprof Profile (docs/PPROF.md). */
+int ls_render_pprof(const struct ls_render_ctx *ctx);
 /* bcc memleak's shape (render_memleak.c), `leakscope trace`'s default. */
 int ls_render_memleak(const struct ls_render_ctx *ctx);
+
+/*
+ * Add a symbolized stack (innermost first, as ls_stack_build() gives it)
+ * to a flame graph with the figures v: each frame named "function
+ * [module]", "[module]" when the function is unknown, "0xADDR" when no
+ * module holds it; inlined frames of kind LS_FLAME_KIND_INLINE, libc,
+ * libstdc++ and the loader LS_FLAME_KIND_RUNTIME.  For every producer of
+ * flame graphs from symbolized stacks (the report, diff).  Returns 0,
+ * -ENOMEM or what ls_flame_add() returns.
+ */
+int ls_flame_add_symstack(struct ls_flame *fg, const struct ls_stack *st,
+			  const struct ls_flame_value *v);
+
+/*
+ * JSON pieces the renderers of reports and of diffs (render_diff.c)
+ * share: ls_json_frame, a frame object; ls_json_process, the process
+ * members (pid ... threads) of docs/JSON-REPORT.md; ls_json_filters, its
+ * "filters" object.
+ */
+struct ls_json;
+void ls_json_frame(struct ls_json *j, const struct ls_symframe *f);
+void ls_json_process(struct ls_json *j, const struct ls_snapshot *s);
+void ls_json_filters(struct ls_json *j, const struct ls_report_opts *o);
+
+/* Flush out after a renderer returned ret: ret, or the write error. */
+int ls_render_finish(FILE *out, int ret);
+
+/*
+ * Site's stack as the user asked for it (opts: depth, names, runtime
+ * frames), into st (reused across calls, as ls_stack_build).  0 or
+ * -ENOMEM.
+ */
+int ls_render_stack(const struct ls_render_ctx *ctx,
+		    const struct ls_site *site, struct ls_stack *st);
+
+/*
+ * Print the report to out in its format (opts->format).  Symbolizes
+ * through sym when not NULL (a symbolizer the caller keeps, so that
+ * several reports share its caches), else through one made for the
+ * purpose.  Returns 0, or a negative errno when writing failed.
+ */
+int ls_report_render(FILE *out, const struct ls_report *rep,
+		     const struct ls_report_opts *opts,
+		     struct ls_symbolizer *sym);
+
+/*
+ * `leakscope olds`: the n oldest blocks of snap (which needs its block
+ * list; its blocks are sorted oldest first in place) with their stacks,
+ * as text.  0, -ENODATA without a block list, -ENOMEM.
+ */
+int ls_render_olds(FILE *out, struct ls_snapshot *snap,
+		   const struct ls_report_opts *opts, struct ls_symbolizer *sym,
+		   size_t n);
+
+/*
+ * The first three frames of site's stack, "fn < caller < caller's
+ * caller", into buf (`watch`, `top`); without sym, an empty string.
+ * 0 or -ENOMEM.
+ */
+int ls_render_site_summary(struct ls_symbolizer *sym,
+			   const struct ls_report_opts *opts,
+			   const struct ls_site *site, char *buf, size_t cap);
 
 #endif /* LEAKSCOPE_RENDER_H */

@@ -29,11 +29,20 @@ static const char *unit(uint32_t kind, int64_t n)
 	return n == 1 ? one[kind] : many[kind];
 }
 
+/* memleak's frame: "function+0xOFF [module]", no source line. */
 static void put_frame(FILE *out, const struct ls_symframe *f)
 {
 	fputs("\t\t ", out);
-	ls_put_frame_name(out, f);
-	fputs(f->inlined ? " (inlined)\n" : "\n", out);
+	if (f->function) {
+		ls_put_safe(out, f->function);
+		if (!f->inlined)
+			fprintf(out, "+0x%" PRIx64, f->offset);
+	} else {
+		fprintf(out, "0x%" PRIx64, f->addr);
+	}
+	fputs(" [", out);
+	ls_put_safe(out, f->module ? ls_sym_basename(f->module) : "unknown");
+	fputs(f->inlined ? "] (inlined)\n" : "]\n", out);
 }
 
 static int put_site(const struct ls_render_ctx *c,
@@ -47,7 +56,7 @@ static int put_site(const struct ls_render_ctx *c,
 			r->blocks[i]->addr, r->blocks[i]->size);
 	fprintf(c->out, "\t%" PRId64 " bytes in %" PRId64 " %s from stack\n",
 		r->live_bytes, r->live_blocks, unit(r->site->kind, r->live_blocks));
-	ret = ls_stack_build(c->sym, r->site, st);
+	ret = ls_render_stack(c, r->site, st);
 	if (ret)
 		return ret;
 	for (i = 0; i < st->n; i++)

@@ -3,8 +3,7 @@
  *
  * ls_report_build() applies the user's filters to a struct ls_snapshot and
  * produces a sorted list of sites with the figures to print; the renderers
- * (text, json, folded) print one.  Symbolization happens here, once per
- * distinct address, through symbolize.h.
+ * (render.h) print one.  Nothing here symbolizes or prints.
  */
 #ifndef LEAKSCOPE_REPORT_H
 #define LEAKSCOPE_REPORT_H
@@ -13,16 +12,12 @@
 #include <stdint.h>
 #include "snapshot.h"
 #include "trend.h"
+#include "flamegraph.h"
 
-enum ls_format {
-	LS_FORMAT_TEXT = 0,
-	LS_FORMAT_JSON,
-	LS_FORMAT_FOLDED,
-	LS_FORMAT_MEMLEAK,	/* bcc memleak's shape (`leakscope trace`) */
-};
+struct ls_renderer;
 
 struct ls_report_opts {
-	enum ls_format format;
+	const struct ls_renderer *format;	/* render.h; NULL = text */
 	size_t top;		/* 0 = all sites */
 	uint64_t min_age_ns;	/* only blocks at least this old */
 	uint64_t min_size;	/* only blocks of at least this size */
@@ -30,6 +25,13 @@ struct ls_report_opts {
 	int show_allocs;	/* list each block (addr, size, age) */
 	int growing;		/* only linear or exponential growth */
 	int need_blocks;	/* derived: a filter needs per-block data */
+	/* How stacks are shown (render.h, ls_render_stack). */
+	unsigned depth;		/* frames shown at most; 0 = all */
+	int full_names;		/* C++ template arguments in full */
+	int hide_runtime;	/* drop libc/libstdc++/ld.so frames around
+				   the program's own */
+	struct ls_flame_opts svg;	/* --format svg: title, count, inverted,
+					   colors (subtitle NULL: the process) */
 };
 
 struct ls_report_site {
@@ -72,26 +74,6 @@ void ls_report_opts_finish(struct ls_report_opts *opts);
 int ls_report_build(const struct ls_snapshot *snap,
 		    const struct ls_report_opts *opts, struct ls_report *rep);
 void ls_report_release(struct ls_report *rep);
-
-/*
- * Print the report to out in opts->format.  Symbolizes through a
- * symbolizer built for rep->snap.  Returns 0, or a negative errno when
- * writing failed.
- */
-int ls_report_render(FILE *out, const struct ls_report *rep,
-		     const struct ls_report_opts *opts);
-
-/*
- * Same, through a symbolizer the caller owns (built for rep->snap), so
- * that several reports of one process share its caches.
- */
-struct ls_symbolizer;
-int ls_report_render_with(FILE *out, const struct ls_report *rep,
-			  const struct ls_report_opts *opts,
-			  struct ls_symbolizer *sym);
-
-/* The stats object (docs/JSON-REPORT.md) of a snapshot, one line. */
-int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
 
 /*
  * The allocated-bytes threshold test used by --fail-on-leak: nonzero when

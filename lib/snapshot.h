@@ -95,6 +95,10 @@ void ls_snapshot_release(struct ls_snapshot *snap);
 const struct ls_site *ls_snapshot_site(const struct ls_snapshot *snap,
 				       uint32_t id);
 
+/* Age of a block at snapshot time, 0 for a clock that went backwards. */
+uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
+			 const struct ls_block *b);
+
 /* "heap", "mmap", "brk", "fault", "kernel" (enum lsnap_site_kind). */
 const char *ls_site_kind_name(uint32_t kind);
 

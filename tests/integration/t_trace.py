@@ -314,7 +314,8 @@ def expect_error(argv, pattern, status=125):
     r = subprocess.run([LEAKSCOPE, "trace"] + argv, capture_output=True,
                        timeout=TIMEOUT)
     err = r.stderr.decode()
-    if r.returncode != status or not re.fullmatch(pattern + r"\n", err):
+    see = r"( \(see 'leakscope trace --help'\))?"
+    if r.returncode != status or not re.fullmatch(pattern + see + r"\n", err):
         fail("leakscope trace %s" % " ".join(argv),
              "status %d and one line /%s/" % (status, pattern),
              "status %d, stderr %r" % (r.returncode, err))

@@ -15,14 +15,25 @@
  * so that the probes are in place before its first instruction and its
  * module map is read before it is gone; its exit status becomes ours.
  */
-#include "cmd.h"
-#include "../lib/util.h"
+#include "cli.h"
+#include "cmds.h"
 
 #ifndef LS_HAVE_BPF
-int ls_cmd_trace(int argc, char **argv)
+const struct ls_usage ls_trace_usage = {
+	"trace", "[OPTIONS] [-p PID | -c CMD | -- CMD [ARGS...]] [INTERVAL [COUNT]]",
+	"trace allocations or growth with eBPF, from outside the process",
+	"Not available: this leakscope was built without eBPF.",
+	(const struct ls_option *const[]){ NULL }, NULL,
+};
+
+void ls_trace_defaults(void *args)
 {
-	(void)argc;
-	(void)argv;
+	(void)args;
+}
+
+int ls_cmd_trace(struct ls_invocation *inv)
+{
+	(void)inv;
 	ls_error("this leakscope was built without eBPF tracing (clang, "
 		 "bpftool, libbpf-dev or the kernel's BTF were missing at "
 		 "build time)");
@@ -42,7 +53,6 @@ int ls_cmd_trace(int argc, char **argv)
 #include <time.h>
 #include <unistd.h>
 #include <wordexp.h>
-#include "cmd.h"
 #include "../bpf/tracer.h"
 #include "../lib/stackcopy.h"
 #include "../lib/tracemodel.h"
@@ -50,15 +60,11 @@ int ls_cmd_trace(int argc, char **argv)
 
 struct trace {
 	struct ls_tracer_opts t;
-	struct ls_report_opts ropts;
-	const char *output;
-	const char *command;	/* -c */
+	struct ls_trace_args *a;
 	char **argv;		/* -- CMD ARGS, or -c split */
 	wordexp_t words;
 	int have_words;
 	uint64_t interval_ns, count;
-	int print_trace;	/* -t */
-	int interval_given;
 
 	pid_t child;		/* -c / --: ours, under ptrace */
 	int child_status;
@@ -78,79 +84,126 @@ static void on_stop(int sig)
 	stop_requested = 1;
 }
 
-enum {
-	OPT_EVENT = LS_OPT_REPORT_END,
-	OPT_COMBINED,
-	OPT_WA_MISSING_FREE,
-	OPT_PREFIX,
-	OPT_PERCPU,
-	OPT_STACK_MODE,
-	OPT_STACK_BYTES,
-	OPT_SAMPLE_RATE,
-	OPT_HELP,
+#define TA(field) LS_ARG(struct ls_trace_args, field)
+
+/* memleak's options (short names, -o in milliseconds) and the report
+ * options trace shares with the other commands. */
+static const struct ls_option trace_options[] = {
+	{ .kind = LS_OPT_UINT, .short_name = 'p', .long_name = "pid",
+	  .offset = TA(pid), .argh = "PID",
+	  .help = "the process to trace (started without leakscope)",
+	  .flags = LS_OPTF_NONZERO, .max = INT_MAX, .want = "a process id" },
+	{ .kind = LS_OPT_STRING, .short_name = 'c', .long_name = "command",
+	  .offset = TA(command), .argh = "CMD",
+	  .help = "run CMD (split as a shell would, no expansion) and trace it",
+	  .want = "a command" },
+	{ .kind = LS_OPT_STRING, .long_name = "event", .offset = TA(event),
+	  .argh = "WHAT",
+	  .help = "alloc (default: the allocator's calls), brk, mmap,\n"
+		  "page-fault, kernel (kmem tracepoints, kernel stacks)",
+	  .want = "alloc, brk, mmap, page-fault or kernel" },
+	{ .kind = LS_OPT_FLAG, .short_name = 't', .long_name = "trace",
+	  .offset = TA(print_trace),
+	  .help = "print every recorded call on stderr" },
+	{ .kind = LS_OPT_FLAG, .short_name = 'a', .long_name = "show-allocs",
+	  .offset = TA(r.ropts.show_allocs),
+	  .help = "list the outstanding blocks (address, size) of each stack" },
+	{ .kind = LS_OPT_MS, .short_name = 'o', .long_name = "older",
+	  .offset = TA(r.ropts.min_age_ns), .argh = "MS",
+	  .help = "only blocks at least MS milliseconds old",
+	  .want = "milliseconds" },
+	{ .kind = LS_OPT_SIZE, .short_name = 's', .long_name = "sample-rate",
+	  .offset = TA(sample_rate), .argh = "BYTES",
+	  .help = "sample blocks by bytes, one every BYTES on average\n"
+		  "(unbiased estimates, docs/SAMPLING.md)",
+	  .flags = LS_OPTF_NONZERO, .want = "a size such as 512KiB" },
+	{ .kind = LS_OPT_UINT, .short_name = 'T', .long_name = "top",
+	  .offset = TA(r.top), .argh = "N",
+	  .help = "only the N stacks holding the most (default 10)",
+	  .flags = LS_OPTF_NONZERO, .want = "a positive number of stacks" },
+	{ .kind = LS_OPT_SIZE, .short_name = 'z', .long_name = "min-size",
+	  .offset = TA(r.ropts.min_size), .argh = "BYTES",
+	  .help = "only blocks of at least BYTES (filtered in the kernel)",
+	  .want = "a size such as 4096 or 64KiB" },
+	{ .kind = LS_OPT_SIZE, .short_name = 'Z', .long_name = "max-size",
+	  .offset = TA(r.ropts.max_size), .argh = "BYTES",
+	  .help = "only blocks of at most BYTES (filtered in the kernel)",
+	  .flags = LS_OPTF_NONZERO, .want = "a positive size" },
+	{ .kind = LS_OPT_STRING, .short_name = 'O', .long_name = "obj",
+	  .offset = TA(obj), .argh = "OBJ",
+	  .help = "the allocator's object (default: the process's libc)",
+	  .want = "a file" },
+	{ .kind = LS_OPT_STRING, .long_name = "symbols-prefix",
+	  .offset = TA(prefix), .argh = "PREFIX",
+	  .help = "the allocator's functions are PREFIXmalloc... (je_)",
+	  .want = "a prefix" },
+	{ .kind = LS_OPT_FLAG, .long_name = "combined-only",
+	  .offset = TA(combined_only),
+	  .help = "per-stack totals only (memleak's; never a block list)" },
+	{ .kind = LS_OPT_FLAG, .long_name = "wa-missing-free",
+	  .offset = TA(wa_missing_free),
+	  .help = "accepted for memleak: a block allocated again at an\n"
+		  "address replaces the one whose free was missed, always" },
+	{ .kind = LS_OPT_FLAG, .long_name = "percpu", .offset = TA(percpu),
+	  .help = "--event kernel: percpu allocations too" },
+	{ .kind = LS_OPT_STRING, .long_name = "stack-mode",
+	  .offset = TA(stack_mode), .argh = "MODE",
+	  .help = "copy (default: the stack is copied and unwound with\n"
+		  "CFI in user space) or fp (frame pointers, in the kernel)",
+	  .want = "copy or fp" },
+	{ .kind = LS_OPT_SIZE, .long_name = "stack-bytes",
+	  .offset = TA(stack_bytes), .argh = "BYTES",
+	  .help = "user stack copied per event (default 8192)",
+	  .min = 64, .max = LS_TRACE_MAX_STACK, .want = "64 to 16384" },
+	{ .kind = LS_OPT_FLAG, .short_name = 'v', .long_name = "verbose",
+	  .offset = TA(verbose),
+	  .help = "libbpf's messages, and the tracer's counters at the end" },
+	{ .kind = LS_OPT_END },
 };
 
-static const struct option trace_longopts[] = {
-	LS_REPORT_LONGOPTS,
-	{ "pid", required_argument, NULL, 'p' },
-	{ "trace", no_argument, NULL, 't' },
-	{ "older", required_argument, NULL, 'o' },
-	{ "command", required_argument, NULL, 'c' },
-	{ "sample-rate", required_argument, NULL, 's' },
-	{ "obj", required_argument, NULL, 'O' },
-	{ "event", required_argument, NULL, OPT_EVENT },
-	{ "combined-only", no_argument, NULL, OPT_COMBINED },
-	{ "wa-missing-free", no_argument, NULL, OPT_WA_MISSING_FREE },
-	{ "symbols-prefix", required_argument, NULL, OPT_PREFIX },
-	{ "percpu", no_argument, NULL, OPT_PERCPU },
-	{ "stack-mode", required_argument, NULL, OPT_STACK_MODE },
-	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
+/* --format and --output as every reporting command has them. */
+static const struct ls_option trace_report_options[] = {
+	{ .kind = LS_OPT_FORMAT, .long_name = "format",
+	  .offset = TA(r.ropts.format), .argh = "FORMAT",
+	  .help = "report format (default memleak)" },
+	{ .kind = LS_OPT_STRING, .long_name = "output", .offset = TA(r.output),
+	  .argh = "FILE",
+	  .help = "write each report to FILE, whole ('-': stdout)",
+	  .want = "a file name" },
+	{ .kind = LS_OPT_END },
 };
 
-static void usage(FILE *out)
+const struct ls_usage ls_trace_usage = {
+	"trace", "[OPTIONS] [-p PID | -c CMD | -- CMD [ARGS...]] [INTERVAL [COUNT]]",
+	"trace allocations or growth with eBPF, from outside the process",
+	"Trace a process started without leakscope (-p), or a command it\n"
+	"starts, from outside with eBPF: nothing is injected, any allocator\n"
+	"works, and stacks are whole without frame pointers.  bcc memleak's\n"
+	"command line works unchanged and its report shape is the default.\n"
+	"--event brk, mmap and page-fault give Gregg's growth views (with\n"
+	"--format svg, his flame graphs); --event kernel traces the kernel's\n"
+	"allocators, system-wide or for -p.  A report is printed every\n"
+	"INTERVAL seconds (default 5 in memleak's format, else only at the\n"
+	"end), COUNT times at most, and when the process ends or on Ctrl+C.\n"
+	"Needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF.",
+	(const struct ls_option *const[]){ trace_options, trace_report_options,
+					   ls_stack_options, ls_flame_options,
+					   ls_flame_count_option, NULL },
+	"docs/EBPF.md describes the design and its costs.",
+};
+
+void ls_trace_defaults(void *args)
 {
-	fputs("usage: leakscope trace [-p PID | -c \"CMD\" | -- CMD [ARGS...]] "
-	      "[options] [interval [count]]\n\n"
-	      "Trace outstanding allocations (or growth) with eBPF, from "
-	      "outside the process.\n\n"
-	      "  -p, --pid PID          the process to trace (started without "
-	      "leakscope)\n"
-	      "  -c, --command CMD      run CMD and trace it (also: -- CMD ARGS)\n"
-	      "      --event WHAT       alloc (default), brk, mmap, page-fault, "
-	      "kernel\n"
-	      "  -t, --trace            print every allocation and free\n"
-	      "  -a, --show-allocs      list outstanding blocks with each stack\n"
-	      "  -o, --older MS         only blocks at least MS milliseconds old\n"
-	      "  -s, --sample-rate B    sample blocks by bytes, mean B "
-	      "(estimates, unbiased)\n"
-	      "  -T, --top N            the N stacks holding most (default 10)\n"
-	      "  -z, --min-size B       only blocks of at least B bytes\n"
-	      "  -Z, --max-size B       only blocks of at most B bytes\n"
-	      "  -O, --obj OBJ          the allocator's object (default: the "
-	      "process's libc)\n"
-	      "      --symbols-prefix P allocator names start with P (je_)\n"
-	      "      --combined-only    per-stack totals only (no block list)\n"
-	      "      --wa-missing-free  accepted for memleak (always on)\n"
-	      "      --percpu           kernel: percpu allocations too\n"
-	      "      --stack-mode M     copy (CFI in user space, default) or fp\n"
-	      "      --stack-bytes N    user stack bytes copied per event "
-	      "(default 8192, max 16384)\n"
-	      "      --format F         memleak (default), text, json, folded\n"
-	      "      --output FILE      write the report there (rewritten at "
-	      "each interval)\n"
-	      "  -v, --verbose          show libbpf's messages\n\n"
-	      "interval: seconds between reports (default 5 for memleak's "
-	      "format,\nelse one report at the end); count: reports before "
-	      "exiting.\nNeeds root (or CAP_BPF and CAP_PERFMON) and a kernel "
-	      "with BTF.\n", out);
+	struct ls_trace_args *a = args;
+
+	a->r.top = 10;
+	a->stack_bytes = 8192;
 }
 
 static int bad(const char *opt, const char *arg, const char *want)
 {
-	ls_error("invalid value '%s' for %s: expected %s", arg, opt, want);
+	ls_usage_error(&ls_trace_usage, "invalid value '%s' for %s: expected %s",
+		       arg, opt, want);
 	return -1;
 }
 
@@ -160,174 +213,77 @@ static int parse_event(struct trace *tr, const char *arg)
 					     "page-fault", "kernel" };
 	size_t i;
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	for (i = 0; arg && i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(arg, names[i])) {
 			tr->t.what = (enum ls_tracer_what)i;
 			return 0;
 		}
-	return bad("--event", arg, "alloc, brk, mmap, page-fault or kernel");
+	return arg ? bad("--event", arg, "alloc, brk, mmap, page-fault or "
+			 "kernel") : 0;
 }
 
-static int parse_pid(struct trace *tr, const char *arg)
+static int parse_stack_mode(struct trace *tr, const char *arg)
 {
-	uint64_t v;
-
-	if (ls_parse_count(arg, &v) || !v || v > INT_MAX)
-		return bad("--pid", arg, "a process id");
-	tr->t.pid = (int)v;
+	if (!arg || !strcmp(arg, "copy"))
+		tr->t.stack_mode = LS_STACK_COPY;
+	else if (!strcmp(arg, "fp"))
+		tr->t.stack_mode = LS_STACK_FP;
+	else
+		return bad("--stack-mode", arg, "copy or fp");
 	return 0;
 }
 
-static int parse_short(struct trace *tr, int c, const char *arg)
+/* INTERVAL [COUNT] (a number first), else the command to run. */
+static int parse_args(struct trace *tr, int argc, char **argv)
 {
 	uint64_t v;
 
-	switch (c) {
-	case 'p':
-		return parse_pid(tr, arg);
-	case 't':
-		tr->print_trace = 1;
+	if (!argc)
 		return 0;
-	case 'a':
-		tr->ropts.show_allocs = 1;
-		return 0;
-	case 'o':
-		if (ls_parse_count(arg, &v) || v > UINT64_MAX / 1000000)
-			return bad("--older", arg, "milliseconds");
-		tr->ropts.min_age_ns = v * 1000000;
-		return 0;
-	case 'c':
-		tr->command = arg;
-		return 0;
-	case 's':
-		if (ls_parse_size(arg, &v) || !v)
-			return bad("--sample-rate", arg, "a size such as 512KiB");
-		tr->t.sample_rate = v;
-		return 0;
-	case 'T':
-		if (ls_parse_count(arg, &v) || !v)
-			return bad("--top", arg, "a positive number of stacks");
-		tr->ropts.top = (size_t)v;
-		return 0;
-	case 'z':
-		if (ls_parse_size(arg, &v))
-			return bad("--min-size", arg, "a size");
-		tr->t.min_size = tr->ropts.min_size = v;
-		return 0;
-	case 'Z':
-		if (ls_parse_size(arg, &v) || !v)
-			return bad("--max-size", arg, "a positive size");
-		tr->t.max_size = tr->ropts.max_size = v;
-		return 0;
-	case 'O':
-		tr->t.obj = arg;
-		return 0;
-	case 'v':
-		tr->t.verbose = 1;
+	if (ls_parse_seconds(argv[0], &tr->interval_ns)) {
+		tr->argv = argv;
 		return 0;
 	}
-	return 1;
-}
-
-static int parse_long(struct trace *tr, int c, const char *arg)
-{
-	uint64_t v;
-
-	switch (c) {
-	case OPT_EVENT:
-		return parse_event(tr, arg);
-	case OPT_COMBINED:
-		tr->ropts.show_allocs = 0;
-		return 0;
-	case OPT_WA_MISSING_FREE:
-		return 0;	/* a block allocated again replaces the old */
-	case OPT_PREFIX:
-		tr->t.prefix = arg;
-		return 0;
-	case OPT_PERCPU:
-		tr->t.percpu = 1;
-		return 0;
-	case OPT_STACK_MODE:
-		if (!strcmp(arg, "copy"))
-			tr->t.stack_mode = LS_STACK_COPY;
-		else if (!strcmp(arg, "fp"))
-			tr->t.stack_mode = LS_STACK_FP;
-		else
-			return bad("--stack-mode", arg, "copy or fp");
-		return 0;
-	case OPT_STACK_BYTES:
-		if (ls_parse_size(arg, &v) || v < 64 || v > LS_TRACE_MAX_STACK)
-			return bad("--stack-bytes", arg, "64 to 16384");
-		tr->t.stack_bytes = (uint32_t)v;
-		return 0;
+	if (argc > 2) {
+		ls_usage_error(&ls_trace_usage, "unexpected argument '%s'", argv[2]);
+		return -1;
 	}
-	return 1;
-}
-
-static int parse_format(struct trace *tr, const char *arg)
-{
-	if (!strcmp(arg, "memleak")) {
-		tr->ropts.format = LS_FORMAT_MEMLEAK;
-		return 1;
-	}
-	return ls_report_option(LS_OPT_FORMAT, arg, &tr->ropts, &tr->output);
-}
-
-static int parse_positional(struct trace *tr, int argc, char **argv, int i)
-{
-	uint64_t v;
-
-	if (i < argc && strcmp(argv[i - 1], "--")) {
-		if (ls_parse_seconds(argv[i], &tr->interval_ns))
-			return bad("interval", argv[i], "seconds");
-		tr->interval_given = 1;
-		if (++i < argc) {
-			if (ls_parse_count(argv[i], &v) || !v)
-				return bad("count", argv[i], "a positive count");
-			tr->count = v;
-			i++;
-		}
-		if (i < argc) {
-			ls_error("unexpected argument '%s' (see 'leakscope trace "
-				 "--help')", argv[i]);
-			return -1;
-		}
-	} else if (i < argc) {
-		tr->argv = argv + i;
-	}
+	if (argc == 2 && (ls_parse_count(argv[1], &v) || !v))
+		return bad("COUNT", argv[1], "a positive count");
+	tr->count = argc == 2 ? v : 0;
 	return 0;
 }
 
-static int parse(struct trace *tr, int argc, char **argv)
+static int parse(struct trace *tr, struct ls_invocation *inv)
 {
-	int c, r;
+	struct ls_trace_args *a = inv->args;
 
-	while ((c = getopt_long(argc, argv, "+p:tao:c:s:T:z:Z:O:vh",
-				trace_longopts, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 1;
-		}
-		if (c == '?')
-			return -1;
-		if (c == LS_OPT_FORMAT)
-			r = parse_format(tr, optarg) == 1 ? 0 : -1;
-		else if ((r = ls_report_option(c, optarg, &tr->ropts,
-					       &tr->output)) == 1)
-			r = 0;
-		else if (r == 0 && (r = parse_short(tr, c, optarg)) == 1)
-			r = parse_long(tr, c, optarg);
-		if (r)
-			return -1;
-	}
-	tr->t.min_size = tr->ropts.min_size;
-	tr->t.max_size = tr->ropts.max_size;
-	return parse_positional(tr, argc, argv, optind);
+	tr->a = a;
+	tr->t.pid = (int)a->pid;
+	tr->t.obj = a->obj;
+	tr->t.prefix = a->prefix;
+	tr->t.sample_rate = a->sample_rate;
+	tr->t.stack_bytes = (uint32_t)a->stack_bytes;
+	tr->t.min_size = a->r.ropts.min_size;
+	tr->t.max_size = a->r.ropts.max_size;
+	tr->t.percpu = a->percpu;
+	tr->t.verbose = a->verbose;
+	if (a->combined_only)
+		a->r.ropts.show_allocs = 0;
+	if (!a->r.ropts.format)
+		a->r.ropts.format = ls_renderer_find("memleak");
+	if (parse_event(tr, a->event) || parse_stack_mode(tr, a->stack_mode) ||
+	    parse_args(tr, inv->argc, inv->argv))
+		return -1;
+	if (!tr->interval_ns && !strcmp(a->r.ropts.format->name, "memleak"))
+		tr->interval_ns = 5000000000ULL;
+	return 0;
 }
 
 static int check_target(struct trace *tr)
 {
-	int targets = !!tr->t.pid + !!tr->command + !!tr->argv;
+	const char *command = tr->a->command;
+	int targets = !!tr->t.pid + !!command + !!tr->argv;
 
 	if (targets > 1) {
 		ls_error("give one of -p, -c and -- CMD");
@@ -343,10 +299,10 @@ static int check_target(struct trace *tr)
 		ls_error("no such process: %d", tr->t.pid);
 		return -1;
 	}
-	if (tr->command) {
-		if (wordexp(tr->command, &tr->words, WRDE_NOCMD) ||
+	if (command) {
+		if (wordexp(command, &tr->words, WRDE_NOCMD) ||
 		    !tr->words.we_wordc) {
-			ls_error("cannot parse the command '%s'", tr->command);
+			ls_error("cannot parse the command '%s'", command);
 			return -1;
 		}
 		tr->have_words = 1;
@@ -449,7 +405,7 @@ static int on_record(void *arg, const struct ls_trace_event *e, size_t len)
 	struct trace *tr = arg;
 	int ret;
 
-	if (tr->print_trace)
+	if (tr->a->print_trace)
 		print_record(e);
 	ret = ls_tmodel_event(tr->model, e, len);
 	if (ret)
@@ -474,47 +430,33 @@ static uint64_t mono_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static int render(struct trace *tr, FILE *fp)
-{
-	struct ls_snapshot snap;
-	struct ls_report rep;
-	int ret = ls_tmodel_snapshot(tr->model, mono_now(), tr->snap_argv, &snap);
-
-	if (ret)
-		return ret;
-	ret = ls_report_build(&snap, &tr->ropts, &rep);
-	if (!ret) {
-		ret = ls_report_render(fp, &rep, &tr->ropts);
-		ls_report_release(&rep);
-	}
-	ls_snapshot_release(&snap);
-	return ret;
-}
-
 static int report(struct trace *tr)
 {
-	struct ls_outfile of = { 0 };
+	const char *path = tr->a->r.output;
+	struct ls_snapshot snap;
+	struct ls_output out;
 	int ret;
 
 	if (tr->err) {
 		ls_error("out of memory while tracing");
 		return -1;
 	}
-	if (!tr->output)
-		ret = render(tr, stdout);
-	else if (!(ret = ls_outfile_open(&of, tr->output))) {
-		ret = render(tr, of.fp);
-		ret = ret ? (ls_outfile_abort(&of), ret) : ls_outfile_commit(&of);
-	}
+	ret = ls_tmodel_snapshot(tr->model, mono_now(), tr->snap_argv, &snap);
 	if (ret) {
-		ls_error("cannot write the report%s%s: %s", tr->output ? " to " : "",
-			 tr->output ? tr->output : "", strerror(-ret));
+		ls_error("cannot build the report: %s", strerror(-ret));
 		return -1;
 	}
-	if (tr->ropts.format == LS_FORMAT_MEMLEAK && !tr->output)
-		putchar('\n');
+	ret = ls_open_output(&out, path ? path : "-");
+	if (!ret) {
+		ret = ls_write_report(out.fp, path, &snap, &tr->a->r.ropts, NULL);
+		if (!ret && !path &&
+		    !strcmp(tr->a->r.ropts.format->name, "memleak"))
+			putchar('\n');
+		ret = ret ? (ls_output_abort(&out), ret) : ls_commit_output(&out);
+	}
+	ls_snapshot_release(&snap);
 	fflush(stdout);
-	return 0;
+	return ret ? -1 : 0;
 }
 
 static void note_losses(struct trace *tr)
@@ -529,7 +471,7 @@ static void note_losses(struct trace *tr)
 	if (st[LS_STAT_LIVE_FULL])
 		ls_error("warning: %" PRIu64 " allocations not recorded (live "
 			 "table full)", st[LS_STAT_LIVE_FULL]);
-	if (tr->t.verbose)
+	if (tr->a->verbose)
 		fprintf(stderr, "leakscope: %" PRIu64 " records, %" PRIu64
 			" frees of unknown blocks, %" PRIu64 " without stack, %"
 			PRIu64 " unmatched returns\n", st[LS_STAT_EVENTS],
@@ -710,24 +652,15 @@ static int exit_status(const struct trace *tr, int failed)
 	return 0;
 }
 
-int ls_cmd_trace(int argc, char **argv)
+int ls_cmd_trace(struct ls_invocation *inv)
 {
 	struct trace tr = { 0 };
 	struct sigaction sa = { 0 };
 	int r, failed;
 
-	tr.ropts.format = LS_FORMAT_MEMLEAK;
-	tr.ropts.top = 10;
-	tr.t.stack_bytes = 8192;
-	r = parse(&tr, argc, argv);
-	if (r)
-		return r > 0 ? 0 : LS_EXIT_FAILURE;
-	if (!tr.interval_given && tr.ropts.format == LS_FORMAT_MEMLEAK)
-		tr.interval_ns = 5000000000ULL;
-	ls_report_opts_finish(&tr.ropts);
-	if (check_target(&tr)) {
+	if (parse(&tr, inv) || check_target(&tr)) {
 		cleanup(&tr);
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_USAGE;
 	}
 	tr.snap_argv = tr.argv;
 	sa.sa_handler = on_stop;

@@ -1,0 +1,82 @@
+/*
+ * cmds.h - the commands (one file each, cli/cmd-NAME.c): their argument
+ * structs, help and entry points, for the table in main.c.
+ */
+#ifndef LEAKSCOPE_CMDS_H
+#define LEAKSCOPE_CMDS_H
+
+#include "cli.h"
+#include "report-args.h"
+
+struct ls_run_args {
+	struct ls_report_args r;	/* first: LS_CMD_REPORT */
+	uint64_t interval_ns;
+	uint64_t count;		/* periodic reports; 0 = no limit */
+	const char *count_arg;	/* --count: N, or bytes|blocks (svg) */
+	int follow_exec;
+	int all_children;
+	int fail_on_leak;
+	uint64_t leak_limit;
+	uint64_t sample_rate;	/* 0 = full tracking */
+	uint64_t sample_seed;
+};
+
+struct ls_olds_args {
+	struct ls_report_args r;
+};
+
+struct ls_snapshot_args {
+	const char *output;
+};
+
+struct ls_watch_args {
+	struct ls_report_args r;
+	uint64_t interval_ns;
+	uint64_t slices;	/* watch */
+	uint64_t count, rows;	/* top */
+};
+
+struct ls_diff_args {
+	struct ls_report_args r;
+};
+
+/* `leakscope trace` (cmd-trace.c): memleak's options and the tracer's. */
+struct ls_trace_args {
+	struct ls_report_args r;	/* first: LS_CMD_REPORT */
+	uint64_t pid;
+	const char *command;	/* -c */
+	const char *event;	/* alloc, brk, mmap, page-fault, kernel */
+	const char *obj, *prefix, *stack_mode;
+	uint64_t sample_rate, stack_bytes;
+	int print_trace, combined_only, wa_missing_free, percpu, verbose;
+};
+
+struct ls_help_args {
+	int man;
+};
+
+extern const struct ls_usage ls_run_usage, ls_report_usage, ls_olds_usage,
+	ls_stats_usage, ls_reset_usage, ls_snapshot_usage, ls_watch_usage,
+	ls_top_usage, ls_help_usage, ls_diff_usage, ls_trace_usage;
+
+int ls_cmd_run(struct ls_invocation *inv);
+int ls_cmd_report(struct ls_invocation *inv);
+int ls_cmd_olds(struct ls_invocation *inv);
+int ls_cmd_stats(struct ls_invocation *inv);
+int ls_cmd_reset(struct ls_invocation *inv);
+int ls_cmd_snapshot(struct ls_invocation *inv);
+int ls_cmd_watch(struct ls_invocation *inv);
+int ls_cmd_top(struct ls_invocation *inv);
+int ls_cmd_help(struct ls_invocation *inv);
+int ls_cmd_diff(struct ls_invocation *inv);
+int ls_cmd_trace(struct ls_invocation *inv);
+
+void ls_run_defaults(void *args);
+void ls_watch_defaults(void *args);
+void ls_top_defaults(void *args);
+void ls_trace_defaults(void *args);
+
+/* The exit statuses, as --help and the man page state them. */
+extern const char ls_exit_status_text[];
+
+#endif
