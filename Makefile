@@ -40,7 +40,7 @@ HAVE_BPF := $(shell command -v $(BPF_CLANG) >/dev/null 2>&1 && \
 	test -n "$(BPFTOOL)" && test -r $(VMLINUX_BTF) && \
 	test -f /usr/include/bpf/libbpf.h && echo yes)
 ifeq ($(HAVE_BPF),yes)
-BPF_OBJ = $(B)/bpf/trace.o
+BPF_OBJ = $(B)/bpf/trace.o $(B)/bpf/tracemodel.o
 CLI_CFLAGS += -DLS_HAVE_BPF
 CLI_LDLIBS += -lbpf
 else
@@ -49,7 +49,9 @@ $(info leakscope: building without eBPF tracing: needs clang, bpftool, libbpf-de
 endif
 
 AGENT_SRC = $(wildcard agent/*.c)
-AGENT_OBJ = $(AGENT_SRC:%.c=$(B)/%.o)
+# common/cfi.c, the .eh_frame reader, is the agent's and the eBPF
+# tracer's (lib/stackcopy.c): built once, with the agent's flags.
+AGENT_OBJ = $(AGENT_SRC:%.c=$(B)/%.o) $(B)/common/cfi.o
 # Everything but the interposed entry points, for unit tests.
 AGENT_CORE_OBJ = $(filter-out $(B)/agent/hooks.o,$(AGENT_OBJ))
 
@@ -79,6 +81,10 @@ DEMO_BIN = $(B)/demo/leaky-server
 
 all: $(B)/leakscope $(B)/libleakscope.so $(B)/leakscope.1
 
+$(B)/common/cfi.o: common/cfi.c common/cfi.h
+	@mkdir -p $(@D)
+	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
+
 $(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
@@ -103,7 +109,7 @@ $(B)/lib/flamegraph_svg.o: $(B)/gen/flamegraph-js.h
 $(B)/lib/flamegraph_svg.o: CLI_CFLAGS += -I$(B)/gen
 
 # lib/stackcopy.c reads CFI with the agent's own reader.
-$(REPORT_LIB): $(LIB_OBJ) $(B)/agent/cfi.o
+$(REPORT_LIB): $(LIB_OBJ) $(B)/common/cfi.o
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(wildcard lib/*.h) $(wildcard common/*.h)
@@ -127,8 +133,11 @@ $(B)/bpf/%.bpf.o: bpf/%.bpf.c bpf/%.h $(B)/bpf/vmlinux.h
 $(B)/bpf/%.skel.h: $(B)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
 
-$(B)/bpf/trace.o: bpf/trace.c bpf/trace.h bpf/tracer.h $(B)/bpf/trace.skel.h $(wildcard lib/*.h)
+$(B)/bpf/trace.o: bpf/trace.c $(wildcard bpf/*.h) $(B)/bpf/trace.skel.h $(wildcard lib/*.h)
 	$(CC) $(CLI_CFLAGS) -I$(B)/bpf -c -o $@ $<
+
+$(B)/bpf/tracemodel.o: bpf/tracemodel.c $(wildcard bpf/*.h) $(wildcard lib/*.h)
+	$(CC) $(CLI_CFLAGS) -c -o $@ $<
 
 # The manual page, printed by the command from the tables its --help
 # comes from.

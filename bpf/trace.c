@@ -20,7 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "tracer.h"
-#include "../lib/tracemodel.h"
+#include "tracemodel.h"
 #include "trace.skel.h"
 
 #define TRACEFS "/sys/kernel/tracing"

@@ -1,6 +1,6 @@
 /*
  * trace.c - `leakscope trace`: memleak's command line on leakscope's
- * eBPF tracer (bpf/trace.bpf.c, bpf/trace.c, lib/tracemodel.c).
+ * eBPF tracer (bpf/trace.bpf.c, bpf/trace.c, bpf/tracemodel.c).
  *
  *   leakscope trace [-p PID | -c "CMD" | -- CMD ARGS] [--event WHAT]
  *                   [-t] [-a] [-o MS] [-s BYTES] [-T TOP] [-z MIN] [-Z MAX]
@@ -55,7 +55,7 @@ int ls_cmd_trace(struct ls_invocation *inv)
 #include <wordexp.h>
 #include "../bpf/tracer.h"
 #include "../lib/stackcopy.h"
-#include "../lib/tracemodel.h"
+#include "../bpf/tracemodel.h"
 #include "../lib/util.h"
 
 struct trace {

@@ -4,7 +4,7 @@
  * A module's file is mapped read-only the way the loader maps it: one
  * readable anonymous reservation spanning its PT_LOAD segments (so gaps
  * read as zeros, never fault), each segment's file pages mapped over it at
- * its virtual address.  agent/cfi.c then reads .eh_frame_hdr and .eh_frame
+ * its virtual address.  common/cfi.c then reads .eh_frame_hdr and .eh_frame
  * exactly as it does inside a traced process, bounded to that image.
  */
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "stackcopy.h"
-#include "../agent/cfi.h"
+#include "../common/cfi.h"
 
 #define SC_RULES 16384		/* direct-mapped rule cache, per address */
 #define SC_PAGE 4096ULL

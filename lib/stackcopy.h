@@ -8,7 +8,7 @@
  * falls outside every known module, kept after the process is gone),
  * maps each module's file read-only at its virtual addresses once per
  * build id, and walks the copy with the agent's own CFI reader
- * (agent/cfi.h, ls_cfi_rule_in()).  Frame pointers are followed where a
+ * (common/cfi.h, ls_cfi_rule_in()).  Frame pointers are followed where a
  * module has no CFI for a pc.  Rules are cached per address.
  *
  * Not thread-safe: one per tracing thread.  Never prints.

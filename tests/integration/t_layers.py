@@ -4,7 +4,9 @@
   programs and links nothing of the CLI);
 - lib/ includes only lib/ and common/ (the report library never depends on
   the command-line layer);
-- cli/ includes cli/, lib/ and common/, never agent/;
+- bpf/ (the eBPF tracer's user side, a source beside lib/) includes bpf/,
+  lib/ and common/;
+- cli/ includes cli/, bpf/, lib/ and common/, never agent/;
 - common/ includes only common/;
 - no include circle between modules: X.c including Y.h while Y.c includes
   X.h (agent.c <-> control.c, pmfile.c <-> snapwrite.c and report.c <->
@@ -23,7 +25,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 ALLOWED = {
     "agent": {"agent", "common"},
     "lib": {"lib", "common"},
-    "cli": {"cli", "lib", "common"},
+    "bpf": {"bpf", "lib", "common"},
+    "cli": {"cli", "bpf", "lib", "common"},
     "common": {"common"},
 }
 

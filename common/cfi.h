@@ -8,8 +8,8 @@
  * or that the frame is a sigreturn trampoline, the outermost frame, or
  * one that cannot be unwound.  x86_64 only.
  */
-#ifndef LEAKSCOPE_AGENT_CFI_H
-#define LEAKSCOPE_AGENT_CFI_H
+#ifndef LEAKSCOPE_COMMON_CFI_H
+#define LEAKSCOPE_COMMON_CFI_H
 
 #include <stdint.h>
 

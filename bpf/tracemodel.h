@@ -16,10 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
-#include "snapshot.h"
-#include "stackcopy.h"
-#include "symbolize.h"
-#include "../bpf/trace.h"
+#include "../lib/snapshot.h"
+#include "../lib/stackcopy.h"
+#include "../lib/symbolize.h"
+#include "trace.h"
 
 
 struct ls_tmodel_opts {
