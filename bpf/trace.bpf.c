@@ -17,6 +17,9 @@
  *   stack_bytes  bytes of user stack to copy (<= LS_TRACE_MAX_STACK)
  *   min_size, max_size  heap blocks outside [min, max] are left out
  *   sample_rate  mean bytes between sampled heap blocks, 0 = all
+ *   wakeup_bytes wake the reader only once this much is waiting (it
+ *                also polls on its own): a wakeup per record would cost
+ *                the traced thread a cross-CPU interrupt each time
  *
  * Blocks recorded are remembered in `live`, so that only their frees
  * reach user space (a busy process frees blocks it allocated before the
@@ -36,6 +39,7 @@ const volatile __u32 stack_bytes = 8192;
 const volatile __u64 min_size = 0;
 const volatile __u64 max_size = 0;
 const volatile __u64 sample_rate = 0;
+const volatile __u64 wakeup_bytes = 1 << 20;
 
 #define MAP_ANONYMOUS_FLAG 0x20
 #define PAGE_KEY_TAG (1ULL << 62)	/* page frames apart from pointers */
@@ -195,11 +199,13 @@ static __always_inline struct ls_trace_event *record(__u32 type, __u32 fn,
 
 static __always_inline void submit(struct ls_trace_event *e)
 {
-	__u64 len = sizeof(*e) + (__u64)e->nips * 8 + e->stack_len;
+	__u64 len = sizeof(*e) + (__u64)e->nips * 8 + e->stack_len, flags;
 
 	if (len > sizeof(struct scratch))
 		len = sizeof(struct scratch);
-	if (bpf_ringbuf_output(&events, e, len, 0))
+	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, e, len, flags))
 		stat_add(LS_STAT_LOST);
 	else
 		stat_add(LS_STAT_EVENTS);

@@ -368,6 +368,10 @@ static void set_rodata(struct trace *s, const struct ls_tracer_opts *o)
 	s->rodata->min_size = o->min_size;
 	s->rodata->max_size = o->max_size;
 	s->rodata->sample_rate = o->sample_rate;
+	/* A quarter of the ring: the reader's own 50 ms polls keep up
+	 * below that. */
+	s->rodata->wakeup_bytes = (o->ringbuf_bytes ? o->ringbuf_bytes :
+				   64u << 20) / 4;
 }
 
 static int load(struct ls_tracer *t, const struct ls_tracer_opts *o,
@@ -440,7 +444,16 @@ int ls_tracer_start(const struct ls_tracer_opts *o, ls_tracer_cb cb,
 
 int ls_tracer_poll(struct ls_tracer *t, int timeout_ms)
 {
-	return ring_buffer__poll(t->rb, timeout_ms);
+	int n = ring_buffer__poll(t->rb, timeout_ms), m;
+
+	/* Records sent without a wakeup (trace.bpf.c: wakeup_bytes) are
+	 * read here, when the wait ends either way. */
+	if (n < 0 && n != -EINTR)
+		return n;
+	m = ring_buffer__consume(t->rb);
+	if (m < 0)
+		return m;
+	return (n > 0 ? n : 0) + m;
 }
 
 void ls_tracer_stats(struct ls_tracer *t, uint64_t stats[LS_STAT_COUNT])

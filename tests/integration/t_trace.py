@@ -219,6 +219,18 @@ def _():
     eq(rep.get("sites"), [], "sites at least 10 minutes old")
 
 
+@check("-s 1 (sampling by bytes, mean 1 byte): every block sampled, weights 1, "
+       "the same exact sites, marked as estimates")
+def _():
+    t = trace_pid(["--format", "json", "-T", "100", "-s", "1"],
+                  "trace-target", "wait")
+    expect_status(t, 0)
+    rep = t.report()
+    eq(rep.get("mode"), "sampled", "the report's mode")
+    for name, nbytes, nblocks, kind in ALLOC_SITES:
+        expect_site(rep, name, exe(), nbytes, nblocks, kind)
+
+
 # ------------------------------------------------- commands and exiting ones
 
 @once
