@@ -292,6 +292,18 @@ def _():
                 exe("trace-growth"), 163840, 40, "fault")
 
 
+@check("--event page-fault --format svg: Gregg's page-fault flame graph")
+def _():
+    t = trace_pid(["--format", "svg", "--event", "page-fault"],
+                  "trace-growth", "fault")
+    expect_status(t, 0)
+    ok(t.out.startswith("<?xml") and "</svg>" in t.out, "an SVG document",
+       t.out[:200])
+    ok("fault_pages" in t.out and "grow_brk" not in t.out,
+       "fault_pages (and no other workload function) in the graph",
+       t.out[:300])
+
+
 @once
 def kernel_report():
     return growth("kernel", "kernel")
