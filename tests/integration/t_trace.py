@@ -231,6 +231,18 @@ def _():
         expect_site(rep, name, exe(), nbytes, nblocks, kind)
 
 
+@check("-O OBJ --symbols-prefix wl_: an allocator of the program's own, exact")
+def _():
+    t = trace_pid(["--format", "json", "-O", exe("trace-prefix"),
+                   "--symbols-prefix", "wl_"], "trace-prefix", "wait")
+    expect_status(t, 0)
+    rep = t.report()
+    expect_site(rep, "site_prefixed", exe("trace-prefix"), 144, 3, "heap")
+    expect_no_temporaries(rep)
+    eq(sum(s["live_bytes"] for s in rep["sites"]), 144,
+       "outstanding bytes over all sites (libc is not probed)")
+
+
 # ------------------------------------------------- commands and exiting ones
 
 @once
