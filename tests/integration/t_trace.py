@@ -15,6 +15,7 @@ import signal
 import subprocess
 
 from harness import (check, once, workload, LEAKSCOPE, Skip, Failure, fail,
+                     need,
                      eq, ok, ge, expect_site, expect_no_temporaries,
                      outer_functions, sites_mentioning, site_text,
                      sites_text, module_base)
@@ -274,6 +275,24 @@ def _():
     rep = t.report()
     for name, nbytes, nblocks, kind in ALLOC_SITES[:4]:
         expect_site(rep, name, exe(), nbytes, nblocks, kind)
+
+
+@check("python3 (a real, frameless program): 10 bytearrays of 200000 bytes, "
+       "stack through the interpreter to main")
+def _():
+    py = need("python3")
+    t = trace_cmd(["--format", "json", "-T", "5", "-c",
+                   "%s -c 'import os; x = [bytearray(200000) for _ in "
+                   "range(10)]; os._exit(0)'" % py])
+    expect_status(t, 0)
+    sites = [s for s in t.report()["sites"]
+             if s["live_blocks"] == 10 and s["live_bytes"] == 2000010]
+    eq(len(sites), 1, "sites of 10 blocks, 2000010 bytes\n    " +
+       sites_text(t.report()))
+    names = [f.get("function") for f in sites[0]["frames"]]
+    ok("PyByteArray_Resize" in names and "Py_BytesMain" in names,
+       "the interpreter's frames from bytearray to its main",
+       site_text(sites[0], 30))
 
 
 # ---------------------------------------------------------- growth events
