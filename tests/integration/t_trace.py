@@ -376,6 +376,21 @@ def expect_error(argv, pattern, status=125):
              "status %d, stderr %r" % (r.returncode, err))
 
 
+@check("errors: without root or CAP_BPF+CAP_PERFMON: one line, 125")
+def _():
+    need_bpf()
+    setpriv = need("setpriv")
+    r = subprocess.run([setpriv, "--reuid=65534", "--regid=65534",
+                        "--clear-groups", "--inh-caps=-all", LEAKSCOPE,
+                        "trace", "-p", "1"], capture_output=True,
+                       timeout=TIMEOUT)
+    if "Permission denied" in r.stderr.decode():
+        raise Skip("the build is not reachable by nobody")
+    eq((r.returncode, r.stderr.decode()),
+       (125, "leakscope: tracing needs root, or CAP_BPF and CAP_PERFMON\n"),
+       "status and stderr as nobody")
+
+
 def dead_pid():
     p = subprocess.Popen(["true"])
     p.wait()
