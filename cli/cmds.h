@@ -12,7 +12,6 @@ struct ls_run_args {
 	struct ls_report_args r;	/* first: LS_CMD_REPORT */
 	uint64_t interval_ns;
 	uint64_t count;		/* periodic reports; 0 = no limit */
-	const char *count_arg;	/* --count: N, or bytes|blocks (svg) */
 	int follow_exec;
 	int all_children;
 	int fail_on_leak;
@@ -36,10 +35,6 @@ struct ls_watch_args {
 	uint64_t count, rows;	/* top */
 };
 
-struct ls_diff_args {
-	struct ls_report_args r;
-};
-
 /* `leakscope trace` (cmd-trace.c): memleak's options and the tracer's. */
 struct ls_trace_args {
 	struct ls_report_args r;	/* first: LS_CMD_REPORT */
@@ -57,7 +52,7 @@ struct ls_help_args {
 
 extern const struct ls_usage ls_run_usage, ls_report_usage, ls_olds_usage,
 	ls_stats_usage, ls_reset_usage, ls_snapshot_usage, ls_watch_usage,
-	ls_top_usage, ls_help_usage, ls_diff_usage, ls_trace_usage;
+	ls_top_usage, ls_diff_usage, ls_help_usage, ls_trace_usage;
 
 int ls_cmd_run(struct ls_invocation *inv);
 int ls_cmd_report(struct ls_invocation *inv);
@@ -67,8 +62,8 @@ int ls_cmd_reset(struct ls_invocation *inv);
 int ls_cmd_snapshot(struct ls_invocation *inv);
 int ls_cmd_watch(struct ls_invocation *inv);
 int ls_cmd_top(struct ls_invocation *inv);
-int ls_cmd_help(struct ls_invocation *inv);
 int ls_cmd_diff(struct ls_invocation *inv);
+int ls_cmd_help(struct ls_invocation *inv);
 int ls_cmd_trace(struct ls_invocation *inv);
 
 void ls_run_defaults(void *args);

@@ -17,24 +17,27 @@ struct ls_report_args {
 	const char *output;	/* --output FILE, "-" stdout; NULL default */
 	uint64_t top, depth;	/* copied into ropts by ls_report_args_finish */
 	int postmortem;		/* `report --postmortem`: source option */
-	const char *count;	/* --count bytes|blocks (svg) */
-	const char *colors;	/* --colors mem|kind (svg) */
 };
 
-/* --format, --output, --top, --min-age, --min-size, --max-size,
- * --show-allocs */
+/* --format, --output */
 extern const struct ls_option ls_report_options[];
+/* --top, --min-age, --min-size, --max-size */
+extern const struct ls_option ls_filter_options[];
+/* --show-allocs */
+extern const struct ls_option ls_blocks_option[];
 /* --depth (and, for the stack's display, what follows it) */
 extern const struct ls_option ls_stack_options[];
-/* The flame graph's --title, --inverted, --colors (--format svg) */
+/* --title, --inverted, --colors: the flame graph's (--format svg) */
 extern const struct ls_option ls_flame_options[];
-/* Its --count bytes|blocks, for commands without a --count of their own
- * (`run` takes "bytes" and "blocks" in its own --count) */
+/* --count bytes|blocks: what the graph's widths measure (run has its own
+ * --count, which also takes the number of periodic reports) */
 extern const struct ls_option ls_flame_count_option[];
 
-/* Copy the parsed values into a->ropts, derive need_blocks; 0, or -1
- * after a usage error. */
-int ls_report_args_finish(struct ls_report_args *a, const struct ls_usage *u);
+/* Copy the parsed values into a->ropts, derive need_blocks, and check
+ * that the format's output can go where it is asked (render.h's needs;
+ * many: reports of several processes, as run writes).  0, or -1 after a
+ * usage error. */
+int ls_report_args_finish(struct ls_report_args *a, int many);
 
 /* The source options a reporting command's arguments imply. */
 struct ls_source_opts ls_report_args_source(const struct ls_report_args *a,

@@ -74,3 +74,19 @@ int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap)
 	n = snprintf(buf, cap, "%s/%d%s", dir, (int)pid, suffix);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
+
+int ls_proc_has_agent(pid_t pid)
+{
+	char path[64], line[4096];
+	FILE *f;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libleakscope.so") != NULL;
+	fclose(f);
+	return found;
+}

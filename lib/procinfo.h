@@ -18,6 +18,9 @@ int ls_proc_uid(pid_t pid, uid_t *uid);
  */
 int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap);
 
+/* Is the leakscope agent mapped into pid (/proc/PID/maps)? */
+int ls_proc_has_agent(pid_t pid);
+
 /* "<pid's runtime dir>/<pid><suffix>" into buf (".sock", ".pm"). */
 int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap);
 

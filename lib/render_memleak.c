@@ -34,14 +34,14 @@ static void put_frame(FILE *out, const struct ls_symframe *f)
 {
 	fputs("\t\t ", out);
 	if (f->function) {
-		ls_put_safe(out, f->function);
+		ls_text_safe(out, f->function);
 		if (!f->inlined)
 			fprintf(out, "+0x%" PRIx64, f->offset);
 	} else {
 		fprintf(out, "0x%" PRIx64, f->addr);
 	}
 	fputs(" [", out);
-	ls_put_safe(out, f->module ? ls_sym_basename(f->module) : "unknown");
+	ls_text_safe(out, f->module ? ls_sym_basename(f->module) : "unknown");
 	fputs(f->inlined ? "] (inlined)\n" : "]\n", out);
 }
 

@@ -212,11 +212,12 @@ def leakscope(options, command, output=True, timeout=RUN_TIMEOUT, input=None,
 _TMPDIRS = []
 
 
-def exit_snapshot(name, args=(), extra=None):
-    """Run workload `name` with the agent preloaded by hand (no control
-    thread) and return (program path, path of the exit snapshot it wrote
-    into a fresh temporary LEAKSCOPE_OUT_DIR, with its block list)."""
-    prog = workload(name)
+def exit_snapshot(name, args=(), extra=None, input=None):
+    """Run workload `name` (or the program at an absolute path) with the
+    agent preloaded by hand (no control thread), `input` on its stdin, and
+    return (program path, path of the exit snapshot it wrote into a fresh
+    temporary LEAKSCOPE_OUT_DIR, with its block list)."""
+    prog = name if os.path.isabs(name) else workload(name)
     out_dir = tempfile.mkdtemp(prefix="leakscope-snap-")
     _TMPDIRS.append(out_dir)
     env = dict(os.environ)
@@ -224,7 +225,7 @@ def exit_snapshot(name, args=(), extra=None):
                 "LEAKSCOPE_OUT_DIR": out_dir, "LEAKSCOPE_EXIT_BLOCKS": "1",
                 "LEAKSCOPE_CONTROL": "0"})
     env.update(extra or {})
-    r = run_process([prog] + list(args), env=env)
+    r = run_process([prog] + list(args), env=env, input=input)
     if r.returncode != 0:
         fail("%s exit status" % name, 0, r.describe())
     snaps = [f for f in os.listdir(out_dir) if f.endswith(".lsnap")]
