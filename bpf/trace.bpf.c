@@ -17,6 +17,8 @@
  *   stack_bytes  bytes of user stack to copy (<= LS_TRACE_MAX_STACK)
  *   min_size, max_size  heap blocks outside [min, max] are left out
  *   sample_rate  mean bytes between sampled heap blocks, 0 = all
+ *   combined     heap blocks are counted per stack id in `comb` (frame
+ *                pointers, bpf_get_stackid) instead of being sent
  *   wakeup_bytes wake the reader only once this much is waiting (it
  *                also polls on its own): a wakeup per record would cost
  *                the traced thread a cross-CPU interrupt each time
@@ -40,6 +42,7 @@ const volatile __u64 min_size = 0;
 const volatile __u64 max_size = 0;
 const volatile __u64 sample_rate = 0;
 const volatile __u64 wakeup_bytes = 1 << 20;
+const volatile __u32 combined = 0;
 
 #define MAP_ANONYMOUS_FLAG 0x20
 #define PAGE_KEY_TAG (1ULL << 62)	/* page frames apart from pointers */
@@ -81,14 +84,34 @@ struct {
 	__type(value, struct pending);
 } pending SEC(".maps");
 
-/* Addresses of recorded blocks and mappings (kernel mode: tagged keys). */
+/* Recorded blocks and mappings by address (kernel mode: tagged keys);
+ * stack >= 0: counted in `comb` under that stack id. */
+struct live_val {
+	__u64 size;
+	__s64 stack;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1 << 20);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
-	__type(value, __u8);
+	__type(value, struct live_val);
 } live SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__uint(value_size, LS_TRACE_MAX_IPS * 8);
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct ls_trace_comb);
+} comb SEC(".maps");
 
 /* Exponential gaps of mean sample_rate, filled by user space. */
 struct {
@@ -234,21 +257,73 @@ static __always_inline void emit_user(void *ctx, struct pt_regs *regs,
 	submit(e);
 }
 
-static __always_inline int live_add(__u64 key)
+static __always_inline int live_add_at(__u64 key, __u64 size, __s64 stack)
 {
-	__u8 one = 1;
+	struct live_val v = { size, stack };
 
-	if (bpf_map_update_elem(&live, &key, &one, BPF_ANY)) {
+	if (bpf_map_update_elem(&live, &key, &v, BPF_ANY)) {
 		stat_add(LS_STAT_LIVE_FULL);
 		return -1;
 	}
 	return 0;
 }
 
+static __always_inline int live_add(__u64 key)
+{
+	return live_add_at(key, 0, -1);
+}
+
 /* Was key recorded?  Forgets it. */
 static __always_inline int live_take(__u64 key)
 {
 	return bpf_map_delete_elem(&live, &key) == 0;
+}
+
+/* The same, with what was recorded. */
+static __always_inline int live_pop(__u64 key, struct live_val *v)
+{
+	struct live_val *p = bpf_map_lookup_elem(&live, &key);
+
+	if (!p)
+		return 0;
+	*v = *p;
+	return bpf_map_delete_elem(&live, &key) == 0;
+}
+
+/* Count size bytes in or (sign < 0) out of a stack's totals. */
+static __always_inline void comb_add(__s64 stack, __u64 size, int sign)
+{
+	struct ls_trace_comb *c, zero = {};
+	__u32 k = (__u32)stack;
+
+	if (stack < 0)
+		return;
+	c = bpf_map_lookup_elem(&comb, &k);
+	if (!c) {
+		bpf_map_update_elem(&comb, &k, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&comb, &k);
+		if (!c)
+			return;
+	}
+	if (sign < 0) {
+		__sync_fetch_and_add(&c->bytes, -size);
+		__sync_fetch_and_add(&c->blocks, -1);
+		return;
+	}
+	__sync_fetch_and_add(&c->bytes, size);
+	__sync_fetch_and_add(&c->blocks, 1);
+	__sync_fetch_and_add(&c->alloc_bytes, size);
+	__sync_fetch_and_add(&c->alloc_blocks, 1);
+}
+
+/* A recorded block is gone: out of its stack's totals, or a record. */
+static __always_inline void forget(__u32 fn, __u64 addr,
+				   const struct live_val *v)
+{
+	if (v->stack >= 0)
+		comb_add(v->stack, v->size, -1);
+	else
+		emit_plain(LS_TEV_FREE, fn, addr, 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -354,7 +429,19 @@ static __always_inline void heap_alloc(struct pt_regs *ctx,
 				       struct pending *p, __u32 fn,
 				       __u64 addr, __u64 size)
 {
-	if (!addr || !keep(p, size) || live_add(addr))
+	__s64 stack;
+
+	if (!addr || !keep(p, size))
+		return;
+	if (combined) {
+		stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+		if (stack < 0)
+			stat_add(LS_STAT_STACK_FAIL);
+		else if (!live_add_at(addr, size, stack))
+			comb_add(stack, size, 1);
+		return;
+	}
+	if (live_add(addr))
 		return;
 	emit_user(ctx, ctx, LS_TEV_ALLOC, fn, addr, size, 0, 0);
 }
@@ -366,17 +453,24 @@ static __always_inline void heap_realloc(struct pt_regs *ctx,
 					 struct pending *p, __u32 fn,
 					 __u64 addr, __u64 size, __u64 old)
 {
+	struct live_val v;
 	int had;
 
 	if (!addr) {
-		if (size == 0 && old && live_take(old))
-			emit_plain(LS_TEV_FREE, fn, old, 0);
+		if (size == 0 && old && live_pop(old, &v))
+			forget(fn, old, &v);
 		return;
 	}
-	had = old && live_take(old);
+	had = old && live_pop(old, &v);
+	if (combined) {
+		if (had)
+			forget(fn, old, &v);
+		heap_alloc(ctx, p, fn, addr, size);
+		return;
+	}
 	if (!keep(p, size) || live_add(addr)) {
 		if (had)
-			emit_plain(LS_TEV_FREE, fn, old, 0);
+			forget(fn, old, &v);
 		return;
 	}
 	emit_user(ctx, ctx, LS_TEV_REALLOC, fn, addr, size, had ? old : 0, 0);
@@ -466,9 +560,11 @@ ENTRY(mremap, LS_FN_MREMAP, PT_REGS_PARM3(ctx), PT_REGS_PARM1(ctx))
 SEC("uprobe")
 int BPF_KPROBE(ls_free_enter, __u64 addr)
 {
-	if (!traced() || !addr || nested(ctx) || !live_take(addr))
+	struct live_val v;
+
+	if (!traced() || !addr || nested(ctx) || !live_pop(addr, &v))
 		return 0;
-	emit_plain(LS_TEV_FREE, LS_FN_FREE, addr, 0);
+	forget(LS_FN_FREE, addr, &v);
 	return 0;
 }
 

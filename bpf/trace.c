@@ -368,6 +368,7 @@ static void set_rodata(struct trace *s, const struct ls_tracer_opts *o)
 	s->rodata->min_size = o->min_size;
 	s->rodata->max_size = o->max_size;
 	s->rodata->sample_rate = o->sample_rate;
+	s->rodata->combined = o->combined && o->stack_mode == LS_STACK_FP;
 	/* A quarter of the ring: the reader's own 50 ms polls keep up
 	 * below that. */
 	s->rodata->wakeup_bytes = (o->ringbuf_bytes ? o->ringbuf_bytes :
@@ -472,6 +473,35 @@ void ls_tracer_stats(struct ls_tracer *t, uint64_t stats[LS_STAT_COUNT])
 			for (c = 0; c < ncpu; c++)
 				stats[k] += v[c];
 	free(v);
+}
+
+int ls_tracer_combined_each(struct ls_tracer *t,
+			    int (*cb)(void *arg, const uint64_t *ips,
+				      uint32_t n,
+				      const struct ls_trace_comb *c),
+			    void *arg)
+{
+	int cfd = bpf_map__fd(t->skel->maps.comb);
+	int sfd = bpf_map__fd(t->skel->maps.stacks);
+	uint64_t ips[LS_TRACE_MAX_IPS];
+	struct ls_trace_comb c;
+	uint32_t key, next, n;
+	int ret, first = 1;
+
+	while (!bpf_map_get_next_key(cfd, first ? NULL : &key, &next)) {
+		first = 0;
+		key = next;
+		if (bpf_map_lookup_elem(cfd, &key, &c) || !c.blocks)
+			continue;
+		memset(ips, 0, sizeof(ips));
+		if (bpf_map_lookup_elem(sfd, &key, ips))
+			continue;
+		for (n = 0; n < LS_TRACE_MAX_IPS && ips[n]; n++)
+			;
+		if ((ret = cb(arg, ips, n, &c)))
+			return ret;
+	}
+	return 0;
 }
 
 uint32_t ls_tracer_functions(const struct ls_tracer *t)

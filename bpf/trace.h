@@ -92,6 +92,13 @@ struct ls_trace_event {
 	__u64 data[];
 };
 
+/* Per-stack totals kept in the kernel (--combined-only with frame-pointer
+ * stacks): the `comb` map, keyed by the `stacks` map's stack id. */
+struct ls_trace_comb {
+	__u64 bytes, blocks;		/* outstanding */
+	__u64 alloc_bytes, alloc_blocks;	/* since the trace began */
+};
+
 /* Counters the kernel side keeps (one per-CPU array slot each). */
 enum ls_trace_stat {
 	LS_STAT_EVENTS = 0,	/* records written */

@@ -38,6 +38,7 @@ struct tsite {
 	uint64_t *frames;
 	double live_bytes, live_blocks;
 	uint64_t alloc_bytes, alloc_blocks;
+	int combined;		/* counted by the kernel (per stack id) */
 };
 
 struct tblock {
@@ -520,6 +521,43 @@ int ls_tmodel_event(struct ls_tmodel *m, const struct ls_trace_event *e,
 		forget_image(m);
 		return 0;
 	}
+	return 0;
+}
+
+void ls_tmodel_combined_reset(struct ls_tmodel *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nsites; i++) {
+		struct tsite *s = &m->sites[i];
+
+		if (!s->combined)
+			continue;
+		m->live_est -= s->live_bytes;
+		s->live_bytes = s->live_blocks = 0;
+		s->alloc_bytes = s->alloc_blocks = 0;
+	}
+}
+
+int ls_tmodel_combined(struct ls_tmodel *m, const uint64_t *ips, uint32_t n,
+		       const struct ls_trace_comb *c)
+{
+	long site;
+	struct tsite *s;
+
+	if (n > (uint32_t)m->o.max_frames)
+		n = (uint32_t)m->o.max_frames;
+	site = site_of(m, LSNAP_KIND_HEAP, ips, n);
+	if (site < 0)
+		return (int)site;
+	s = &m->sites[site];
+	s->combined = 1;
+	/* Stack ids can merge only what the frames already merge: add. */
+	s->live_bytes += (double)c->bytes;
+	s->live_blocks += (double)c->blocks;
+	s->alloc_bytes += c->alloc_bytes;
+	s->alloc_blocks += c->alloc_blocks;
+	m->live_est += (double)c->bytes;
 	return 0;
 }
 

@@ -48,6 +48,15 @@ int ls_tmodel_event(struct ls_tmodel *m, const struct ls_trace_event *e,
 int ls_tmodel_snapshot(const struct ls_tmodel *m, uint64_t now_ns,
 		       char *const *argv, struct ls_snapshot *snap);
 
+/*
+ * Per-stack totals the kernel keeps (--combined-only): forget the last
+ * ones with ls_tmodel_combined_reset(), then give each stack's.  0 or
+ * -ENOMEM.
+ */
+void ls_tmodel_combined_reset(struct ls_tmodel *m);
+int ls_tmodel_combined(struct ls_tmodel *m, const uint64_t *ips, uint32_t n,
+		       const struct ls_trace_comb *c);
+
 /* Records whose block was unknown (allocated before the trace, or lost)
  * and records that could not be unwound at all. */
 void ls_tmodel_counts(const struct ls_tmodel *m, uint64_t *unknown_frees,

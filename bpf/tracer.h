@@ -33,6 +33,9 @@ struct ls_tracer_opts {
 	uint64_t min_size, max_size;	/* max 0: no limit */
 	uint64_t sample_rate;	/* mean bytes between samples; 0: all */
 	int percpu;		/* LS_TRACE_KERNEL: percpu allocations too */
+	int combined;		/* LS_TRACE_ALLOC with LS_STACK_FP: heap
+				   blocks counted per stack in the kernel,
+				   read with ls_tracer_combined_each() */
 	int verbose;		/* let libbpf print */
 	size_t ringbuf_bytes;	/* power of two; 0: 64 MiB */
 };
@@ -65,6 +68,17 @@ int ls_tracer_poll(struct ls_tracer *t, int timeout_ms);
 
 /* Counters of the kernel side, summed over CPUs: stats[LS_STAT_*]. */
 void ls_tracer_stats(struct ls_tracer *t, uint64_t stats[LS_STAT_COUNT]);
+
+/*
+ * Call cb for each stack the kernel counts heap blocks under (opts
+ * combined): its return addresses (innermost first) and totals.  0, or
+ * the first nonzero cb return.
+ */
+int ls_tracer_combined_each(struct ls_tracer *t,
+			    int (*cb)(void *arg, const uint64_t *ips,
+				      uint32_t n,
+				      const struct ls_trace_comb *c),
+			    void *arg);
 
 /* The functions attached (LS_TRACE_ALLOC), a bit per enum ls_trace_fn. */
 uint32_t ls_tracer_functions(const struct ls_tracer *t);

@@ -139,7 +139,9 @@ static const struct ls_option trace_options[] = {
 	  .want = "a prefix" },
 	{ .kind = LS_OPT_FLAG, .long_name = "combined-only",
 	  .offset = TA(combined_only),
-	  .help = "per-stack totals only (memleak's; never a block list)" },
+	  .help = "per-stack totals only, no block list; with --stack-mode\n"
+		  "fp (and no sampling) counted in the kernel, no record\n"
+		  "per block" },
 	{ .kind = LS_OPT_FLAG, .long_name = "wa-missing-free",
 	  .offset = TA(wa_missing_free),
 	  .help = "accepted for memleak: a block allocated again at an\n"
@@ -275,6 +277,10 @@ static int parse(struct trace *tr, struct ls_invocation *inv)
 	if (parse_event(tr, a->event) || parse_stack_mode(tr, a->stack_mode) ||
 	    parse_args(tr, inv->argc, inv->argv))
 		return -1;
+	/* Weights of sampled blocks depend on each block's size: totals
+	 * summed in the kernel could not be scaled back. */
+	tr->t.combined = a->combined_only && !a->sample_rate &&
+			 tr->t.stack_mode == LS_STACK_FP;
 	if (!tr->interval_ns && !strcmp(a->r.ropts.format->name, "memleak"))
 		tr->interval_ns = 5000000000ULL;
 	return 0;
@@ -430,6 +436,14 @@ static uint64_t mono_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+static int add_combined(void *arg, const uint64_t *ips, uint32_t n,
+			const struct ls_trace_comb *c)
+{
+	struct trace *tr = arg;
+
+	return ls_tmodel_combined(tr->model, ips, n, c);
+}
+
 static int report(struct trace *tr)
 {
 	const char *path = tr->a->r.output;
@@ -440,6 +454,15 @@ static int report(struct trace *tr)
 	if (tr->err) {
 		ls_error("out of memory while tracing");
 		return -1;
+	}
+	if (tr->t.combined) {
+		ls_tmodel_combined_reset(tr->model);
+		ret = ls_tracer_combined_each(tr->tracer, add_combined, tr);
+		if (ret) {
+			ls_error("cannot read the per-stack totals: %s",
+				 strerror(-ret));
+			return -1;
+		}
 	}
 	ret = ls_tmodel_snapshot(tr->model, mono_now(), tr->snap_argv, &snap);
 	if (ret) {

@@ -244,6 +244,28 @@ def _():
        "outstanding bytes over all sites (libc is not probed)")
 
 
+@check("--combined-only --stack-mode fp: per-stack totals kept in the kernel, "
+       "exact per allocating function")
+def _():
+    t = trace_pid(["--format", "json", "-T", "100", "--combined-only",
+                   "--stack-mode", "fp", "-v"], "trace-target", "wait")
+    expect_status(t, 0)
+    rep = t.report()
+    # Frame pointers lose the callers of frameless code: only the first
+    # frame (the return address into the allocating function) is sure.
+    for name, nbytes, nblocks, kind in ALLOC_SITES:
+        if kind != "heap":
+            continue
+        got = [s for s in rep["sites"]
+               if [f.get("function") for f in s["frames"]][:1] == [name]]
+        eq((sum(s["live_bytes"] for s in got), sum(s["live_blocks"] for s in got)),
+           (nbytes, nblocks), "%s's bytes and blocks\n    %s" % (
+               name, sites_text(rep)))
+    m = re.search(r"(\d+) records", t.err)
+    ok(m and int(m.group(1)) < 100, "no record per block (-v's count)",
+       t.err)
+
+
 # ------------------------------------------------- commands and exiting ones
 
 @once
