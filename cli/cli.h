@@ -15,6 +15,8 @@
  *        cannot reach), whose other statuses are its command's
  *   126  `run`: the command was found but cannot be executed
  *   127  `run`: the command was not found
+ *   2-5  `beam`: the node is unreachable (2), refused the handshake (3),
+ *        timed out or was lost (4), runs an OTP release before 23 (5)
  *   any other: `run` exits with its command's status (or dies of its
  *        signal)
  */
@@ -35,6 +37,10 @@
 #define LS_EXIT_USAGE 125	/* the one usage status, every command */
 #define LS_EXIT_NOEXEC 126	/* command found but not executable */
 #define LS_EXIT_NOTFOUND 127	/* command not found */
+#define LS_EXIT_BEAM_UNREACHABLE 2	/* beam: no such node, nothing listens */
+#define LS_EXIT_BEAM_REFUSED 3	/* beam: handshake refused */
+#define LS_EXIT_BEAM_LOST 4	/* beam: timeout, connection lost, rpc failed */
+#define LS_EXIT_BEAM_RELEASE 5	/* beam: OTP release before 23 */
 
 /* "leakscope: <message>\n" on stderr (stdout flushed first). */
 void ls_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -44,6 +44,8 @@ const char ls_exit_status_text[] =
 "       reach)\n"
 "  126  run: the command cannot be executed\n"
 "  127  run: the command was not found\n"
+"  2-5  beam: the node is unreachable (2), refused the handshake (3),\n"
+"       timed out or was lost (4), runs an OTP release before 23 (5)\n"
 "  run otherwise exits with its command's status, or dies of its signal.\n";
 
 /* Text for roff: backslashes escaped, no line starting with a control

@@ -37,7 +37,7 @@ int ls_cmd_trace(struct ls_invocation *inv)
 	ls_error("this leakscope was built without eBPF tracing (clang, "
 		 "bpftool, libbpf-dev or the kernel's BTF were missing at "
 		 "build time)");
-	return LS_EXIT_FAILURE;
+	return LS_EXIT_ERROR;
 }
 #else
 #include <errno.h>
@@ -303,7 +303,7 @@ static int check_target(struct trace *tr)
 	}
 	if (tr->t.pid && kill(tr->t.pid, 0) && errno == ESRCH) {
 		ls_error("no such process: %d", tr->t.pid);
-		return -1;
+		return -2;	/* not a usage error: the command failed */
 	}
 	if (command) {
 		if (wordexp(command, &tr->words, WRDE_NOCMD) ||
@@ -666,8 +666,8 @@ static int exit_status(const struct trace *tr, int failed)
 {
 	if (failed)
 		return tr->child_gone && WIFEXITED(tr->child_status) &&
-		       WEXITSTATUS(tr->child_status) >= LS_EXIT_FAILURE ?
-		       WEXITSTATUS(tr->child_status) : LS_EXIT_FAILURE;
+		       WEXITSTATUS(tr->child_status) >= LS_EXIT_NOEXEC ?
+		       WEXITSTATUS(tr->child_status) : LS_EXIT_ERROR;
 	if (tr->child_gone && WIFEXITED(tr->child_status))
 		return WEXITSTATUS(tr->child_status);
 	if (tr->child_gone && WIFSIGNALED(tr->child_status))
@@ -681,9 +681,10 @@ int ls_cmd_trace(struct ls_invocation *inv)
 	struct sigaction sa = { 0 };
 	int r, failed;
 
-	if (parse(&tr, inv) || check_target(&tr)) {
+	r = parse(&tr, inv) ? -1 : check_target(&tr);
+	if (r) {
 		cleanup(&tr);
-		return LS_EXIT_USAGE;
+		return r == -2 ? LS_EXIT_ERROR : LS_EXIT_USAGE;
 	}
 	tr.snap_argv = tr.argv;
 	sa.sa_handler = on_stop;

@@ -35,6 +35,12 @@ struct ls_watch_args {
 	uint64_t count, rows;	/* top */
 };
 
+struct ls_serve_args {
+	const char *listen;
+	int allow_remote;
+	const char *snapshot_dir;
+};
+
 /* `leakscope trace` (cmd-trace.c): memleak's options and the tracer's. */
 struct ls_trace_args {
 	struct ls_report_args r;	/* first: LS_CMD_REPORT */
@@ -50,9 +56,16 @@ struct ls_help_args {
 	int man;
 };
 
+struct ls_beam_args {
+	const char *cookie, *cookie_file, *format;
+	uint64_t interval_ns, count, top, timeout_ns, port;
+	int gc_check;
+};
+
 extern const struct ls_usage ls_run_usage, ls_report_usage, ls_olds_usage,
 	ls_stats_usage, ls_reset_usage, ls_snapshot_usage, ls_watch_usage,
-	ls_top_usage, ls_diff_usage, ls_help_usage, ls_trace_usage;
+	ls_top_usage, ls_diff_usage, ls_help_usage, ls_serve_usage,
+	ls_beam_usage, ls_trace_usage;
 
 int ls_cmd_run(struct ls_invocation *inv);
 int ls_cmd_report(struct ls_invocation *inv);
@@ -64,11 +77,14 @@ int ls_cmd_watch(struct ls_invocation *inv);
 int ls_cmd_top(struct ls_invocation *inv);
 int ls_cmd_diff(struct ls_invocation *inv);
 int ls_cmd_help(struct ls_invocation *inv);
+int ls_cmd_serve(struct ls_invocation *inv);
+int ls_cmd_beam(struct ls_invocation *inv);
 int ls_cmd_trace(struct ls_invocation *inv);
 
 void ls_run_defaults(void *args);
 void ls_watch_defaults(void *args);
 void ls_top_defaults(void *args);
+void ls_beam_defaults(void *args);
 void ls_trace_defaults(void *args);
 
 /* The exit statuses, as --help and the man page state them. */

@@ -36,6 +36,10 @@ const struct ls_command ls_commands[] = {
 	  ARGS(ls_report_args), NULL, 0 },
 	{ "trace", ls_cmd_trace, LS_CMD_REPORT | LS_CMD_STOP_AT_ARG,
 	  &ls_trace_usage, ARGS(ls_trace_args), ls_trace_defaults, 0 },
+	{ "serve", ls_cmd_serve, 0,
+	  &ls_serve_usage, ARGS(ls_serve_args), NULL, 0 },
+	{ "beam", ls_cmd_beam, 0,
+	  &ls_beam_usage, ARGS(ls_beam_args), ls_beam_defaults, 0 },
 	{ "help", ls_cmd_help, 0, &ls_help_usage, ARGS(ls_help_args), NULL, 0 },
 	{ NULL, NULL, 0, NULL, 0, NULL, 0 },
 };

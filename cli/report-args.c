@@ -194,9 +194,17 @@ int ls_write_report(FILE *fp, const char *path, const struct ls_snapshot *snap,
 	return err;
 }
 
+static void on_fatal_signal(int sig);
+
 int ls_open_output(struct ls_output *o, const char *path)
 {
-	int err = ls_output_open(o, path);
+	int err;
+
+	/* Where the file system has no unnamed files, the writer's
+	 * PATH.tmp.PID must go with us if a signal ends us.  (run installs
+	 * its own forwarding afterwards: it ends only with its command.) */
+	ls_output_cleanup_on_signals();
+	err = ls_output_open(o, path);
 
 	if (err)
 		ls_error("cannot write '%s': %s", path, strerror(-err));

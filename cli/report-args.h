@@ -54,8 +54,9 @@ int ls_write_report(FILE *fp, const char *path, const struct ls_snapshot *snap,
 		    const struct ls_report_opts *opts,
 		    struct ls_symbolizer *sym);
 
-/* Open path through the output writer (lib/output.h); prints the error.
- * 0 or a negative errno. */
+/* Open path through the output writer (lib/output.h), with
+ * ls_output_cleanup_on_signals(); prints the error.  0 or a negative
+ * errno. */
 int ls_open_output(struct ls_output *o, const char *path);
 /* Commit; prints the error.  0 or a negative errno. */
 int ls_commit_output(struct ls_output *o);

@@ -15,7 +15,14 @@
 #include "client.h"
 #include "procinfo.h"
 
-#define REPLY_TIMEOUT_S 30
+#define REPLY_TIMEOUT_MS 30000
+
+static _Atomic unsigned timeout_ms = REPLY_TIMEOUT_MS;
+
+void ls_client_set_timeout(unsigned ms)
+{
+	timeout_ms = ms ? ms : REPLY_TIMEOUT_MS;
+}
 
 int ls_client_socket_path(pid_t pid, char *buf, size_t cap)
 {
@@ -40,7 +47,8 @@ static void no_process(pid_t pid, char *err, size_t errlen)
 static int connect_agent(pid_t pid, char *err, size_t errlen)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_S };
+	unsigned ms = timeout_ms;
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = ms % 1000 * 1000 };
 	int fd, r;
 
 	if (kill(pid, 0) && errno == ESRCH) {
@@ -57,7 +65,10 @@ static int connect_agent(pid_t pid, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot create a socket: %s", strerror(errno));
 		return r;
 	}
+	/* The send timeout also bounds connect(): an agent whose listen
+	 * backlog is full makes a Unix stream connect wait. */
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
 		uid_t owner;
 

@@ -2,6 +2,8 @@
  * procinfo.h - what /proc says about a target process: its owner and the
  * runtime dir its agent chose (from the environment it started with, so
  * that root finds the socket of another user's process).
+ *
+ * Thread-safe: no static buffers (the web server asks from many threads).
  */
 #ifndef LEAKSCOPE_PROCINFO_H
 #define LEAKSCOPE_PROCINFO_H

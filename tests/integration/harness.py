@@ -138,6 +138,17 @@ def need(program):
     return path
 
 
+def agent_env(runtime, extra=None):
+    """This environment for a test's own agents: LEAKSCOPE_RUNTIME_DIR set
+    to the test's private runtime dir, no inherited LD_PRELOAD, plus
+    extra."""
+    e = dict(os.environ)
+    e["LEAKSCOPE_RUNTIME_DIR"] = runtime
+    e.pop("LD_PRELOAD", None)
+    e.update(extra or {})
+    return e
+
+
 class Result:
     """One finished process: argv, returncode, stdout, stderr (bytes), the
     temporary directory it wrote into and, for leakscope runs, the reports

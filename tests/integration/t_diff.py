@@ -121,9 +121,12 @@ def same_process():
         w.step(2)
         b = w.snapshot(snap_path("p2"))
         live = ls("diff", "--format", "json", a, w.pid)
+        live_big = ls("diff", "--format", "json", "--min-size", "4096", a,
+                      w.pid)
     finally:
         w.finish()
-    return {"prog": w.prog, "a": a, "b": b, "live": live}
+    return {"prog": w.prog, "a": a, "b": b, "live": live,
+            "live_big": live_big}
 
 
 @once
@@ -246,10 +249,15 @@ def t_diff_postmortem():
         ok(os.path.exists(pm), "the post-mortem file %s is there" % pm)
         d = diff_json(s["a"], pm)
         filtered = ls("diff", "--min-size", "1", s["a"], pm)
+        pm_pprof = os.path.join(RUNTIME, "pm.pb.gz")
+        r = ls("report", "--format", "pprof", "--output", pm_pprof, pm)
     finally:
         w.kill()
     expect_truth(d, s["prog"], "file vs post-mortem")
     expect_error(filtered, 1, ["block lists"], "--min-size on a post-mortem file")
+    eq(r.returncode, 0, "report --format pprof of the post-mortem file")
+    top = pprof_top(pm_pprof, "inuse_space")
+    eq(top["phase_step"][1], 247360, "its profile holds phase 2's bytes")
 
 
 @check("diff: text lists grown, shrunk, new, gone; unchanged only counted")
@@ -286,6 +294,19 @@ def t_diff_min_size():
     eq(sites["site_grow_big"]["live_bytes_delta"], 131072, "site_grow_big")
     eq(sites["site_shrink"]["live_blocks_delta"], -6, "site_shrink")
     eq(d["filters"]["min_size"], 4096, "filters.min_size")
+
+
+@check("diff: --min-size on a live pid asks it for its block list")
+def t_diff_live_min_size():
+    s = same_process()
+    r = s["live_big"]
+    if r.returncode != 0:
+        fail("diff --min-size FILE PID", "status 0", r.describe())
+    d = json.loads(r.stdout.decode())
+    eq({fn: (x["live_bytes_delta"], x["live_blocks_delta"])
+        for fn, x in by_function(d, s["prog"]).items()},
+       {"site_grow_big": (131072, 2), "site_shrink": (-24576, -6)},
+       "the blocks of 4096 bytes or more")
 
 
 @check("diff: --top N keeps the N biggest changes either way")

@@ -6,7 +6,11 @@
   the command-line layer);
 - bpf/ (the eBPF tracer's user side, a source beside lib/) includes bpf/,
   lib/ and common/;
-- cli/ includes cli/, bpf/, lib/ and common/, never agent/;
+- web/ (the server of `leakscope serve`) includes web/, lib/ and common/;
+- cli/ includes cli/, web/, bpf/, lib/, common/ and erlang/ (the C node
+  behind `leakscope beam`), never agent/;
+- erlang/ includes erlang/, lib/ and common/ (the NIF and the C node are
+  clients of the report library, like the CLI);
 - common/ includes only common/;
 - no include circle between modules: X.c including Y.h while Y.c includes
   X.h (agent.c <-> control.c, pmfile.c <-> snapwrite.c and report.c <->
@@ -26,7 +30,9 @@ ALLOWED = {
     "agent": {"agent", "common"},
     "lib": {"lib", "common"},
     "bpf": {"bpf", "lib", "common"},
-    "cli": {"cli", "bpf", "lib", "common"},
+    "web": {"web", "lib", "common"},
+    "cli": {"cli", "web", "bpf", "lib", "common", "erlang"},
+    "erlang": {"erlang", "lib", "common"},
     "common": {"common"},
 }
 

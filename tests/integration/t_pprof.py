@@ -518,3 +518,18 @@ def t_pprof_python():
        rep["totals"]["live_bytes"], "inuse_space total vs JSON totals")
     eq(sum(s["values"][1] for s in prof["samples"]),
        rep["totals"]["allocated_bytes"], "alloc_space total vs JSON totals")
+
+
+@check("pprof: mappings carry the label kind=mmap (go tool pprof -tagfocus)")
+def t_pprof_mmap_label():
+    prog, snap = exit_snapshot("mmap-sites")
+    rep, path = render_both(snap, "mmap")
+    top = pprof_top(path, "inuse_space", "-tagfocus=kind=mmap")
+    want = {"site_mmap_middle": 28672, "site_mremap_grow": 24576,
+            "site_mmap_head": 16384, "site_mmap_tail": 12288,
+            "site_mmap_keep": 8192, "site_mremap_shrink": 4096}
+    eq({fn: v[0] for fn, v in top.items() if v[0]}, want,
+       "flat inuse_space of the kind=mmap samples (mmap-sites.c's truth)")
+    eq(top["main"][1], sum(want.values()), "main's cumulative bytes")
+    mmap_json = sum(s["live_bytes"] for s in rep["sites"] if s["kind"] == "mmap")
+    eq(mmap_json, sum(want.values()), "the JSON report's mmap sites")

@@ -398,7 +398,7 @@ def expect_error(argv, pattern, status=125):
              "status %d, stderr %r" % (r.returncode, err))
 
 
-@check("errors: without root or CAP_BPF+CAP_PERFMON: one line, 125")
+@check("errors: without root or CAP_BPF+CAP_PERFMON: one line, status 1")
 def _():
     need_bpf()
     setpriv = need("setpriv")
@@ -409,7 +409,7 @@ def _():
     if "Permission denied" in r.stderr.decode():
         raise Skip("the build is not reachable by nobody")
     eq((r.returncode, r.stderr.decode()),
-       (125, "leakscope: tracing needs root, or CAP_BPF and CAP_PERFMON\n"),
+       (1, "leakscope: tracing needs root, or CAP_BPF and CAP_PERFMON\n"),
        "status and stderr as nobody")
 
 
@@ -419,15 +419,16 @@ def dead_pid():
     return p.pid
 
 
-@check("errors: a dead pid, a missing -O object, bad options: one line, 125")
+@check("errors: a dead pid, a missing -O object: one line, status 1; bad "
+       "options: 125")
 def _():
     pid = dead_pid()
-    expect_error(["-p", str(pid)], r"leakscope: no such process: %d" % pid)
+    expect_error(["-p", str(pid)], r"leakscope: no such process: %d" % pid, 1)
     expect_error(["-p", str(os.getpid()), "-O", "/nonexistent/libjemalloc.so"],
                  r"leakscope: cannot read the allocator object "
-                 r"'/nonexistent/libjemalloc.so': No such file or directory")
+                 r"'/nonexistent/libjemalloc.so': No such file or directory", 1)
     expect_error(["-p", str(os.getpid()), "-O", "/etc/hostname"],
-                 r"leakscope: '/etc/hostname' is not an ELF file")
+                 r"leakscope: '/etc/hostname' is not an ELF file", 1)
     expect_error(["--event", "sbrk", "-p", "1"],
                  r"leakscope: invalid value 'sbrk' for --event: expected "
                  r"alloc, brk, mmap, page-fault or kernel")
