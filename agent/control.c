@@ -192,6 +192,7 @@ static void *control_main(void *arg)
 
 		if (now >= next) {
 			ls_snapwrite_lock();
+			ls_snapwrite_prepare();
 			ls_pm_tick();
 			ls_snapwrite_unlock();
 			next += ls_pm_period_ms();

@@ -51,6 +51,9 @@ struct ls_block {
 struct ls_snapshot {
 	struct lsnap_header hdr;
 	int has_totals, has_mallinfo, has_blocks, has_history, has_unwind;
+	int has_dropped;
+	uint64_t dropped;	/* events the agent could not record (out of
+				   memory): figures are low by that much */
 	char *notes;		/* owned: what the agent could not do as
 				   asked, lines ending with '\n'; NULL if
 				   nothing */
