@@ -34,6 +34,8 @@ const struct ls_command ls_commands[] = {
 	  &ls_top_usage, ARGS(ls_watch_args), ls_top_defaults, 1 },
 	{ "diff", ls_cmd_diff, LS_CMD_REPORT, &ls_diff_usage,
 	  ARGS(ls_report_args), NULL, 0 },
+	{ "trace", ls_cmd_trace, LS_CMD_REPORT | LS_CMD_STOP_AT_ARG,
+	  &ls_trace_usage, ARGS(ls_trace_args), ls_trace_defaults, 0 },
 	{ "serve", ls_cmd_serve, 0,
 	  &ls_serve_usage, ARGS(ls_serve_args), NULL, 0 },
 	{ "beam", ls_cmd_beam, 0,

@@ -73,6 +73,7 @@ enum lsnap_reason {
 
 enum lsnap_source {
 	LSNAP_SOURCE_AGENT = 0,	/* the LD_PRELOAD agent */
+	LSNAP_SOURCE_EBPF = 1,	/* leakscope trace (in memory only) */
 };
 
 struct lsnap_header {
@@ -155,6 +156,13 @@ struct lsnap_module {
 enum lsnap_site_kind {
 	LSNAP_KIND_HEAP = 0,	/* malloc family */
 	LSNAP_KIND_MMAP = 1,	/* anonymous mmap/mremap by the program */
+	/* Kinds of the eBPF tracer (`leakscope trace`), in memory and in
+	 * its reports only: a snapshot file version 1 never holds them.
+	 * brk and fault sites have counters but no blocks. */
+	LSNAP_KIND_BRK = 2,	/* heap growth by brk(): bytes, calls */
+	LSNAP_KIND_FAULT = 3,	/* user page faults: bytes, pages */
+	LSNAP_KIND_KERNEL = 4,	/* kernel allocations: kernel stacks */
+	LSNAP_KIND_MAX = LSNAP_KIND_KERNEL,
 };
 
 /*

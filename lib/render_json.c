@@ -230,7 +230,7 @@ static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 		return ret;
 	ls_json_object(j, NULL);
 	ls_json_u64(j, "id", r->site->id);
-	ls_json_str(j, "kind", r->site->kind == LSNAP_KIND_MMAP ? "mmap" : "heap");
+	ls_json_str(j, "kind", ls_site_kind_name(r->site->kind));
 	ls_json_i64(j, "live_bytes", r->live_bytes);
 	ls_json_i64(j, "live_blocks", r->live_blocks);
 	ls_json_u64(j, "allocated_bytes", r->allocated_bytes);

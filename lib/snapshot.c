@@ -782,3 +782,11 @@ uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
 	return snap->hdr.mono_ns > b->birth_ns ?
 		snap->hdr.mono_ns - b->birth_ns : 0;
 }
+
+const char *ls_site_kind_name(uint32_t kind)
+{
+	static const char *const names[] = { "heap", "mmap", "brk", "fault",
+					      "kernel" };
+
+	return kind <= LSNAP_KIND_MAX ? names[kind] : "unknown";
+}

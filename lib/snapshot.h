@@ -105,4 +105,7 @@ const struct ls_site *ls_snapshot_site(const struct ls_snapshot *snap,
 uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
 			 const struct ls_block *b);
 
+/* "heap", "mmap", "brk", "fault", "kernel" (enum lsnap_site_kind). */
+const char *ls_site_kind_name(uint32_t kind);
+
 #endif /* LEAKSCOPE_SNAPSHOT_H */

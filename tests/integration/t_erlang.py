@@ -308,7 +308,7 @@ def t_nif_badargs():
     for key in ("badarg_olds", "badarg_demangle", "badarg_format",
                 "badarg_key", "badarg_opts"):
         contains(res.get(key, ""), "badarg", key)
-    eq(res.get("formats"), "[text,json,folded,svg,pprof]", "formats")
+    eq(res.get("formats"), "[text,json,folded,svg,pprof,memleak]", "formats")
     eq(res.get("growing_is_list"), "true", "growing() returns a list")
 
 
