@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "../common/attach.h"
 #include "../common/lsnap.h"
 #include "../common/runtime.h"
 #include "agent.h"
 #include "arena.h"
+#include "attach.h"
 #include "control.h"
 #include "exec.h"
 #include "guard.h"
@@ -345,6 +347,7 @@ static void fork_child(void)
 	ls_snapshot_reset_child();
 	ls_thread_reset_child();
 	ls_stack_atfork_child();
+	ls_attach_reset_child();
 	ls_agent.pid = getpid();
 	ls_control_forget_child();
 	ls_pm_forget_child();
@@ -365,6 +368,11 @@ static void ls_agent_start(void)
 	ls_agent.state = LS_STARTING;
 	ls_guard_enter();
 	ls_real_init();
+	/* Loaded by `leakscope attach`: wait for leakscope_attach(). */
+	if (!ls_attach_preloaded()) {
+		ls_agent.state = LS_OFF;
+		goto out;
+	}
 	read_config();
 	if (ls_thread_init() || !ls_real.free) {
 		__atomic_store_n(&ls_agent.state, LS_DISABLED, __ATOMIC_RELEASE);
@@ -484,6 +492,119 @@ void ls_agent_child_control(void)
 	}
 	ls_guard_leave();
 	errno = saved;
+}
+
+/* --- attach ------------------------------------------------------------------ */
+
+void ls_agent_setting(const char *key, size_t klen, const char *value)
+{
+	char *end;
+	unsigned long long n = strtoull(value, &end, 10);
+	int num = *value && !*end;
+
+#define IS(k) (klen == strlen(k) && !memcmp(key, k, klen))
+	if (IS(LS_ATTACH_KEY_DEPTH) && num)
+		ls_agent.depth = n < 1 ? 1 : n > LS_MAX_DEPTH ? LS_MAX_DEPTH : (int)n;
+	else if (IS(LS_ATTACH_KEY_SAMPLE_RATE) && num)
+		ls_agent.sample_rate = n;
+	else if (IS(LS_ATTACH_KEY_PERIOD_MS) && num && n >= 10 && n <= 3600000)
+		ls_agent.period_ms = (uint32_t)n;
+	else if (IS(LS_ATTACH_KEY_HISTORY) && num && n >= 8 && n <= 4096)
+		ls_agent.hist_len = (uint32_t)n;
+	else if (IS(LS_ATTACH_KEY_RUNTIME_DIR) && strlen(value) < PATH_MAX)
+		strcpy(ls_agent.runtime_dir, value);
+#undef IS
+}
+
+/* What must be set up once per process, whichever session comes first. */
+static int attach_once(char *err, size_t errlen)
+{
+	static int done;
+	static uint64_t first_rate;
+
+	if (done) {
+		if (ls_agent.sample_rate != first_rate) {
+			snprintf(err, errlen, "the agent in this process was first "
+				 "attached with sample rate %llu: attach with the "
+				 "same rate", (unsigned long long)first_rate);
+			return -EINVAL;
+		}
+		ls_agent_reset();
+		return 0;
+	}
+	if (ls_thread_init()) {
+		snprintf(err, errlen, "no thread key left in the process");
+		return -EAGAIN;
+	}
+	if (ls_sample_init(ls_agent.sample_rate, 0))
+		ls_agent.sample_rate = 0;
+	first_rate = ls_agent.sample_rate;
+	ls_stack_init();
+	read_cmdline();
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	done = 1;
+	return 0;
+}
+
+int ls_agent_start_attached(char *err, size_t errlen)
+{
+	int r;
+
+	ls_real_rebind_default();
+	if (!ls_real.free) {
+		snprintf(err, errlen, "the process's malloc and free not found");
+		return -ENOENT;
+	}
+	if (!ls_agent.runtime_dir[0]) {
+		snprintf(err, errlen, "no runtime directory given");
+		return -EINVAL;
+	}
+	r = attach_once(err, errlen);
+	if (r)
+		return r;
+	ls_modules_refresh();
+	ls_agent.pid = getpid();
+	ls_agent.start_mono = ls_now_ns(CLOCK_MONOTONIC);
+	ls_agent.attach_wall_ns = ls_now_ns(CLOCK_REALTIME);
+	r = ls_control_prepare_dir(ls_agent.runtime_dir);
+	if (r) {
+		snprintf(err, errlen, "runtime directory %s: %s",
+			 ls_agent.runtime_dir, strerror(-r));
+		return r;
+	}
+	__atomic_store_n(&ls_agent.state, LS_ON, __ATOMIC_RELEASE);
+	ls_pm_open(ls_agent.runtime_dir, ls_agent.period_ms, ls_agent.hist_len);
+	r = ls_control_start();
+	if (r) {
+		__atomic_store_n(&ls_agent.state, LS_OFF, __ATOMIC_RELEASE);
+		ls_pm_close(0);
+		snprintf(err, errlen, "cannot start the control thread: %s",
+			 strerror(-r));
+	}
+	return r;
+}
+
+int ls_agent_detach(char *err, size_t errlen)
+{
+	int expect = LS_ON;
+
+	if (!ls_agent.attach_wall_ns) {
+		snprintf(err, errlen, "not attached (started with the agent "
+			 "preloaded): nothing to detach");
+		return -EINVAL;
+	}
+	ls_attach_restore();
+	if (!__atomic_compare_exchange_n(&ls_agent.state, &expect, LS_OFF, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+		snprintf(err, errlen, "not tracking");
+		return -EINVAL;
+	}
+	ls_snapshot_lock();
+	ls_pm_close(0);
+	ls_pm_forget_child();	/* unmapped: a new attach opens a new file */
+	ls_snapshot_unlock();
+	ls_control_stop();
+	return 0;
 }
 
 void ls_agent_modules_changed(void)

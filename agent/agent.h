@@ -41,6 +41,9 @@ struct ls_agent {
 	uint64_t start_mono;
 	char out_dir[PATH_MAX];	/* where exit snapshots go; "" = none */
 	char runtime_dir[PATH_MAX];
+	uint64_t attach_wall_ns;	/* attached (not preloaded): when
+					   tracking began, CLOCK_REALTIME;
+					   0 when preloaded */
 	char *cmdline;		/* /proc/self/cmdline, arena memory */
 	size_t cmdline_len;
 };
@@ -82,6 +85,19 @@ void ls_agent_reset(void);
  */
 #define LS_CHILD_CONTROL_DELAY_NS 1000000000ull
 void ls_agent_child_control(void);
+
+/*
+ * Attach (agent/attach.c): ls_agent_setting() takes one setting of the
+ * injector's (common/attach.h keys); ls_agent_start_attached() starts
+ * tracking, the control thread and the post-mortem file from them, a
+ * second time after a detach forgetting what the first session saw;
+ * ls_agent_detach() puts the GOT back, stops tracking, removes the
+ * socket and post-mortem file (the control thread ends after answering).
+ * Return 0 or a negative errno with a reason in err.  Never in a hook.
+ */
+void ls_agent_setting(const char *key, size_t klen, const char *value);
+int ls_agent_start_attached(char *err, size_t errlen);
+int ls_agent_detach(char *err, size_t errlen);
 
 /* After dlclose(). */
 void ls_agent_modules_changed(void);

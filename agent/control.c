@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "agent.h"
+#include "attach.h"
 #include "control.h"
 #include "guard.h"
 #include "pmfile.h"
@@ -27,6 +28,8 @@
 #define REQUEST_TIMEOUT_MS 2000
 
 static int listen_fd = -1;
+static pid_t control_tid;	/* the thread serving listen_fd, 0 = none */
+static int detaching;		/* `leakscope detach` answered: end */
 static pid_t owner;		/* the pid whose socket path we hold */
 static struct sockaddr_un addr;
 
@@ -119,7 +122,16 @@ static void serve(int fd)
 		ls_snapshot_write(fd, LSNAP_REASON_REQUEST, 0);
 	else if (!strcmp(req, "snapshot blocks"))
 		ls_snapshot_write(fd, LSNAP_REASON_REQUEST, 1);
-	else if (!strcmp(req, "ping"))
+	else if (!strcmp(req, "detach")) {
+		char why[200];
+
+		if (ls_agent_detach(why, sizeof(why))) {
+			reply_error(fd, why);
+			return;
+		}
+		detaching = 1;
+		send(fd, "OK\n", 3, MSG_NOSIGNAL);
+	} else if (!strcmp(req, "ping"))
 		send(fd, "OK leakscope 1\n", 15, MSG_NOSIGNAL);
 	else
 		reply_error(fd, "unknown request");
@@ -177,9 +189,10 @@ static void *control_main(void *arg)
 	uint64_t next = mono_ms();
 
 	ls_guard_enter();	/* for good: nothing this thread does is tracked */
+	__atomic_store_n(&control_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	prctl(PR_SET_NAME, "leakscope");
 	sweep_runtime_dir();
-	for (;;) {
+	while (!detaching) {
 		struct pollfd p = { .fd = listen_fd, .events = POLLIN };
 		uint64_t now = mono_ms();
 		int fd, r;
@@ -188,6 +201,9 @@ static void *control_main(void *arg)
 			ls_snapshot_lock();
 			ls_pm_tick();
 			ls_snapshot_unlock();
+			/* Attached: objects loaded without our dlopen hook
+			 * (an allocator's own dlopen, a racing load). */
+			ls_attach_rescan();
 			next += ls_pm_period_ms();
 			if (next <= now)	/* fell behind: do not catch up */
 				next = now + ls_pm_period_ms();
@@ -205,7 +221,27 @@ static void *control_main(void *arg)
 		serve(fd);
 		close(fd);
 	}
+	if (detaching) {
+		close(listen_fd);
+		listen_fd = -1;
+		owner = 0;
+		detaching = 0;
+	}
+	__atomic_store_n(&control_tid, 0, __ATOMIC_RELEASE);
 	return NULL;
+}
+
+pid_t ls_control_tid(void)
+{
+	int i;
+
+	/* Started a moment ago: give it a second to say who it is. */
+	for (i = 0; i < 1000 && !__atomic_load_n(&control_tid, __ATOMIC_ACQUIRE); i++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	return __atomic_load_n(&control_tid, __ATOMIC_ACQUIRE);
 }
 
 static int open_socket(void)

@@ -12,9 +12,16 @@
 #define LEAKSCOPE_AGENT_CONTROL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Start the control thread; 0 or a negative errno.  Outside hooks. */
 int ls_control_start(void);
+/*
+ * The control thread's kernel tid, waiting up to a second for a thread
+ * just started to report it; 0 when none runs.  `leakscope attach` leaves
+ * it running while it stops the program's threads.
+ */
+pid_t ls_control_tid(void);
 /* Remove this process's socket (at exit). */
 void ls_control_stop(void);
 /* In a fork child: the control thread did not survive; drop its state

@@ -16,6 +16,14 @@ int ls_cmd_stats(int argc, char **argv);
 int ls_cmd_olds(int argc, char **argv);
 int ls_cmd_watch(int argc, char **argv);
 int ls_cmd_top(int argc, char **argv);
+int ls_cmd_attach(int argc, char **argv);
+int ls_cmd_detach(int argc, char **argv);
+
+/*
+ * The agent's path into out: $LEAKSCOPE_AGENT, beside the binary,
+ * ../lib/leakscope/, the configured libdir.  0, or -1 after printing why.
+ */
+int ls_find_agent(char *out, size_t cap);
 
 /* Long options every reporting command takes; values >= 0x100. */
 enum {

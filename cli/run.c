@@ -291,7 +291,7 @@ static const char *untraceable(const char *path, int depth)
 	return "it is statically linked, and LD_PRELOAD only reaches dynamically linked programs";
 }
 
-static int find_agent(char *out, size_t cap)
+int ls_find_agent(char *out, size_t cap)
 {
 	const char *env = getenv("LEAKSCOPE_AGENT");
 	char self[PATH_MAX], *slash;
@@ -794,7 +794,7 @@ static int prepare(struct run *r, const char *cmd)
 		ls_error("cannot trace '%s': %s", cmd, why);
 		return LS_EXIT_FAILURE;
 	}
-	if (find_agent(r->agent, sizeof(r->agent)))
+	if (ls_find_agent(r->agent, sizeof(r->agent)))
 		return LS_EXIT_FAILURE;
 	snprintf(r->tmpdir, sizeof(r->tmpdir), "%s/leakscope-run.XXXXXX",
 		 tmp && *tmp ? tmp : "/tmp");

@@ -108,7 +108,7 @@ static int check_target(pid_t pid, char *err, size_t errlen)
 		return -EPERM;
 	}
 	tracer = ls_proc_status_long(pid, "TracerPid");
-	if (tracer > 0) {
+	if (tracer > 0 && tracer != getpid()) {
 		snprintf(err, errlen, "pid %d is already traced by pid %ld "
 			 "(a debugger or another tool): detach it first",
 			 (int)pid, tracer);
@@ -167,6 +167,26 @@ static int thread_gone(pid_t pid, pid_t tid)
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
 }
 
+/* TracerPid of one thread, or -1. */
+static pid_t thread_tracer(pid_t pid, pid_t tid)
+{
+	char path[80], line[128];
+	pid_t v = -1;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -1;
+	while (fgets(line, sizeof(line), fp))
+		if (!strncmp(line, "TracerPid:", 10)) {
+			v = (pid_t)atoi(line + 10);
+			break;
+		}
+	fclose(fp);
+	return v;
+}
+
 /*
  * Seize and interrupt tid.  Returns 1 when it is now ours, 0 when it is
  * gone (a thread that exited between the listing and now), or a negative
@@ -179,6 +199,8 @@ static int seize_one(struct ls_world *w, pid_t tid, char *err, size_t errlen)
 
 		if (e == ESRCH)
 			return 0;
+		if (e == EPERM && thread_tracer(w->pid, tid) == getpid())
+			return 0;	/* ours already: the caller holds it */
 		if (e == EPERM && ls_proc_status_long(w->pid, "TracerPid") > 0)
 			return check_target(w->pid, err, errlen);
 		if (e == EPERM) {
@@ -377,7 +399,7 @@ int ls_world_stop(pid_t pid, const struct ls_world_opts *opts,
 				r = e;
 		}
 	} while (r > 0);
-	if (!r && (kill(pid, 0) || !w->nthreads)) {
+	if (!r && (kill(pid, 0) || (!w->nthreads && thread_gone(pid, pid)))) {
 		snprintf(err, errlen, "pid %d exited", (int)pid);
 		r = -ESRCH;
 	}

@@ -66,6 +66,9 @@ struct ls_world {
  * stop is simply not in w->threads, nor is a zombie leader (one that
  * called pthread_exit while other threads run on).
  *
+ * A thread this process already traces is left out: its caller holds it
+ * (attach keeps the thread it runs its calls on).
+ *
  * Signals: a thread found about to take a signal keeps it (pending_sig,
  * delivered at resume); a process stopped by job control stays stopped.
  */
