@@ -102,6 +102,11 @@ $(B)/tests/workloads/%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $< -ldl
 
+# A program `leakscope attach` must refuse: no dynamic loader.
+$(B)/tests/workloads/static-wait: tests/workloads/static-wait.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -static -o $@ $<
+
 $(B)/tests/workloads/%: tests/workloads/%.cc tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CXX) $(filter-out -D_GNU_SOURCE,$(WL_CFLAGS)) -o $@ $<

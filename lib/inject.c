@@ -30,6 +30,7 @@
 struct mod {
 	char path[4096];	/* as the target sees it */
 	uint64_t base;		/* start of its mapping at file offset 0 */
+	uint64_t end;		/* end of its last mapping */
 };
 
 struct thr {
@@ -100,12 +101,14 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-static void note_mapping(struct ctx *c, uint64_t start, uint64_t off,
-			 const char *path)
+static void note_mapping(struct ctx *c, uint64_t start, uint64_t end,
+			 uint64_t off, const char *path)
 {
 	const char *b = base_name(path);
 	struct mod *m = NULL;
 
+	if (c->ldso.base && !strcmp(path, c->ldso.path) && end > c->ldso.end)
+		c->ldso.end = end;
 	if (off)
 		return;
 	if (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-2.", 7))
@@ -140,7 +143,7 @@ static int read_maps(struct ctx *c)
 		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &lo, &hi, &off, &pos) < 3 ||
 		    !pos || line[pos] != '/')
 			continue;
-		note_mapping(c, lo, off, line + pos);
+		note_mapping(c, lo, hi, off, line + pos);
 	}
 	fclose(fp);
 	return 0;
@@ -529,9 +532,11 @@ static int pick_blocked(struct ctx *c, struct ls_inject_result *res)
 		struct user_regs_struct r;
 		const char *name;
 
+		/* ld.so's own read() is the loader at work (lock held). */
 		if (!t->stopped || regs_get(t->tid, &r) || t->nr0 < 0 ||
 		    (long)r.orig_rax != t->nr0 || r.rip != t->rip0 ||
-		    !(name = waiting_call(t->nr0)))
+		    !(name = waiting_call(t->nr0)) ||
+		    (r.rip >= c->ldso.base && r.rip < c->ldso.end))
 			continue;
 		c->safe = t->tid;
 		c->saved = r;
@@ -884,35 +889,91 @@ static void release_others(struct ctx *c)
 	}
 }
 
-/* Stop 2: a safe thread held, the breakpoints gone, the others running. */
-static int find_safe_point(struct ctx *c, int timeout_ms, struct ls_inject_result *res)
+/* Everyone but the safe thread stopped: breakpoints out, let them go. */
+static int settle(struct ctx *c, struct ls_inject_result *res, uint64_t t0)
 {
-	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000u, t0;
-	int r = wait_trap(c, deadline, res);
-
-	if (r && r != -ETIMEDOUT)
-		return r;
-	t0 = now_ns();
-	if (stop_others(c, now_ns() + 2000000000ull) && r != -ETIMEDOUT) {
-		release_others(c);
-		return -ESRCH;
-	}
 	bp_set(c, 0);
-	if (r == -ETIMEDOUT) {
-		c->safe = 0;
-		if (pick_blocked(c, res) || !loader_consistent(c)) {
-			c->safe = 0;
-			release_others(c);
-			return FAIL(c, -ETIMEDOUT, "no safe point in pid %d within %d s: "
-				    "no thread called malloc, free, calloc or realloc, "
-				    "and none was blocked in a waiting system call "
-				    "(try a longer --timeout)", (int)c->pid, timeout_ms / 1000);
-		}
-	}
 	release_others(c);
 	res->pause_ns[1] = now_ns() - t0;
 	res->safe_tid = c->safe;
 	return 0;
+}
+
+/* No breakpoint reached in time: all stopped, is one blocked somewhere safe? */
+static int try_blocked(struct ctx *c, struct ls_inject_result *res, uint64_t *t0)
+{
+	int r;
+
+	*t0 = now_ns();
+	c->safe = 0;
+	r = stop_others(c, *t0 + 2000000000ull);
+	if (r)
+		return r;
+	if (!pick_blocked(c, res) && loader_consistent(c))
+		return 0;
+	c->safe = 0;
+	return -ENOENT;
+}
+
+#define BLOCKED_GRACE_MS 100
+
+/* Where every stopped thread is now becomes the reference of the next
+ * look, and they all run on. */
+static void rearm(struct ctx *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++) {
+		struct thr *t = &c->t[i];
+		struct user_regs_struct r;
+
+		if (!t->stopped)
+			continue;
+		t->nr0 = regs_get(t->tid, &r) ? -1 : (long)r.orig_rax;
+		t->rip0 = r.rip;
+		cont(t);
+	}
+}
+
+/*
+ * Stop 2: a safe thread held, the breakpoints gone, the others running.
+ * A breakpoint is waited for; every BLOCKED_GRACE_MS all threads are
+ * stopped for a look, and a thread blocked in a waiting call at the same
+ * place as at the last look will do too (an idle server).
+ */
+static int find_safe_point(struct ctx *c, int timeout_ms, struct ls_inject_result *res)
+{
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000u, t0;
+	int r;
+
+	for (;;) {
+		uint64_t next = now_ns() + BLOCKED_GRACE_MS * 1000000ull;
+
+		r = wait_trap(c, next < end ? next : end, res);
+		if (r != -ETIMEDOUT)
+			break;
+		r = try_blocked(c, res, &t0);
+		if (!r)
+			return settle(c, res, t0);
+		if (r != -ENOENT)
+			return r;
+		if (now_ns() >= end) {
+			settle(c, res, t0);
+			return FAIL(c, -ETIMEDOUT, "no safe point in pid %d within "
+				    "%.1f s: no thread called malloc, free, calloc or "
+				    "realloc, and none was blocked in a waiting system "
+				    "call (try a longer --timeout)", (int)c->pid,
+				    timeout_ms / 1000.0);
+		}
+		rearm(c);
+	}
+	if (r)
+		return r;
+	t0 = now_ns();
+	r = stop_others(c, t0 + 2000000000ull);
+	if (r)
+		return r;
+	return settle(c, res, t0);
 }
 
 static int open_target(struct ctx *c, pid_t pid)

@@ -4,6 +4,7 @@
  */
 #include <inttypes.h>
 #include <string.h>
+#include <time.h>
 #include "render.h"
 
 static int estimates(const struct ls_render_ctx *c)
@@ -59,6 +60,19 @@ static void put_filters(const struct ls_render_ctx *c)
 	fputc('\n', c->out);
 }
 
+/* Attached to a running process: what came before is not in the report. */
+static void put_attached(FILE *out, uint64_t wall_ns)
+{
+	time_t sec = (time_t)(wall_ns / 1000000000);
+	char date[40] = "?";
+	struct tm tm;
+
+	if (gmtime_r(&sec, &tm))
+		strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	fprintf(out, "Tracking since attaching at %s: blocks allocated "
+		"before are not known\n", date);
+}
+
 static void put_header(const struct ls_render_ctx *c)
 {
 	const struct ls_snapshot *s = c->rep->snap;
@@ -85,6 +99,8 @@ static void put_header(const struct ls_render_ctx *c)
 			"figures are estimates\n", s->hdr.sample_rate);
 	else
 		fputs(", full tracking\n", c->out);
+	if (s->has_attach)
+		put_attached(c->out, s->attach.wall_ns);
 	if (s->torn)
 		fputs("Note: the process died during an update: figures may "
 		      "mix two samples\n", c->out);

@@ -51,6 +51,7 @@ struct ls_block {
 struct ls_snapshot {
 	struct lsnap_header hdr;
 	int has_totals, has_mallinfo, has_blocks, has_history, has_unwind;
+	int has_attach;		/* attached to a running process: attach */
 	int postmortem;		/* read from a post-mortem file */
 	int torn;		/* ... whose last update was cut short */
 	int exited;		/* ... of a process that exited normally */
@@ -58,6 +59,7 @@ struct ls_snapshot {
 	struct lsnap_totals totals;
 	struct lsnap_mallinfo mallinfo;
 	struct lsnap_unwind unwind;
+	struct lsnap_attach attach;
 
 	char **argv;		/* owned, argc entries + NULL */
 	size_t argc;

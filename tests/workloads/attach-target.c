@@ -28,6 +28,8 @@
  *      mapping: nothing goes negative, the reallocs are new blocks
  *   h N  start N threads that malloc and free without pause (hammer);
  *      "H" stops and joins them
+ *   s  spin without allocating nor entering the kernel until SIGUSR1:
+ *      no safe point for `attach` (it must time out, target unharmed)
  *   q  exit 0 after printing "bye <checksum>"
  *
  * Output is deterministic: the same bytes whether or not anybody
@@ -37,6 +39,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -212,6 +215,23 @@ static void hammer_join(void)
 	atomic_store(&hammer_stop, 0);
 }
 
+static volatile sig_atomic_t spin_stop;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	spin_stop = 1;
+}
+
+static void spin(void)
+{
+	wl_say(1, "spinning\n");
+	while (!spin_stop)
+		checksum++;
+	spin_stop = 0;
+	checksum = 0;
+}
+
 static int read_cmd(char *c, int *arg)
 {
 	char line[64];
@@ -237,6 +257,7 @@ int main(void)
 	char c;
 	int arg;
 
+	signal(SIGUSR1, on_usr1);
 	while (!read_cmd(&c, &arg)) {
 		switch (c) {
 		case 'p': allocate_pre(); break;
@@ -249,6 +270,7 @@ int main(void)
 		case 'f': free_pre(); break;
 		case 'h': hammer(arg); break;
 		case 'H': hammer_join(); break;
+		case 's': spin(); break;
 		case 'q':
 			wl_say(1, "bye %lu\n", checksum);
 			return 0;
