@@ -59,7 +59,7 @@ DEMO_BIN = $(B)/demo/leaky-server
 
 all: $(B)/leakscope $(B)/libleakscope.so
 
-$(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) common/lsnap.h
+$(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
 
@@ -72,6 +72,15 @@ $(B)/agent-core.a: $(AGENT_CORE_OBJ)
 $(B)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -c -o $@ $<
+
+# The flame graph's script, kept as a plain .js file, compiled in as a C
+# string (every line quoted, backslashes and quotes escaped).
+$(B)/gen/flamegraph-js.h: lib/flamegraph.js
+	@mkdir -p $(@D)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
+
+$(B)/lib/flamegraph_svg.o: $(B)/gen/flamegraph-js.h
+$(B)/lib/flamegraph_svg.o: CLI_CFLAGS += -I$(B)/gen
 
 $(REPORT_LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -106,6 +115,11 @@ $(B)/tests/workloads/%: tests/workloads/%.c tests/workloads/wl.h
 $(B)/tests/workloads/static-wait: tests/workloads/static-wait.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -static -o $@ $<
+
+# Linked with a library whose constructor allocates (issue 12).
+$(B)/tests/workloads/early-ctor: tests/workloads/early-ctor.c tests/workloads/wl.h $(B)/tests/workloads/libearly.so
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $< -L$(@D) -learly -Wl,-rpath,'$$ORIGIN'
 
 $(B)/tests/workloads/%: tests/workloads/%.cc tests/workloads/wl.h
 	@mkdir -p $(@D)

@@ -28,15 +28,14 @@
 #include <time.h>
 #include <unistd.h>
 #include "../common/attach.h"
-#include "agent.h"
+#include "../common/contract.h"
 #include "arena.h"
 #include "attach.h"
-#include "control.h"
 #include "guard.h"
 #include "real.h"
+#include "state.h"
 #include "sys.h"
 
-#define LS_EXPORT __attribute__((visibility("default")))
 #define MAX_SLOTS 16384
 
 static void *attach_dlopen(const char *file, int mode);
@@ -64,11 +63,12 @@ static uint32_t nslots;
 static ls_lock_t slot_lock = LS_LOCK_INIT;
 static uint64_t self_base, vdso_base, ldso_base;
 static void *(*real_dlopen)(const char *, int);
+static void (*modules_changed)(void);	/* agent.c's, after a dlopen */
 
 int ls_attach_preloaded(void)
 {
 	static int answer = -1;
-	const char *pre = getenv("LD_PRELOAD");
+	const char *pre = ls_state_getenv(LS_ENV_PRELOAD);
 	Dl_info self;
 	void *h;
 
@@ -76,7 +76,7 @@ int ls_attach_preloaded(void)
 		return answer;
 	/* Conservative: any sign of preloading keeps the preload path. */
 	answer = 1;
-	if (getenv("LEAKSCOPE_RUN") || (pre && strstr(pre, "libleakscope")))
+	if (ls_state_getenv(LS_ENV_RUN) || (pre && strstr(pre, "libleakscope")))
 		return answer;
 	if (!dladdr((void *)ls_attach_preloaded, &self))
 		return answer;
@@ -289,7 +289,7 @@ static void *attach_dlopen(const char *file, int mode)
 
 		ls_guard_enter();
 		ls_attach_rescan();
-		ls_agent_modules_changed();
+		modules_changed();
 		ls_guard_leave();
 		errno = e;
 	}
@@ -322,7 +322,8 @@ static int resolve_fns(void)
 
 /* --- entry, rescan, detach ------------------------------------------------- */
 
-static void parse_settings(const char *s)
+void ls_attach_parse(const char *s,
+		     void (*set)(const char *key, size_t klen, const char *value))
 {
 	while (s && *s) {
 		const char *nl = strchr(s, '\n'), *eq = strchr(s, '=');
@@ -335,62 +336,31 @@ static void parse_settings(const char *s)
 			if (vl < sizeof(v)) {
 				memcpy(v, eq + 1, vl);
 				v[vl] = 0;
-				ls_agent_setting(s, kl, v);
+				set(s, kl, v);
 			}
 		}
 		s = nl ? nl + 1 : NULL;
 	}
 }
 
-static void fail(const char *why)
+struct ls_attach_result *ls_attach_result(void)
 {
-	result.status = LS_ATTACH_FAILED;
-	snprintf(result.reason, sizeof(result.reason), "%s", why);
+	return &result;
 }
 
-LS_EXPORT struct ls_attach_result *leakscope_attach(const char *settings)
+int ls_attach_prepare(void (*changed)(void))
 {
-	int saved = errno, r;
+	modules_changed = changed;
+	if (!slots && !(slots = ls_arena_alloc(MAX_SLOTS * sizeof(*slots))))
+		return -ENOMEM;
+	return resolve_fns();
+}
 
-	ls_guard_enter();
-	memset(&result, 0, sizeof(result));
-	result.version = LS_ATTACH_VERSION;
-	if (ls_attach_preloaded()) {
-		result.status = LS_ATTACH_PRELOADED;
-		goto out;
-	}
-	if (__atomic_load_n(&ls_agent.state, __ATOMIC_ACQUIRE) == LS_ON) {
-		result.status = LS_ATTACH_ACTIVE;
-		goto out;
-	}
-	if (!slots && !(slots = ls_arena_alloc(MAX_SLOTS * sizeof(*slots)))) {
-		fail("out of memory");
-		goto out;
-	}
-	if (resolve_fns()) {
-		fail("dlopen, dlsym or the agent's own hooks not found");
-		goto out;
-	}
-	/* The defaults of read_config() (agent.c), which did not run. */
-	ls_agent.depth = 64;
-	ls_agent.sample_rate = 0;
-	ls_agent.period_ms = 1000;
-	ls_agent.hist_len = 120;
-	parse_settings(settings);
-	r = ls_agent_start_attached(result.reason, sizeof(result.reason));
-	if (r) {
-		result.status = LS_ATTACH_FAILED;
-		goto out;
-	}
+void ls_attach_list(void)
+{
 	dl_iterate_phdr(walk_cb, (void *)list_slot);
 	result.slots = (uint64_t)(uintptr_t)slots;
 	result.nslots = nslots;
-	result.control_tid = (uint32_t)ls_control_tid();
-	result.start_wall_ns = ls_agent.attach_wall_ns;
-out:
-	ls_guard_leave();
-	errno = saved;
-	return &result;
 }
 
 void ls_attach_rescan(void)

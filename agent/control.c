@@ -17,21 +17,24 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-#include "agent.h"
+#include "../common/contract.h"
 #include "attach.h"
 #include "control.h"
 #include "guard.h"
 #include "pmfile.h"
 #include "snapwrite.h"
+#include "state.h"
 #include "sys.h"
 
 #define REQUEST_TIMEOUT_MS 2000
 
 static int listen_fd = -1;
 static pid_t control_tid;	/* the thread serving listen_fd, 0 = none */
-static int detaching;		/* `leakscope detach` answered: end */
+static int detaching;		/* the detach verb was answered: end */
+static int (*detach_fn)(char *why, size_t len);
 static pid_t owner;		/* the pid whose socket path we hold */
 static struct sockaddr_un addr;
+static void (*reset_fn)(void);	/* the "reset" verb: agent.c's */
 
 /* mkdir -m 0700, then make sure nobody else owns or can write it. */
 int ls_control_prepare_dir(const char *dir)
@@ -87,12 +90,18 @@ static int read_request(int fd, char *buf, size_t cap)
 	return -EMSGSIZE;
 }
 
-static void reply_error(int fd, const char *msg)
+/* One reply line: prefix, then text. */
+static void send_line(int fd, const char *prefix, const char *text)
 {
 	char line[256];
-	int n = snprintf(line, sizeof(line), "ERR %s\n", msg);
+	int n = snprintf(line, sizeof(line), "%s%s\n", prefix, text);
 
 	send(fd, line, (size_t)n, MSG_NOSIGNAL);
+}
+
+static void reply_error(int fd, const char *msg)
+{
+	send_line(fd, LS_REPLY_ERR, msg);
 }
 
 static void serve(int fd)
@@ -115,24 +124,24 @@ static void serve(int fd)
 		reply_error(fd, "malformed request");
 		return;
 	}
-	if (!strcmp(req, "reset")) {
-		ls_agent_reset();
-		send(fd, "OK\n", 3, MSG_NOSIGNAL);
-	} else if (!strcmp(req, "snapshot"))
-		ls_snapshot_write(fd, LSNAP_REASON_REQUEST, 0);
-	else if (!strcmp(req, "snapshot blocks"))
-		ls_snapshot_write(fd, LSNAP_REASON_REQUEST, 1);
-	else if (!strcmp(req, "detach")) {
+	if (!strcmp(req, LS_VERB_RESET)) {
+		reset_fn();
+		send_line(fd, LS_REPLY_OK, "");
+	} else if (!strcmp(req, LS_VERB_SNAPSHOT))
+		ls_snapwrite(fd, LSNAP_REASON_REQUEST, 0);
+	else if (!strcmp(req, LS_VERB_SNAPSHOT_BLOCKS))
+		ls_snapwrite(fd, LSNAP_REASON_REQUEST, 1);
+	else if (!strcmp(req, LS_VERB_DETACH)) {
 		char why[200];
 
-		if (ls_agent_detach(why, sizeof(why))) {
-			reply_error(fd, why);
+		if (!detach_fn || detach_fn(why, sizeof(why))) {
+			reply_error(fd, detach_fn ? why : "not attached");
 			return;
 		}
 		detaching = 1;
-		send(fd, "OK\n", 3, MSG_NOSIGNAL);
-	} else if (!strcmp(req, "ping"))
-		send(fd, "OK leakscope 1\n", 15, MSG_NOSIGNAL);
+		send_line(fd, LS_REPLY_OK, "");
+	} else if (!strcmp(req, LS_VERB_PING))
+		send_line(fd, LS_REPLY_PING, "");
 	else
 		reply_error(fd, "unknown request");
 }
@@ -149,8 +158,6 @@ static uint64_t mono_ms(void)
  * exists, even as another user's process, keeps its files.  Runs once, in
  * this thread, off the program's path.
  */
-#define LS_PM_KEEP_DAYS 7
-
 static void sweep_runtime_dir(void)
 {
 	DIR *d = opendir(ls_agent.runtime_dir);
@@ -168,11 +175,11 @@ static void sweep_runtime_dir(void)
 		pid = strtol(e->d_name, &end, 10);
 		if (end == e->d_name || pid <= 0 || errno ||
 		    pid == (long)getpid() ||
-		    (strcmp(end, ".sock") && strcmp(end, ".pm")))
+		    (strcmp(end, LS_SUFFIX_SOCKET) && strcmp(end, LS_SUFFIX_PM)))
 			continue;
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;	/* alive, or not ours to judge */
-		if (!strcmp(end, ".pm") &&
+		if (!strcmp(end, LS_SUFFIX_PM) &&
 		    (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		     now - st.st_mtime < keep))
 			continue;
@@ -189,7 +196,7 @@ static void *control_main(void *arg)
 	uint64_t next = mono_ms();
 
 	ls_guard_enter();	/* for good: nothing this thread does is tracked */
-	__atomic_store_n(&control_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	__atomic_store_n(&control_tid, ls_gettid(), __ATOMIC_RELEASE);
 	prctl(PR_SET_NAME, "leakscope");
 	sweep_runtime_dir();
 	while (!detaching) {
@@ -198,11 +205,11 @@ static void *control_main(void *arg)
 		int fd, r;
 
 		if (now >= next) {
-			ls_snapshot_lock();
+			ls_snapwrite_lock();
 			ls_pm_tick();
-			ls_snapshot_unlock();
+			ls_snapwrite_unlock();
 			/* Attached: objects loaded without our dlopen hook
-			 * (an allocator's own dlopen, a racing load). */
+			 * (a library's own dlopen, a racing load). */
 			ls_attach_rescan();
 			next += ls_pm_period_ms();
 			if (next <= now)	/* fell behind: do not catch up */
@@ -212,7 +219,8 @@ static void *control_main(void *arg)
 		r = poll(&p, 1, (int)(next - now));
 		if (r <= 0)
 			continue;
-		fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		fd = ls_sys_fd_high(accept4(listen_fd, NULL, NULL,
+					    SOCK_CLOEXEC));
 		if (fd < 0) {
 			if (errno == EBADF || errno == EINVAL)
 				break;
@@ -221,7 +229,7 @@ static void *control_main(void *arg)
 		serve(fd);
 		close(fd);
 	}
-	if (detaching) {
+	if (detaching) {	/* the socket is gone: the listener goes too */
 		close(listen_fd);
 		listen_fd = -1;
 		owner = 0;
@@ -244,16 +252,21 @@ pid_t ls_control_tid(void)
 	return __atomic_load_n(&control_tid, __ATOMIC_ACQUIRE);
 }
 
+void ls_control_on_detach(int (*detach)(char *why, size_t len))
+{
+	detach_fn = detach;
+}
+
 static int open_socket(void)
 {
 	int fd, r, n;
 
 	addr.sun_family = AF_UNIX;
-	n = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%d.sock",
+	n = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%d" LS_SUFFIX_SOCKET,
 		     ls_agent.runtime_dir, (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof(addr.sun_path))
 		return -ENAMETOOLONG;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = ls_sys_fd_high(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return -errno;
 	unlink(addr.sun_path);	/* stale, from a dead process of this pid */
@@ -269,7 +282,7 @@ static int open_socket(void)
 	return 0;
 }
 
-int ls_control_start(void)
+int ls_control_start(void (*reset)(void))
 {
 	sigset_t all, old;
 	pthread_attr_t attr;
@@ -278,6 +291,7 @@ int ls_control_start(void)
 
 	if (r)
 		return r;
+	reset_fn = reset;
 	/* The thread takes no signal meant for the program. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);

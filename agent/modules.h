@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include "../common/lsnap.h"
 
-struct ls_module {
+struct ls_module_rec {
 	struct lsnap_module m;
 	char *path;		/* arena memory, NUL-terminated */
 };
@@ -31,7 +31,7 @@ uint32_t ls_modules_gen(void);
 unsigned ls_modules_refresh(void);
 
 /* The i-th module known, i < the count from ls_modules_refresh(). */
-const struct ls_module *ls_modules_get(unsigned i);
+const struct ls_module_rec *ls_modules_get(unsigned i);
 
 /* Our own text range, to cut the agent's frames from stacks. */
 void ls_modules_self_range(uint64_t *lo, uint64_t *hi);

@@ -16,6 +16,7 @@ int ls_cmd_stats(int argc, char **argv);
 int ls_cmd_olds(int argc, char **argv);
 int ls_cmd_watch(int argc, char **argv);
 int ls_cmd_top(int argc, char **argv);
+int ls_cmd_diff(int argc, char **argv);
 int ls_cmd_attach(int argc, char **argv);
 int ls_cmd_detach(int argc, char **argv);
 
@@ -34,6 +35,10 @@ enum {
 	LS_OPT_MIN_SIZE,
 	LS_OPT_MAX_SIZE,
 	LS_OPT_SHOW_ALLOCS,
+	LS_OPT_TITLE,
+	LS_OPT_COUNT,
+	LS_OPT_INVERTED,
+	LS_OPT_COLORS,
 	LS_OPT_REPORT_END,
 };
 
@@ -44,7 +49,11 @@ enum {
 	{ "min-age", required_argument, NULL, LS_OPT_MIN_AGE }, \
 	{ "min-size", required_argument, NULL, LS_OPT_MIN_SIZE }, \
 	{ "max-size", required_argument, NULL, LS_OPT_MAX_SIZE }, \
-	{ "show-allocs", no_argument, NULL, LS_OPT_SHOW_ALLOCS }
+	{ "show-allocs", no_argument, NULL, LS_OPT_SHOW_ALLOCS }, \
+	{ "title", required_argument, NULL, LS_OPT_TITLE }, \
+	{ "count", required_argument, NULL, LS_OPT_COUNT }, \
+	{ "inverted", no_argument, NULL, LS_OPT_INVERTED }, \
+	{ "colors", required_argument, NULL, LS_OPT_COLORS }
 
 /*
  * Apply one report option; *output receives --output's argument.
@@ -53,5 +62,21 @@ enum {
  */
 int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
 		     const char **output);
+
+/*
+ * A binary --format (pprof) needs somewhere to go: --output FILE, or, when
+ * stdout_ok, "--output -" to a stdout that is not a terminal.  Prints a
+ * one-line error and returns -1 when output does not qualify, else 0.
+ */
+int ls_check_binary_output(const struct ls_report_opts *opts,
+			   const char *output, int stdout_ok);
+
+/*
+ * Call render(out, arg) on stdout (output NULL or "-") or on FILE,
+ * written whole or not at all (ls_outfile).  render returns 0 or a
+ * negative errno.  Prints a one-line error and returns -1 on failure.
+ */
+int ls_output_write(const char *output,
+		    int (*render)(FILE *out, void *arg), void *arg);
 
 #endif

@@ -12,7 +12,7 @@
 #include "../lib/client.h"
 #include "cmd.h"
 #include "../lib/json.h"
-#include "../lib/report.h"
+#include "../lib/render.h"
 #include "../lib/symbolize.h"
 #include "target.h"
 #include "../lib/util.h"
@@ -40,13 +40,24 @@ static int unknown_option(const char *cmd, char **argv)
 	return usage_error(cmd, msg);
 }
 
+struct render_job {
+	const struct ls_report *rep;
+	const struct ls_report_opts *opts;
+};
+
+static int render_job(FILE *out, void *arg)
+{
+	const struct render_job *job = arg;
+
+	return ls_report_render(out, job->rep, job->opts);
+}
+
 /* Render snap to --output FILE (whole or not at all) or stdout. */
 static int render_to(const struct ls_snapshot *snap,
 		     const struct ls_report_opts *opts, const char *output)
 {
-	struct ls_outfile of = { 0 };
 	struct ls_report rep;
-	FILE *fp = stdout;
+	struct render_job job = { &rep, opts };
 	int r;
 
 	r = ls_report_build(snap, opts, &rep);
@@ -60,28 +71,9 @@ static int render_to(const struct ls_snapshot *snap,
 		ls_error("cannot build the report: %s", strerror(-r));
 		return FAIL;
 	}
-	if (output && (r = ls_outfile_open(&of, output))) {
-		ls_error("cannot write '%s': %s", output, strerror(-r));
-		ls_report_release(&rep);
-		return FAIL;
-	}
-	if (output)
-		fp = of.fp;
-	r = ls_report_render(fp, &rep, opts);
+	r = ls_output_write(output, render_job, &job);
 	ls_report_release(&rep);
-	if (output) {
-		if (r)
-			ls_outfile_abort(&of);
-		else
-			r = ls_outfile_commit(&of);
-	} else {
-		fflush(stdout);
-	}
-	if (r) {
-		ls_error("cannot write the report: %s", strerror(-r));
-		return FAIL;
-	}
-	return 0;
+	return r ? FAIL : 0;
 }
 
 static const char report_usage[] =
@@ -94,7 +86,9 @@ static const char report_usage[] =
 "  --postmortem     PID names a dead process: read its post-mortem file\n"
 "  --growing        only sites whose growth is linear or exponential\n"
 "  --format, --output, --top, --min-age, --min-size, --max-size,\n"
-"  --show-allocs    as for 'leakscope run'\n";
+"  --show-allocs, --title, --count, --inverted, --colors\n"
+"                   as for 'leakscope run'; '--output -' is stdout, which\n"
+"                   --format pprof needs unless it has a FILE\n";
 
 int ls_cmd_report(int argc, char **argv)
 {
@@ -130,6 +124,8 @@ int ls_cmd_report(int argc, char **argv)
 	if (optind != argc - 1)
 		return usage_error("report", "expected one PID or FILE");
 	ls_report_opts_finish(&opts);
+	if (ls_check_binary_output(&opts, output, 1))
+		return FAIL;
 	if (ls_target_load(argv[optind], postmortem, opts.need_blocks, &snap))
 		return FAIL;
 	r = render_to(&snap, &opts, output);

@@ -25,6 +25,7 @@ static const struct command commands[] = {
 	{ "snapshot", ls_cmd_snapshot, "save a running process's state to a file" },
 	{ "watch", ls_cmd_watch, "slices of a running process's growth, then each site's trend" },
 	{ "top", ls_cmd_top, "a live view of the fastest growing sites" },
+	{ "diff", ls_cmd_diff, "what grew and shrank between two snapshots" },
 	{ "attach", ls_cmd_attach, "start tracking a running process (no restart)" },
 	{ "detach", ls_cmd_detach, "stop tracking a process attached to" },
 };

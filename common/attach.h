@@ -58,4 +58,8 @@ struct ls_attach_result {
 	char reason[LS_ATTACH_REASON];
 } __attribute__((packed));
 
+/* Defined by the agent, exported under LS_ATTACH_ENTRY; settings as
+ * above.  Returns the agent's own result, never NULL. */
+struct ls_attach_result *leakscope_attach(const char *settings);
+
 #endif

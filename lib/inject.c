@@ -889,10 +889,61 @@ static void release_others(struct ctx *c)
 	}
 }
 
+/* Is a SIGTRAP queued for tid (it ran into an int3 and has not yet
+ * reported it)? */
+static int trap_pending(struct ctx *c, pid_t tid)
+{
+	char path[80], line[128];
+	unsigned long long pnd = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)c->pid, (int)tid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return 0;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "SigPnd: %llx", &pnd) == 1)
+			break;
+	fclose(fp);
+	return !!(pnd & (1ull << (SIGTRAP - 1)));
+}
+
+/*
+ * A thread stopped by our interrupt just after running into an int3 still
+ * has the SIGTRAP queued: let go now, it would die of it.  Run it into
+ * that signal's stop, where the signal is dropped and the thread rewound
+ * to the instruction the breakpoint replaced (restored by now).
+ */
+static void drain_traps(struct ctx *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++) {
+		struct thr *t = &c->t[i];
+		struct user_regs_struct r;
+		int st, tries = 0;
+
+		while (t->tid != c->safe && t->stopped && trap_pending(c, t->tid) &&
+		       tries++ < 8) {
+			ptrace(PTRACE_CONT, t->tid, NULL, NULL);
+			if (waitpid(t->tid, &st, __WALL) != t->tid || !WIFSTOPPED(st))
+				break;
+			if ((st >> 16) == 0 && WSTOPSIG(st) == SIGTRAP &&
+			    !regs_get(t->tid, &r) && bp_index(c, r.rip) >= 0) {
+				r.rip -= 1;
+				regs_set(t->tid, &r);
+			} else if ((st >> 16) == 0 && !t->sig) {
+				t->sig = WSTOPSIG(st);
+			}
+		}
+	}
+}
+
 /* Everyone but the safe thread stopped: breakpoints out, let them go. */
 static int settle(struct ctx *c, struct ls_inject_result *res, uint64_t t0)
 {
 	bp_set(c, 0);
+	drain_traps(c);
 	release_others(c);
 	res->pause_ns[1] = now_ns() - t0;
 	res->safe_tid = c->safe;

@@ -14,7 +14,7 @@ static int estimates(const struct ls_render_ctx *c)
 
 /* Strings come from the traced program and its files: keep control
  * characters away from the terminal. */
-static void put_safe(FILE *out, const char *s)
+void ls_text_safe(FILE *out, const char *s)
 {
 	for (; *s; s++)
 		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
@@ -84,7 +84,7 @@ static void put_header(const struct ls_render_ctx *c)
 		for (i = 0; i < s->argc; i++) {
 			if (i)
 				fputc(' ', c->out);
-			put_safe(c->out, s->argv[i]);
+			ls_text_safe(c->out, s->argv[i]);
 		}
 		fputc(')', c->out);
 	}
@@ -107,22 +107,22 @@ static void put_header(const struct ls_render_ctx *c)
 	put_filters(c);
 }
 
-static void put_frame(FILE *out, const struct ls_symframe *f)
+void ls_text_frame(FILE *out, const struct ls_symframe *f)
 {
 	fputs("\t\t", out);
 	if (f->function) {
-		put_safe(out, f->function);
+		ls_text_safe(out, f->function);
 		if (!f->inlined)
 			fprintf(out, "+0x%" PRIx64, f->offset);
 	} else {
 		fprintf(out, "0x%" PRIx64, f->addr);
 	}
 	fputs(" [", out);
-	put_safe(out, f->module ? ls_sym_basename(f->module) : "unknown");
+	ls_text_safe(out, f->module ? ls_sym_basename(f->module) : "unknown");
 	fputc(']', out);
 	if (f->file) {
 		fputc(' ', out);
-		put_safe(out, ls_sym_basename(f->file));
+		ls_text_safe(out, ls_sym_basename(f->file));
 		if (f->line)
 			fprintf(out, ":%d", f->line);
 	}
@@ -166,7 +166,7 @@ static int put_site(const struct ls_render_ctx *c,
 	if (ret)
 		return ret;
 	for (i = 0; i < st->n; i++)
-		put_frame(c->out, &st->f[i]);
+		ls_text_frame(c->out, &st->f[i]);
 	if (!st->n)
 		fputs("\t\t(no stack)\n", c->out);
 	return 0;
@@ -219,7 +219,7 @@ static void put_calls(const struct ls_render_ctx *c)
 		if (!s->calls[i].count)
 			continue;
 		fputs(sep, c->out);
-		put_safe(c->out, s->calls[i].name);
+		ls_text_safe(c->out, s->calls[i].name);
 		fprintf(c->out, " %" PRIu64, s->calls[i].count);
 		sep = ", ";
 	}

@@ -3,8 +3,7 @@
  *
  * ls_report_build() applies the user's filters to a struct ls_snapshot and
  * produces a sorted list of sites with the figures to print; the renderers
- * (text, json, folded) print one.  Symbolization happens here, once per
- * distinct address, through symbolize.h.
+ * (render.h) print one.  Nothing here symbolizes or prints.
  */
 #ifndef LEAKSCOPE_REPORT_H
 #define LEAKSCOPE_REPORT_H
@@ -13,12 +12,22 @@
 #include <stdint.h>
 #include "snapshot.h"
 #include "trend.h"
+#include "flamegraph.h"
 
 enum ls_format {
 	LS_FORMAT_TEXT = 0,
 	LS_FORMAT_JSON,
 	LS_FORMAT_FOLDED,
+	LS_FORMAT_SVG,
+	LS_FORMAT_PPROF,	/* gzip-compressed protobuf, docs/PPROF.md */
 };
+
+/*
+ * Nonzero for a format whose output is binary: commands write it only to
+ * a file or to a stdout the user asked for explicitly, never to a
+ * terminal.
+ */
+int ls_format_is_binary(enum ls_format f);
 
 struct ls_report_opts {
 	enum ls_format format;
@@ -29,6 +38,8 @@ struct ls_report_opts {
 	int show_allocs;	/* list each block (addr, size, age) */
 	int growing;		/* only linear or exponential growth */
 	int need_blocks;	/* derived: a filter needs per-block data */
+	struct ls_flame_opts svg;	/* --format svg: title, count, inverted,
+					   colors (subtitle NULL: the process) */
 };
 
 struct ls_report_site {
@@ -71,26 +82,6 @@ void ls_report_opts_finish(struct ls_report_opts *opts);
 int ls_report_build(const struct ls_snapshot *snap,
 		    const struct ls_report_opts *opts, struct ls_report *rep);
 void ls_report_release(struct ls_report *rep);
-
-/*
- * Print the report to out in opts->format.  Symbolizes through a
- * symbolizer built for rep->snap.  Returns 0, or a negative errno when
- * writing failed.
- */
-int ls_report_render(FILE *out, const struct ls_report *rep,
-		     const struct ls_report_opts *opts);
-
-/*
- * Same, through a symbolizer the caller owns (built for rep->snap), so
- * that several reports of one process share its caches.
- */
-struct ls_symbolizer;
-int ls_report_render_with(FILE *out, const struct ls_report *rep,
-			  const struct ls_report_opts *opts,
-			  struct ls_symbolizer *sym);
-
-/* The stats object (docs/JSON-REPORT.md) of a snapshot, one line. */
-int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
 
 /*
  * The allocated-bytes threshold test used by --fail-on-leak: nonzero when

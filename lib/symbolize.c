@@ -118,12 +118,14 @@ static const char *intern(struct ls_symbolizer *s, const char *str)
  * symbol version ("__libc_start_main@@GLIBC_2.34", as .symtab has it) is
  * dropped: it is noise in a stack and would split flame graph frames.
  */
-static const char *intern_demangled(struct ls_symbolizer *s, const char *name)
+static const char *intern_demangled(struct ls_symbolizer *s, const char *name,
+				    const char **raw)
 {
 	const char *at = strchr(name, '@');
 	char *plain = NULL, *d = NULL;
 	const char *r;
 
+	*raw = NULL;
 	if (at && at != name) {
 		plain = strndup(name, (size_t)(at - name));
 		if (!plain)
@@ -133,6 +135,7 @@ static const char *intern_demangled(struct ls_symbolizer *s, const char *name)
 	if (name[0] == '_' && (name[1] == 'Z' || name[1] == 'R'))
 		d = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
 	r = intern(s, d ? d : name);
+	*raw = d ? intern(s, name) : r;
 	free(d);
 	free(plain);
 	return r;
@@ -255,8 +258,10 @@ static int open_module(struct ls_symbolizer *s, size_t i)
 	return ms->state == MOD_OK;
 }
 
-/* Name of a subprogram or inlined-subroutine DIE, demangled. */
-static const char *die_name(struct ls_symbolizer *s, Dwarf_Die *die)
+/* Name of a subprogram or inlined-subroutine DIE, demangled; *raw gets
+ * the name as the debug information spells it (mangled). */
+static const char *die_name(struct ls_symbolizer *s, Dwarf_Die *die,
+			    const char **raw)
 {
 	Dwarf_Attribute a;
 	const char *name = NULL;
@@ -266,7 +271,8 @@ static const char *die_name(struct ls_symbolizer *s, Dwarf_Die *die)
 		name = dwarf_formstring(&a);
 	if (!name && dwarf_attr_integrate(die, DW_AT_name, &a))
 		name = dwarf_formstring(&a);
-	return name ? intern_demangled(s, name) : NULL;
+	*raw = NULL;
+	return name ? intern_demangled(s, name, raw) : NULL;
 }
 
 /* Where an inlined subroutine was called from. */
@@ -335,7 +341,7 @@ static size_t inline_chain(struct ls_symbolizer *s, Dwfl_Module *mod,
 			break;
 		if (tag != DW_TAG_inlined_subroutine)
 			continue;
-		fr[n].function = die_name(s, &scopes[i]);
+		fr[n].function = die_name(s, &scopes[i], &fr[n].symbol);
 		fr[n].inlined = 1;
 		fr[n].file = *file;
 		fr[n].line = *line;
@@ -376,6 +382,7 @@ static size_t resolve(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 	if (idx < 0 || !open_module(s, (size_t)idx)) {
 		fr[0].addr = addr;
 		fr[0].module = modpath;
+		fr[0].mod = idx >= 0 ? &s->snap->modules[idx] : NULL;
 		return 1;
 	}
 	mod = s->mods[idx].mod;
@@ -383,7 +390,7 @@ static size_t resolve(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 	n = inline_chain(s, mod, pc, fr, LS_SYM_MAX_FRAMES - 1, &file, &line);
 	name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
 	if (name) {
-		fr[n].function = intern_demangled(s, name);
+		fr[n].function = intern_demangled(s, name, &fr[n].symbol);
 		fr[n].offset = off;
 	}
 	fr[n].file = file;
@@ -391,6 +398,7 @@ static size_t resolve(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 	for (i = 0; i <= n; i++) {
 		fr[i].addr = addr;
 		fr[i].module = modpath;
+		fr[i].mod = &s->snap->modules[idx];
 	}
 	return n + 1;
 }

@@ -26,10 +26,17 @@
 struct ls_symframe {
 	uint64_t addr;		/* the address asked for */
 	const char *function;	/* demangled name, NULL if unknown */
+	const char *symbol;	/* the same name as the symbol table or the
+				   debug information spells it (mangled,
+				   version suffix dropped); NULL with
+				   function */
 	uint64_t offset;	/* addr - start of function; meaningful only
 				   when function is set and !inlined */
 	const char *module;	/* the module's path as the snapshot has it,
 				   NULL when no module covers addr */
+	const struct ls_module *mod;	/* the snapshot's record of that
+					   module (bias, range, build id),
+					   NULL when none covers addr */
 	const char *file;	/* source file as the debug info has it, or
 				   NULL */
 	int line;		/* source line, 0 if unknown */

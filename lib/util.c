@@ -110,7 +110,7 @@ int ls_outfile_open(struct ls_outfile *of, const char *path)
 	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
 		free(of->tmp);
 		of->tmp = NULL;
-		of->fp = fopen(path, "w");
+		of->fp = fopen(path, "we");
 		if (!of->fp) {
 			err = -errno;
 			goto fail;
@@ -118,7 +118,7 @@ int ls_outfile_open(struct ls_outfile *of, const char *path)
 		return 0;
 	}
 	snprintf(of->tmp, len, "%s.tmp.%d", path, (int)getpid());
-	of->fp = fopen(of->tmp, "wx");
+	of->fp = fopen(of->tmp, "wxe");
 	if (!of->fp) {
 		err = -errno;
 		goto fail;
