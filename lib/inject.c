@@ -36,6 +36,8 @@ struct mod {
 struct thr {
 	pid_t tid;
 	int sig;		/* to deliver when let go */
+	uint64_t later;		/* more signals kept during our calls,
+				   sent again once it is let go */
 	int stopped;
 	long nr0;		/* system call it was in at stop 1, or -1 */
 	uint64_t rip0;
@@ -627,6 +629,8 @@ static int call(struct ctx *c, uint64_t fn, uint64_t a0, uint64_t a1,
 			break;
 		if ((st >> 16) == 0 && WSTOPSIG(st) != SIGSEGV && t && !t->sig)
 			t->sig = WSTOPSIG(st);	/* kept for later */
+		else if ((st >> 16) == 0 && WSTOPSIG(st) != SIGSEGV && t)
+			t->later |= 1ull << (WSTOPSIG(st) - 1);
 		else if ((st >> 16) == 0 && WSTOPSIG(st) == SIGSEGV)
 			return FAIL(c, -EIO, "a call in pid %d faulted at %#llx",
 				    (int)c->pid, (unsigned long long)r.rip);
@@ -1027,6 +1031,18 @@ static int find_safe_point(struct ctx *c, int timeout_ms, struct ls_inject_resul
 	return settle(c, res, t0);
 }
 
+/* Detach the safe thread with the signals that came for it meanwhile. */
+static void let_go_safe(struct ctx *c)
+{
+	struct thr *t = thr_find(c, c->safe);
+	int sig;
+
+	ptrace(PTRACE_DETACH, c->safe, NULL, (void *)(long)(t ? t->sig : 0));
+	for (sig = 1; t && sig <= 64; sig++)
+		if (t->later & (1ull << (sig - 1)))
+			syscall(SYS_tgkill, c->pid, c->safe, sig);
+}
+
 static int open_target(struct ctx *c, pid_t pid)
 {
 	char path[64];
@@ -1078,8 +1094,7 @@ int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
 		r = do_switch(&c, &ar, res);
 	/* The safe thread runs on from where it was, whatever happened. */
 	regs_set(c.safe, &c.saved);
-	ptrace(PTRACE_DETACH, c.safe, NULL,
-	       (void *)(long)(thr_find(&c, c.safe) ? thr_find(&c, c.safe)->sig : 0));
+	let_go_safe(&c);
 out:
 	remove_copy(copy);
 	if (c.mem >= 0)

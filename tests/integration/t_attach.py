@@ -6,7 +6,7 @@ exact post-attach leaks per site; static-wait.c (statically linked); real
 programs (python3, sqlite3, redis-server on 127.0.0.1) attached while
 they work.  Every target gets a private runtime dir.
 """
-import ctypes
+import atexit
 import json
 import os
 import shutil
@@ -24,6 +24,7 @@ from harness import (check, once, workload, eq, ok, contains, fail,
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-attach-")
 os.chmod(RUNTIME, 0o700)
+atexit.register(shutil.rmtree, RUNTIME, True)
 TIMEOUT = 60
 
 
@@ -406,6 +407,62 @@ def t_no_safe_point():
         t.still_fine()
     finally:
         t.kill()
+
+
+@check("attach: a target killed during the attach: attach ends at once, one line")
+def t_killed_during():
+    ptrace_allowed()
+    results = []
+    for delay in (0.0, 0.002, 0.01):
+        t = Target()
+        try:
+            t.cmd("h 4")
+            a = subprocess.Popen([LEAKSCOPE, "attach", str(t.pid)], env=env(),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            time.sleep(delay)
+            os.kill(t.pid, signal.SIGKILL)
+            out, err = a.communicate(timeout=TIMEOUT)
+            results.append((a.returncode, err.decode()))
+            t.p.wait(timeout=TIMEOUT)
+        finally:
+            t.kill()
+    for rc, err in results:
+        ok((rc == 0 and not err) or (rc == 125 and err.count("\n") == 1 and
+                                     ("exited" in err or "no process" in err)),
+           "attach either finished first or said the target exited", results)
+
+
+@check("attach: a target in another mount namespace, where our agent's path is hidden, gets a copy")
+def t_mount_namespace():
+    ptrace_allowed()
+    if os.geteuid() != 0:
+        raise Skip("needs root for a mount namespace")
+    unshare = need("unshare")
+    d = tempfile.mkdtemp(prefix="leakscope-ns-")
+    prog_copy = os.path.join(d, "attach-target")
+    shutil.copy(prog(), prog_copy)
+    p = subprocess.Popen([unshare, "-m", "--propagation", "private", "sh", "-c",
+                          "mount -t tmpfs none %s && exec %s" % (BUILD, prog_copy)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env())
+    t = Target.__new__(Target)
+    t.p, t.out = p, []
+    try:
+        t.cmd("p")
+        agent_there = "/proc/%d/root%s/libleakscope.so" % (p.pid, BUILD)
+        if os.path.exists(agent_there):
+            raise Skip("the tmpfs did not hide the build directory")
+        a = ls_ok("attach", p.pid)
+        ok(not os.path.exists("/tmp/leakscope-attach-%d" % a.pid),
+           "the copy of the agent is removed once loaded")
+        t.cmd("l")
+        rep = report(p.pid)
+        expect_site(rep, "site_malloc", prog_copy, 10000, 10)
+        ls_ok("detach", p.pid)
+        status, _ = t.quit()
+        eq(status, 0, "its exit status")
+    finally:
+        t.kill()
+        shutil.rmtree(d, ignore_errors=True)
 
 
 # ----------------------------------------------------------- real programs
