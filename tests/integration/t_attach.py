@@ -304,6 +304,28 @@ def t_reattach():
         t.kill()
 
 
+@check("attach --sample-rate --depth: sampled reports, short stacks; a re-attach must keep the rate")
+def t_sampled():
+    ptrace_allowed()
+    t = Target()
+    try:
+        t.cmd("p")
+        ls_ok("attach", "--sample-rate", "4KiB", "--depth", "3", t.pid)
+        t.cmd("l")
+        rep = report(t.pid)
+        eq((rep["mode"], rep.get("sample_rate")), ("sampled", 4096), "mode and rate")
+        eq(max(len(s["frames"]) for s in rep["sites"]), 3, "frames per stack at most")
+        ls_ok("detach", t.pid)
+        expect_error(ls("attach", t.pid), 125, "first attached with sample rate 4096",
+                     "re-attach in full mode")
+        a = ls_ok("attach", "--sample-rate", "4KiB", t.pid)
+        contains(a.stdout.decode(), "again", "re-attach at the same rate")
+        ls_ok("detach", t.pid)
+        t.still_fine()
+    finally:
+        t.kill()
+
+
 # ----------------------------------------------------------- failure modes
 
 def expect_error(r, status, needle, what):
