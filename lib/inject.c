@@ -20,6 +20,7 @@
 #include "../common/attach.h"
 #include "elfsym.h"
 #include "inject.h"
+#include "procinfo.h"
 #include "ptrace.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -88,6 +89,17 @@ static int mem_read(struct ctx *c, uint64_t addr, void *buf, size_t len)
 static int mem_write(struct ctx *c, uint64_t addr, const void *buf, size_t len)
 {
 	return pwrite(c->mem, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EIO;
+}
+
+static int read_string(struct ctx *c, uint64_t addr, char *buf, size_t cap)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < cap; i++)
+		if (mem_read(c, addr + i, &buf[i], 1) || !buf[i])
+			break;
+	buf[i] = 0;
+	return 0;
 }
 
 static void target_file(const struct ctx *c, const char *path, char *out,
@@ -167,6 +179,39 @@ static int sym(struct ctx *c, const struct mod *m, const char *local_path,
 		return FAIL(c, -ENOENT, "%s not found in %s", name, m->path);
 	*addr = m->base - k.first_load + v;
 	return 0;
+}
+
+/*
+ * Where the program's calls of name go: its first definition in the
+ * loader's list of objects (the global scope's order), read from the
+ * target's link_map chain.  jemalloc's malloc in a program linked with
+ * it, else glibc's.
+ */
+static int global_sym(struct ctx *c, const char *name, uint64_t *addr)
+{
+	struct { uint64_t l_addr, l_name, l_ld, l_next, l_prev; } lm;
+	uint64_t at = 0, v;
+	char lname[4096], file[4200];
+	int n = 0;
+
+	if (mem_read(c, c->r_debug + 8, &at, 8))
+		return FAIL(c, -EIO, "cannot read the loader's state in pid %d", (int)c->pid);
+	for (; at && n < 4096; at = lm.l_next, n++) {
+		if (mem_read(c, at, &lm, sizeof(lm)))
+			break;
+		read_string(c, lm.l_name, lname, sizeof(lname));
+		if (lname[0] == '/')
+			target_file(c, lname, file, sizeof(file));
+		else if (!lname[0] && n == 0)
+			snprintf(file, sizeof(file), "/proc/%d/exe", (int)c->pid);
+		else
+			continue;	/* the vDSO, or a name we cannot open */
+		if (!ls_elf_dynsym(file, name, &v)) {
+			*addr = lm.l_addr + v;
+			return 0;
+		}
+	}
+	return sym(c, &c->libc, NULL, name, addr);
 }
 
 /* --- checks that need no stop ----------------------------------------------- */
@@ -648,17 +693,6 @@ static uint64_t put_string(struct ctx *c, const char *s, size_t at)
 	return mem_write(c, addr, s, strlen(s) + 1) ? 0 : addr;
 }
 
-static int read_string(struct ctx *c, uint64_t addr, char *buf, size_t cap)
-{
-	size_t i;
-
-	for (i = 0; i + 1 < cap; i++)
-		if (mem_read(c, addr + i, &buf[i], 1) || !buf[i])
-			break;
-	buf[i] = 0;
-	return 0;
-}
-
 static int load_agent(struct ctx *c, const char *agent_in_target,
 		      struct ls_inject_result *res)
 {
@@ -1075,12 +1109,12 @@ int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
 			r = FAIL(&c, -EPERM, "cannot open the memory of pid %d", (int)pid);
 		goto out;
 	}
-	for (i = 0; i < NBP; i++)
-		if ((r = sym(&c, &c.libc, NULL, bps[i], &c.bp[i])) ||
-		    (r = mem_read(&c, c.bp[i], &c.bp_byte[i], 1)))
-			goto out;
 	if ((r = sym(&c, &c.ldso, NULL, "_r_debug", &c.r_debug)))
 		goto out;
+	for (i = 0; i < NBP; i++)
+		if ((r = global_sym(&c, bps[i], &c.bp[i])) ||
+		    (r = mem_read(&c, c.bp[i], &c.bp_byte[i], 1)))
+			goto out;
 	if (!c.agent.base &&
 	    (r = agent_path(&c, opts->agent, in_target, sizeof(in_target),
 			    copy, sizeof(copy))))
@@ -1096,6 +1130,9 @@ int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
 	regs_set(c.safe, &c.saved);
 	let_go_safe(&c);
 out:
+	/* Whatever failed, a process that died meanwhile is the reason. */
+	if (r && r != -ESRCH && r != -EPERM && r != -EBUSY && ls_proc_gone(pid))
+		r = FAIL(&c, -ESRCH, "pid %d exited during the attach", (int)pid);
 	remove_copy(copy);
 	if (c.mem >= 0)
 		close(c.mem);

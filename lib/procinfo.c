@@ -1,6 +1,7 @@
 /*
  * procinfo.c - reading /proc for the live commands.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -95,3 +96,41 @@ long ls_proc_status_long(pid_t pid, const char *key)
 	fclose(fp);
 	return v;
 }
+
+int ls_proc_thread_gone(pid_t pid, pid_t tid)
+{
+	char path[80], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	p = strrchr(buf, ')');	/* the name may hold spaces and parens */
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+int ls_proc_gone(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	int gone = 1;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 1;
+	while (gone && (de = readdir(d)))
+		if (atoi(de->d_name) > 0 && !ls_proc_thread_gone(pid, (pid_t)atoi(de->d_name)))
+			gone = 0;
+	closedir(d);
+	return gone;
+}
+

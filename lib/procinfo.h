@@ -27,4 +27,10 @@ int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap);
  */
 long ls_proc_status_long(pid_t pid, const char *key);
 
+/* Whether thread tid of pid has exited or is a zombie (a leader that
+ * ended with pthread_exit while other threads run on is one). */
+int ls_proc_thread_gone(pid_t pid, pid_t tid);
+/* Whether pid has no live thread left: exited, killed, or only zombies. */
+int ls_proc_gone(pid_t pid);
+
 #endif

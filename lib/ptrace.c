@@ -147,26 +147,6 @@ static void drop(struct ls_world *w, size_t i)
 	w->threads[i] = w->threads[--w->nthreads];
 }
 
-/* Whether tid has exited, or is a zombie waiting for its thread group. */
-static int thread_gone(pid_t pid, pid_t tid)
-{
-	char path[80], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 1;
-	buf[n] = 0;
-	p = strrchr(buf, ')');	/* the name may hold spaces and parens */
-	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
-}
-
 /* TracerPid of one thread, or -1. */
 static pid_t thread_tracer(pid_t pid, pid_t tid)
 {
@@ -209,7 +189,7 @@ static int seize_one(struct ls_world *w, pid_t tid, char *err, size_t errlen)
 			 * so does a leader that called pthread_exit while
 			 * other threads run on: a zombie.
 			 */
-			if (thread_gone(w->pid, tid))
+			if (ls_proc_thread_gone(w->pid, tid))
 				return 0;
 			ls_world_denied_reason(w->pid, yama_scope(), err, errlen);
 			return -EPERM;
@@ -313,7 +293,10 @@ static int wait_all(struct ls_world *w, uint64_t deadline, char *err,
 				i--;	/* the last thread moved here */
 				continue;
 			}
-			if (r < 0 && errno == ECHILD) {
+			if ((r < 0 && errno == ECHILD) ||
+			    (r == 0 && spins > 64 && ls_proc_thread_gone(w->pid, t->tid))) {
+				/* killed: its leader's death may wait for
+				 * threads we hold stopped, so no status comes */
 				drop(w, i--);
 				continue;
 			}
@@ -399,7 +382,7 @@ int ls_world_stop(pid_t pid, const struct ls_world_opts *opts,
 				r = e;
 		}
 	} while (r > 0);
-	if (!r && (kill(pid, 0) || (!w->nthreads && thread_gone(pid, pid)))) {
+	if (!r && (kill(pid, 0) || (!w->nthreads && ls_proc_thread_gone(pid, pid)))) {
 		snprintf(err, errlen, "pid %d exited", (int)pid);
 		r = -ESRCH;
 	}
@@ -409,6 +392,11 @@ int ls_world_stop(pid_t pid, const struct ls_world_opts *opts,
 		let_go(w);
 		ls_world_release(w);
 		w->pid = pid;
+		/* Whatever failed, a process that died meanwhile is the reason. */
+		if (r != -ESRCH && r != -EPERM && r != -EBUSY && ls_proc_gone(pid)) {
+			snprintf(err, errlen, "pid %d exited", (int)pid);
+			r = -ESRCH;
+		}
 	}
 	return r;
 }

@@ -451,7 +451,7 @@ def t_killed_during():
     for rc, err in results:
         ok((rc == 0 and not err) or (rc == 125 and err.count("\n") == 1 and
                                      ("exited" in err or "no process" in err)),
-           "attach either finished first or said the target exited", results)
+           "attach either finished first or said the target exited", repr(results))
 
 
 @check("attach: a target in another mount namespace, where our agent's path is hidden, gets a copy")
