@@ -239,14 +239,21 @@ static void list_slot(uint64_t addr, int fn, const struct dyn *d)
 	note_slot(addr, fn);
 }
 
-/* Store into a GOT slot, lifting RELRO's protection for the moment. */
+/*
+ * Store into a GOT slot, lifting RELRO's protection for the moment.  A
+ * slot outside RELRO is writable already; mprotect makes sure of it (a
+ * store into a read-only page would crash the program), and one that
+ * fails (the page is gone) means no store.
+ */
 static void store_slot(uint64_t addr, uint64_t v, const struct dyn *d)
 {
-	long pg = sysconf(_SC_PAGESIZE);
-	void *page = (void *)(uintptr_t)(addr & ~(uint64_t)(pg - 1));
-	int relro = addr >= d->relro_lo && addr < d->relro_hi;
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), p = addr & ~(pg - 1);
+	void *page = (void *)(uintptr_t)p;
+	/* ld.so made read-only only the whole pages of the range (its end
+	 * rounded down): the last, partial one stays writable. */
+	int relro = p >= (d->relro_lo & ~(pg - 1)) && p < (d->relro_hi & ~(pg - 1));
 
-	if (relro && mprotect(page, (size_t)pg, PROT_READ | PROT_WRITE))
+	if (mprotect(page, (size_t)pg, PROT_READ | PROT_WRITE))
 		return;
 	__atomic_store_n((uint64_t *)(uintptr_t)addr, v, __ATOMIC_RELEASE);
 	if (relro)
