@@ -373,6 +373,30 @@ def t_static():
             p.kill()
 
 
+P32 = ".globl _start\n_start:\n\tmovl $29, %eax\n\tint $0x80\n\tjmp _start\n"
+
+
+@check("attach: refuses a 32-bit program, which runs on")
+def t_32bit():
+    d = tempfile.mkdtemp(prefix="leakscope-p32-")
+    try:
+        src, obj, exe = (os.path.join(d, n) for n in ("p.s", "p.o", "p32"))
+        with open(src, "w") as f:
+            f.write(P32)   # pause() in a loop, i386 system calls
+        if run_process(["as", "--32", "-o", obj, src]).returncode or \
+                run_process(["ld", "-m", "elf_i386", "-o", exe, obj]).returncode:
+            raise Skip("binutils cannot build an i386 program here")
+        p = subprocess.Popen([exe])
+        try:
+            expect_error(ls("attach", p.pid), 125, "is a 32-bit program", "32-bit target")
+            ok(p.poll() is None, "it runs on")
+        finally:
+            p.kill()
+            p.wait()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @check("attach: another tracer already attached: named, target unharmed")
 def t_other_tracer():
     ptrace_allowed()
