@@ -9,6 +9,7 @@ they work.  Every target gets a private runtime dir.
 import atexit
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -57,6 +58,14 @@ def ptrace_allowed():
         raise Skip("ptrace is not allowed here (kernel.yama.ptrace_scope=%d)" % scope)
 
 
+def readline(pipe, what):
+    """One line from a child's pipe, failing after TIMEOUT seconds."""
+    ready, _, _ = select.select([pipe], [], [], TIMEOUT)
+    if not ready:
+        fail(what, "a line within %d s" % TIMEOUT, "nothing")
+    return pipe.readline()
+
+
 class Target:
     """attach-target.c, started without the agent, driven line by line."""
 
@@ -76,7 +85,7 @@ class Target:
     def cmd(self, c):
         self.p.stdin.write((c + "\n").encode())
         self.p.stdin.flush()
-        line = self.p.stdout.readline().decode()
+        line = readline(self.p.stdout, "attach-target answering '%s'" % c).decode()
         if not line:
             fail("attach-target answering '%s'" % c, "a line",
                  "end of output (status %s)" % self.p.poll())
@@ -364,7 +373,7 @@ def t_static():
     p = subprocess.Popen([workload("static-wait")], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE)
     try:
-        eq(p.stdout.readline(), b"ready\n", "static-wait started")
+        eq(readline(p.stdout, "static-wait"), b"ready\n", "static-wait started")
         expect_error(ls("attach", p.pid), 125, "statically linked", "static target")
         out, _ = p.communicate(b"\n", timeout=TIMEOUT)
         eq((p.returncode, out), (0, b"done\n"), "it ran on")
@@ -408,7 +417,7 @@ def t_other_tracer():
                 "sys.stdin.read()" % t.pid)
         helper = subprocess.Popen(["python3", "-c", code], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE)
-        eq(helper.stdout.readline(), b"0\n", "the helper seized the target")
+        eq(readline(helper.stdout, "helper"), b"0\n", "the helper seized the target")
         expect_error(ls("attach", t.pid), 125,
                      "already traced by pid %d" % helper.pid, "second tracer")
         helper.communicate(b"", timeout=TIMEOUT)
@@ -444,7 +453,7 @@ def t_no_safe_point():
     try:
         t.p.stdin.write(b"s\n")
         t.p.stdin.flush()
-        eq(t.p.stdout.readline(), b"spinning\n", "the target spins")
+        eq(readline(t.p.stdout, "spin"), b"spinning\n", "the target spins")
         r = ls("attach", "--timeout", "0.5", t.pid)
         expect_error(r, 125, "no safe point", "attach to a spinning process")
         with open("/proc/%d/maps" % t.pid) as f:
@@ -534,11 +543,11 @@ def t_python():
     try:
         p.stdin.write(b"5\n")
         p.stdin.flush()
-        eq(p.stdout.readline(), b"5\n", "python answered")
+        eq(readline(p.stdout, "python"), b"5\n", "python answered")
         ls_ok("attach", p.pid)
         p.stdin.write(b"37\n")
         p.stdin.flush()
-        eq(p.stdout.readline(), b"42\n", "python answered after attach")
+        eq(readline(p.stdout, "python"), b"42\n", "python answered after attach")
         rep = report(p.pid)
         # bytes(100000): a 33-byte header and the data, one calloc each;
         # the adaptive interpreter may call it from two code paths
@@ -550,7 +559,7 @@ def t_python():
         ls_ok("detach", p.pid)
         p.stdin.write(b"1\n")
         p.stdin.flush()
-        eq(p.stdout.readline(), b"43\n", "python answered after detach")
+        eq(readline(p.stdout, "python"), b"43\n", "python answered after detach")
         p.stdin.close()
         eq(p.wait(timeout=TIMEOUT), 0, "python's exit status")
     finally:
@@ -568,7 +577,7 @@ def t_sqlite():
     def q(sql):
         p.stdin.write((sql + "\n").encode())
         p.stdin.flush()
-        return p.stdout.readline().decode().strip()
+        return readline(p.stdout, "sqlite3").decode().strip()
 
     try:
         q("create table t(x, y); select 1;")
