@@ -268,6 +268,35 @@ static void fork_child(void)
 
 /* --- start and end -------------------------------------------------------- */
 
+/* The control socket and the post-mortem file, or a note saying why
+ * there are none (the CLI would otherwise only find no socket). */
+static void start_control(void)
+{
+	const char *dir = ls_agent.runtime_dir;
+	int r;
+
+	if (!dir[0]) {
+		ls_state_note("no control socket, no post-mortem file: the "
+			      "runtime dir's path is too long");
+		return;
+	}
+	r = ls_control_prepare_dir(dir);
+	if (r) {
+		ls_state_note("no control socket, no post-mortem file: runtime "
+			      "dir '%s': %s%s", dir, strerror(-r), r == -EPERM ?
+			      " (not a directory of this user's, mode 0700)" : "");
+		return;
+	}
+	r = ls_pm_open(dir, ls_agent.period_ms, ls_agent.hist_len);
+	if (r)
+		ls_state_note("no post-mortem file in '%s': %s", dir,
+			      strerror(-r));
+	r = ls_control_start(ls_agent_reset);
+	if (r)
+		ls_state_note("no control socket in '%s': %s", dir,
+			      strerror(-r));
+}
+
 /*
  * What tracking needs, done by whichever comes first: the agent's
  * constructor, or the first allocation the agent sees.  ld.so runs the
@@ -328,12 +357,8 @@ static void ls_agent_start(void)
 	ls_modules_refresh();	/* what loaded since an early start */
 	ls_exec_init();
 	ls_state_restore_environment();
-	if (ls_agent.control && ls_agent.runtime_dir[0] &&
-	    !ls_control_prepare_dir(ls_agent.runtime_dir)) {
-		ls_pm_open(ls_agent.runtime_dir, ls_agent.period_ms,
-			   ls_agent.hist_len);
-		ls_control_start(ls_agent_reset);
-	}
+	if (ls_agent.control)
+		start_control();
 	ls_guard_leave();
 	errno = saved;
 }
@@ -356,6 +381,18 @@ static void write_exit_snapshot(void)
 		rename(tmp, path);
 }
 
+/* Under `leakscope run`, every process reports at exit except a forked
+ * child that lived less than LS_CHILD_MIN_LIFE_NS (common/contract.h). */
+static int wants_exit_snapshot(void)
+{
+	if (!ls_agent.out_dir[0])
+		return 0;
+	if (!ls_agent.fork_mono || ls_agent.all_children)
+		return 1;
+	return ls_now_ns(CLOCK_MONOTONIC) - ls_agent.fork_mono >=
+	       LS_CHILD_MIN_LIFE_NS;
+}
+
 void ls_agent_exit_report(void)
 {
 	int expect = LS_ON, saved = errno;
@@ -370,7 +407,7 @@ void ls_agent_exit_report(void)
 	ls_pm_tick();
 	ls_pm_close(ls_agent.keep_pm);
 	ls_snapwrite_unlock();
-	if (ls_agent.out_dir[0])
+	if (wants_exit_snapshot())
 		write_exit_snapshot();
 	ls_control_stop();
 out:
@@ -420,16 +457,12 @@ void ls_agent_child_control(void)
 	int saved = errno;
 
 	if (ls_now_ns(CLOCK_MONOTONIC) - ls_agent.fork_mono <
-	    LS_CHILD_CONTROL_DELAY_NS || ls_agent.pid != getpid())
+	    LS_CHILD_MIN_LIFE_NS || ls_agent.pid != getpid())
 		return;
 	if (!__atomic_exchange_n(&ls_agent.control_pending, 0, __ATOMIC_ACQ_REL))
 		return;
 	ls_guard_enter();
-	if (!ls_control_prepare_dir(ls_agent.runtime_dir)) {
-		ls_pm_open(ls_agent.runtime_dir, ls_agent.period_ms,
-			   ls_agent.hist_len);
-		ls_control_start(ls_agent_reset);
-	}
+	start_control();
 	ls_guard_leave();
 	errno = saved;
 }

@@ -49,11 +49,11 @@ void ls_agent_exit_report(void);
 void ls_agent_reset(void);
 /*
  * In a fork child, the control thread and post-mortem file are started
- * from a hook once the child has lived LS_CHILD_CONTROL_DELAY_NS: children
- * that exec or exit at once never create files, a pre-fork worker becomes
- * queryable.  Called with no guard held, outside the real allocator.
+ * from a hook once the child has lived LS_CHILD_MIN_LIFE_NS
+ * (common/contract.h): children that exec or exit at once never create
+ * files, a pre-fork worker becomes queryable.  Called with no guard
+ * held, outside the real allocator.
  */
-#define LS_CHILD_CONTROL_DELAY_NS 1000000000ull
 void ls_agent_child_control(void);
 
 /*

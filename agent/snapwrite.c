@@ -30,6 +30,7 @@ struct writer {
 	int err;
 	int is_socket;
 	uint32_t nrecords;
+	uint32_t nblock_recs;	/* BLOCKS records written */
 	uint64_t hash;
 	size_t len;
 	unsigned char buf[WBUF];
@@ -166,6 +167,18 @@ static void put_attach(struct writer *w)
 	put(w, &a, sizeof(a));
 }
 
+/* What the agent could not do as asked (state.h), when anything. */
+static void put_notes(struct writer *w)
+{
+	size_t len;
+	const char *n = ls_state_notes(&len);
+
+	if (!len)
+		return;
+	record(w, LSNAP_NOTES, (uint32_t)len);
+	put(w, n, len);
+}
+
 static void put_modules(struct writer *w)
 {
 	unsigned i, n = ls_modules_refresh();
@@ -208,8 +221,10 @@ static void put_entries(struct writer *w, struct sums *s,
 	int64_t b, k;
 	size_t i;
 
-	if (with_blocks && n)
+	if (with_blocks && n) {
 		record(w, LSNAP_BLOCKS, (uint32_t)(n * sizeof(struct lsnap_block)));
+		w->nblock_recs++;
+	}
 	for (i = 0; i < n; i++) {
 		if (e[i].site < s->nsites) {
 			if (exact) {
@@ -283,6 +298,10 @@ static int walk_live(struct writer *w, struct sums *s, int with_blocks)
 		ret = walk_one(w, s, with_blocks, copy_mmaps, 0, &scratch, &cap,
 			       1);
 	ls_sys_unmap(scratch, cap * sizeof(*scratch));
+	/* A block list was asked for: say it is empty rather than leave the
+	 * reader to think there is none (`olds` would refuse). */
+	if (!ret && with_blocks && !w->nblock_recs)
+		record(w, LSNAP_BLOCKS, 0);
 	return ret;
 }
 
@@ -400,6 +419,7 @@ int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks)
 	put_mallinfo(w);
 	put_unwind(w);
 	put_attach(w);
+	put_notes(w);
 	put_modules(w);
 	ret = walk_live(w, &sums, with_blocks);
 	if (ret)

@@ -34,6 +34,8 @@ struct lsnap_file_hdr {
 	uint32_t flags;		/* reserved, 0 */
 } __attribute__((packed));
 
+#define LSNAP_NOTES_MAX 4096
+
 enum lsnap_tag {
 	LSNAP_HEADER = 1,	/* struct lsnap_header, once, first */
 	LSNAP_COMMAND = 2,	/* argv strings, each NUL-terminated */
@@ -46,9 +48,12 @@ enum lsnap_tag {
 	LSNAP_HISTORY = 9,	/* struct lsnap_history, at most once */
 	LSNAP_SITE_HISTORY = 10,	/* struct lsnap_site_history + n int64 */
 	LSNAP_UNWIND = 11,	/* struct lsnap_unwind, at most once */
-	/* 12-14 are the reachability records (branch check) */
+	/* 12-14 reachability (branch check) */
 	LSNAP_ATTACH = 16,	/* struct lsnap_attach, at most once: the
 				   agent was attached to a running process */
+	LSNAP_NOTES = 18,	/* text, at most once: what the agent could
+				   not do as asked, lines ending with '\n',
+				   at most LSNAP_NOTES_MAX bytes */
 	LSNAP_END = 0xffff,	/* struct lsnap_end, last */
 };
 

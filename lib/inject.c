@@ -216,31 +216,6 @@ static int global_sym(struct ctx *c, const char *name, uint64_t *addr)
 
 /* --- checks that need no stop ----------------------------------------------- */
 
-static int preloaded(pid_t pid)
-{
-	char path[64], buf[1 << 16];
-	ssize_t n, i = 0;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	while (i < n) {
-		const char *e = buf + i;
-
-		if (!strncmp(e, "LD_PRELOAD=", 11) && strstr(e, "libleakscope"))
-			return 1;
-		i += (ssize_t)strlen(e) + 1;
-	}
-	return 0;
-}
-
 static int preflight(struct ctx *c)
 {
 	char exe[64];
@@ -271,7 +246,7 @@ static int preflight(struct ctx *c)
 		return FAIL(c, -ENOEXEC, "pid %d has no dynamic loader mapped", (int)c->pid);
 	if (!c->libc.base)
 		return FAIL(c, -ENOEXEC, "pid %d has no glibc mapped", (int)c->pid);
-	if (preloaded(c->pid))
+	if (ls_proc_preloaded(c->pid))
 		return FAIL(c, -EEXIST, "the agent is already in pid %d (LD_PRELOAD, "
 			    "e.g. under leakscope run): use 'leakscope report %d'",
 			    (int)c->pid, (int)c->pid);

@@ -40,29 +40,35 @@ static const char *env_value(const char *env, size_t len, const char *name)
 	return NULL;
 }
 
+/* An environ block is at most this long (the kernel's ARG_MAX is shared
+ * by argv and envp); read into the heap, not a static buffer, so that the
+ * web server's threads can call this at once. */
+#define ENV_MAX (1 << 20)
+
 int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap)
 {
-	static char env[1 << 20];
-	char path[64];
+	char path[64], *env = NULL;
 	uid_t uid;
 	ssize_t n, len = 0;
-	int fd;
+	int fd, r;
 
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || ls_proc_uid(pid, &uid)) {
+	if (fd < 0 || ls_proc_uid(pid, &uid) || !(env = malloc(ENV_MAX))) {
 		if (fd >= 0)
 			close(fd);
 		return ls_runtime_dir(buf, cap);
 	}
-	while (len < (ssize_t)sizeof(env) - 1 &&
-	       (n = read(fd, env + len, sizeof(env) - 1 - (size_t)len)) > 0)
+	while (len < ENV_MAX - 1 &&
+	       (n = read(fd, env + len, ENV_MAX - 1 - (size_t)len)) > 0)
 		len += n;
 	close(fd);
 	env[len] = 0;
-	return ls_runtime_dir_from(env_value(env, (size_t)len, LS_ENV_RUNTIME_DIR),
-				   env_value(env, (size_t)len, "XDG_RUNTIME_DIR"),
-				   (unsigned)uid, buf, cap);
+	r = ls_runtime_dir_from(env_value(env, (size_t)len, LS_ENV_RUNTIME_DIR),
+				env_value(env, (size_t)len, "XDG_RUNTIME_DIR"),
+				(unsigned)uid, buf, cap);
+	free(env);
+	return r;
 }
 
 int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap)
@@ -134,3 +140,43 @@ int ls_proc_gone(pid_t pid)
 	return gone;
 }
 
+int ls_proc_has_agent(pid_t pid)
+{
+	char path[64], line[4096];
+	FILE *f;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libleakscope.so") != NULL;
+	fclose(f);
+	return found;
+}
+
+int ls_proc_preloaded(pid_t pid)
+{
+	char path[64], buf[1 << 16];
+	ssize_t n, i = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	while (i < n) {
+		const char *e = buf + i;
+
+		if (!strncmp(e, "LD_PRELOAD=", 11) && strstr(e, "libleakscope"))
+			return 1;
+		i += (ssize_t)strlen(e) + 1;
+	}
+	return 0;
+}

@@ -2,6 +2,8 @@
  * procinfo.h - what /proc says about a target process: its owner and the
  * runtime dir its agent chose (from the environment it started with, so
  * that root finds the socket of another user's process).
+ *
+ * Thread-safe: no static buffers (the web server asks from many threads).
  */
 #ifndef LEAKSCOPE_PROCINFO_H
 #define LEAKSCOPE_PROCINFO_H
@@ -18,6 +20,9 @@ int ls_proc_uid(pid_t pid, uid_t *uid);
  */
 int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap);
 
+/* Is the leakscope agent mapped into pid (/proc/PID/maps)? */
+int ls_proc_has_agent(pid_t pid);
+
 /* "<pid's runtime dir>/<pid><suffix>" into buf (".sock", ".pm"). */
 int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap);
 
@@ -32,5 +37,9 @@ long ls_proc_status_long(pid_t pid, const char *key);
 int ls_proc_thread_gone(pid_t pid, pid_t tid);
 /* Whether pid has no live thread left: exited, killed, or only zombies. */
 int ls_proc_gone(pid_t pid);
+
+/* Whether pid started with the agent in LD_PRELOAD (its initial
+ * environment, which the agent's own clean-up does not change). */
+int ls_proc_preloaded(pid_t pid);
 
 #endif

@@ -393,7 +393,7 @@ int ls_world_stop(pid_t pid, const struct ls_world_opts *opts,
 		ls_world_release(w);
 		w->pid = pid;
 		/* Whatever failed, a process that died meanwhile is the reason. */
-		if (r != -ESRCH && r != -EPERM && r != -EBUSY && ls_proc_gone(pid)) {
+		if (r != -EPERM && r != -EBUSY && ls_proc_gone(pid)) {
 			snprintf(err, errlen, "pid %d exited", (int)pid);
 			r = -ESRCH;
 		}

@@ -1,32 +1,83 @@
 /*
- * render.h - printing a report (report.h) in one of the formats: text,
- * JSON (docs/JSON-REPORT.md), folded stacks, SVG flame graph
- * (docs/FLAMEGRAPH.md), pprof (docs/PPROF.md).
+ * render.h - printing a report (report.h): the table of renderers (text,
+ * JSON docs/JSON-REPORT.md, folded, SVG flame graph docs/FLAMEGRAPH.md,
+ * pprof docs/PPROF.md).
  *
- * A renderer prints one report to ctx->out and returns 0, or a negative
- * errno (-ENOMEM); ls_report_render() checks the stream for write errors
- * afterwards.  Renderers get their frames from stack.h.
+ * A renderer is a row {name, render, stats, diff, needs}: render prints
+ * one report to ctx->out and returns 0 or a negative errno (-ENOMEM);
+ * write errors on the stream are checked by ls_report_render()
+ * afterwards.  stats, when not NULL, prints a snapshot's figures without
+ * sites (`leakscope stats`); diff, when not NULL, a comparison of two
+ * snapshots (`leakscope diff`, diff.h).  needs says what the renderer needs (LS_NEEDS_*);
+ * the command-line layer applies it.  Renderers take their frames from
+ * ls_render_stack(), which applies the user's stack options (depth,
+ * names, runtime frames), and format single frames with stack.h.
+ *
+ * Adding a format = one row in ls_renderers[] (render.c), its function
+ * declared below, and its file lib/render_NAME.c.  Nothing else: the
+ * option parser, --help, the man page and every reporting command take
+ * their formats from the table.
  */
 #ifndef LEAKSCOPE_RENDER_H
 #define LEAKSCOPE_RENDER_H
 
 #include <stdio.h>
+#include "flamegraph.h"
 #include "report.h"
 #include "stack.h"
 #include "symbolize.h"
-#include "flamegraph.h"
+
+struct ls_diff;
+struct ls_json;
 
 struct ls_render_ctx {
 	FILE *out;
 	const struct ls_report *rep;
 	const struct ls_report_opts *opts;
-	struct ls_symbolizer *sym;
+	struct ls_symbolizer *sym;	/* for rep->snap */
 };
 
+/* What a renderer needs (struct ls_renderer.needs). */
+#define LS_NEEDS_SYMBOLS 0x1	/* a symbolizer in ctx->sym */
+#define LS_NEEDS_OWN_FILE 0x2	/* a whole document: one report per file,
+				   never several on one stream */
+#define LS_NEEDS_NOT_TTY 0x4	/* binary: never to a terminal */
+
+struct ls_renderer {
+	const char *name;	/* --format NAME */
+	const char *help;	/* one line, for --help and the man page */
+	int (*render)(const struct ls_render_ctx *ctx);
+	int (*stats)(FILE *out, const struct ls_snapshot *snap);
+	int (*diff)(FILE *out, const struct ls_diff *d,
+		    const struct ls_report_opts *opts);
+	unsigned needs;
+	const char *noun;	/* what one output is: "report", "graph" */
+};
+
+/* The rows, ending with a row whose name is NULL; the first is the
+ * default (text). */
+extern const struct ls_renderer ls_renderers[];
+
+/* The row called name, or NULL. */
+const struct ls_renderer *ls_renderer_find(const char *name);
+/* opts->format, or the default when it is NULL. */
+const struct ls_renderer *ls_renderer_of(const struct ls_report_opts *opts);
+
+/* The renderers (one file each, render_NAME.c; diffs in render_diff.c). */
 int ls_render_text(const struct ls_render_ctx *ctx);
 int ls_render_json(const struct ls_render_ctx *ctx);
 int ls_render_folded(const struct ls_render_ctx *ctx);
 int ls_render_svg(const struct ls_render_ctx *ctx);
+/* Binary: a gzip-compressed pprof Profile (docs/PPROF.md). */
+int ls_render_pprof(const struct ls_render_ctx *ctx);
+int ls_render_stats_text(FILE *out, const struct ls_snapshot *snap);
+int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
+int ls_render_diff_text(FILE *out, const struct ls_diff *d,
+			const struct ls_report_opts *opts);
+int ls_render_diff_json(FILE *out, const struct ls_diff *d,
+			const struct ls_report_opts *opts);
+int ls_render_diff_svg(FILE *out, const struct ls_diff *d,
+		       const struct ls_report_opts *opts);
 
 /*
  * Add a symbolized stack (innermost first, as ls_stack_build() gives it)
@@ -40,18 +91,15 @@ int ls_render_svg(const struct ls_render_ctx *ctx);
 int ls_flame_add_symstack(struct ls_flame *fg, const struct ls_stack *st,
 			  const struct ls_flame_value *v);
 
-/* Binary: a gzip-compressed pprof Profile (docs/PPROF.md). */
-int ls_render_pprof(const struct ls_render_ctx *ctx);
-
 /*
  * Pieces the renderers of reports and of diffs (render_diff.c) share.
  * ls_text_frame: one indented stack line, "function+0x1e [module]
- * file.c:12" ("(inlined)" after inlined frames); ls_text_safe: s with
- * control characters replaced; ls_json_frame: a frame object;
- * ls_json_process: the process members (pid ... threads) of
- * docs/JSON-REPORT.md; ls_json_filters: its "filters" object.
+ * file.c:12" (" (inlined)" after inlined frames, which have no offset),
+ * the one way every text output prints a frame (reports, olds, diffs);
+ * ls_text_safe: s with control characters replaced; ls_json_frame: a
+ * frame object; ls_json_process: the process members (pid ... threads)
+ * of docs/JSON-REPORT.md; ls_json_filters: its "filters" object.
  */
-struct ls_json;
 void ls_text_frame(FILE *out, const struct ls_symframe *f);
 void ls_text_safe(FILE *out, const char *s);
 void ls_json_frame(struct ls_json *j, const struct ls_symframe *f);
@@ -62,22 +110,39 @@ void ls_json_filters(struct ls_json *j, const struct ls_report_opts *o);
 int ls_render_finish(FILE *out, int ret);
 
 /*
- * Print the report to out in opts->format.  Symbolizes through a
- * symbolizer built for rep->snap.  Returns 0, or a negative errno when
- * writing failed.
+ * Site's stack as the user asked for it (opts: depth, names, runtime
+ * frames), into st (reused across calls, as ls_stack_build).  0 or
+ * -ENOMEM.
  */
-int ls_report_render(FILE *out, const struct ls_report *rep,
-		     const struct ls_report_opts *opts);
+int ls_render_stack(const struct ls_render_ctx *ctx,
+		    const struct ls_site *site, struct ls_stack *st);
 
 /*
- * Same, through a symbolizer the caller owns (built for rep->snap), so
- * that several reports of one process share its caches.
+ * Print the report to out in its format (opts->format).  Symbolizes
+ * through sym when not NULL (a symbolizer the caller keeps, so that
+ * several reports share its caches), else through one made for the
+ * purpose.  Returns 0, or a negative errno when writing failed.
  */
-int ls_report_render_with(FILE *out, const struct ls_report *rep,
-			  const struct ls_report_opts *opts,
-			  struct ls_symbolizer *sym);
+int ls_report_render(FILE *out, const struct ls_report *rep,
+		     const struct ls_report_opts *opts,
+		     struct ls_symbolizer *sym);
 
-/* The stats object (docs/JSON-REPORT.md) of a snapshot, one line. */
-int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
+/*
+ * `leakscope olds`: the n oldest blocks of snap (which needs its block
+ * list; its blocks are sorted oldest first in place) with their stacks,
+ * as text.  0, -ENODATA without a block list, -ENOMEM.
+ */
+int ls_render_olds(FILE *out, struct ls_snapshot *snap,
+		   const struct ls_report_opts *opts, struct ls_symbolizer *sym,
+		   size_t n);
+
+/*
+ * The first three frames of site's stack, "fn < caller < caller's
+ * caller", into buf (`watch`, `top`); without sym, an empty string.
+ * 0 or -ENOMEM.
+ */
+int ls_render_site_summary(struct ls_symbolizer *sym,
+			   const struct ls_report_opts *opts,
+			   const struct ls_site *site, char *buf, size_t cap);
 
 #endif /* LEAKSCOPE_RENDER_H */

@@ -128,7 +128,8 @@ static int text_section(FILE *out, const struct ls_diff *d,
 	return 0;
 }
 
-static int render_text(FILE *out, const struct ls_diff *d)
+int ls_render_diff_text(FILE *out, const struct ls_diff *d,
+			const struct ls_report_opts *opts)
 {
 	int ret;
 
@@ -199,7 +200,7 @@ static void json_entry(struct ls_json *j, const struct ls_diff_entry *e)
 	ls_json_end(j);
 }
 
-static int render_json(FILE *out, const struct ls_diff *d,
+int ls_render_diff_json(FILE *out, const struct ls_diff *d,
 		       const struct ls_report_opts *opts)
 {
 	struct ls_json j;
@@ -303,7 +304,7 @@ static int svg_stacks(struct ls_flame *fg, const struct ls_diff *d)
 	return ret;
 }
 
-static int render_svg(FILE *out, const struct ls_diff *d,
+int ls_render_diff_svg(FILE *out, const struct ls_diff *d,
 		      const struct ls_report_opts *opts)
 {
 	struct ls_flame *fg = ls_flame_new();
@@ -335,29 +336,17 @@ out:
 
 /* --- dispatch ------------------------------------------------------------- */
 
-int ls_diff_format_ok(enum ls_format f)
+int ls_diff_format_ok(const struct ls_renderer *r)
 {
-	return f == LS_FORMAT_TEXT || f == LS_FORMAT_JSON ||
-		f == LS_FORMAT_SVG;
+	return r->diff != NULL;
 }
 
 int ls_diff_render(FILE *out, const struct ls_diff *d,
 		   const struct ls_report_opts *opts)
 {
-	int ret;
+	const struct ls_renderer *r = ls_renderer_of(opts);
 
-	switch (opts->format) {
-	case LS_FORMAT_TEXT:
-		ret = render_text(out, d);
-		break;
-	case LS_FORMAT_JSON:
-		ret = render_json(out, d, opts);
-		break;
-	case LS_FORMAT_SVG:
-		ret = render_svg(out, d, opts);
-		break;
-	default:
+	if (!r->diff)
 		return -EINVAL;
-	}
-	return ls_render_finish(out, ret);
+	return ls_render_finish(out, r->diff(out, d, opts));
 }

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <string.h>
 #include <time.h>
 #include "json.h"
 #include "render.h"
@@ -34,6 +35,20 @@ static void put_time(struct ls_json *j, const char *key, uint64_t wall_ns)
 	snprintf(buf, sizeof(buf), "%s.%03uZ", date,
 		 (unsigned)(wall_ns / 1000000 % 1000));
 	ls_json_str(j, key, buf);
+}
+
+/* "notes": what the agent could not do as asked, a string a line. */
+static void put_notes(struct ls_json *j, const char *notes)
+{
+	const char *nl;
+	char line[LSNAP_NOTES_MAX];
+
+	ls_json_array(j, "notes");
+	for (; notes && (nl = strchr(notes, '\n')); notes = nl + 1) {
+		snprintf(line, sizeof(line), "%.*s", (int)(nl - notes), notes);
+		ls_json_str(j, NULL, line);
+	}
+	ls_json_end(j);
 }
 
 void ls_json_process(struct ls_json *j, const struct ls_snapshot *s)
@@ -68,6 +83,7 @@ void ls_json_process(struct ls_json *j, const struct ls_snapshot *s)
 	ls_json_ms(j, "uptime_ms", h->mono_ns > h->start_mono_ns ?
 		   h->mono_ns - h->start_mono_ns : 0);
 	ls_json_u64(j, "threads", h->nthreads);
+	put_notes(j, s->notes);
 }
 
 static void put_totals(struct ls_json *j, const struct ls_snapshot *s)
@@ -211,7 +227,7 @@ static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 		    const struct ls_report_site *r, struct ls_stack *st)
 {
 	size_t i;
-	int ret = ls_stack_build(c->sym, r->site, st);
+	int ret = ls_render_stack(c, r->site, st);
 
 	if (ret)
 		return ret;

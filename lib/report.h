@@ -10,27 +10,14 @@
 
 #include <stdio.h>
 #include <stdint.h>
+#include "flamegraph.h"
 #include "snapshot.h"
 #include "trend.h"
-#include "flamegraph.h"
 
-enum ls_format {
-	LS_FORMAT_TEXT = 0,
-	LS_FORMAT_JSON,
-	LS_FORMAT_FOLDED,
-	LS_FORMAT_SVG,
-	LS_FORMAT_PPROF,	/* gzip-compressed protobuf, docs/PPROF.md */
-};
-
-/*
- * Nonzero for a format whose output is binary: commands write it only to
- * a file or to a stdout the user asked for explicitly, never to a
- * terminal.
- */
-int ls_format_is_binary(enum ls_format f);
+struct ls_renderer;
 
 struct ls_report_opts {
-	enum ls_format format;
+	const struct ls_renderer *format;	/* render.h; NULL = text */
 	size_t top;		/* 0 = all sites */
 	uint64_t min_age_ns;	/* only blocks at least this old */
 	uint64_t min_size;	/* only blocks of at least this size */
@@ -40,6 +27,11 @@ struct ls_report_opts {
 	int need_blocks;	/* derived: a filter needs per-block data */
 	struct ls_flame_opts svg;	/* --format svg: title, count, inverted,
 					   colors (subtitle NULL: the process) */
+	/* How stacks are shown (render.h, ls_render_stack). */
+	unsigned depth;		/* frames shown at most; 0 = all */
+	int full_names;		/* C++ template arguments in full */
+	int hide_runtime;	/* drop libc/libstdc++/ld.so frames around
+				   the program's own */
 };
 
 struct ls_report_site {

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "snapshot.h"
+#include "util.h"
 
 #define RD_BUF (64u << 10)
 
@@ -48,7 +49,8 @@ struct parse {
 	unsigned char *payload;
 	size_t payload_cap;
 	int seen_header, seen_command, seen_totals, seen_mallinfo;
-	int seen_history, seen_unwind, seen_attach;
+	int seen_attach;
+	int seen_history, seen_unwind, seen_notes;
 	int sites_sorted;
 	size_t cap_calls, cap_modules, cap_sites, cap_blocks;
 	struct pending_hist *hist;
@@ -152,33 +154,13 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_SITE_HISTORY: return "site history";
 	case LSNAP_UNWIND: return "unwind";
 	case LSNAP_ATTACH: return "attach";
+	case LSNAP_NOTES: return "notes";
 	case LSNAP_END: return "end";
 	}
 	return "unknown type";
 }
 
 /* Grow *arr (elements of size el) so that it holds at least need. */
-static int grow(void *arr, size_t *cap, size_t need, size_t el)
-{
-	void **a = arr;
-	size_t ncap = *cap ? *cap : 16;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / el)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	p = realloc(*a, ncap * el);
-	if (!p)
-		return -ENOMEM;
-	*a = p;
-	*cap = ncap;
-	return 0;
-}
-
 static int bad_len(struct parse *p, uint32_t tag, uint32_t len, size_t want)
 {
 	return fail(p, -EINVAL,
@@ -253,7 +235,7 @@ static int parse_calls(struct parse *p, uint32_t len)
 	if (len % sizeof(*c))
 		return bad_len(p, LSNAP_CALLS, len,
 			       (n + 1) * sizeof(*c));
-	ret = grow(&s->calls, &p->cap_calls, s->ncalls + n, sizeof(*s->calls));
+	ret = ls_grow(&s->calls, &p->cap_calls, s->ncalls + n, sizeof(*s->calls));
 	if (ret)
 		return ret;
 	for (i = 0; i < n; i++) {
@@ -280,6 +262,22 @@ static int parse_fixed(struct parse *p, uint32_t tag, uint32_t len,
 	memcpy(dst, p->payload, size);
 	*has = 1;
 	return 0;
+}
+
+/* The agent's notes: text lines, each ending with '\n', no NUL. */
+static int parse_notes(struct parse *p, uint32_t len)
+{
+	int ret = once(p, &p->seen_notes, LSNAP_NOTES);
+
+	if (ret)
+		return ret;
+	if (!len || len > LSNAP_NOTES_MAX || p->payload[len - 1] != '\n' ||
+	    memchr(p->payload, 0, len))
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (notes) "
+			    "is not lines of text of at most %u bytes",
+			    p->nrec + 1, LSNAP_NOTES_MAX);
+	p->snap->notes = strndup((const char *)p->payload, len);
+	return p->snap->notes ? 0 : -ENOMEM;
 }
 
 static int check_module(struct parse *p, const struct lsnap_module *m,
@@ -318,7 +316,7 @@ static int parse_module(struct parse *p, uint32_t len)
 	memcpy(&m, p->payload, sizeof(m));
 	ret = check_module(p, &m, len);
 	if (!ret)
-		ret = grow(&s->modules, &p->cap_modules, s->nmodules + 1,
+		ret = ls_grow(&s->modules, &p->cap_modules, s->nmodules + 1,
 			   sizeof(*s->modules));
 	if (ret)
 		return ret;
@@ -366,7 +364,7 @@ static int parse_site(struct parse *p, uint32_t len)
 	memcpy(&r, p->payload, sizeof(r));
 	ret = check_site(p, &r, len);
 	if (!ret)
-		ret = grow(&s->sites, &p->cap_sites, s->nsites + 1,
+		ret = ls_grow(&s->sites, &p->cap_sites, s->nsites + 1,
 			   sizeof(*s->sites));
 	if (ret)
 		return ret;
@@ -402,7 +400,7 @@ static int parse_blocks(struct parse *p, uint32_t len)
 	if (len % sizeof(struct lsnap_block))
 		return bad_len(p, LSNAP_BLOCKS, len,
 			       (n + 1) * sizeof(struct lsnap_block));
-	ret = grow(&s->blocks, &p->cap_blocks, s->nblocks + n,
+	ret = ls_grow(&s->blocks, &p->cap_blocks, s->nblocks + n,
 		   sizeof(*s->blocks));
 	if (ret)
 		return ret;
@@ -437,7 +435,7 @@ static int parse_site_history(struct parse *p, uint32_t len)
 		return fail(p, -EINVAL, "corrupt snapshot: record %u (site "
 			    "history) has %u samples, more than the %u kept",
 			    p->nrec + 1, h.n, p->snap->history.hist_len);
-	ret = grow(&p->hist, &p->cap_hist, p->nhist + 1, sizeof(*p->hist));
+	ret = ls_grow(&p->hist, &p->cap_hist, p->nhist + 1, sizeof(*p->hist));
 	if (ret)
 		return ret;
 	o = &p->hist[p->nhist];
@@ -490,6 +488,8 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 		return parse_fixed(p, tag, len, &p->seen_attach,
 				   &s->has_attach, &s->attach,
 				   sizeof(s->attach));
+	case LSNAP_NOTES:
+		return parse_notes(p, len);
 	}
 	return 0;	/* a later version's record: skipped */
 }
@@ -618,7 +618,7 @@ static int read_payload(struct parse *p, uint32_t tag, uint32_t len)
 	ssize_t n;
 	int ret;
 
-	ret = grow(&p->payload, &p->payload_cap, len ? len : 1, 1);
+	ret = ls_grow(&p->payload, &p->payload_cap, len ? len : 1, 1);
 	if (ret)
 		return ret;
 	n = rd_read(p->rd, p->payload, len);
@@ -746,6 +746,7 @@ void ls_snapshot_release(struct ls_snapshot *snap)
 	}
 	free(snap->sites);
 	free(snap->blocks);
+	free(snap->notes);
 	memset(snap, 0, sizeof(*snap));
 }
 

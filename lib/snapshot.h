@@ -52,6 +52,9 @@ struct ls_snapshot {
 	struct lsnap_header hdr;
 	int has_totals, has_mallinfo, has_blocks, has_history, has_unwind;
 	int has_attach;		/* attached to a running process: attach */
+	char *notes;		/* owned: what the agent could not do as
+				   asked, lines ending with '\n'; NULL if
+				   nothing */
 	int postmortem;		/* read from a post-mortem file */
 	int torn;		/* ... whose last update was cut short */
 	int exited;		/* ... of a process that exited normally */

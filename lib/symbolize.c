@@ -15,27 +15,39 @@
 #include <string.h>
 #include <demangle.h>
 #include "symbolize.h"
+#include "util.h"
 
 #define VDSO_NAME "linux-vdso.so.1"
 
-enum { MOD_UNTRIED = 0, MOD_OK = 1, MOD_UNUSABLE = -1 };
+enum { MOD_OK = 1, MOD_UNUSABLE = -1 };
 
-struct modstate {
+/* A module file opened once, at bias 0: every process that maps the
+ * same file (same path and build id) at any address shares it. */
+struct pooled {
+	char *path;
+	unsigned build_id_len;
+	uint8_t build_id[LSNAP_BUILD_ID_MAX];
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	int state;
 };
 
 struct cache_ent {
-	uint64_t addr;
-	uint32_t gen;
+	uint64_t addr;		/* relative to the module's load bias */
+	uint32_t gen;		/* the pool slot of the module */
 	uint32_t used;
-	size_t first, count;	/* into ls_symbolizer.frames */
+	size_t first, count;	/* into ls_sympool.frames */
 };
 
-struct ls_symbolizer {
-	const struct ls_snapshot *snap;
-	struct modstate *mods;
+/*
+ * What every symbolizer of a pool shares: the opened files, the frames
+ * resolved so far by (file, address in the file), and the strings they
+ * point to.  The frames' addr, module and mod are per snapshot: filled in
+ * when a symbolizer hands them out.
+ */
+struct ls_sympool {
+	struct pooled *v;
+	size_t n, cap;
 
 	struct cache_ent *cache;
 	size_t cache_cap, cache_used;
@@ -45,6 +57,16 @@ struct ls_symbolizer {
 
 	char **strs;		/* interned strings, open addressing */
 	size_t strs_cap, strs_used;
+};
+
+#define SLOT_UNTRIED (-2)	/* ls_symbolizer.slot: not looked up yet */
+#define SLOT_NONE (-1)		/* no file to open */
+
+struct ls_symbolizer {
+	const struct ls_snapshot *snap;
+	struct ls_sympool *pool;
+	int own_pool;
+	long *slot;		/* per snapshot module: index in pool */
 };
 
 static char *debuginfo_path;	/* NULL: libdwfl's default search path */
@@ -68,7 +90,7 @@ static uint64_t hash_str(const char *s)
 	return lsnap_fnv1a(LSNAP_FNV_INIT, s, strlen(s));
 }
 
-static int strs_grow(struct ls_symbolizer *s)
+static int strs_grow(struct ls_sympool *s)
 {
 	size_t ncap = s->strs_cap ? s->strs_cap * 2 : 256, i;
 	char **n = calloc(ncap, sizeof(*n));
@@ -93,8 +115,9 @@ static int strs_grow(struct ls_symbolizer *s)
 
 /* A copy of str owned by s, shared between equal strings; NULL on
  * ENOMEM or when str is NULL. */
-static const char *intern(struct ls_symbolizer *s, const char *str)
+static const char *intern(struct ls_symbolizer *sym, const char *str)
 {
+	struct ls_sympool *s = sym->pool;
 	size_t j;
 
 	if (!str)
@@ -141,20 +164,53 @@ static const char *intern_demangled(struct ls_symbolizer *s, const char *name,
 	return r;
 }
 
-struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap)
+struct ls_sympool *ls_sympool_new(void)
+{
+	return calloc(1, sizeof(struct ls_sympool));
+}
+
+void ls_sympool_free(struct ls_sympool *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->n; i++) {
+		if (p->v[i].dwfl)
+			dwfl_end(p->v[i].dwfl);
+		free(p->v[i].path);
+	}
+	for (i = 0; i < p->strs_cap; i++)
+		free(p->strs[i]);
+	free(p->strs);
+	free(p->cache);
+	free(p->frames);
+	free(p->v);
+	free(p);
+}
+
+struct ls_symbolizer *ls_symbolizer_new_shared(const struct ls_snapshot *snap,
+					       struct ls_sympool *pool)
 {
 	struct ls_symbolizer *s = calloc(1, sizeof(*s));
+	size_t i;
 
 	if (!s)
 		goto fail;
 	s->snap = snap;
-	s->mods = calloc(snap->nmodules ? snap->nmodules : 1,
-			 sizeof(*s->mods));
-	if (!s->mods)
+	s->pool = pool;
+	s->slot = malloc((snap->nmodules ? snap->nmodules : 1) *
+			 sizeof(*s->slot));
+	if (!s->slot)
 		goto fail;
+	for (i = 0; i < snap->nmodules; i++)
+		s->slot[i] = SLOT_UNTRIED;
 	/* libdwfl would otherwise ask debuginfod servers for missing debug
-	 * files: a report must never touch the network. */
-	unsetenv("DEBUGINFOD_URLS");
+	 * files: a report must never touch the network.  Only when set: in
+	 * a host process (the NIF) an environment write races other
+	 * threads' getenv. */
+	if (getenv("DEBUGINFOD_URLS"))
+		unsetenv("DEBUGINFOD_URLS");
 	return s;
 fail:
 	ls_symbolizer_free(s);
@@ -162,21 +218,28 @@ fail:
 	return NULL;
 }
 
+struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap)
+{
+	struct ls_sympool *pool = ls_sympool_new();
+	struct ls_symbolizer *s = pool ? ls_symbolizer_new_shared(snap, pool) :
+				  NULL;
+
+	if (!s) {
+		ls_sympool_free(pool);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->own_pool = 1;
+	return s;
+}
+
 void ls_symbolizer_free(struct ls_symbolizer *s)
 {
-	size_t i;
-
 	if (!s)
 		return;
-	for (i = 0; s->mods && i < s->snap->nmodules; i++)
-		if (s->mods[i].dwfl)
-			dwfl_end(s->mods[i].dwfl);
-	for (i = 0; i < s->strs_cap; i++)
-		free(s->strs[i]);
-	free(s->strs);
-	free(s->mods);
-	free(s->cache);
-	free(s->frames);
+	if (s->own_pool)
+		ls_sympool_free(s->pool);
+	free(s->slot);
 	free(s);
 }
 
@@ -211,7 +274,7 @@ static int has_file(const struct ls_module *m)
 	return m->path[0] && strcmp(m->path, VDSO_NAME) != 0;
 }
 
-static int build_id_matches(Dwfl_Module *mod, const struct ls_module *m)
+static int build_id_matches(Dwfl_Module *mod, const struct pooled *p)
 {
 	const unsigned char *bits = NULL;
 	GElf_Addr vaddr;
@@ -223,39 +286,72 @@ static int build_id_matches(Dwfl_Module *mod, const struct ls_module *m)
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
 	if (len < 0)
 		len = 0;
-	return (unsigned)len == m->build_id_len &&
-		(len == 0 || !memcmp(bits, m->build_id, (size_t)len));
+	return (unsigned)len == p->build_id_len &&
+		(len == 0 || !memcmp(bits, p->build_id, (size_t)len));
+}
+
+static int same_file(const struct pooled *p, const struct ls_module *m)
+{
+	return p->build_id_len == m->build_id_len &&
+		!memcmp(p->build_id, m->build_id, m->build_id_len) &&
+		!strcmp(p->path, m->path);
+}
+
+/* Open m's file at bias 0 into a new pool entry. */
+static void open_pooled(struct pooled *p, const struct ls_module *m)
+{
+	p->state = MOD_UNUSABLE;
+	p->dwfl = dwfl_begin(&offline_callbacks);
+	if (!p->dwfl)
+		return;
+	dwfl_report_begin(p->dwfl);
+	/* Addresses are asked relative to the load bias (addr - m->bias),
+	 * which is dl_iterate_phdr's dlpi_addr: the ELF's own p_vaddr. */
+	p->mod = dwfl_report_elf(p->dwfl, ls_sym_basename(m->path), m->path,
+				 -1, 0, true);
+	dwfl_report_end(p->dwfl, NULL, NULL);
+	if (p->mod && build_id_matches(p->mod, p))
+		p->state = MOD_OK;
+}
+
+/* The pool entry of m's file, opened the first time any symbolizer of
+ * the pool asks; its index, or SLOT_NONE. */
+static long pool_find(struct ls_sympool *pool, const struct ls_module *m)
+{
+	struct pooled *p;
+	size_t i;
+
+	for (i = 0; i < pool->n; i++)
+		if (same_file(&pool->v[i], m))
+			return (long)i;
+	if (LS_GROW(pool->v, pool->n + 1, pool->cap))
+		return SLOT_NONE;
+	p = memset(&pool->v[pool->n], 0, sizeof(*p));
+	p->path = strdup(m->path);
+	if (!p->path)
+		return SLOT_NONE;
+	p->build_id_len = m->build_id_len;
+	memcpy(p->build_id, m->build_id, m->build_id_len);
+	open_pooled(p, m);
+	return (long)pool->n++;
 }
 
 /*
- * Open module i from disk once; nonzero when its symbols can be used.
+ * Module i's opened file, or NULL when its symbols cannot be used.
  * NEEDSWORK: a process in another mount namespace (a container) sees other
  * files under the same paths; for a live target /proc/PID/root/PATH would
  * be the right file.  The build id check keeps a wrong file from giving
  * wrong names meanwhile.
  */
-static int open_module(struct ls_symbolizer *s, size_t i)
+static Dwfl_Module *open_module(struct ls_symbolizer *s, size_t i)
 {
-	struct modstate *ms = &s->mods[i];
 	const struct ls_module *m = &s->snap->modules[i];
 
-	if (ms->state != MOD_UNTRIED)
-		return ms->state == MOD_OK;
-	ms->state = MOD_UNUSABLE;
-	if (!has_file(m))
-		return 0;
-	ms->dwfl = dwfl_begin(&offline_callbacks);
-	if (!ms->dwfl)
-		return 0;
-	dwfl_report_begin(ms->dwfl);
-	/* add_p_vaddr: the snapshot's bias is dl_iterate_phdr's dlpi_addr,
-	 * to which the ELF's p_vaddr are relative. */
-	ms->mod = dwfl_report_elf(ms->dwfl, ls_sym_basename(m->path), m->path,
-				  -1, m->bias, true);
-	dwfl_report_end(ms->dwfl, NULL, NULL);
-	if (ms->mod && build_id_matches(ms->mod, m))
-		ms->state = MOD_OK;
-	return ms->state == MOD_OK;
+	if (s->slot[i] == SLOT_UNTRIED)
+		s->slot[i] = has_file(m) ? pool_find(s->pool, m) : SLOT_NONE;
+	if (s->slot[i] < 0 || s->pool->v[s->slot[i]].state != MOD_OK)
+		return NULL;
+	return s->pool->v[s->slot[i]].mod;
 }
 
 /* Name of a subprogram or inlined-subroutine DIE, demangled; *raw gets
@@ -363,43 +459,29 @@ static void line_of(struct ls_symbolizer *s, Dwfl_Module *mod, uint64_t pc,
 		*line = 0;
 }
 
-/* Symbolize addr from scratch into fr; returns the frame count. */
-static size_t resolve(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
+/* Symbolize rel, an address relative to mod's load bias, from scratch
+ * into fr; returns the frame count.  addr, module and mod are left for
+ * the caller. */
+static size_t resolve(struct ls_symbolizer *s, Dwfl_Module *mod, uint64_t rel,
 		      struct ls_symframe *fr)
 {
-	long idx = pick_module(s->snap, gen, addr);
-	const char *modpath = NULL, *file, *name;
-	Dwfl_Module *mod;
-	uint64_t pc = addr ? addr - 1 : 0;
+	const char *file, *name;
+	uint64_t pc = rel ? rel - 1 : 0;
 	GElf_Off off;
 	GElf_Sym sym;
-	size_t n, i;
+	size_t n;
 	int line;
 
 	memset(fr, 0, LS_SYM_MAX_FRAMES * sizeof(*fr));
-	if (idx >= 0 && s->snap->modules[idx].path[0])
-		modpath = intern(s, s->snap->modules[idx].path);
-	if (idx < 0 || !open_module(s, (size_t)idx)) {
-		fr[0].addr = addr;
-		fr[0].module = modpath;
-		fr[0].mod = idx >= 0 ? &s->snap->modules[idx] : NULL;
-		return 1;
-	}
-	mod = s->mods[idx].mod;
 	line_of(s, mod, pc, &file, &line);
 	n = inline_chain(s, mod, pc, fr, LS_SYM_MAX_FRAMES - 1, &file, &line);
-	name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+	name = dwfl_module_addrinfo(mod, rel, &off, &sym, NULL, NULL, NULL);
 	if (name) {
 		fr[n].function = intern_demangled(s, name, &fr[n].symbol);
 		fr[n].offset = off;
 	}
 	fr[n].file = file;
 	fr[n].line = line;
-	for (i = 0; i <= n; i++) {
-		fr[i].addr = addr;
-		fr[i].module = modpath;
-		fr[i].mod = &s->snap->modules[idx];
-	}
 	return n + 1;
 }
 
@@ -420,7 +502,7 @@ static struct cache_ent *cache_slot(struct cache_ent *tab, size_t cap,
 	return &tab[j];
 }
 
-static int cache_grow(struct ls_symbolizer *s)
+static int cache_grow(struct ls_sympool *s)
 {
 	size_t ncap = s->cache_cap ? s->cache_cap * 2 : 1024, i;
 	struct cache_ent *n = calloc(ncap, sizeof(*n));
@@ -437,51 +519,64 @@ static int cache_grow(struct ls_symbolizer *s)
 	return 0;
 }
 
-/* Resolve and remember (gen, addr); returns its cache entry or NULL. */
-static struct cache_ent *add_entry(struct ls_symbolizer *s, uint32_t gen,
-				   uint64_t addr)
+/* The cached frames of (slot, rel), resolved now if new; NULL on
+ * ENOMEM. */
+static struct cache_ent *lookup(struct ls_symbolizer *sym, long slot,
+				Dwfl_Module *mod, uint64_t rel)
 {
+	struct ls_sympool *p = sym->pool;
 	struct ls_symframe fr[LS_SYM_MAX_FRAMES];
-	size_t n = resolve(s, gen, addr, fr);
 	struct cache_ent *e;
+	size_t n;
 
-	if (s->nframes + n > s->frames_cap) {
-		size_t ncap = s->frames_cap ? s->frames_cap * 2 : 1024;
-		struct ls_symframe *p;
-
-		while (ncap < s->nframes + n)
-			ncap *= 2;
-		p = realloc(s->frames, ncap * sizeof(*p));
-		if (!p)
-			return NULL;
-		s->frames = p;
-		s->frames_cap = ncap;
+	if (p->cache_cap) {
+		e = cache_slot(p->cache, p->cache_cap, (uint32_t)slot, rel);
+		if (e->used)
+			return e;
 	}
-	if (2 * (s->cache_used + 1) > s->cache_cap && cache_grow(s))
+	n = resolve(sym, mod, rel, fr);
+	if (LS_GROW(p->frames, p->nframes + n, p->frames_cap))
 		return NULL;
-	memcpy(s->frames + s->nframes, fr, n * sizeof(*fr));
-	e = cache_slot(s->cache, s->cache_cap, gen, addr);
-	*e = (struct cache_ent){ .addr = addr, .gen = gen, .used = 1,
-				 .first = s->nframes, .count = n };
-	s->nframes += n;
-	s->cache_used++;
+	if (2 * (p->cache_used + 1) > p->cache_cap && cache_grow(p))
+		return NULL;
+	memcpy(p->frames + p->nframes, fr, n * sizeof(*fr));
+	e = cache_slot(p->cache, p->cache_cap, (uint32_t)slot, rel);
+	*e = (struct cache_ent){ .addr = rel, .gen = (uint32_t)slot, .used = 1,
+				 .first = p->nframes, .count = n };
+	p->nframes += n;
+	p->cache_used++;
 	return e;
 }
 
 int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		       struct ls_symframe *out, size_t max, size_t *n)
 {
-	struct cache_ent *e = NULL;
+	long idx = pick_module(s->snap, gen, addr);
+	const struct ls_module *m = idx >= 0 ? &s->snap->modules[idx] : NULL;
+	Dwfl_Module *mod = m ? open_module(s, (size_t)idx) : NULL;
+	struct cache_ent *e;
+	size_t i;
 
-	if (s->cache_cap)
-		e = cache_slot(s->cache, s->cache_cap, gen, addr);
-	if (!e || !e->used)
-		e = add_entry(s, gen, addr);
-	if (!e)
-		return -ENOMEM;
-	*n = e->count;
-	if (max < e->count)
-		return -ENOSPC;
-	memcpy(out, s->frames + e->first, e->count * sizeof(*out));
+	*n = 1;
+	if (!mod) {		/* no module, or no usable file: its name */
+		if (max < 1)
+			return -ENOSPC;
+		memset(out, 0, sizeof(*out));
+		e = NULL;
+	} else {
+		/* The file was opened at bias 0: ask for file addresses. */
+		e = lookup(s, s->slot[idx], mod, addr - m->bias);
+		if (!e)
+			return -ENOMEM;
+		*n = e->count;
+		if (max < e->count)
+			return -ENOSPC;
+		memcpy(out, s->pool->frames + e->first, e->count * sizeof(*out));
+	}
+	for (i = 0; i < *n; i++) {
+		out[i].addr = addr;
+		out[i].module = m && m->path[0] ? m->path : NULL;
+		out[i].mod = m;
+	}
 	return 0;
 }

@@ -240,7 +240,7 @@ static void test_profile(void)
 		"\x32\x11" "/nonexistent/prog" "\x32\x08" "deadbeef"
 		"\x32\x1e" "leakscope: pid 4242: ./prog -x"
 		"\x32\x18" "leakscope: full tracking";
-	struct ls_report_opts o = { .format = LS_FORMAT_PPROF };
+	struct ls_report_opts o = { .format = ls_renderer_find("pprof") };
 	struct ls_snapshot s;
 	struct ls_report rep;
 	char *buf = NULL;
@@ -255,7 +255,7 @@ static void test_profile(void)
 	out = open_memstream(&buf, &len);
 	if (!out)
 		abort();
-	r = ls_report_render(out, &rep, &o);
+	r = ls_report_render(out, &rep, &o, NULL);
 	fclose(out);
 	ok(r == 0, "rendered: %d", r);
 	ok(len > 18 && (uint8_t)buf[0] == 0x1f && (uint8_t)buf[1] == 0x8b,
@@ -264,8 +264,9 @@ static void test_profile(void)
 	   "no time in the gzip header");
 	ok(gunzip(buf, len, raw, sizeof(raw), &n) == 0, "inflates whole");
 	bytes_are(raw, n, want, sizeof(want) - 1, "the Profile, byte for byte");
-	ok(ls_format_is_binary(LS_FORMAT_PPROF) &&
-	   !ls_format_is_binary(LS_FORMAT_JSON), "pprof is the binary format");
+	ok((ls_renderer_find("pprof")->needs & LS_NEEDS_NOT_TTY) &&
+	   !(ls_renderer_find("json")->needs & LS_NEEDS_NOT_TTY),
+	   "pprof is the binary format");
 	free(buf);
 	ls_report_release(&rep);
 	ls_snapshot_release(&s);

@@ -1,0 +1,251 @@
+/*
+ * report-args.c - the reporting commands' shared options and the path
+ * snapshot -> report -> file.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "../common/contract.h"
+#include "cli.h"
+#include "report-args.h"
+
+#define RA(field) LS_ARG(struct ls_report_args, field)
+
+const struct ls_option ls_report_options[] = {
+	{ .kind = LS_OPT_FORMAT,
+	  .long_name = "format",
+	  .offset = RA(ropts.format),
+	  .argh = "FORMAT",
+	  .help = "report format" },
+	{ .kind = LS_OPT_STRING,
+	  .long_name = "output",
+	  .offset = RA(output),
+	  .argh = "FILE",
+	  .help = "write the report to FILE, whole or not at all ('-': stdout)",
+	  .want = "a file name" },
+	{ .kind = LS_OPT_END },
+};
+
+const struct ls_option ls_filter_options[] = {
+	{ .kind = LS_OPT_UINT,
+	  .long_name = "top",
+	  .offset = RA(top),
+	  .argh = "N",
+	  .help = "only the N stacks holding the most bytes",
+	  .flags = LS_OPTF_NONZERO,
+	  .want = "a positive number of stacks" },
+	{ .kind = LS_OPT_MS,
+	  .long_name = "min-age",
+	  .offset = RA(ropts.min_age_ns),
+	  .argh = "MS",
+	  .help = "only blocks at least MS milliseconds old",
+	  .want = "milliseconds" },
+	{ .kind = LS_OPT_SIZE,
+	  .long_name = "min-size",
+	  .offset = RA(ropts.min_size),
+	  .argh = "BYTES",
+	  .help = "only blocks of at least BYTES (K, M, G suffixes)",
+	  .want = "a size such as 4096 or 64KiB" },
+	{ .kind = LS_OPT_SIZE,
+	  .long_name = "max-size",
+	  .offset = RA(ropts.max_size),
+	  .argh = "BYTES",
+	  .help = "only blocks of at most BYTES",
+	  .flags = LS_OPTF_NONZERO,
+	  .want = "a positive size such as 4096 or 64KiB" },
+	{ .kind = LS_OPT_END },
+};
+
+const struct ls_option ls_blocks_option[] = {
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "show-allocs",
+	  .offset = RA(ropts.show_allocs),
+	  .help = "list every outstanding block: address, size, age, thread" },
+	{ .kind = LS_OPT_END },
+};
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+const struct ls_option ls_stack_options[] = {
+	{ .kind = LS_OPT_UINT,
+	  .long_name = "depth",
+	  .offset = RA(depth),
+	  .argh = "N",
+	  .help = "frames per stack, " STR(LS_DEPTH_MIN) "-" STR(LS_DEPTH_MAX)
+		  " (run: captured, default " STR(LS_DEPTH_DEFAULT) ";\n"
+		  "other commands: shown, default all)",
+	  .min = LS_DEPTH_MIN,
+	  .max = LS_DEPTH_MAX,
+	  .want = STR(LS_DEPTH_MIN) " to " STR(LS_DEPTH_MAX) },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "full-names",
+	  .offset = RA(ropts.full_names),
+	  .help = "C++ names with their template arguments (by default cut to\n"
+		  "<…>: std::_Rb_tree<…>::_M_get_node())" },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "hide-runtime",
+	  .offset = RA(ropts.hide_runtime),
+	  .help = "leave out the frames of libc, libstdc++ and ld.so below and\n"
+		  "above the program's own" },
+	{ .kind = LS_OPT_END },
+};
+
+#define FA(field) RA(ropts.svg.field)
+
+const struct ls_option ls_flame_options[] = {
+	{ .kind = LS_OPT_STRING,
+	  .long_name = "title",
+	  .offset = FA(title),
+	  .argh = "TEXT",
+	  .help = "the flame graph's title (svg)",
+	  .want = "a title" },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "inverted",
+	  .offset = FA(inverted),
+	  .help = "icicle graph: the root at the top (svg)" },
+	{ .kind = LS_OPT_CHOICE,
+	  .long_name = "colors",
+	  .offset = FA(colors),
+	  .argh = "PALETTE",
+	  .help = "greens by function, or hues by frame kind (svg)",
+	  .choices = (const char *const[]){ "mem", "kind", NULL } },
+	{ .kind = LS_OPT_END },
+};
+
+const struct ls_option ls_flame_count_option[] = {
+	{ .kind = LS_OPT_CHOICE,
+	  .long_name = "count",
+	  .offset = FA(count),
+	  .argh = "WHAT",
+	  .help = "what the flame graph's widths measure (svg)",
+	  .choices = (const char *const[]){ "bytes", "blocks", NULL } },
+	{ .kind = LS_OPT_END },
+};
+
+/* A binary format goes to a file, or to a stdout that is no terminal. */
+static int check_binary(const struct ls_renderer *r, const char *output,
+			int many)
+{
+	if (!output) {
+		ls_error("--format %s is binary: give --output FILE%s", r->name,
+			 many ? "" : " (or --output - for stdout)");
+		return -1;
+	}
+	if (!strcmp(output, "-") && isatty(STDOUT_FILENO)) {
+		ls_error("refusing to write binary %s data to a terminal (use "
+			 "--output FILE or a pipe)", r->name);
+		return -1;
+	}
+	return 0;
+}
+
+int ls_report_args_finish(struct ls_report_args *a, int many)
+{
+	const struct ls_renderer *r = ls_renderer_of(&a->ropts);
+
+	a->ropts.top = (size_t)a->top;
+	/* run's --depth is what the agent captures: its reports show all. */
+	a->ropts.depth = many ? 0 : (unsigned)a->depth;
+	ls_report_opts_finish(&a->ropts);
+	if (r->needs & LS_NEEDS_NOT_TTY)
+		return check_binary(r, a->output, many);
+	/* Several processes' documents never share a stream. */
+	if ((r->needs & LS_NEEDS_OWN_FILE) && many && !a->output) {
+		ls_error("--format %s needs --output FILE", r->name);
+		return -1;
+	}
+	return 0;
+}
+
+struct ls_source_opts ls_report_args_source(const struct ls_report_args *a,
+					    int blocks)
+{
+	struct ls_source_opts so = {
+		.blocks = blocks || a->ropts.need_blocks,
+		.postmortem = a->postmortem,
+	};
+
+	return so;
+}
+
+int ls_write_report(FILE *fp, const char *path, const struct ls_snapshot *snap,
+		    const struct ls_report_opts *opts,
+		    struct ls_symbolizer *sym)
+{
+	struct ls_report rep;
+	int err = ls_report_build(snap, opts, &rep);
+
+	if (err == -ENODATA)
+		return err;
+	if (err) {
+		ls_error("cannot build the report of pid %u: %s", snap->hdr.pid,
+			 strerror(-err));
+		return err;
+	}
+	err = ls_report_render(fp, &rep, opts, sym);
+	ls_report_release(&rep);
+	if (err && path)
+		ls_error("cannot write '%s': %s", path, strerror(-err));
+	else if (err)
+		ls_error("cannot write the report: %s", strerror(-err));
+	return err;
+}
+
+static void on_fatal_signal(int sig);
+
+int ls_open_output(struct ls_output *o, const char *path)
+{
+	int err;
+
+	/* Where the file system has no unnamed files, the writer's
+	 * PATH.tmp.PID must go with us if a signal ends us.  (run installs
+	 * its own forwarding afterwards: it ends only with its command.) */
+	ls_output_cleanup_on_signals();
+	err = ls_output_open(o, path);
+
+	if (err)
+		ls_error("cannot write '%s': %s", path, strerror(-err));
+	return err;
+}
+
+int ls_commit_output(struct ls_output *o)
+{
+	char *path = o->path ? strdup(o->path) : NULL;
+	int err = ls_output_commit(o);
+
+	if (err)
+		ls_error("cannot write '%s': %s", path ? path : "output",
+			 strerror(-err));
+	free(path);
+	return err;
+}
+
+int ls_load_target(const char *target, const struct ls_source_opts *so,
+		   struct ls_snapshot *snap)
+{
+	char err[5000];
+	int r = ls_source_load(target, so, snap, err, sizeof(err));
+
+	if (r)
+		ls_error("%s", err);
+	return r;
+}
+
+static void on_fatal_signal(int sig)
+{
+	ls_output_remove_temps();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void ls_output_cleanup_on_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+	size_t i;
+
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], on_fatal_signal);
+}
