@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "../common/attach.h"
+#include "../common/contract.h"
+#include "client.h"
 #include "elfsym.h"
 #include "inject.h"
 #include "procinfo.h"
@@ -1040,6 +1042,14 @@ static int find_safe_point(struct ctx *c, int timeout_ms, struct ls_inject_resul
 	return settle(c, res, t0);
 }
 
+/* Ask the agent to detach (it restores whatever slot it patched). */
+static void undo_start(pid_t pid)
+{
+	char reply[64], why[256];
+
+	ls_client_request(pid, LS_VERB_DETACH, reply, sizeof(reply), why, sizeof(why));
+}
+
 /* Detach the safe thread with the signals that came for it meanwhile. */
 static void let_go_safe(struct ctx *c)
 {
@@ -1071,7 +1081,8 @@ int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
 	struct ctx c = { .err = err, .errlen = errlen, .mem = -1 };
 	char in_target[4096], copy[4200] = "";
 	struct ls_attach_result ar;
-	int r, timeout = opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
+	int r, started = 0;
+	int timeout = opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
 	const char *bps[NBP] = { "malloc", "free", "calloc", "realloc" };
 	int i;
 
@@ -1099,11 +1110,16 @@ int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
 	r = load_agent(&c, in_target, res);
 	if (!r)
 		r = start_agent(&c, opts->settings, &ar, res);
-	if (!r)
+	if (!r) {
 		r = do_switch(&c, &ar, res);
+		started = 1;
+	}
 	/* The safe thread runs on from where it was, whatever happened. */
 	regs_set(c.safe, &c.saved);
 	let_go_safe(&c);
+	/* The agent runs but the switch failed: have it stop again. */
+	if (r && started && !ls_proc_gone(pid))
+		undo_start(pid);
 out:
 	/* Whatever failed, a process that died meanwhile is the reason. */
 	if (r && r != -ESRCH && r != -EPERM && r != -EBUSY && ls_proc_gone(pid))

@@ -53,7 +53,8 @@ struct ls_inject_result {
  * no dynamic loader or libc), -EEXIST (the agent is already there:
  * preloaded, or attached and active), -ETIMEDOUT (no safe point in time;
  * the target is as it was), -ESRCH (it exited meanwhile), -EIO (a call in
- * the target failed; reason says which).
+ * the target failed; reason says which).  When the agent had started but
+ * the switch failed, it is asked to detach again before returning.
  */
 int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
 		     struct ls_inject_result *res, char *err, size_t errlen);
