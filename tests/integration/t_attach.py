@@ -316,6 +316,38 @@ def t_reattach():
         t.kill()
 
 
+@check("attach: the post-mortem file of an attached process killed with SIGKILL has its leaks")
+def t_postmortem():
+    ptrace_allowed()
+    t = Target()
+    try:
+        t.cmd("p")
+        ls_ok("attach", t.pid)
+        t.cmd("l")
+        # the agent samples once a second: wait until a sample has the leak
+        deadline = time.monotonic() + 20
+        seen = False
+        while not seen and time.monotonic() < deadline:
+            r = ls("report", "--postmortem", "--format", "json", t.pid)
+            seen = r.returncode == 0 and b"site_malloc" in r.stdout
+            if not seen:
+                time.sleep(0.1)
+        ok(seen, "a growth sample with site_malloc in the post-mortem file")
+        os.kill(t.pid, signal.SIGKILL)
+        t.p.wait(timeout=TIMEOUT)
+        rep = json.loads(ls_ok("report", "--postmortem", "--format", "json",
+                               t.pid).stdout.decode())
+        expect_site(rep, "site_malloc", prog(), 10000, 10)
+        expect_site(rep, "site_mmap", prog(), 12288, 1, kind="mmap")
+    finally:
+        t.kill()
+        for suffix in (".pm", ".sock"):
+            try:
+                os.unlink(os.path.join(RUNTIME, "%d%s" % (t.pid, suffix)))
+            except OSError:
+                pass
+
+
 @check("attach --sample-rate --depth: sampled reports, short stacks; a re-attach must keep the rate")
 def t_sampled():
     ptrace_allowed()
