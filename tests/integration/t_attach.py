@@ -292,6 +292,29 @@ def t_hammer():
        "the target answered to the end", out)
 
 
+@check("attach: a shell forking /bin/true without pause: 3 attach/detach; no child dies of an inherited breakpoint")
+def t_forking_shell():
+    ptrace_allowed()
+    sh = need("bash")
+    true = need("true")
+    stop = os.path.join(RUNTIME, "stop-forking")
+    script = ('while [ ! -e %s ]; do %s || echo "child failed: $?"; done; '
+              'echo loop done' % (stop, true))
+    p = subprocess.Popen([sh, "-c", script], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, env=env())
+    try:
+        for _ in range(3):
+            ls_ok("attach", p.pid)
+            ls_ok("detach", p.pid)
+        open(stop, "w").close()
+        out, _ = p.communicate(timeout=TIMEOUT)
+        eq((p.returncode, out), (0, b"loop done\n"), "the shell's status and output")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 @check("attach: a fresh attach after detach sees only what came after it")
 def t_reattach():
     ptrace_allowed()
