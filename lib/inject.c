@@ -1042,6 +1042,20 @@ static int find_safe_point(struct ctx *c, int timeout_ms, struct ls_inject_resul
 	return settle(c, res, t0);
 }
 
+/* Gone, or going within 100 ms (a SIGKILL takes a moment to finish off
+ * every thread)? */
+static int dying(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < 100 && !ls_proc_gone(pid); i++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	return ls_proc_gone(pid);
+}
+
 /* Ask the agent to detach (it restores whatever slot it patched). */
 static void undo_start(pid_t pid)
 {
@@ -1122,7 +1136,7 @@ int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
 		undo_start(pid);
 out:
 	/* Whatever failed, a process that died meanwhile is the reason. */
-	if (r && r != -ESRCH && r != -EPERM && r != -EBUSY && ls_proc_gone(pid))
+	if (r && r != -ESRCH && r != -EPERM && r != -EBUSY && dying(pid))
 		r = FAIL(&c, -ESRCH, "pid %d exited during the attach", (int)pid);
 	remove_copy(copy);
 	if (c.mem >= 0)
