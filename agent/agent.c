@@ -105,8 +105,10 @@ static void insert(struct ls_thread *t, struct ls_site_rec *s, void *p,
 	int64_t b, k;
 	int r = ls_live_insert(&e, &old);
 
-	if (r < 0)
+	if (r < 0) {
+		ls_agent_drop();
 		return;
+	}
 	if (r == 1)
 		settle_replaced(t, &old);
 	else if (ls_sample_rate)
@@ -121,6 +123,8 @@ void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 
 	if (s)
 		insert(t, s, p, size);
+	else
+		ls_agent_drop();
 }
 
 /* Take p out of the live table; in sampled mode the filter answers for
@@ -183,11 +187,15 @@ void ls_track_mmap(struct ls_thread *t, void *p, size_t len)
 		.tid = (uint32_t)t->tid,
 	};
 
-	if (!s)
+	if (!s) {
+		ls_agent_drop();
 		return;
+	}
 	e.site = s->id;
 	/* Mappings are few and large: always recorded, weight 1. */
-	if (!ls_mmaps_add(&e))
+	if (ls_mmaps_add(&e))
+		ls_agent_drop();
+	else
 		ls_thread_site_delta(t, s->id, s,
 				     (int64_t)len * ls_sample_scale(),
 				     ls_sample_scale(),
@@ -333,6 +341,14 @@ int ls_agent_core_start(void)
 	ls_agent.pid = getpid();
 	ls_agent.start_mono = ls_now_ns(CLOCK_MONOTONIC);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	/* The starting thread's record and caches, and the exit snapshot's
+	 * working memory, before the program can use up its address space;
+	 * the sampler grows the latter as the process grows. */
+	ls_thread_self();
+	ls_unwind_thread_prepare();
+	ls_snapwrite_lock();
+	ls_snapwrite_prepare();
+	ls_snapwrite_unlock();
 	__atomic_store_n(&ls_agent.state, LS_ON, __ATOMIC_RELEASE);
 out:
 	ls_guard_leave();

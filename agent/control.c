@@ -206,6 +206,7 @@ static void *control_main(void *arg)
 
 		if (now >= next) {
 			ls_snapwrite_lock();
+			ls_snapwrite_prepare();
 			ls_pm_tick();
 			ls_snapwrite_unlock();
 			/* Attached: objects loaded without our dlopen hook

@@ -70,8 +70,10 @@ static inline struct ls_thread *tracking(enum ls_fn fn)
 		ls_guard_enter();
 		t = ls_thread_claim();
 		ls_guard_leave();
-		if (!t)
+		if (!t) {
+			ls_agent_drop();
 			return NULL;
+		}
 	}
 	ls_thread_count(t, fn);
 	return t;

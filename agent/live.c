@@ -265,6 +265,19 @@ size_t ls_live_copy_shard(unsigned idx, struct ls_live_entry *buf, size_t cap)
 	return n;
 }
 
+size_t ls_live_max_shard(void)
+{
+	size_t n, most = 0;
+	unsigned i;
+
+	for (i = 0; i < LS_LIVE_SHARDS; i++) {
+		n = __atomic_load_n(&shards[i].count, __ATOMIC_RELAXED);
+		if (n > most)
+			most = n;
+	}
+	return most;
+}
+
 size_t ls_live_count(void)
 {
 	size_t n = 0;
@@ -285,6 +298,21 @@ size_t ls_live_mapped(void)
 			n += map_size(__atomic_load_n(&shards[i].gmask,
 						      __ATOMIC_RELAXED) + 1);
 	return n;
+}
+
+void ls_live_visit_shard(unsigned idx,
+			 void (*fn)(const struct ls_live_entry *, void *),
+			 void *arg)
+{
+	struct shard *s = &shards[idx];
+	uint64_t j, slots;
+
+	ls_lock(&s->lock);
+	slots = s->ctrl ? (s->gmask + 1) * GROUP : 0;
+	for (j = 0; j < slots; j++)
+		if (s->ctrl[j] >= 0)
+			fn(&s->slots[j], arg);
+	ls_unlock(&s->lock);
 }
 
 void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)

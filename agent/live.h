@@ -82,6 +82,18 @@ size_t ls_live_shard_mapped(unsigned idx);
 
 /* Entries in all shards, read without locks (approximate while running). */
 size_t ls_live_count(void);
+/*
+ * Call fn on every entry of shard idx, under its lock: the program's
+ * threads wait on that shard meanwhile, so fn must be short.  For a
+ * snapshot that cannot get memory to copy the shard (an exhausted
+ * address space at exit).
+ */
+void ls_live_visit_shard(unsigned idx,
+			 void (*fn)(const struct ls_live_entry *, void *),
+			 void *arg);
+
+/* Entries in the fullest shard, read without locks. */
+size_t ls_live_max_shard(void);
 /* Bytes of slot arrays currently mapped. */
 size_t ls_live_mapped(void);
 

@@ -39,9 +39,10 @@ struct writer {
 /* Per-site sums for one snapshot. */
 struct sums {
 	uint32_t nsites;
+	uint64_t unsummed;	/* blocks of sites beyond nsites (memory ran
+				   out): reported with the dropped events */
 	int64_t *live_bytes, *live_blocks;
 	uint64_t *alloc_bytes, *alloc_blocks;
-	size_t mapped;
 };
 
 static ls_lock_t snap_lock = LS_LOCK_INIT;
@@ -167,6 +168,17 @@ static void put_attach(struct writer *w)
 	put(w, &a, sizeof(a));
 }
 
+static void put_dropped(struct writer *w, const struct sums *s)
+{
+	struct lsnap_dropped d = {
+		.events = __atomic_load_n(&ls_agent_dropped, __ATOMIC_RELAXED) +
+			  s->unsummed,
+	};
+
+	record(w, LSNAP_DROPPED, sizeof(d));
+	put(w, &d, sizeof(d));
+}
+
 /* What the agent could not do as asked (state.h), when anything. */
 static void put_notes(struct writer *w)
 {
@@ -192,23 +204,61 @@ static void put_modules(struct writer *w)
 	}
 }
 
+/*
+ * Working memory kept from one snapshot to the next (never unmapped), and
+ * grown ahead by ls_snapwrite_prepare(): an exit snapshot must not need
+ * memory the program may have used up.
+ */
+struct keep {
+	void *p;
+	size_t bytes;
+};
+static struct keep keep_sums, keep_scratch;
+
+/* k holds at least want bytes, if the memory can be had; else it keeps
+ * what it had.  0, or -ENOMEM with k unchanged. */
+static int keep_grow(struct keep *k, size_t want)
+{
+	void *p;
+
+	if (k->bytes >= want)
+		return 0;
+	want += want / 2;
+	p = ls_sys_map(want);
+	if (!p)
+		return -ENOMEM;
+	ls_sys_unmap(k->p, k->bytes);
+	k->p = p;
+	k->bytes = want;
+	return 0;
+}
+
+#define SUMS_BYTES(n) ((size_t)(n) * 4 * sizeof(uint64_t))
+
 static int sums_init(struct sums *s)
 {
 	/* Room for sites created while the snapshot runs; blocks of sites
 	 * beyond it are left for the next snapshot. */
 	uint32_t n = ls_site_count() + 1024;
-	size_t bytes = (size_t)n * 4 * sizeof(uint64_t);
-	char *p = ls_sys_map(bytes);
 
-	if (!p)
+	if (keep_grow(&keep_sums, SUMS_BYTES(n)))
+		n = (uint32_t)(keep_sums.bytes / SUMS_BYTES(1));
+	if (!n)
 		return -ENOMEM;
+	memset(keep_sums.p, 0, SUMS_BYTES(n));
 	s->nsites = n;
-	s->mapped = bytes;
-	s->live_bytes = (int64_t *)p;
+	s->live_bytes = keep_sums.p;
 	s->live_blocks = s->live_bytes + n;
 	s->alloc_bytes = (uint64_t *)(s->live_blocks + n);
 	s->alloc_blocks = s->alloc_bytes + n;
 	return 0;
+}
+
+void ls_snapwrite_prepare(void)
+{
+	keep_grow(&keep_sums, SUMS_BYTES(ls_site_count() + 1024));
+	keep_grow(&keep_scratch, (ls_live_max_shard() + 1024) *
+		  sizeof(struct ls_live_entry));
 }
 
 /* Entries: account each in the sums (in counter units: estimates in
@@ -235,6 +285,8 @@ static void put_entries(struct writer *w, struct sums *s,
 			}
 			s->live_bytes[e[i].site] += b;
 			s->live_blocks[e[i].site] += k;
+		} else {
+			s->unsummed++;
 		}
 		if (with_blocks) {
 			struct lsnap_block blk = {
@@ -255,27 +307,54 @@ static void put_entries(struct writer *w, struct sums *s,
  * scratch buffer until it fits.  Blocks records are limited in size, so
  * emit in slices.
  */
+struct visit {
+	struct writer *w;
+	struct sums *s;
+	int with_blocks, exact;
+};
+
+static void visit_one(const struct ls_live_entry *e, void *arg)
+{
+	struct visit *v = arg;
+
+	put_entries(v->w, v->s, e, 1, v->with_blocks, v->exact);
+}
+
+/* No memory to copy the table into: emit its entries one by one under
+ * its lock (a shard), or count them as dropped (the mappings). */
+static int walk_in_place(struct writer *w, struct sums *s, int with_blocks,
+			 size_t (*copy)(unsigned, struct ls_live_entry *, size_t),
+			 unsigned idx, int exact, size_t n)
+{
+	struct visit v = { w, s, with_blocks, exact };
+
+	if (copy == ls_live_copy_shard)
+		ls_live_visit_shard(idx, visit_one, &v);
+	else
+		__atomic_add_fetch(&ls_agent_dropped, n, __ATOMIC_RELAXED);
+	return 0;
+}
+
 static int walk_one(struct writer *w, struct sums *s, int with_blocks,
 		    size_t (*copy)(unsigned, struct ls_live_entry *, size_t),
-		    unsigned idx, struct ls_live_entry **scratch, size_t *cap,
-		    int exact)
+		    unsigned idx, int exact)
 {
 	const size_t slice = LSNAP_MAX_RECORD / sizeof(struct lsnap_block);
-	size_t n, off;
+	size_t n, off, cap;
 
-	while ((n = copy(idx, *scratch, *cap)) > *cap) {
-		size_t ncap = n + n / 2 + 64;
-		struct ls_live_entry *b = ls_sys_map(ncap * sizeof(*b));
-
-		if (!b)
-			return -ENOMEM;
-		ls_sys_unmap(*scratch, *cap * sizeof(**scratch));
-		*scratch = b;
-		*cap = ncap;
+	for (;;) {
+		cap = keep_scratch.bytes / sizeof(struct ls_live_entry);
+		n = copy(idx, keep_scratch.p, cap);
+		if (n <= cap)
+			break;
+		if (keep_grow(&keep_scratch, (n + 64) *
+			      sizeof(struct ls_live_entry)))
+			return walk_in_place(w, s, with_blocks, copy, idx,
+					     exact, n);
 	}
 	for (off = 0; off < n; off += slice)
-		put_entries(w, s, *scratch + off, n - off < slice ? n - off : slice,
-			    with_blocks, exact);
+		put_entries(w, s, (struct ls_live_entry *)keep_scratch.p + off,
+			    n - off < slice ? n - off : slice, with_blocks, exact);
 	return 0;
 }
 
@@ -286,18 +365,13 @@ static size_t copy_mmaps(unsigned idx, struct ls_live_entry *buf, size_t cap)
 
 static int walk_live(struct writer *w, struct sums *s, int with_blocks)
 {
-	struct ls_live_entry *scratch = NULL;
-	size_t cap = 0;
 	unsigned i;
 	int ret = 0;
 
 	for (i = 0; i < LS_LIVE_SHARDS && !ret; i++)
-		ret = walk_one(w, s, with_blocks, ls_live_copy_shard, i,
-			       &scratch, &cap, 0);
+		ret = walk_one(w, s, with_blocks, ls_live_copy_shard, i, 0);
 	if (!ret)
-		ret = walk_one(w, s, with_blocks, copy_mmaps, 0, &scratch, &cap,
-			       1);
-	ls_sys_unmap(scratch, cap * sizeof(*scratch));
+		ret = walk_one(w, s, with_blocks, copy_mmaps, 0, 1);
 	/* A block list was asked for: say it is empty rather than leave the
 	 * reader to think there is none (`olds` would refuse). */
 	if (!ret && with_blocks && !w->nblock_recs)
@@ -424,14 +498,13 @@ int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks)
 	ret = walk_live(w, &sums, with_blocks);
 	if (ret)
 		goto out;
+	put_dropped(w, &sums);
 	put_sites(w, &sums, &totals);
 	put_history(w);
 	put_totals(w, &totals);
 	put_end(w);
 	ret = flush_out(w);
 out:
-	if (sums.mapped)
-		ls_sys_unmap(sums.live_bytes, sums.mapped);
 	ls_snapwrite_unlock();
 	return ret ? ret : w->err;
 }

@@ -15,6 +15,15 @@
  * SIGPIPE).  Returns 0 or a negative errno. */
 int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks);
 
+/*
+ * Keep the writer's working memory (per-site sums, a shard's copy) mapped
+ * and grown to what the process holds now.  Called with every growth
+ * sample, under the snapshot lock: when the program later exhausts its
+ * address space (RLIMIT_AS), the exit snapshot still has room, at worst
+ * that of the last sample (what does not fit is counted as dropped).
+ */
+void ls_snapwrite_prepare(void);
+
 void ls_snapwrite_lock(void);
 void ls_snapwrite_unlock(void);
 void ls_snapwrite_reset_child(void);

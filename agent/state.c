@@ -17,6 +17,7 @@
 #include "state.h"
 
 struct ls_agent ls_agent = { .depth = LS_DEPTH_DEFAULT, .control = 1 };
+uint64_t ls_agent_dropped;
 
 extern char **environ;
 

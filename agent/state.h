@@ -50,6 +50,19 @@ struct ls_agent {
 
 extern struct ls_agent ls_agent;
 
+/*
+ * Events the agent saw but could not record, because its own memory ran
+ * out (a full address-space limit): each lost allocation leaves its site
+ * low, each lost free leaves a block that looks live.  Never silent: the
+ * count goes into every snapshot (LSNAP_DROPPED).  Hook-safe.
+ */
+extern uint64_t ls_agent_dropped;
+
+static inline void ls_agent_drop(void)
+{
+	__atomic_add_fetch(&ls_agent_dropped, 1, __ATOMIC_RELAXED);
+}
+
 static inline int ls_agent_on(void)
 {
 	return __atomic_load_n(&ls_agent.state, __ATOMIC_RELAXED) == LS_ON;

@@ -1257,6 +1257,11 @@ out:
 	return rc;
 }
 
+void ls_unwind_thread_prepare(void)
+{
+	uw_tc_get(__atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE) & ~1u);
+}
+
 void ls_unwind_invalidate(void)
 {
 	static ls_lock_t lock = LS_LOCK_INIT;

@@ -38,6 +38,10 @@
  * work, uncached).  Calling it again is a no-op.
  */
 int ls_unwind_init(void);
+/* Give the calling thread its caches now rather than at its first walk
+ * (the thread that starts the agent: before the program runs, so that a
+ * program that limits its address space right away keeps its room). */
+void ls_unwind_thread_prepare(void);
 
 /*
  * Store up to max return addresses of the calling thread in pcs,

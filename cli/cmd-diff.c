@@ -37,7 +37,7 @@ const struct ls_usage ls_diff_usage = {
 	"growth first), shrank, appeared and disappeared.  The filters compare\n"
 	"only the blocks that pass (both sides need block lists).",
 	(const struct ls_option *const[]){ own, ls_filter_options,
-		ls_flame_options, ls_flame_count_option, NULL },
+		ls_stack_options, ls_flame_options, ls_flame_count_option, NULL },
 	"Exit status: 0, also when the two are different programs (a warning\n"
 	"says so).",
 };

@@ -51,6 +51,7 @@ enum lsnap_tag {
 	/* 12-14 reachability (branch check) */
 	LSNAP_ATTACH = 16,	/* struct lsnap_attach, at most once: the
 				   agent was attached to a running process */
+	LSNAP_DROPPED = 19,	/* struct lsnap_dropped, at most once */
 	LSNAP_NOTES = 18,	/* text, at most once: what the agent could
 				   not do as asked, lines ending with '\n',
 				   at most LSNAP_NOTES_MAX bytes */
@@ -202,6 +203,11 @@ struct lsnap_block {
  * last n samples, n <= hist_len, oldest first, the newest being sample
  * ticks - 1 taken at last_mono_ns.
  */
+/* Events the agent could not record for want of memory. */
+struct lsnap_dropped {
+	uint64_t events;
+} __attribute__((packed));
+
 struct lsnap_history {
 	uint32_t period_ms;
 	uint32_t hist_len;

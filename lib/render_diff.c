@@ -77,7 +77,22 @@ static void text_header(FILE *out, const struct ls_diff *d)
 	fputc('\n', out);
 }
 
-static void text_entry(FILE *out, const struct ls_diff_entry *e)
+/*
+ * e's stack as the user asked to see it (--depth, --full-names,
+ * --hide-runtime) into st, reused from entry to entry; the matching used
+ * the whole stacks with full names.
+ */
+static int entry_view(const struct ls_diff_entry *e,
+		      const struct ls_report_opts *o, struct ls_stack *st)
+{
+	int ret = ls_stack_set(st, e->frames, e->nframes);
+
+	return ret ? ret : ls_stack_view(st, o->depth, o->full_names,
+					 o->hide_runtime);
+}
+
+static void text_entry(FILE *out, const struct ls_diff_entry *e,
+		       const struct ls_stack *st)
 {
 	size_t i;
 
@@ -89,9 +104,9 @@ static void text_entry(FILE *out, const struct ls_diff_entry *e)
 			e->newer.live_bytes, e->base.live_blocks,
 			e->newer.live_blocks);
 	fputs(e->kind == LSNAP_KIND_MMAP ? " (mmap)\n" : "\n", out);
-	for (i = 0; i < e->nframes; i++)
-		ls_text_frame(out, &e->frames[i]);
-	if (!e->nframes)
+	for (i = 0; i < st->n; i++)
+		ls_text_frame(out, &st->f[i]);
+	if (!st->n)
 		fputs("\t\t(no stack)\n", out);
 }
 
@@ -107,10 +122,13 @@ static int cmp_shrank(const void *a, const void *b)
 
 /* The entries of one change, in the order text shows them. */
 static int text_section(FILE *out, const struct ls_diff *d,
+			const struct ls_report_opts *opts,
 			enum ls_diff_change which, const char *title)
 {
 	const struct ls_diff_entry **v = malloc((d->n ? d->n : 1) * sizeof(*v));
+	struct ls_stack st = { 0 };
 	size_t i, n = 0;
+	int ret = 0;
 
 	if (!v)
 		return -ENOMEM;
@@ -122,10 +140,14 @@ static int text_section(FILE *out, const struct ls_diff *d,
 		qsort(v, n, sizeof(*v), cmp_shrank);
 	if (n)
 		fprintf(out, "\n%s:\n", title);
-	for (i = 0; i < n; i++)
-		text_entry(out, v[i]);
+	for (i = 0; i < n && !ret; i++) {
+		ret = entry_view(v[i], opts, &st);
+		if (!ret)
+			text_entry(out, v[i], &st);
+	}
+	ls_stack_release(&st);
 	free(v);
-	return 0;
+	return ret;
 }
 
 int ls_render_diff_text(FILE *out, const struct ls_diff *d,
@@ -134,13 +156,15 @@ int ls_render_diff_text(FILE *out, const struct ls_diff *d,
 	int ret;
 
 	text_header(out, d);
-	ret = text_section(out, d, LS_DIFF_GREW, "Grew (largest growth first)");
+	ret = text_section(out, d, opts, LS_DIFF_GREW,
+			   "Grew (largest growth first)");
 	if (!ret)
-		ret = text_section(out, d, LS_DIFF_SHRANK, "Shrank");
+		ret = text_section(out, d, opts, LS_DIFF_SHRANK, "Shrank");
 	if (!ret)
-		ret = text_section(out, d, LS_DIFF_NEW, "New (only in new)");
+		ret = text_section(out, d, opts, LS_DIFF_NEW, "New (only in new)");
 	if (!ret)
-		ret = text_section(out, d, LS_DIFF_GONE, "Gone (only in base)");
+		ret = text_section(out, d, opts, LS_DIFF_GONE,
+				   "Gone (only in base)");
 	return ret;
 }
 
@@ -182,7 +206,8 @@ static void json_side(struct ls_json *j, const char *key,
 	ls_json_end(j);
 }
 
-static void json_entry(struct ls_json *j, const struct ls_diff_entry *e)
+static void json_entry(struct ls_json *j, const struct ls_diff_entry *e,
+		       const struct ls_stack *st)
 {
 	size_t i;
 
@@ -194,8 +219,8 @@ static void json_entry(struct ls_json *j, const struct ls_diff_entry *e)
 	json_side(j, "base", &e->base);
 	json_side(j, "new", &e->newer);
 	ls_json_array(j, "frames");
-	for (i = 0; i < e->nframes; i++)
-		ls_json_frame(j, &e->frames[i]);
+	for (i = 0; i < st->n; i++)
+		ls_json_frame(j, &st->f[i]);
 	ls_json_end(j);
 	ls_json_end(j);
 }
@@ -203,9 +228,10 @@ static void json_entry(struct ls_json *j, const struct ls_diff_entry *e)
 int ls_render_diff_json(FILE *out, const struct ls_diff *d,
 		       const struct ls_report_opts *opts)
 {
+	struct ls_stack st = { 0 };
 	struct ls_json j;
 	size_t i;
-	int ret;
+	int ret = 0;
 
 	ls_json_init(&j, out);
 	ls_json_object(&j, NULL);
@@ -222,8 +248,14 @@ int ls_render_diff_json(FILE *out, const struct ls_diff *d,
 	json_totals(&j, d);
 	ls_json_u64(&j, "sites_total", d->n_total);
 	ls_json_array(&j, "sites");
-	for (i = 0; i < d->n; i++)
-		json_entry(&j, &d->entries[i]);
+	for (i = 0; i < d->n && !ret; i++) {
+		ret = entry_view(&d->entries[i], opts, &st);
+		if (!ret)
+			json_entry(&j, &d->entries[i], &st);
+	}
+	ls_stack_release(&st);
+	if (ret)
+		return ret;
 	ls_json_end(&j);
 	ls_json_end(&j);
 	fputc('\n', out);
@@ -284,14 +316,15 @@ static char *svg_subtitle(const struct ls_diff *d,
 	return buf;
 }
 
-static int svg_stacks(struct ls_flame *fg, const struct ls_diff *d)
+static int svg_stacks(struct ls_flame *fg, const struct ls_diff *d,
+		      const struct ls_report_opts *opts)
 {
+	struct ls_stack st = { 0 };
 	size_t i;
 	int ret = 0;
 
 	for (i = 0; i < d->n && !ret; i++) {
 		const struct ls_diff_entry *e = &d->entries[i];
-		struct ls_stack st = { .f = e->frames, .n = e->nframes };
 		struct ls_flame_value v = {
 			.bytes = nonneg(e->newer.live_bytes),
 			.blocks = nonneg(e->newer.live_blocks),
@@ -299,8 +332,11 @@ static int svg_stacks(struct ls_flame *fg, const struct ls_diff *d)
 			.delta_blocks = e->live_blocks_delta,
 		};
 
-		ret = ls_flame_add_symstack(fg, &st, &v);
+		ret = entry_view(e, opts, &st);
+		if (!ret)
+			ret = ls_flame_add_symstack(fg, &st, &v);
 	}
+	ls_stack_release(&st);
 	return ret;
 }
 
@@ -315,7 +351,7 @@ int ls_render_diff_svg(FILE *out, const struct ls_diff *d,
 	if (!fg)
 		goto out;
 	o.differential = 1;
-	ret = svg_stacks(fg, d);
+	ret = svg_stacks(fg, d, opts);
 	if (!ret)
 		ret = svg_others(fg, d);
 	if (ret)

@@ -99,6 +99,7 @@ static void put_totals(struct ls_json *j, const struct ls_snapshot *s)
 	ls_json_u64(j, "allocated_blocks", t->allocated_blocks);
 	ls_json_u64(j, "peak_live_bytes", t->peak_live_bytes);
 	ls_json_u64(j, "peak_slack", t->peak_slack);
+	ls_json_u64(j, "dropped", s->dropped);
 	ls_json_end(j);
 }
 

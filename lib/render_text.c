@@ -113,6 +113,14 @@ static void put_notes(FILE *out, const char *notes)
 	}
 }
 
+static void put_dropped(FILE *out, const struct ls_snapshot *s)
+{
+	if (s->dropped)
+		fprintf(out, "Dropped: %" PRIu64 " allocation events the agent "
+			"could not record (its memory ran out): figures are "
+			"incomplete\n", s->dropped);
+}
+
 static void put_header(const struct ls_render_ctx *c)
 {
 	const struct ls_snapshot *s = c->rep->snap;
@@ -145,6 +153,7 @@ static void put_header(const struct ls_render_ctx *c)
 		fputs("Note: the process died during an update: figures may "
 		      "mix two samples\n", c->out);
 	put_notes(c->out, s->notes);
+	put_dropped(c->out, s);
 	put_filters(c);
 }
 
@@ -325,6 +334,7 @@ int ls_render_stats_text(FILE *fp, const struct ls_snapshot *s)
 	if (s->has_unwind)
 		stats_unwind(fp, &s->unwind);
 	put_notes(fp, s->notes);
+	put_dropped(fp, s);
 	return 0;
 }
 

@@ -50,7 +50,7 @@ struct parse {
 	size_t payload_cap;
 	int seen_header, seen_command, seen_totals, seen_mallinfo;
 	int seen_attach;
-	int seen_history, seen_unwind, seen_notes;
+	int seen_history, seen_unwind, seen_notes, seen_dropped;
 	int sites_sorted;
 	size_t cap_calls, cap_modules, cap_sites, cap_blocks;
 	struct pending_hist *hist;
@@ -155,6 +155,7 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_UNWIND: return "unwind";
 	case LSNAP_ATTACH: return "attach";
 	case LSNAP_NOTES: return "notes";
+	case LSNAP_DROPPED: return "dropped";
 	case LSNAP_END: return "end";
 	}
 	return "unknown type";
@@ -490,6 +491,14 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 				   sizeof(s->attach));
 	case LSNAP_NOTES:
 		return parse_notes(p, len);
+	case LSNAP_DROPPED: {
+		struct lsnap_dropped d;
+		int ret = parse_fixed(p, tag, len, &p->seen_dropped,
+				      &s->has_dropped, &d, sizeof(d));
+
+		s->dropped = d.events;
+		return ret;
+	}
 	}
 	return 0;	/* a later version's record: skipped */
 }

@@ -52,6 +52,9 @@ struct ls_snapshot {
 	struct lsnap_header hdr;
 	int has_totals, has_mallinfo, has_blocks, has_history, has_unwind;
 	int has_attach;		/* attached to a running process: attach */
+	int has_dropped;
+	uint64_t dropped;	/* events the agent could not record (out of
+				   memory): figures are low by that much */
 	char *notes;		/* owned: what the agent could not do as
 				   asked, lines ending with '\n'; NULL if
 				   nothing */

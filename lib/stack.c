@@ -48,6 +48,17 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 	return 0;
 }
 
+int ls_stack_set(struct ls_stack *st, const struct ls_symframe *f, size_t n)
+{
+	st->n = 0;
+	drop_names(st);
+	if (LS_GROW(st->f, n ? n : 1, st->cap))
+		return -ENOMEM;
+	memcpy(st->f, f, n * sizeof(*f));
+	st->n = n;
+	return 0;
+}
+
 void ls_stack_release(struct ls_stack *st)
 {
 	drop_names(st);

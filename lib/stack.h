@@ -29,6 +29,13 @@ struct ls_stack {
  */
 int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		   struct ls_stack *st);
+/*
+ * Fill st (reused as with ls_stack_build) with a copy of the n frames f,
+ * frames kept from an earlier build (a diff's stacks), so that
+ * ls_stack_view() can be applied to them.  Returns 0 or -ENOMEM.
+ */
+int ls_stack_set(struct ls_stack *st, const struct ls_symframe *f, size_t n);
+
 /* Nonzero for a frame of the agent itself (a module whose name starts
  * with "libleakscope"): reports leave them out. */
 int ls_symframe_is_agent(const struct ls_symframe *f);

@@ -505,3 +505,29 @@ def t_diff_pprof_base():
     eq(got, {fn: t[1] for fn, t in TRUTH.items() if t[1]},
        "pprof's per-function difference (addresses differ: ASLR)")
     eq(top["main"][1], 127496, "main's cumulative difference")
+
+
+@check("diff: --depth, --full-names, --hide-runtime shape the stacks shown, not the matching")
+def t_diff_stack_view():
+    _, snap = exit_snapshot("cxx-leaks")
+    full = diff_json("--full-names", snap, snap)
+    short = diff_json(snap, snap)
+    for d in (full, short):
+        eq(d["totals"]["stacks"]["same"], d["sites_total"],
+           "every stack of a snapshot matches itself")
+    names = lambda d: {f["function"] for s in d["sites"] for f in s["frames"]
+                       if f["function"]}
+    ok(any("std::allocator<int>" in n for n in names(full)),
+       "--full-names keeps template arguments", repr(sorted(names(full))))
+    ok(not any("std::allocator<int>" in n for n in names(short)) and
+       any("<…>" in n for n in names(short)),
+       "template arguments are cut to <…> by default",
+       repr(sorted(names(short))))
+    shallow = diff_json("--depth", "2", snap, snap)
+    ok(all(0 < len(s["frames"]) <= 2 for s in shallow["sites"]),
+       "--depth 2: at most two frames per stack")
+    hidden = diff_json("--hide-runtime", snap, snap)
+    outer = [s["frames"][-1]["function"] for s in hidden["sites"]
+             if any(f["function"] == "main" for f in s["frames"])]
+    ok(outer and all(f == "main" for f in outer),
+       "--hide-runtime: the program's stacks end at main", repr(outer))

@@ -522,7 +522,7 @@ static void test_json(void)
 		"\"uptime_ms\":10000,\"threads\":3,\"notes\":[],"
 		"\"totals\":{\"live_bytes\":4096,\"live_blocks\":1,"
 		"\"allocated_bytes\":8192,\"allocated_blocks\":2,"
-		"\"peak_live_bytes\":4096,\"peak_slack\":0},"
+		"\"peak_live_bytes\":4096,\"peak_slack\":0,\"dropped\":0},"
 		"\"calls\":{\"malloc\":3},"
 		"\"mallinfo\":{\"arena\":1,\"ordblks\":2,\"smblks\":3,"
 		"\"hblks\":4,\"hblkhd\":5,\"usmblks\":6,\"fsmblks\":7,"
