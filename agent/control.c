@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "../common/contract.h"
+#include "attach.h"
 #include "control.h"
 #include "guard.h"
 #include "pmfile.h"
@@ -28,6 +29,9 @@
 #define REQUEST_TIMEOUT_MS 2000
 
 static int listen_fd = -1;
+static pid_t control_tid;	/* the thread serving listen_fd, 0 = none */
+static int detaching;		/* the detach verb was answered: end */
+static int (*detach_fn)(char *why, size_t len);
 static pid_t owner;		/* the pid whose socket path we hold */
 static struct sockaddr_un addr;
 static void (*reset_fn)(void);	/* the "reset" verb: agent.c's */
@@ -127,7 +131,16 @@ static void serve(int fd)
 		ls_snapwrite(fd, LSNAP_REASON_REQUEST, 0);
 	else if (!strcmp(req, LS_VERB_SNAPSHOT_BLOCKS))
 		ls_snapwrite(fd, LSNAP_REASON_REQUEST, 1);
-	else if (!strcmp(req, LS_VERB_PING))
+	else if (!strcmp(req, LS_VERB_DETACH)) {
+		char why[200];
+
+		if (!detach_fn || detach_fn(why, sizeof(why))) {
+			reply_error(fd, detach_fn ? why : "not attached");
+			return;
+		}
+		detaching = 1;
+		send_line(fd, LS_REPLY_OK, "");
+	} else if (!strcmp(req, LS_VERB_PING))
 		send_line(fd, LS_REPLY_PING, "");
 	else
 		reply_error(fd, "unknown request");
@@ -183,9 +196,10 @@ static void *control_main(void *arg)
 	uint64_t next = mono_ms();
 
 	ls_guard_enter();	/* for good: nothing this thread does is tracked */
+	__atomic_store_n(&control_tid, ls_gettid(), __ATOMIC_RELEASE);
 	prctl(PR_SET_NAME, "leakscope");
 	sweep_runtime_dir();
-	for (;;) {
+	while (!detaching) {
 		struct pollfd p = { .fd = listen_fd, .events = POLLIN };
 		uint64_t now = mono_ms();
 		int fd, r;
@@ -195,6 +209,9 @@ static void *control_main(void *arg)
 			ls_snapwrite_prepare();
 			ls_pm_tick();
 			ls_snapwrite_unlock();
+			/* Attached: objects loaded without our dlopen hook
+			 * (a library's own dlopen, a racing load). */
+			ls_attach_rescan();
 			next += ls_pm_period_ms();
 			if (next <= now)	/* fell behind: do not catch up */
 				next = now + ls_pm_period_ms();
@@ -213,7 +230,32 @@ static void *control_main(void *arg)
 		serve(fd);
 		close(fd);
 	}
+	if (detaching) {	/* the socket is gone: the listener goes too */
+		close(listen_fd);
+		listen_fd = -1;
+		owner = 0;
+		detaching = 0;
+	}
+	__atomic_store_n(&control_tid, 0, __ATOMIC_RELEASE);
 	return NULL;
+}
+
+pid_t ls_control_tid(void)
+{
+	int i;
+
+	/* Started a moment ago: give it a second to say who it is. */
+	for (i = 0; i < 1000 && !__atomic_load_n(&control_tid, __ATOMIC_ACQUIRE); i++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	return __atomic_load_n(&control_tid, __ATOMIC_ACQUIRE);
+}
+
+void ls_control_on_detach(int (*detach)(char *why, size_t len))
+{
+	detach_fn = detach;
 }
 
 static int open_socket(void)

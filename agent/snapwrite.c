@@ -155,6 +155,19 @@ static void put_unwind(struct writer *w)
 	put(w, &u, sizeof(u));
 }
 
+static void put_attach(struct writer *w)
+{
+	struct lsnap_attach a = {
+		.wall_ns = ls_agent.attach_wall_ns,
+		.mono_ns = ls_agent.start_mono,
+	};
+
+	if (!a.wall_ns)
+		return;
+	record(w, LSNAP_ATTACH, sizeof(a));
+	put(w, &a, sizeof(a));
+}
+
 static void put_dropped(struct writer *w, const struct sums *s)
 {
 	struct lsnap_dropped d = {
@@ -479,6 +492,7 @@ int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks)
 	put_calls(w);
 	put_mallinfo(w);
 	put_unwind(w);
+	put_attach(w);
 	put_notes(w);
 	put_modules(w);
 	ret = walk_live(w, &sums, with_blocks);

@@ -41,6 +41,9 @@ struct ls_agent {
 	uint64_t start_mono;
 	char out_dir[PATH_MAX];	/* where exit snapshots go; "" = none */
 	char runtime_dir[PATH_MAX];
+	uint64_t attach_wall_ns;	/* attached (not preloaded): when
+					   tracking began, CLOCK_REALTIME;
+					   0 when preloaded */
 	char *cmdline;		/* /proc/self/cmdline, arena memory */
 	size_t cmdline_len;
 };

@@ -40,6 +40,10 @@ const struct ls_command ls_commands[] = {
 	  &ls_serve_usage, ARGS(ls_serve_args), NULL, 0 },
 	{ "beam", ls_cmd_beam, 0,
 	  &ls_beam_usage, ARGS(ls_beam_args), ls_beam_defaults, 0 },
+	{ "attach", ls_cmd_attach, LS_CMD_TARGET | LS_CMD_PID,
+	  &ls_attach_usage, ARGS(ls_attach_args), ls_attach_defaults, 1 },
+	{ "detach", ls_cmd_detach, LS_CMD_TARGET | LS_CMD_PID,
+	  &ls_detach_usage, 0, NULL, 1 },
 	{ "help", ls_cmd_help, 0, &ls_help_usage, ARGS(ls_help_args), NULL, 0 },
 	{ NULL, NULL, 0, NULL, 0, NULL, 0 },
 };

@@ -142,6 +142,7 @@ static inline int ls_preload_splice(char *buf, size_t cap, const char *agent,
 #define LS_VERB_SNAPSHOT_BLOCKS "snapshot blocks"
 #define LS_VERB_RESET "reset"
 #define LS_VERB_PING "ping"
+#define LS_VERB_DETACH "detach"	/* only in an attached process */
 
 #define LS_REPLY_OK "OK"
 #define LS_REPLY_PING "OK leakscope 1"

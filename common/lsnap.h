@@ -48,7 +48,9 @@ enum lsnap_tag {
 	LSNAP_HISTORY = 9,	/* struct lsnap_history, at most once */
 	LSNAP_SITE_HISTORY = 10,	/* struct lsnap_site_history + n int64 */
 	LSNAP_UNWIND = 11,	/* struct lsnap_unwind, at most once */
-	/* 12-14 reachability (branch check), 16 attach (branch attach) */
+	/* 12-14 reachability (branch check) */
+	LSNAP_ATTACH = 16,	/* struct lsnap_attach, at most once: the
+				   agent was attached to a running process */
 	LSNAP_DROPPED = 19,	/* struct lsnap_dropped, at most once */
 	LSNAP_NOTES = 18,	/* text, at most once: what the agent could
 				   not do as asked, lines ending with '\n',
@@ -130,6 +132,17 @@ struct lsnap_unwind {
 	uint64_t memo_hits;	/* captures answered by the walk memo */
 	uint64_t check_mismatches;	/* LSNAP_UNWINDER_CHECK: captures
 					 * where libunwind disagreed */
+} __attribute__((packed));
+
+/*
+ * Tracking began when `leakscope attach` loaded the agent into a process
+ * that was already running: blocks allocated before wall_ns are not
+ * known (their frees pass unseen), and allocated totals count from then.
+ * Absent when the agent was preloaded from the start.
+ */
+struct lsnap_attach {
+	uint64_t wall_ns;	/* CLOCK_REALTIME when tracking began */
+	uint64_t mono_ns;	/* CLOCK_MONOTONIC, same moment */
 } __attribute__((packed));
 
 #define LSNAP_BUILD_ID_MAX 32

@@ -79,7 +79,13 @@ static int connect_agent(pid_t pid, char *err, size_t errlen)
 				 "(uid %u): only its owner or root can ask its "
 				 "agent", (int)pid, (unsigned)owner);
 			r = -EACCES;
-		} else if (r == -ENOENT && ls_proc_has_agent(pid))
+		} else if (r == -ENOENT && ls_proc_has_agent(pid) &&
+			   !ls_proc_preloaded(pid))
+			snprintf(err, errlen, "pid %d is not tracked: the agent "
+				 "an earlier 'leakscope attach' loaded is detached "
+				 "('leakscope attach %d' starts again)", (int)pid,
+				 (int)pid);
+		else if (r == -ENOENT && ls_proc_has_agent(pid))
 			snprintf(err, errlen, "pid %d has the leakscope agent "
 				 "but no control socket '%s' (it said why on "
 				 "its stderr; 'leakscope stats' cannot ask it)",

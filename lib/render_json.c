@@ -76,6 +76,10 @@ void ls_json_process(struct ls_json *j, const struct ls_snapshot *s)
 		ls_json_bool(j, "torn", s->torn);
 	}
 	put_time(j, "time", h->wall_ns);
+	if (s->has_attach)
+		put_time(j, "attached", s->attach.wall_ns);
+	else
+		ls_json_null(j, "attached");
 	ls_json_ms(j, "uptime_ms", h->mono_ns > h->start_mono_ns ?
 		   h->mono_ns - h->start_mono_ns : 0);
 	ls_json_u64(j, "threads", h->nthreads);

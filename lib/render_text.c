@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "render.h"
 
 static int estimates(const struct ls_render_ctx *c)
@@ -84,6 +85,19 @@ static void put_filters(const struct ls_render_ctx *c)
 	fputc('\n', c->out);
 }
 
+/* Attached to a running process: what came before is not in the report. */
+static void put_attached(FILE *out, uint64_t wall_ns)
+{
+	time_t sec = (time_t)(wall_ns / 1000000000);
+	char date[40] = "?";
+	struct tm tm;
+
+	if (gmtime_r(&sec, &tm))
+		strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	fprintf(out, "Tracking since attaching at %s: blocks allocated "
+		"before are not known\n", date);
+}
+
 /* The agent's notes, each on a line of its own after "Agent: ". */
 static void put_notes(FILE *out, const char *notes)
 {
@@ -133,6 +147,8 @@ static void put_header(const struct ls_render_ctx *c)
 			"figures are estimates\n", s->hdr.sample_rate);
 	else
 		fputs(", full tracking\n", c->out);
+	if (s->has_attach)
+		put_attached(c->out, s->attach.wall_ns);
 	if (s->torn)
 		fputs("Note: the process died during an update: figures may "
 		      "mix two samples\n", c->out);

@@ -49,6 +49,7 @@ struct parse {
 	unsigned char *payload;
 	size_t payload_cap;
 	int seen_header, seen_command, seen_totals, seen_mallinfo;
+	int seen_attach;
 	int seen_history, seen_unwind, seen_notes, seen_dropped;
 	int sites_sorted;
 	size_t cap_calls, cap_modules, cap_sites, cap_blocks;
@@ -152,6 +153,7 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_HISTORY: return "history";
 	case LSNAP_SITE_HISTORY: return "site history";
 	case LSNAP_UNWIND: return "unwind";
+	case LSNAP_ATTACH: return "attach";
 	case LSNAP_NOTES: return "notes";
 	case LSNAP_DROPPED: return "dropped";
 	case LSNAP_END: return "end";
@@ -483,6 +485,10 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 		return parse_fixed(p, tag, len, &p->seen_unwind,
 				   &s->has_unwind, &s->unwind,
 				   sizeof(s->unwind));
+	case LSNAP_ATTACH:
+		return parse_fixed(p, tag, len, &p->seen_attach,
+				   &s->has_attach, &s->attach,
+				   sizeof(s->attach));
 	case LSNAP_NOTES:
 		return parse_notes(p, len);
 	case LSNAP_DROPPED: {

@@ -51,6 +51,7 @@ struct ls_block {
 struct ls_snapshot {
 	struct lsnap_header hdr;
 	int has_totals, has_mallinfo, has_blocks, has_history, has_unwind;
+	int has_attach;		/* attached to a running process: attach */
 	int has_dropped;
 	uint64_t dropped;	/* events the agent could not record (out of
 				   memory): figures are low by that much */
@@ -64,6 +65,7 @@ struct ls_snapshot {
 	struct lsnap_totals totals;
 	struct lsnap_mallinfo mallinfo;
 	struct lsnap_unwind unwind;
+	struct lsnap_attach attach;
 
 	char **argv;		/* owned, argc entries + NULL */
 	size_t argc;
