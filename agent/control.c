@@ -21,6 +21,7 @@
 #include "control.h"
 #include "guard.h"
 #include "pmfile.h"
+#include "reach.h"
 #include "snapwrite.h"
 #include "sys.h"
 
@@ -92,6 +93,106 @@ static void reply_error(int fd, const char *msg)
 	send(fd, line, (size_t)n, MSG_NOSIGNAL);
 }
 
+/* Exactly len bytes within the timeout; 0 or a negative errno. */
+static int recv_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pf, 1, REQUEST_TIMEOUT_MS) <= 0)
+			return -ETIMEDOUT;
+		n = recv(fd, p, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EPROTO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The stopped threads' registers (struct lsnap_check_hdr + records) into
+ * *th, agent memory of *bytes; 0 or a negative errno. */
+static int recv_threads(int fd, struct lsnap_check_thread **th, uint32_t *n,
+			size_t *bytes)
+{
+	struct lsnap_check_hdr h;
+	int r = recv_all(fd, &h, sizeof(h));
+
+	if (r)
+		return r;
+	if (memcmp(h.magic, LSNAP_CHECK_MAGIC, sizeof(h.magic)) ||
+	    h.nthreads > LSNAP_CHECK_MAX_THREADS)
+		return -EPROTO;
+	*bytes = (size_t)h.nthreads * sizeof(**th) + 1;
+	*th = ls_sys_map(*bytes);
+	if (!*th)
+		return -ENOMEM;
+	*n = h.nthreads;
+	return recv_all(fd, *th, (size_t)h.nthreads * sizeof(**th));
+}
+
+/*
+ * `check`: the client stops every other thread once we say READY, sends
+ * their registers; we clone the image, say CLONED (the client lets the
+ * threads go), and the child sends the snapshot.  The child waits on a
+ * pipe for our CLONED line to be out first.  docs/CONTROL-PROTOCOL.md.
+ */
+static void serve_check(int fd, int with_blocks)
+{
+	struct lsnap_check_thread *th = NULL;
+	size_t bytes = 0;
+	uint32_t n = 0;
+	char line[64];
+	int r, len, gate[2] = { -1, -1 };
+	pid_t child;
+
+	r = ls_reach_prepare();
+	if (r == -ENOTSUP) {
+		reply_error(fd, "check needs full tracking (this process runs "
+			    "sampled)");
+		return;
+	}
+	if (r) {
+		reply_error(fd, "cannot prepare the check");
+		return;
+	}
+	len = snprintf(line, sizeof(line), "READY %d\n", (int)ls_gettid());
+	if (send(fd, line, (size_t)len, MSG_NOSIGNAL) != len)
+		return;
+	r = recv_threads(fd, &th, &n, &bytes);
+	if (r) {
+		reply_error(fd, r == -ENOMEM ? "out of memory" :
+			    "malformed register list");
+		goto out;
+	}
+	if (pipe2(gate, O_CLOEXEC)) {
+		reply_error(fd, "cannot create a pipe");
+		goto out;
+	}
+	child = ls_reach_spawn(fd, th, n, with_blocks, LSNAP_REASON_REQUEST, 0,
+			       gate);
+	if (child < 0) {
+		reply_error(fd, "cannot clone the process image");
+		goto out;
+	}
+	len = snprintf(line, sizeof(line), "CLONED %d\n", (int)child);
+	send(fd, line, (size_t)len, MSG_NOSIGNAL);
+	close(gate[1]);		/* the child's turn */
+	gate[1] = -1;
+	ls_reach_wait(child);
+out:
+	if (gate[0] >= 0)
+		close(gate[0]);
+	if (gate[1] >= 0)
+		close(gate[1]);
+	ls_sys_unmap(th, bytes);
+}
+
 static void serve(int fd)
 {
 	char req[LS_CONTROL_MAX_REQUEST];
@@ -119,6 +220,10 @@ static void serve(int fd)
 		ls_snapshot_write(fd, LSNAP_REASON_REQUEST, 0);
 	else if (!strcmp(req, "snapshot blocks"))
 		ls_snapshot_write(fd, LSNAP_REASON_REQUEST, 1);
+	else if (!strcmp(req, "check"))
+		serve_check(fd, 0);
+	else if (!strcmp(req, "check blocks"))
+		serve_check(fd, 1);
 	else if (!strcmp(req, "ping"))
 		send(fd, "OK leakscope 1\n", 15, MSG_NOSIGNAL);
 	else

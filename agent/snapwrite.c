@@ -16,6 +16,7 @@
 #include "mmaps.h"
 #include "modules.h"
 #include "pmfile.h"
+#include "reach.h"
 #include "sample.h"
 #include "site.h"
 #include "snapwrite.h"
@@ -167,11 +168,14 @@ static void put_calls(struct writer *w)
 	put(w, c, sizeof(c));
 }
 
-static void put_mallinfo(struct writer *w)
+static void put_mallinfo(struct writer *w, const struct ls_reach_result *res)
 {
 	struct lsnap_mallinfo m;
 
-	ls_snapshot_mallinfo(&m);
+	if (res)
+		m = *ls_reach_mallinfo();
+	else
+		ls_snapshot_mallinfo(&m);
 	record(w, LSNAP_MALLINFO, sizeof(m));
 	put(w, &m, sizeof(m));
 }
@@ -189,9 +193,9 @@ static void put_unwind(struct writer *w)
 	put(w, &u, sizeof(u));
 }
 
-static void put_modules(struct writer *w)
+static void put_modules(struct writer *w, const struct ls_reach_result *res)
 {
-	unsigned i, n = ls_modules_refresh();
+	unsigned i, n = res ? ls_modules_count() : ls_modules_refresh();
 
 	for (i = 0; i < n; i++) {
 		const struct ls_module *m = ls_modules_get(i);
@@ -290,6 +294,74 @@ static int walk_one(struct writer *w, struct sums *s, int with_blocks,
 static size_t copy_mmaps(unsigned idx, struct ls_live_entry *buf, size_t cap)
 {
 	return ls_mmaps_copy(buf, cap);
+}
+
+static int frozen_torn;
+
+static size_t copy_mmaps_frozen(unsigned idx, struct ls_live_entry *buf,
+				size_t cap)
+{
+	return ls_mmaps_copy_frozen(buf, cap, &frozen_torn);
+}
+
+/* The categories, one byte per block in BLOCKS order: the heap blocks'
+ * then LSNAP_REACH_NONE for each mapping. */
+static void put_reach_blocks(struct writer *w, const struct ls_reach_result *res,
+			     size_t nmaps)
+{
+	const uint8_t none = LSNAP_REACH_NONE;
+	size_t left = res->nblocks + nmaps, off = 0, k;
+
+	while (left) {
+		k = left < LSNAP_MAX_RECORD ? left : LSNAP_MAX_RECORD;
+		record(w, LSNAP_REACH_BLOCKS, (uint32_t)k);
+		left -= k;
+		for (; k; k--, off++)
+			put(w, off < res->nblocks ? &res->cat[off] : &none, 1);
+	}
+}
+
+/* The heap blocks of res (sorted, categorized) and the mappings, read
+ * without locks. */
+static int walk_frozen(struct writer *w, struct sums *s, int with_blocks,
+		       const struct ls_reach_result *res)
+{
+	const size_t slice = LSNAP_MAX_RECORD / sizeof(struct lsnap_block);
+	struct ls_live_entry *scratch = NULL;
+	size_t cap = 0, off, n;
+	int ret;
+
+	for (off = 0; off < res->nblocks; off += slice)
+		put_entries(w, s, res->blocks + off,
+			    res->nblocks - off < slice ? res->nblocks - off : slice,
+			    with_blocks, 0);
+	ret = walk_one(w, s, with_blocks, copy_mmaps_frozen, 0, &scratch, &cap,
+		       1);
+	n = ls_mmaps_copy_frozen(NULL, 0, &frozen_torn);
+	ls_sys_unmap(scratch, cap * sizeof(*scratch));
+	if (!ret && with_blocks)
+		put_reach_blocks(w, res, n);
+	return ret;
+}
+
+static void put_reach(struct writer *w, const struct ls_reach_result *res)
+{
+	uint32_t id;
+
+	for (id = 0; id < res->nsites; id++) {
+		const struct lsnap_reach_site *r = &res->sites[id];
+		unsigned k;
+		uint64_t any = 0;
+
+		for (k = 0; k < LSNAP_REACH_KINDS; k++)
+			any |= r->blocks[k];
+		if (!any)
+			continue;
+		record(w, LSNAP_REACH_SITE, sizeof(*r));
+		put(w, r, sizeof(*r));
+	}
+	record(w, LSNAP_REACH, sizeof(res->totals));
+	put(w, &res->totals, sizeof(res->totals));
 }
 
 static int walk_live(struct writer *w, struct sums *s, int with_blocks)
@@ -403,14 +475,14 @@ static void put_end(struct writer *w)
 	put(w, &e, sizeof(e));
 }
 
-int ls_snapshot_write(int fd, enum lsnap_reason reason, int with_blocks)
+static int write_snapshot(int fd, enum lsnap_reason reason, int with_blocks,
+			  const struct ls_reach_result *res)
 {
 	struct writer *w = &w_static;
 	struct lsnap_totals totals = { 0 };
 	struct sums sums = { 0 };
 	int ret;
 
-	ls_snapshot_lock();
 	memset(w, 0, offsetof(struct writer, buf));
 	w->fd = fd;
 	w->is_socket = 1;
@@ -420,13 +492,16 @@ int ls_snapshot_write(int fd, enum lsnap_reason reason, int with_blocks)
 		goto out;
 	put_header(w, reason);
 	put_calls(w);
-	put_mallinfo(w);
+	put_mallinfo(w, res);
 	put_unwind(w);
-	put_modules(w);
-	ret = walk_live(w, &sums, with_blocks);
+	put_modules(w, res);
+	ret = res ? walk_frozen(w, &sums, with_blocks, res) :
+		    walk_live(w, &sums, with_blocks);
 	if (ret)
 		goto out;
 	put_sites(w, &sums, &totals);
+	if (res)
+		put_reach(w, res);
 	put_history(w);
 	put_totals(w, &totals);
 	put_end(w);
@@ -434,8 +509,23 @@ int ls_snapshot_write(int fd, enum lsnap_reason reason, int with_blocks)
 out:
 	if (sums.mapped)
 		ls_sys_unmap(sums.live_bytes, sums.mapped);
-	ls_snapshot_unlock();
 	return ret ? ret : w->err;
+}
+
+int ls_snapshot_write(int fd, enum lsnap_reason reason, int with_blocks)
+{
+	int ret;
+
+	ls_snapshot_lock();
+	ret = write_snapshot(fd, reason, with_blocks, NULL);
+	ls_snapshot_unlock();
+	return ret;
+}
+
+int ls_snapshot_write_reach(int fd, enum lsnap_reason reason, int with_blocks,
+			    const struct ls_reach_result *res)
+{
+	return write_snapshot(fd, reason, with_blocks, res);
 }
 
 void ls_snapshot_lock(void)

@@ -16,6 +16,16 @@
 int ls_snapshot_write(int fd, enum lsnap_reason reason, int with_blocks);
 
 /*
+ * The same in the frozen image of a reachability check (reach.h): no
+ * lock, no allocator call, the live tables read as they stood, the module
+ * map and mallinfo as ls_reach_prepare() left them; the heap blocks are
+ * res's, with their categories (LSNAP_REACH records).
+ */
+struct ls_reach_result;
+int ls_snapshot_write_reach(int fd, enum lsnap_reason reason, int with_blocks,
+			    const struct ls_reach_result *res);
+
+/*
  * The process-wide figures both the snapshot writer and the post-mortem
  * sampler record: call counts (LS_FN_COUNT entries), mallinfo2(), and the
  * peak of a totals record whose live bytes are already summed.
