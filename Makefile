@@ -59,7 +59,7 @@ DEMO_BIN = $(B)/demo/leaky-server
 
 all: $(B)/leakscope $(B)/libleakscope.so
 
-$(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) common/lsnap.h
+$(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "../common/lsnap.h"
-#include "../common/runtime.h"
+#include "../common/contract.h"
 #include "agent.h"
 #include "arena.h"
 #include "control.h"
@@ -23,20 +23,18 @@
 #include "sample.h"
 #include "site.h"
 #include "snapwrite.h"
-#include "stack.h"
+#include "capture.h"
 #include "sys.h"
 #include "thread.h"
 
-struct ls_agent ls_agent = { .depth = 64, .control = 1 };
-
 /* --- bookkeeping, called from hooks ------------------------------------ */
 
-static struct ls_site *intern(struct ls_thread *t, const uint64_t *pcs,
+static struct ls_site_rec *intern(struct ls_thread *t, const uint64_t *pcs,
 			      uint32_t n, uint32_t kind)
 {
-	uint64_t h = ls_stack_hash(pcs, n, kind);
-	struct ls_site **slot = &t->stack_cache[h & (LS_STACK_CACHE - 1)];
-	struct ls_site *s = *slot;
+	uint64_t h = ls_site_hash(pcs, n, kind);
+	struct ls_site_rec **slot = &t->stack_cache[h & (LS_STACK_CACHE - 1)];
+	struct ls_site_rec *s = *slot;
 
 	if (s && ls_site_matches(s, pcs, n, kind, h))
 		return s;
@@ -48,32 +46,32 @@ static struct ls_site *intern(struct ls_thread *t, const uint64_t *pcs,
 
 /* The memo did not know this walk: capture, intern, remember. */
 static __attribute__((noinline))
-struct ls_site *capture_new(struct ls_thread *t, uint32_t kind)
+struct ls_site_rec *capture_new(struct ls_thread *t, uint32_t kind)
 {
-	uint64_t pcs[LS_MAX_DEPTH];
-	struct ls_site *s;
-	int n = ls_stack_capture_site(pcs, ls_agent.depth, kind, &t->start,
+	uint64_t pcs[LS_DEPTH_MAX];
+	struct ls_site_rec *s;
+	int n = ls_capture_site(pcs, ls_agent.depth, kind, &t->start,
 				      &s);
 
 	if (!s) {
 		s = intern(t, pcs, (uint32_t)n, kind);
 		if (s)
-			ls_stack_remember(s);
+			ls_capture_remember(s);
 	}
 	return s;
 }
 
 static inline __attribute__((always_inline))
-struct ls_site *capture_site(struct ls_thread *t, uint32_t kind)
+struct ls_site_rec *capture_site(struct ls_thread *t, uint32_t kind)
 {
-	struct ls_site *s = NULL;
+	struct ls_site_rec *s = NULL;
 
 	/* Usually the memo knows the walk: no capture, no interning. */
 	if (t->start.sp)
-		s = ls_likely(ls_stack_memo_direct) ?
+		s = ls_likely(ls_capture_memo_direct) ?
 		    ls_unwind_memo_get(&t->start,
-				       ls_stack_want(ls_agent.depth), kind) :
-		    ls_stack_memo(&t->start, ls_agent.depth, kind);
+				       ls_capture_want(ls_agent.depth), kind) :
+		    ls_capture_memo(&t->start, ls_agent.depth, kind);
 	if (!s)
 		s = capture_new(t, kind);
 	t->start.sp = 0;	/* used: a capture that did not set it starts
@@ -91,7 +89,7 @@ void settle_replaced(struct ls_thread *t, const struct ls_live_entry *old)
 	ls_thread_site_delta(t, old->site, NULL, -b, -k, 0, 0);
 }
 
-static void insert(struct ls_thread *t, struct ls_site *s, void *p,
+static void insert(struct ls_thread *t, struct ls_site_rec *s, void *p,
 		   size_t size)
 {
 	struct ls_live_entry e = {
@@ -117,7 +115,7 @@ static void insert(struct ls_thread *t, struct ls_site *s, void *p,
 
 void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 {
-	struct ls_site *s = capture_site(t, LSNAP_KIND_HEAP);
+	struct ls_site_rec *s = capture_site(t, LSNAP_KIND_HEAP);
 
 	if (s)
 		insert(t, s, p, size);
@@ -159,7 +157,7 @@ int ls_track_take(struct ls_thread *t, void *p, void *saved)
 void ls_track_restore(struct ls_thread *t, const void *saved)
 {
 	const struct ls_live_entry *e = saved;
-	struct ls_site *s = ls_site_get(e->site);
+	struct ls_site_rec *s = ls_site_get(e->site);
 	struct ls_live_entry old;
 	int64_t b, k;
 
@@ -174,7 +172,7 @@ void ls_track_restore(struct ls_thread *t, const void *saved)
 
 void ls_track_mmap(struct ls_thread *t, void *p, size_t len)
 {
-	struct ls_site *s = capture_site(t, LSNAP_KIND_MMAP);
+	struct ls_site_rec *s = capture_site(t, LSNAP_KIND_MMAP);
 	struct ls_live_entry e = {
 		.addr = (uint64_t)(uintptr_t)p,
 		.size = len,
@@ -198,7 +196,7 @@ void ls_track_mmap(struct ls_thread *t, void *p, size_t len)
 static void mmap_changed(uint32_t site, int64_t dbytes, int64_t dblocks,
 			 void *arg)
 {
-	struct ls_site *s = ls_site_get(site);
+	struct ls_site_rec *s = ls_site_get(site);
 
 	if (s)
 		ls_thread_site_delta(arg, s->id, s, dbytes * ls_sample_scale(),
@@ -217,96 +215,6 @@ int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
 		return 0;
 	ls_track_mmap(t, p, newlen);
 	return 1;
-}
-
-/* --- configuration ----------------------------------------------------- */
-
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-	const char *v = getenv(name);
-	char *end;
-	unsigned long long n;
-
-	if (!v || !*v)
-		return dflt;
-	errno = 0;
-	n = strtoull(v, &end, 10);
-	return (errno || *end) ? dflt : n;
-}
-
-static void env_copy(const char *name, char *dst, size_t cap)
-{
-	const char *v = getenv(name);
-
-	dst[0] = 0;
-	if (v && strlen(v) < cap)
-		strcpy(dst, v);
-}
-
-static void read_config(void)
-{
-	uint64_t d = env_u64("LEAKSCOPE_DEPTH", 64);
-
-	ls_agent.depth = d < 1 ? 1 : d > LS_MAX_DEPTH ? LS_MAX_DEPTH : (int)d;
-	ls_agent.follow_exec = env_u64("LEAKSCOPE_FOLLOW_EXEC", 0) != 0;
-	ls_agent.exit_blocks = env_u64("LEAKSCOPE_EXIT_BLOCKS", 0) != 0;
-	ls_agent.control = env_u64("LEAKSCOPE_CONTROL", 1) != 0;
-	ls_agent.sample_rate = env_u64("LEAKSCOPE_SAMPLE_RATE", 0);
-	ls_agent.keep_pm = env_u64("LEAKSCOPE_KEEP", 0) != 0;
-	ls_agent.period_ms = (uint32_t)env_u64("LEAKSCOPE_PERIOD_MS", 1000);
-	if (ls_agent.period_ms < 10 || ls_agent.period_ms > 3600000)
-		ls_agent.period_ms = 1000;
-	ls_agent.hist_len = (uint32_t)env_u64("LEAKSCOPE_HISTORY", 120);
-	if (ls_agent.hist_len < 8 || ls_agent.hist_len > 4096)
-		ls_agent.hist_len = 120;
-	env_copy("LEAKSCOPE_OUT_DIR", ls_agent.out_dir, sizeof(ls_agent.out_dir));
-	if (ls_runtime_dir(ls_agent.runtime_dir, sizeof(ls_agent.runtime_dir)))
-		ls_agent.runtime_dir[0] = 0;
-}
-
-/*
- * Under `leakscope run` without --follow-exec, put the environment back
- * as the command would have had it: programs it starts are not traced,
- * and a program that prints its environment prints the same thing.
- */
-static void restore_environment(void)
-{
-	static const char *const vars[] = {
-		"LEAKSCOPE_RUN", "LEAKSCOPE_OUT_DIR", "LEAKSCOPE_DEPTH",
-		"LEAKSCOPE_FOLLOW_EXEC", "LEAKSCOPE_EXIT_BLOCKS",
-		"LEAKSCOPE_SAMPLE_RATE", "LEAKSCOPE_CONTROL",
-		"LEAKSCOPE_PRELOAD_ORIG", "LEAKSCOPE_SAMPLE_SEED",
-		"LEAKSCOPE_KEEP", "LEAKSCOPE_PERIOD_MS", "LEAKSCOPE_HISTORY",
-	};
-	const char *orig = getenv("LEAKSCOPE_PRELOAD_ORIG");
-	size_t i;
-
-	if (!getenv("LEAKSCOPE_RUN") || ls_agent.follow_exec)
-		return;
-	if (orig)
-		setenv("LD_PRELOAD", orig, 1);
-	else
-		unsetenv("LD_PRELOAD");
-	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		unsetenv(vars[i]);
-}
-
-static void read_cmdline(void)
-{
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	char *buf = ls_arena_alloc(LSNAP_MAX_PATH * 4);
-	ssize_t n, len = 0;
-
-	if (fd < 0 || !buf)
-		goto out;
-	while (len < LSNAP_MAX_PATH * 4 &&
-	       (n = read(fd, buf + len, LSNAP_MAX_PATH * 4 - len)) > 0)
-		len += n;
-	ls_agent.cmdline = buf;
-	ls_agent.cmdline_len = (size_t)len;
-out:
-	if (fd >= 0)
-		close(fd);
 }
 
 /* --- fork ---------------------------------------------------------------- */
@@ -342,9 +250,9 @@ static void fork_child(void)
 	ls_site_reset_child();
 	ls_mmaps_reset_child();
 	ls_modules_reset_child();
-	ls_snapshot_reset_child();
+	ls_snapwrite_reset_child();
 	ls_thread_reset_child();
-	ls_stack_atfork_child();
+	ls_capture_atfork_child();
 	ls_agent.pid = getpid();
 	ls_control_forget_child();
 	ls_pm_forget_child();
@@ -365,28 +273,28 @@ static void ls_agent_start(void)
 	ls_agent.state = LS_STARTING;
 	ls_guard_enter();
 	ls_real_init();
-	read_config();
+	ls_state_read_config();
 	if (ls_thread_init() || !ls_real.free) {
 		__atomic_store_n(&ls_agent.state, LS_DISABLED, __ATOMIC_RELEASE);
 		goto out;
 	}
 	if (ls_sample_init(ls_agent.sample_rate,
-			   env_u64("LEAKSCOPE_SAMPLE_SEED", 0)))
+			   ls_state_env_u64(LS_ENV_SAMPLE_SEED, 0)))
 		ls_agent.sample_rate = 0;
 	ls_modules_refresh();
-	ls_stack_init();
-	read_cmdline();
+	ls_capture_init();
+	ls_state_read_cmdline();
 	ls_agent.pid = getpid();
 	ls_agent.start_mono = ls_now_ns(CLOCK_MONOTONIC);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	ls_exec_init();
-	restore_environment();
+	ls_state_restore_environment();
 	__atomic_store_n(&ls_agent.state, LS_ON, __ATOMIC_RELEASE);
 	if (ls_agent.control && ls_agent.runtime_dir[0] &&
 	    !ls_control_prepare_dir(ls_agent.runtime_dir)) {
 		ls_pm_open(ls_agent.runtime_dir, ls_agent.period_ms,
 			   ls_agent.hist_len);
-		ls_control_start();
+		ls_control_start(ls_agent_reset);
 	}
 out:
 	ls_guard_leave();
@@ -398,13 +306,13 @@ static void write_exit_snapshot(void)
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 80];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%d-%llu.lsnap", ls_agent.out_dir,
+	snprintf(path, sizeof(path), "%s/%d-%llu" LS_SUFFIX_SNAP, ls_agent.out_dir,
 		 (int)ls_agent.pid, (unsigned long long)ls_agent.start_mono);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	snprintf(tmp, sizeof(tmp), "%s" LS_SUFFIX_TMP, path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
-	if (ls_snapshot_write(fd, LSNAP_REASON_EXIT, ls_agent.exit_blocks) ||
+	if (ls_snapwrite(fd, LSNAP_REASON_EXIT, ls_agent.exit_blocks) ||
 	    close(fd))
 		unlink(tmp);
 	else
@@ -421,10 +329,10 @@ void ls_agent_exit_report(void)
 	if (!__atomic_compare_exchange_n(&ls_agent.state, &expect, LS_DONE, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		goto out;
-	ls_snapshot_lock();
+	ls_snapwrite_lock();
 	ls_pm_tick();
 	ls_pm_close(ls_agent.keep_pm);
-	ls_snapshot_unlock();
+	ls_snapwrite_unlock();
 	if (ls_agent.out_dir[0])
 		write_exit_snapshot();
 	ls_control_stop();
@@ -436,7 +344,7 @@ out:
 /* Forget every block seen so far (`leakscope reset`). */
 static void forget(const struct ls_live_entry *e, void *arg)
 {
-	struct ls_site *s = ls_site_get(e->site);
+	struct ls_site_rec *s = ls_site_get(e->site);
 	int64_t b, k;
 
 	if (!s)
@@ -480,7 +388,7 @@ void ls_agent_child_control(void)
 	if (!ls_control_prepare_dir(ls_agent.runtime_dir)) {
 		ls_pm_open(ls_agent.runtime_dir, ls_agent.period_ms,
 			   ls_agent.hist_len);
-		ls_control_start();
+		ls_control_start(ls_agent_reset);
 	}
 	ls_guard_leave();
 	errno = saved;
@@ -489,5 +397,5 @@ void ls_agent_child_control(void)
 void ls_agent_modules_changed(void)
 {
 	ls_modules_refresh();
-	ls_stack_invalidate();
+	ls_capture_invalidate();
 }

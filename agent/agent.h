@@ -1,5 +1,5 @@
 /*
- * agent.h - the agent's global state and the bookkeeping the hooks call.
+ * agent.h - the bookkeeping the hooks call, fork and exit.
  *
  * The hooks (hooks.c) do: guard, call the real function, and on success
  * call one ls_track_* function.  Those capture the stack, intern the site,
@@ -10,47 +10,10 @@
 #ifndef LEAKSCOPE_AGENT_AGENT_H
 #define LEAKSCOPE_AGENT_AGENT_H
 
-#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
+#include "state.h"
 #include "thread.h"
-
-enum ls_state {
-	LS_OFF = 0,		/* not initialised: hooks pass through */
-	LS_STARTING,		/* initialising: hooks pass through */
-	LS_ON,			/* tracking */
-	LS_DONE,		/* final report written: pass through */
-	LS_DISABLED,		/* could not start: pass through */
-};
-
-struct ls_agent {
-	int state;
-	int depth;		/* frames captured at most */
-	int follow_exec;
-	int exit_blocks;	/* block list in the exit snapshot */
-	int control;		/* serve the control socket */
-	int keep_pm;		/* keep the post-mortem file after exit */
-	uint32_t period_ms;	/* growth sampling period */
-	uint32_t hist_len;	/* growth samples kept per site */
-	int control_pending;	/* a fork child that will start its own
-				   control thread (ls_agent_child_control) */
-	uint64_t fork_mono;	/* when this child was forked */
-	uint64_t sample_rate;	/* 0 = full tracking */
-	pid_t pid;		/* whose state this is (changes at fork) */
-	uint64_t start_mono;
-	char out_dir[PATH_MAX];	/* where exit snapshots go; "" = none */
-	char runtime_dir[PATH_MAX];
-	char *cmdline;		/* /proc/self/cmdline, arena memory */
-	size_t cmdline_len;
-};
-
-extern struct ls_agent ls_agent;
-
-static inline int ls_agent_on(void)
-{
-	return __atomic_load_n(&ls_agent.state, __ATOMIC_RELAXED) == LS_ON;
-}
 
 /* Bookkeeping, called by hooks with the guard held.  ls_track_alloc
  * records p: in sampled mode the hook has already decided to. */

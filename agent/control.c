@@ -17,12 +17,13 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-#include "agent.h"
+#include "../common/contract.h"
 #include "control.h"
 #include "guard.h"
 #include "pmfile.h"
 #include "reach.h"
 #include "snapwrite.h"
+#include "state.h"
 #include "sys.h"
 
 #define REQUEST_TIMEOUT_MS 2000
@@ -30,6 +31,7 @@
 static int listen_fd = -1;
 static pid_t owner;		/* the pid whose socket path we hold */
 static struct sockaddr_un addr;
+static void (*reset_fn)(void);	/* the "reset" verb: agent.c's */
 
 /* mkdir -m 0700, then make sure nobody else owns or can write it. */
 int ls_control_prepare_dir(const char *dir)
@@ -85,12 +87,18 @@ static int read_request(int fd, char *buf, size_t cap)
 	return -EMSGSIZE;
 }
 
-static void reply_error(int fd, const char *msg)
+/* One reply line: prefix, then text. */
+static void send_line(int fd, const char *prefix, const char *text)
 {
 	char line[256];
-	int n = snprintf(line, sizeof(line), "ERR %s\n", msg);
+	int n = snprintf(line, sizeof(line), "%s%s\n", prefix, text);
 
 	send(fd, line, (size_t)n, MSG_NOSIGNAL);
+}
+
+static void reply_error(int fd, const char *msg)
+{
+	send_line(fd, LS_REPLY_ERR, msg);
 }
 
 /* Exactly len bytes within the timeout; 0 or a negative errno. */
@@ -213,19 +221,19 @@ static void serve(int fd)
 		reply_error(fd, "malformed request");
 		return;
 	}
-	if (!strcmp(req, "reset")) {
-		ls_agent_reset();
-		send(fd, "OK\n", 3, MSG_NOSIGNAL);
-	} else if (!strcmp(req, "snapshot"))
-		ls_snapshot_write(fd, LSNAP_REASON_REQUEST, 0);
-	else if (!strcmp(req, "snapshot blocks"))
-		ls_snapshot_write(fd, LSNAP_REASON_REQUEST, 1);
-	else if (!strcmp(req, "check"))
+	if (!strcmp(req, LS_VERB_RESET)) {
+		reset_fn();
+		send_line(fd, LS_REPLY_OK, "");
+	} else if (!strcmp(req, LS_VERB_SNAPSHOT))
+		ls_snapwrite(fd, LSNAP_REASON_REQUEST, 0);
+	else if (!strcmp(req, LS_VERB_SNAPSHOT_BLOCKS))
+		ls_snapwrite(fd, LSNAP_REASON_REQUEST, 1);
+	else if (!strcmp(req, LS_VERB_CHECK))
 		serve_check(fd, 0);
-	else if (!strcmp(req, "check blocks"))
+	else if (!strcmp(req, LS_VERB_CHECK_BLOCKS))
 		serve_check(fd, 1);
-	else if (!strcmp(req, "ping"))
-		send(fd, "OK leakscope 1\n", 15, MSG_NOSIGNAL);
+	else if (!strcmp(req, LS_VERB_PING))
+		send_line(fd, LS_REPLY_PING, "");
 	else
 		reply_error(fd, "unknown request");
 }
@@ -242,8 +250,6 @@ static uint64_t mono_ms(void)
  * exists, even as another user's process, keeps its files.  Runs once, in
  * this thread, off the program's path.
  */
-#define LS_PM_KEEP_DAYS 7
-
 static void sweep_runtime_dir(void)
 {
 	DIR *d = opendir(ls_agent.runtime_dir);
@@ -261,11 +267,11 @@ static void sweep_runtime_dir(void)
 		pid = strtol(e->d_name, &end, 10);
 		if (end == e->d_name || pid <= 0 || errno ||
 		    pid == (long)getpid() ||
-		    (strcmp(end, ".sock") && strcmp(end, ".pm")))
+		    (strcmp(end, LS_SUFFIX_SOCKET) && strcmp(end, LS_SUFFIX_PM)))
 			continue;
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;	/* alive, or not ours to judge */
-		if (!strcmp(end, ".pm") &&
+		if (!strcmp(end, LS_SUFFIX_PM) &&
 		    (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		     now - st.st_mtime < keep))
 			continue;
@@ -290,9 +296,9 @@ static void *control_main(void *arg)
 		int fd, r;
 
 		if (now >= next) {
-			ls_snapshot_lock();
+			ls_snapwrite_lock();
 			ls_pm_tick();
-			ls_snapshot_unlock();
+			ls_snapwrite_unlock();
 			next += ls_pm_period_ms();
 			if (next <= now)	/* fell behind: do not catch up */
 				next = now + ls_pm_period_ms();
@@ -318,7 +324,7 @@ static int open_socket(void)
 	int fd, r, n;
 
 	addr.sun_family = AF_UNIX;
-	n = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%d.sock",
+	n = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%d" LS_SUFFIX_SOCKET,
 		     ls_agent.runtime_dir, (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof(addr.sun_path))
 		return -ENAMETOOLONG;
@@ -338,7 +344,7 @@ static int open_socket(void)
 	return 0;
 }
 
-int ls_control_start(void)
+int ls_control_start(void (*reset)(void))
 {
 	sigset_t all, old;
 	pthread_attr_t attr;
@@ -347,6 +353,7 @@ int ls_control_start(void)
 
 	if (r)
 		return r;
+	reset_fn = reset;
 	/* The thread takes no signal meant for the program. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);

@@ -12,9 +12,11 @@
 #define LEAKSCOPE_AGENT_CONTROL_H
 
 #include <stddef.h>
+#include "../common/contract.h"	/* verbs, LS_CONTROL_MAX_REQUEST */
 
-/* Start the control thread; 0 or a negative errno.  Outside hooks. */
-int ls_control_start(void);
+/* Start the control thread; 0 or a negative errno.  Outside hooks.
+ * reset serves the "reset" verb (it forgets every live block). */
+int ls_control_start(void (*reset)(void));
 /* Remove this process's socket (at exit). */
 void ls_control_stop(void);
 /* In a fork child: the control thread did not survive; drop its state
@@ -24,7 +26,5 @@ void ls_control_forget_child(void);
 /* Create the runtime dir (common/runtime.h) if needed and check that it
  * is ours and private; 0 or -errno. */
 int ls_control_prepare_dir(const char *dir);
-
-#define LS_CONTROL_MAX_REQUEST 4096
 
 #endif

@@ -6,13 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "agent.h"
+#include "../common/contract.h"
 #include "arena.h"
 #include "exec.h"
+#include "state.h"
 
 #define MAX_SAVED 16
 
-static const char *saved[MAX_SAVED];	/* "LEAKSCOPE_X=..." as we started */
+static const char *saved[MAX_SAVED];	/* our settings, "NAME=value", as we started */
 static int nsaved;
 static char agent_path[PATH_MAX];
 static pid_t root_pid;			/* the command's own process */
@@ -35,13 +36,13 @@ void ls_exec_init(void)
 	Dl_info info;
 	char **e;
 
-	if (!getenv("LEAKSCOPE_RUN") || !dladdr((void *)ls_exec_init, &info) ||
+	if (!getenv(LS_ENV_RUN) || !dladdr((void *)ls_exec_init, &info) ||
 	    !info.dli_fname || strlen(info.dli_fname) >= sizeof(agent_path))
 		return;
 	strcpy(agent_path, info.dli_fname);
 	for (e = environ; *e && nsaved < MAX_SAVED; e++)
-		if (!strncmp(*e, "LEAKSCOPE_", 10) &&
-		    strncmp(*e, "LEAKSCOPE_PRELOAD_ORIG=", 23))
+		if (!strncmp(*e, LS_ENV_PREFIX, sizeof(LS_ENV_PREFIX) - 1) &&
+		    !ls_env_is(*e, LS_ENV_PRELOAD_ORIG))
 			saved[nsaved++] = dup_str(*e);
 	root_pid = getpid();
 	active = 1;
@@ -57,33 +58,35 @@ static int is_ours(const char *e)
 		if (saved[i] && !strncmp(e, saved[i], k))
 			return 1;
 	}
-	return !strncmp(e, "LEAKSCOPE_PRELOAD_ORIG=", 23);
+	return ls_env_is(e, LS_ENV_PRELOAD_ORIG);
 }
 
-/* "LD_PRELOAD=agent:theirs" and the ORIG record of theirs, or just ours. */
+/* "NAME=value" in agent memory, or NULL. */
+static char *env_entry(const char *name, const char *value)
+{
+	size_t ln = strlen(name), lv = strlen(value);
+	char *p = ls_arena_alloc(ln + 1 + lv + 1);
+
+	if (p) {
+		memcpy(p, name, ln);
+		p[ln] = '=';
+		memcpy(p + ln + 1, value, lv + 1);
+	}
+	return p;
+}
+
+/* LD_PRELOAD with the agent first, and the ORIG record of theirs. */
 static int put_preload(char **out, int k, const char *theirs)
 {
-	size_t la = strlen(agent_path), lt = theirs ? strlen(theirs) : 0;
-	char *p = ls_arena_alloc(11 + la + 1 + lt + 1);
+	size_t cap = sizeof(LS_ENV_PRELOAD "=") + ls_preload_len(agent_path,
+								   theirs);
+	char *p = ls_arena_alloc(cap);
 
-	if (!p)
+	if (!p || ls_preload_splice(p, cap, agent_path, theirs))
 		return k;
-	memcpy(p, "LD_PRELOAD=", 11);
-	memcpy(p + 11, agent_path, la + 1);
-	if (theirs && *theirs) {
-		p[11 + la] = ':';
-		memcpy(p + 12 + la, theirs, lt + 1);
-	}
 	out[k++] = p;
-	if (theirs) {
-		char *o = ls_arena_alloc(23 + lt + 1);
-
-		if (o) {
-			memcpy(o, "LEAKSCOPE_PRELOAD_ORIG=", 23);
-			memcpy(o + 23, theirs, lt + 1);
-			out[k++] = o;
-		}
-	}
+	if (theirs && (p = env_entry(LS_ENV_PRELOAD_ORIG, theirs)))
+		out[k++] = p;
 	return k;
 }
 
@@ -101,11 +104,13 @@ char *const *ls_exec_env(char *const envp[])
 	if (!out)
 		return envp;
 	for (i = 0; i < n; i++) {
-		if (!strncmp(envp[i], "LD_PRELOAD=", 11)) {
+		if (ls_env_is(envp[i], LS_ENV_PRELOAD)) {
+			const char *v = envp[i] + sizeof(LS_ENV_PRELOAD);
+
 			/* Already ours (--follow-exec keeps it): leave it. */
-			if (strstr(envp[i] + 11, agent_path))
+			if (strstr(v, agent_path))
 				return envp;
-			theirs = envp[i] + 11;
+			theirs = v;
 			continue;
 		}
 		if (!is_ours(envp[i]))

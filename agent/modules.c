@@ -11,7 +11,7 @@
 
 #define MAX_MODULES 8192
 
-static struct ls_module mods[MAX_MODULES];
+static struct ls_module_rec mods[MAX_MODULES];
 static unsigned nmods;
 static uint32_t gen = 1;
 static ls_lock_t mod_lock = LS_LOCK_INIT;
@@ -93,7 +93,7 @@ static int find(const char *path, uint64_t bias, uint64_t lo)
 static int add(const struct dl_phdr_info *info, const char *path,
 	       uint64_t lo, uint64_t hi)
 {
-	struct ls_module *mod;
+	struct ls_module_rec *mod;
 	size_t len = strlen(path);
 
 	if (nmods >= MAX_MODULES)
@@ -165,7 +165,7 @@ unsigned ls_modules_refresh(void)
 	return n;
 }
 
-const struct ls_module *ls_modules_get(unsigned i)
+const struct ls_module_rec *ls_modules_get(unsigned i)
 {
 	return i < nmods ? &mods[i] : NULL;
 }

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include "../common/lsnap.h"
 
-struct ls_module {
+struct ls_module_rec {
 	struct lsnap_module m;
 	char *path;		/* arena memory, NUL-terminated */
 };
@@ -34,7 +34,7 @@ unsigned ls_modules_refresh(void);
 unsigned ls_modules_count(void);
 
 /* The i-th module known, i < the count from ls_modules_refresh(). */
-const struct ls_module *ls_modules_get(unsigned i);
+const struct ls_module_rec *ls_modules_get(unsigned i);
 
 /* Our own text range, to cut the agent's frames from stacks. */
 void ls_modules_self_range(uint64_t *lo, uint64_t *hi);

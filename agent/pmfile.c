@@ -7,12 +7,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "agent.h"
+#include "state.h"
 #include "modules.h"
 #include "pmfile.h"
 #include "sample.h"
 #include "site.h"
-#include "snapwrite.h"
+#include "figures.h"
 #include "sys.h"
 #include "thread.h"
 
@@ -110,7 +110,7 @@ static void copy_modules(void)
 	if (gen == modules_gen_seen && hdr->nmodules == n)
 		return;
 	for (i = 0; i < n && i < hdr->modules_cap; i++) {
-		const struct ls_module *m = ls_modules_get(i);
+		const struct ls_module_rec *m = ls_modules_get(i);
 		struct lspm_module *d = (struct lspm_module *)at(hdr->modules_off) + i;
 		uint32_t len = m->m.path_len < LSPM_PATH_MAX ? m->m.path_len
 							      : LSPM_PATH_MAX;
@@ -132,7 +132,7 @@ static void copy_new_sites(uint32_t n)
 	uint32_t id;
 
 	for (id = hdr->nsites; id < n && id < hdr->sites_cap; id++) {
-		struct ls_site *s = ls_site_get(id);
+		struct ls_site_rec *s = ls_site_get(id);
 
 		if (!s || hdr->frames_used + s->nframes > hdr->frames_cap)
 			break;
@@ -198,7 +198,7 @@ static void sample_sites(uint64_t slot, struct lsnap_totals *t)
 	uint32_t id, row;
 
 	for (id = 0; id < hdr->nsites; id++) {
-		struct ls_site *s = ls_site_get(id);
+		struct ls_site_rec *s = ls_site_get(id);
 		int64_t lb, lk;
 
 		if (!s)
@@ -230,11 +230,11 @@ static void sample_sites(uint64_t slot, struct lsnap_totals *t)
 static void sample_process(struct lsnap_totals *t)
 {
 	_Static_assert(LS_FN_COUNT <= LSPM_NCALLS, "post-mortem call slots");
-	ls_snapshot_calls(hdr->calls);
+	ls_figures_calls(hdr->calls);
 	hdr->ncalls = LS_FN_COUNT;
-	ls_snapshot_peak(t);
+	ls_figures_peak(t);
 	hdr->totals = *t;
-	ls_snapshot_mallinfo(&hdr->mallinfo);
+	ls_figures_mallinfo(&hdr->mallinfo);
 	hdr->nthreads = ls_thread_seen();
 }
 

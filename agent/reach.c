@@ -35,7 +35,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include "agent.h"
+#include "state.h"
+#include "figures.h"
 #include "live.h"
 #include "mmaps.h"
 #include "modules.h"
@@ -742,7 +743,7 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	r = run_scan(&sc_static, th, nth, (uint64_t)&here, &res);
 	if (!r) {
 		res.totals.flags = flags | (res.torn ? LSNAP_REACH_TORN : 0);
-		r = ls_snapshot_write_reach(fd, reason, with_blocks, &res);
+		r = ls_snapwrite_reach(fd, reason, with_blocks, &res);
 	}
 	syscall(SYS_exit_group, r ? 1 : 0);
 	__builtin_unreachable();
@@ -825,7 +826,7 @@ int ls_reach_prepare(void)
 		return -ENOTSUP;
 	ls_modules_refresh();
 	dl_iterate_phdr(own_segments, NULL);
-	ls_snapshot_mallinfo(&prep.mallinfo);
+	ls_figures_mallinfo(&prep.mallinfo);
 	return prep.nseg ? 0 : -ENOENT;
 }
 

@@ -12,12 +12,12 @@
 #define ID_CHUNK 4096u
 #define ID_CHUNKS 4096u		/* 16M sites at most */
 
-static struct ls_site *buckets[BUCKETS];
-static struct ls_site **by_id[ID_CHUNKS];
+static struct ls_site_rec *buckets[BUCKETS];
+static struct ls_site_rec **by_id[ID_CHUNKS];
 static uint32_t nsites;
 static ls_lock_t insert_lock = LS_LOCK_INIT;
 
-uint64_t ls_stack_hash(const uint64_t *pcs, uint32_t n, uint32_t kind)
+uint64_t ls_site_hash(const uint64_t *pcs, uint32_t n, uint32_t kind)
 {
 	uint64_t h = 0x9ae16a3b2f90404fULL ^ ((uint64_t)kind << 32) ^ n;
 	uint32_t i;
@@ -30,10 +30,10 @@ uint64_t ls_stack_hash(const uint64_t *pcs, uint32_t n, uint32_t kind)
 	return h ? h : 1;
 }
 
-static struct ls_site *lookup(const uint64_t *pcs, uint32_t n, uint32_t kind,
+static struct ls_site_rec *lookup(const uint64_t *pcs, uint32_t n, uint32_t kind,
 			      uint64_t hash)
 {
-	struct ls_site *s = __atomic_load_n(&buckets[hash & (BUCKETS - 1)],
+	struct ls_site_rec *s = __atomic_load_n(&buckets[hash & (BUCKETS - 1)],
 					    __ATOMIC_ACQUIRE);
 
 	for (; s; s = __atomic_load_n(&s->next, __ATOMIC_ACQUIRE))
@@ -42,16 +42,16 @@ static struct ls_site *lookup(const uint64_t *pcs, uint32_t n, uint32_t kind,
 	return NULL;
 }
 
-static struct ls_site *create(const uint64_t *pcs, uint32_t n, uint32_t kind,
+static struct ls_site_rec *create(const uint64_t *pcs, uint32_t n, uint32_t kind,
 			      uint64_t hash)
 {
 	uint32_t id = nsites, chunk = id / ID_CHUNK;
-	struct ls_site *s;
+	struct ls_site_rec *s;
 
 	if (chunk >= ID_CHUNKS)
 		return NULL;
 	if (!by_id[chunk]) {
-		struct ls_site **c = ls_arena_alloc(ID_CHUNK * sizeof(*c));
+		struct ls_site_rec **c = ls_arena_alloc(ID_CHUNK * sizeof(*c));
 
 		if (!c)
 			return NULL;
@@ -73,10 +73,10 @@ static struct ls_site *create(const uint64_t *pcs, uint32_t n, uint32_t kind,
 	return s;
 }
 
-struct ls_site *ls_site_intern(const uint64_t *pcs, uint32_t n, uint32_t kind,
+struct ls_site_rec *ls_site_intern(const uint64_t *pcs, uint32_t n, uint32_t kind,
 			       uint64_t hash)
 {
-	struct ls_site *s = lookup(pcs, n, kind, hash);
+	struct ls_site_rec *s = lookup(pcs, n, kind, hash);
 
 	if (s)
 		return s;
@@ -88,9 +88,9 @@ struct ls_site *ls_site_intern(const uint64_t *pcs, uint32_t n, uint32_t kind,
 	return s;
 }
 
-struct ls_site *ls_site_get(uint32_t id)
+struct ls_site_rec *ls_site_get(uint32_t id)
 {
-	struct ls_site **c;
+	struct ls_site_rec **c;
 
 	if (id >= __atomic_load_n(&nsites, __ATOMIC_ACQUIRE))
 		return NULL;

@@ -13,11 +13,10 @@
 #define LEAKSCOPE_AGENT_SITE_H
 
 #include <stdint.h>
+#include "../common/contract.h"	/* LS_DEPTH_MAX */
 
-#define LS_MAX_DEPTH 256
-
-struct ls_site {
-	struct ls_site *next;	/* hash chain */
+struct ls_site_rec {
+	struct ls_site_rec *next;	/* hash chain */
 	uint64_t hash;
 	uint32_t id;		/* dense, from 0 */
 	uint32_t kind;		/* enum lsnap_site_kind */
@@ -29,17 +28,17 @@ struct ls_site {
 	uint64_t frames[];
 };
 
-uint64_t ls_stack_hash(const uint64_t *pcs, uint32_t n, uint32_t kind);
+uint64_t ls_site_hash(const uint64_t *pcs, uint32_t n, uint32_t kind);
 
 /*
  * The site for this stack, created if new.  NULL only when the agent's
- * memory is exhausted.  hash must be ls_stack_hash(pcs, n, kind).
+ * memory is exhausted.  hash must be ls_site_hash(pcs, n, kind).
  */
-struct ls_site *ls_site_intern(const uint64_t *pcs, uint32_t n, uint32_t kind,
+struct ls_site_rec *ls_site_intern(const uint64_t *pcs, uint32_t n, uint32_t kind,
 			       uint64_t hash);
 
 /* Same stack? */
-static inline int ls_site_matches(const struct ls_site *s, const uint64_t *pcs,
+static inline int ls_site_matches(const struct ls_site_rec *s, const uint64_t *pcs,
 				  uint32_t n, uint32_t kind, uint64_t hash)
 {
 	uint32_t i;
@@ -53,7 +52,7 @@ static inline int ls_site_matches(const struct ls_site *s, const uint64_t *pcs,
 }
 
 /* Site by id, or NULL. */
-struct ls_site *ls_site_get(uint32_t id);
+struct ls_site_rec *ls_site_get(uint32_t id);
 /* Number of sites created so far. */
 uint32_t ls_site_count(void);
 

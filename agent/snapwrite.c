@@ -7,11 +7,10 @@
  */
 #include <errno.h>
 #include <stddef.h>
-#include <malloc.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "agent.h"
+#include "state.h"
 #include "live.h"
 #include "mmaps.h"
 #include "modules.h"
@@ -20,7 +19,8 @@
 #include "sample.h"
 #include "site.h"
 #include "snapwrite.h"
-#include "stack.h"
+#include "figures.h"
+#include "capture.h"
 #include "sys.h"
 #include "thread.h"
 
@@ -123,47 +123,11 @@ static void put_header(struct writer *w, enum lsnap_reason reason)
 	}
 }
 
-void ls_snapshot_calls(struct lsnap_call *out)
-{
-	uint64_t calls[LS_FN_COUNT];
-	unsigned i;
-
-	ls_thread_calls(calls);
-	for (i = 0; i < LS_FN_COUNT; i++) {
-		memset(&out[i], 0, sizeof(out[i]));
-		memcpy(out[i].name, ls_fn_names[i], strlen(ls_fn_names[i]));
-		out[i].count = calls[i];
-	}
-}
-
-void ls_snapshot_mallinfo(struct lsnap_mallinfo *m)
-{
-	struct mallinfo2 mi = mallinfo2();
-
-	*m = (struct lsnap_mallinfo){
-		.arena = mi.arena, .ordblks = mi.ordblks, .smblks = mi.smblks,
-		.hblks = mi.hblks, .hblkhd = mi.hblkhd, .usmblks = mi.usmblks,
-		.fsmblks = mi.fsmblks, .uordblks = mi.uordblks,
-		.fordblks = mi.fordblks, .keepcost = mi.keepcost,
-	};
-}
-
-void ls_snapshot_peak(struct lsnap_totals *t)
-{
-	int64_t live;
-	uint64_t peak, slack;
-
-	ls_thread_live_peak(&live, &peak, &slack);
-	peak = (uint64_t)ls_sample_unscale((int64_t)peak);
-	t->peak_live_bytes = peak > t->live_bytes ? peak : t->live_bytes;
-	t->peak_slack = (uint64_t)ls_sample_unscale((int64_t)slack);
-}
-
 static void put_calls(struct writer *w)
 {
 	struct lsnap_call c[LS_FN_COUNT];
 
-	ls_snapshot_calls(c);
+	ls_figures_calls(c);
 	record(w, LSNAP_CALLS, sizeof(c));
 	put(w, c, sizeof(c));
 }
@@ -175,20 +139,20 @@ static void put_mallinfo(struct writer *w, const struct ls_reach_result *res)
 	if (res)
 		m = *ls_reach_mallinfo();
 	else
-		ls_snapshot_mallinfo(&m);
+		ls_figures_mallinfo(&m);
 	record(w, LSNAP_MALLINFO, sizeof(m));
 	put(w, &m, sizeof(m));
 }
 
 static void put_unwind(struct writer *w)
 {
-	struct lsnap_unwind u = { .unwinder = ls_stack_unwinder() };
+	struct lsnap_unwind u = { .unwinder = ls_capture_unwinder() };
 	uint64_t walks, hits;
 
 	ls_unwind_counts(&walks, &hits);
 	u.walks = walks;
 	u.memo_hits = hits;
-	u.check_mismatches = ls_stack_mismatches();
+	u.check_mismatches = ls_capture_mismatches();
 	record(w, LSNAP_UNWIND, sizeof(u));
 	put(w, &u, sizeof(u));
 }
@@ -198,7 +162,7 @@ static void put_modules(struct writer *w, const struct ls_reach_result *res)
 	unsigned i, n = res ? ls_modules_count() : ls_modules_refresh();
 
 	for (i = 0; i < n; i++) {
-		const struct ls_module *m = ls_modules_get(i);
+		const struct ls_module_rec *m = ls_modules_get(i);
 
 		record(w, LSNAP_MODULE, sizeof(m->m) + m->m.path_len);
 		put(w, &m->m, sizeof(m->m));
@@ -397,7 +361,7 @@ static void put_sites(struct writer *w, struct sums *s, struct lsnap_totals *t)
 
 	ls_thread_each_pending(add_pending, s);
 	for (id = 0; id < n && id < s->nsites; id++) {
-		struct ls_site *site = ls_site_get(id);
+		struct ls_site_rec *site = ls_site_get(id);
 		struct lsnap_site r;
 
 		if (!site)
@@ -424,7 +388,7 @@ static void put_sites(struct writer *w, struct sums *s, struct lsnap_totals *t)
 
 static void put_totals(struct writer *w, struct lsnap_totals *t)
 {
-	ls_snapshot_peak(t);
+	ls_figures_peak(t);
 	record(w, LSNAP_TOTALS, sizeof(*t));
 	put(w, t, sizeof(*t));
 }
@@ -512,33 +476,33 @@ out:
 	return ret ? ret : w->err;
 }
 
-int ls_snapshot_write(int fd, enum lsnap_reason reason, int with_blocks)
+int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks)
 {
 	int ret;
 
-	ls_snapshot_lock();
+	ls_snapwrite_lock();
 	ret = write_snapshot(fd, reason, with_blocks, NULL);
-	ls_snapshot_unlock();
+	ls_snapwrite_unlock();
 	return ret;
 }
 
-int ls_snapshot_write_reach(int fd, enum lsnap_reason reason, int with_blocks,
-			    const struct ls_reach_result *res)
+int ls_snapwrite_reach(int fd, enum lsnap_reason reason, int with_blocks,
+		       const struct ls_reach_result *res)
 {
 	return write_snapshot(fd, reason, with_blocks, res);
 }
 
-void ls_snapshot_lock(void)
+void ls_snapwrite_lock(void)
 {
 	ls_lock(&snap_lock);
 }
 
-void ls_snapshot_unlock(void)
+void ls_snapwrite_unlock(void)
 {
 	ls_unlock(&snap_lock);
 }
 
-void ls_snapshot_reset_child(void)
+void ls_snapwrite_reset_child(void)
 {
 	ls_lock_reset(&snap_lock);
 }

@@ -13,7 +13,7 @@
 
 /* Write a whole snapshot to fd (file, pipe or socket: never raises
  * SIGPIPE).  Returns 0 or a negative errno. */
-int ls_snapshot_write(int fd, enum lsnap_reason reason, int with_blocks);
+int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks);
 
 /*
  * The same in the frozen image of a reachability check (reach.h): no
@@ -22,20 +22,11 @@ int ls_snapshot_write(int fd, enum lsnap_reason reason, int with_blocks);
  * res's, with their categories (LSNAP_REACH records).
  */
 struct ls_reach_result;
-int ls_snapshot_write_reach(int fd, enum lsnap_reason reason, int with_blocks,
-			    const struct ls_reach_result *res);
+int ls_snapwrite_reach(int fd, enum lsnap_reason reason, int with_blocks,
+		       const struct ls_reach_result *res);
 
-/*
- * The process-wide figures both the snapshot writer and the post-mortem
- * sampler record: call counts (LS_FN_COUNT entries), mallinfo2(), and the
- * peak of a totals record whose live bytes are already summed.
- */
-void ls_snapshot_calls(struct lsnap_call *out);
-void ls_snapshot_mallinfo(struct lsnap_mallinfo *m);
-void ls_snapshot_peak(struct lsnap_totals *t);
-
-void ls_snapshot_lock(void);
-void ls_snapshot_unlock(void);
-void ls_snapshot_reset_child(void);
+void ls_snapwrite_lock(void);
+void ls_snapwrite_unlock(void);
+void ls_snapwrite_reset_child(void);
 
 #endif

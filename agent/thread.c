@@ -27,7 +27,7 @@ static uint64_t global_peak;
 
 static void flush_entry(struct ls_pending *p)
 {
-	struct ls_site *s = p->site;
+	struct ls_site_rec *s = p->site;
 
 	if (!s)
 		return;
@@ -53,7 +53,7 @@ void ls_thread_flush_live(struct ls_thread *t)
 }
 
 void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
-			       struct ls_site *site, int64_t dbytes,
+			       struct ls_site_rec *site, int64_t dbytes,
 			       int64_t dblocks, uint64_t abytes,
 			       uint64_t ablocks)
 {

@@ -45,7 +45,7 @@ extern const char *const ls_fn_names[LS_FN_COUNT];
 #define LS_PEAK_BATCH (64 << 10)
 
 struct ls_pending {
-	struct ls_site *site;	/* NULL = empty */
+	struct ls_site_rec *site;	/* NULL = empty */
 	uint32_t id;		/* site->id, compared without loading site */
 	uint32_t events;
 	int64_t live_bytes, live_blocks;
@@ -68,7 +68,7 @@ struct ls_thread {
 	 * the capture is). */
 	struct ls_unwind_start start;
 	struct ls_pending pending[LS_PENDING];
-	struct ls_site *stack_cache[LS_STACK_CACHE];
+	struct ls_site_rec *stack_cache[LS_STACK_CACHE];
 };
 
 extern __thread struct ls_thread *ls_thread_tls;
@@ -105,7 +105,7 @@ static inline void ls_thread_seq_end(struct ls_thread *t)
 /* Out of line: the pending entry holds another site or is due for a
  * flush (ls_thread_site_delta's slow path), and the peak's batch. */
 void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
-			       struct ls_site *site, int64_t dbytes,
+			       struct ls_site_rec *site, int64_t dbytes,
 			       int64_t dblocks, uint64_t abytes,
 			       uint64_t ablocks);
 void ls_thread_flush_live(struct ls_thread *t);
@@ -119,7 +119,7 @@ void ls_thread_flush_live(struct ls_thread *t);
  * this thread writes, between the two stores readers' seqlock checks.
  */
 static inline void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
-					struct ls_site *site, int64_t dbytes,
+					struct ls_site_rec *site, int64_t dbytes,
 					int64_t dblocks, uint64_t abytes,
 					uint64_t ablocks)
 {

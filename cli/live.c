@@ -12,7 +12,7 @@
 #include "../lib/client.h"
 #include "cmd.h"
 #include "../lib/json.h"
-#include "../lib/report.h"
+#include "../lib/render.h"
 #include "../lib/symbolize.h"
 #include "target.h"
 #include "../lib/util.h"

@@ -26,10 +26,11 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "../common/contract.h"
 #include "../lib/client.h"
 #include "../lib/postmortem.h"
 #include "cmd.h"
-#include "../lib/report.h"
+#include "../lib/render.h"
 #include "../lib/snapshot.h"
 #include "../lib/util.h"
 
@@ -116,7 +117,7 @@ static int parse(struct run *r, int argc, char **argv)
 	uint64_t v;
 	int c, k;
 
-	r->depth = 64;
+	r->depth = LS_DEPTH_DEFAULT;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", run_longopts, NULL)) != -1) {
@@ -127,7 +128,8 @@ static int parse(struct run *r, int argc, char **argv)
 			continue;
 		switch (c) {
 		case OPT_DEPTH:
-			if (ls_parse_count(optarg, &v) || v < 1 || v > 256) {
+			if (ls_parse_count(optarg, &v) || v < LS_DEPTH_MIN ||
+			    v > LS_DEPTH_MAX) {
 				ls_error("invalid value '%s' for --depth: expected 1 to 256", optarg);
 				return -1;
 			}
@@ -293,7 +295,7 @@ static const char *untraceable(const char *path, int depth)
 
 static int find_agent(char *out, size_t cap)
 {
-	const char *env = getenv("LEAKSCOPE_AGENT");
+	const char *env = getenv(LS_ENV_AGENT);
 	char self[PATH_MAX], *slash;
 	const char *tries[3];
 	ssize_t n;
@@ -365,6 +367,20 @@ static int env_pushf(struct envbuf *e, const char *fmt, ...)
 	return n < 0 ? -ENOMEM : env_push(e, s);
 }
 
+/* LD_PRELOAD with the agent first (common/contract.h). */
+static int env_push_preload(struct envbuf *e, const char *agent,
+			    const char *theirs)
+{
+	size_t cap = sizeof(LS_ENV_PRELOAD "=") + ls_preload_len(agent, theirs);
+	char *s = malloc(cap);
+
+	if (!s || ls_preload_splice(s, cap, agent, theirs)) {
+		free(s);
+		return -ENOMEM;
+	}
+	return env_push(e, s);
+}
+
 /*
  * The command's environment: ours, with the agent put first in
  * LD_PRELOAD (in place, if there was one) and our settings appended last,
@@ -373,7 +389,7 @@ static int env_pushf(struct envbuf *e, const char *fmt, ...)
 static char **child_env(const struct run *r)
 {
 	struct envbuf e = { 0 };
-	const char *orig = getenv("LD_PRELOAD");
+	const char *orig = getenv(LS_ENV_PRELOAD);
 	char **p;
 	int err = 0;
 
@@ -381,35 +397,32 @@ static char **child_env(const struct run *r)
 		/* Our own settings come from the options; the runtime
 		 * directory, the agent and the unwinder (a diagnostic:
 		 * docs/UNWINDING.md) pass through. */
-		if (!strncmp(*p, "LEAKSCOPE_", 10) &&
-		    strncmp(*p, "LEAKSCOPE_RUNTIME_DIR=", 22) &&
-		    strncmp(*p, "LEAKSCOPE_AGENT=", 16) &&
-		    strncmp(*p, "LEAKSCOPE_UNWIND=", 17))
+		if (!strncmp(*p, LS_ENV_PREFIX, sizeof(LS_ENV_PREFIX) - 1) &&
+		    !ls_env_passes_through(*p))
 			continue;
-		if (!strncmp(*p, "LD_PRELOAD=", 11))
-			err = env_pushf(&e, "LD_PRELOAD=%s%s%s", r->agent,
-					*orig ? ":" : "", orig);
+		if (ls_env_is(*p, LS_ENV_PRELOAD))
+			err = env_push_preload(&e, r->agent, orig);
 		else
 			err = env_push(&e, *p);
 	}
-	err = err ? err : env_pushf(&e, "LEAKSCOPE_RUN=1");
-	err = err ? err : env_pushf(&e, "LEAKSCOPE_OUT_DIR=%s", r->tmpdir);
-	err = err ? err : env_pushf(&e, "LEAKSCOPE_DEPTH=%llu",
+	err = err ? err : env_pushf(&e, LS_ENV_RUN "=1");
+	err = err ? err : env_pushf(&e, LS_ENV_OUT_DIR "=%s", r->tmpdir);
+	err = err ? err : env_pushf(&e, LS_ENV_DEPTH "=%llu",
 				   (unsigned long long)r->depth);
 	if (!err && r->follow_exec)
-		err = env_pushf(&e, "LEAKSCOPE_FOLLOW_EXEC=1");
+		err = env_pushf(&e, LS_ENV_FOLLOW_EXEC "=1");
 	if (!err && r->sample_rate)
-		err = env_pushf(&e, "LEAKSCOPE_SAMPLE_RATE=%llu",
+		err = env_pushf(&e, LS_ENV_SAMPLE_RATE "=%llu",
 				(unsigned long long)r->sample_rate);
 	if (!err && r->sample_seed)
-		err = env_pushf(&e, "LEAKSCOPE_SAMPLE_SEED=%llu",
+		err = env_pushf(&e, LS_ENV_SAMPLE_SEED "=%llu",
 				(unsigned long long)r->sample_seed);
 	if (!err && r->ropts.need_blocks)
-		err = env_pushf(&e, "LEAKSCOPE_EXIT_BLOCKS=1");
+		err = env_pushf(&e, LS_ENV_EXIT_BLOCKS "=1");
 	if (!err && orig)
-		err = env_pushf(&e, "LEAKSCOPE_PRELOAD_ORIG=%s", orig);
+		err = env_pushf(&e, LS_ENV_PRELOAD_ORIG "=%s", orig);
 	if (!err && !orig)
-		err = env_pushf(&e, "LD_PRELOAD=%s", r->agent);
+		err = env_push_preload(&e, r->agent, NULL);
 	if (err) {
 		free(e.v);
 		return NULL;
@@ -608,7 +621,8 @@ static void collect(const char *dir, struct collected *c)
 		char path[PATH_MAX + 256], err[512];
 		struct ls_snapshot snap, *grown;
 
-		if (len < 7 || strcmp(de->d_name + len - 6, ".lsnap"))
+		if (len <= strlen(LS_SUFFIX_SNAP) ||
+		    strcmp(de->d_name + len - strlen(LS_SUFFIX_SNAP), LS_SUFFIX_SNAP))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (ls_snapshot_load(path, &snap, err, sizeof(err))) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "contract.h"
 
 static inline int ls_runtime_dir_from(const char *rt, const char *xdg,
 				      unsigned uid, char *buf, size_t cap)
@@ -35,7 +36,7 @@ static inline int ls_runtime_dir_from(const char *rt, const char *xdg,
 /* This process's runtime dir. */
 static inline int ls_runtime_dir(char *buf, size_t cap)
 {
-	return ls_runtime_dir_from(getenv("LEAKSCOPE_RUNTIME_DIR"),
+	return ls_runtime_dir_from(getenv(LS_ENV_RUNTIME_DIR),
 				   getenv("XDG_RUNTIME_DIR"),
 				   (unsigned)getuid(), buf, cap);
 }

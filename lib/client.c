@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include "../common/contract.h"
 #include "../common/runtime.h"
 #include "client.h"
 #include "procinfo.h"
@@ -17,7 +18,7 @@
 
 int ls_client_socket_path(pid_t pid, char *buf, size_t cap)
 {
-	return ls_proc_runtime_file(pid, ".sock", buf, cap);
+	return ls_proc_runtime_file(pid, LS_SUFFIX_SOCKET, buf, cap);
 }
 
 static int connect_agent(pid_t pid, char *err, size_t errlen)
@@ -94,10 +95,12 @@ static int ask(pid_t pid, const char *req, char *err, size_t errlen)
 		close(fd);
 		return r;
 	}
-	if (n >= 4 && !memcmp(peek, "ERR ", 4)) {
+	if (n >= (ssize_t)strlen(LS_REPLY_ERR) &&
+	    !memcmp(peek, LS_REPLY_ERR, strlen(LS_REPLY_ERR))) {
 		peek[n] = 0;
 		peek[strcspn(peek, "\n")] = 0;
-		snprintf(err, errlen, "pid %d refused: %s", (int)pid, peek + 4);
+		snprintf(err, errlen, "pid %d refused: %s", (int)pid,
+			 peek + strlen(LS_REPLY_ERR));
 		close(fd);
 		return -EPROTO;
 	}
@@ -110,7 +113,8 @@ int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,
 	int fd, r;
 
 	memset(snap, 0, sizeof(*snap));
-	fd = ask(pid, blocks ? "snapshot blocks\n" : "snapshot\n", err, errlen);
+	fd = ask(pid, blocks ? LS_VERB_SNAPSHOT_BLOCKS "\n" : LS_VERB_SNAPSHOT "\n",
+		 err, errlen);
 	if (fd < 0)
 		return fd;
 	r = ls_snapshot_read_fd(fd, snap, err, errlen);
@@ -121,7 +125,7 @@ int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,
 int ls_client_request(pid_t pid, const char *req, char *reply, size_t cap,
 		      char *err, size_t errlen)
 {
-	char line[4096];
+	char line[LS_CONTROL_MAX_REQUEST];
 	size_t len = 0;
 	ssize_t n;
 	int fd;
@@ -152,7 +156,8 @@ int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err, size_t errlen)
 	ssize_t n;
 	int fd, r = 0;
 
-	fd = ask(pid, blocks ? "snapshot blocks\n" : "snapshot\n", err, errlen);
+	fd = ask(pid, blocks ? LS_VERB_SNAPSHOT_BLOCKS "\n" : LS_VERB_SNAPSHOT "\n",
+		 err, errlen);
 	if (fd < 0)
 		return fd;
 	while ((n = recv(fd, buf, sizeof(buf), 0)) != 0) {

@@ -27,7 +27,7 @@ struct pm {
 
 int ls_postmortem_path(pid_t pid, char *buf, size_t cap)
 {
-	return ls_proc_runtime_file(pid, ".pm", buf, cap);
+	return ls_proc_runtime_file(pid, LS_SUFFIX_PM, buf, cap);
 }
 
 static int region_ok(const struct pm *pm, uint64_t off, uint64_t count,

@@ -59,7 +59,7 @@ int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap)
 		len += n;
 	close(fd);
 	env[len] = 0;
-	return ls_runtime_dir_from(env_value(env, (size_t)len, "LEAKSCOPE_RUNTIME_DIR"),
+	return ls_runtime_dir_from(env_value(env, (size_t)len, LS_ENV_RUNTIME_DIR),
 				   env_value(env, (size_t)len, "XDG_RUNTIME_DIR"),
 				   (unsigned)uid, buf, cap);
 }

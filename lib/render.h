@@ -1,15 +1,17 @@
 /*
- * render.h - what report.c shares with the renderers (render_text.c,
- * render_json.c, render_folded.c).  Internal to the command-line tool.
+ * render.h - printing a report (report.h) in one of the formats: text,
+ * JSON (docs/JSON-REPORT.md), folded stacks.
  *
  * A renderer prints one report to ctx->out and returns 0, or a negative
- * errno (-ENOMEM); report.c checks the stream for write errors afterwards.
+ * errno (-ENOMEM); ls_report_render() checks the stream for write errors
+ * afterwards.  Renderers get their frames from stack.h.
  */
 #ifndef LEAKSCOPE_RENDER_H
 #define LEAKSCOPE_RENDER_H
 
 #include <stdio.h>
 #include "report.h"
+#include "stack.h"
 #include "symbolize.h"
 
 struct ls_render_ctx {
@@ -19,28 +21,27 @@ struct ls_render_ctx {
 	struct ls_symbolizer *sym;
 };
 
-/* A symbolized stack: every raw frame expanded to its inline chain. */
-struct ls_stack {
-	struct ls_symframe *f;	/* innermost (allocating caller) first */
-	size_t n, cap;
-};
-
-/*
- * Symbolize site's frames into st (which starts zeroed, and is reused
- * across calls: only the count is reset).  Frames of the agent itself,
- * a module whose name starts with "libleakscope", are left out.  Returns
- * 0 or -ENOMEM.  Strings belong to the symbolizer.
- */
-int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
-		   struct ls_stack *st);
-void ls_stack_release(struct ls_stack *st);
-
-/* Age of a block at snapshot time, 0 for a clock that went backwards. */
-uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
-			 const struct ls_block *b);
-
 int ls_render_text(const struct ls_render_ctx *ctx);
 int ls_render_json(const struct ls_render_ctx *ctx);
 int ls_render_folded(const struct ls_render_ctx *ctx);
+
+/*
+ * Print the report to out in opts->format.  Symbolizes through a
+ * symbolizer built for rep->snap.  Returns 0, or a negative errno when
+ * writing failed.
+ */
+int ls_report_render(FILE *out, const struct ls_report *rep,
+		     const struct ls_report_opts *opts);
+
+/*
+ * Same, through a symbolizer the caller owns (built for rep->snap), so
+ * that several reports of one process share its caches.
+ */
+int ls_report_render_with(FILE *out, const struct ls_report *rep,
+			  const struct ls_report_opts *opts,
+			  struct ls_symbolizer *sym);
+
+/* The stats object (docs/JSON-REPORT.md) of a snapshot, one line. */
+int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
 
 #endif /* LEAKSCOPE_RENDER_H */

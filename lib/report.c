@@ -1,12 +1,10 @@
 /*
- * report.c - filters, aggregation and sorting of a snapshot's sites, and
- * the dispatch to the renderers.
+ * report.c - filters, aggregation and sorting of a snapshot's sites.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "render.h"
 #include "report.h"
 #include "trend.h"
 
@@ -27,13 +25,6 @@ void ls_report_opts_finish(struct ls_report_opts *opts)
 {
 	opts->need_blocks = opts->min_age_ns || opts->min_size ||
 		opts->max_size || opts->show_allocs;
-}
-
-uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
-			 const struct ls_block *b)
-{
-	return snap->hdr.mono_ns > b->birth_ns ?
-		snap->hdr.mono_ns - b->birth_ns : 0;
 }
 
 static int block_passes(const struct ls_snapshot *snap,
@@ -378,86 +369,4 @@ int ls_report_leaks_over(const struct ls_snapshot *snap, uint64_t limit)
 				total += (uint64_t)snap->sites[i].live_bytes;
 	}
 	return total > limit;
-}
-
-static int agent_frame(const struct ls_symframe *f)
-{
-	return f->module &&
-		!strncmp(ls_sym_basename(f->module), "libleakscope", 12);
-}
-
-int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
-		   struct ls_stack *st)
-{
-	struct ls_symframe fr[LS_SYM_MAX_FRAMES];
-	size_t i, j, n;
-	int ret;
-
-	st->n = 0;
-	for (i = 0; i < site->nframes; i++) {
-		ret = ls_symbolize_frame(sym, site->gen, site->frames[i], fr,
-					 LS_SYM_MAX_FRAMES, &n);
-		if (ret)
-			return ret;
-		if (st->n + n > st->cap) {
-			size_t ncap = st->cap ? 2 * st->cap : 64;
-			struct ls_symframe *p;
-
-			while (ncap < st->n + n)
-				ncap *= 2;
-			p = realloc(st->f, ncap * sizeof(*p));
-			if (!p)
-				return -ENOMEM;
-			st->f = p;
-			st->cap = ncap;
-		}
-		for (j = 0; j < n; j++)
-			if (!agent_frame(&fr[j]))
-				st->f[st->n++] = fr[j];
-	}
-	return 0;
-}
-
-void ls_stack_release(struct ls_stack *st)
-{
-	free(st->f);
-	memset(st, 0, sizeof(*st));
-}
-
-int ls_report_render_with(FILE *out, const struct ls_report *rep,
-			  const struct ls_report_opts *opts,
-			  struct ls_symbolizer *sym)
-{
-	struct ls_render_ctx ctx = { .out = out, .rep = rep, .opts = opts,
-				     .sym = sym };
-	int ret;
-
-	switch (opts->format) {
-	case LS_FORMAT_JSON:
-		ret = ls_render_json(&ctx);
-		break;
-	case LS_FORMAT_FOLDED:
-		ret = ls_render_folded(&ctx);
-		break;
-	default:
-		ret = ls_render_text(&ctx);
-		break;
-	}
-	errno = 0;
-	if (fflush(out) == EOF || ferror(out))
-		return ret ? ret : (errno ? -errno : -EIO);
-	return ret;
-}
-
-int ls_report_render(FILE *out, const struct ls_report *rep,
-		     const struct ls_report_opts *opts)
-{
-	struct ls_symbolizer *sym = ls_symbolizer_new(rep->snap);
-	int ret;
-
-	if (!sym)
-		return -ENOMEM;
-	ret = ls_report_render_with(out, rep, opts, sym);
-	ls_symbolizer_free(sym);
-	return ret;
 }

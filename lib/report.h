@@ -3,8 +3,7 @@
  *
  * ls_report_build() applies the user's filters to a struct ls_snapshot and
  * produces a sorted list of sites with the figures to print; the renderers
- * (text, json, folded) print one.  Symbolization happens here, once per
- * distinct address, through symbolize.h.
+ * (render.h) print one.  Nothing here symbolizes or prints.
  */
 #ifndef LEAKSCOPE_REPORT_H
 #define LEAKSCOPE_REPORT_H
@@ -71,26 +70,6 @@ void ls_report_opts_finish(struct ls_report_opts *opts);
 int ls_report_build(const struct ls_snapshot *snap,
 		    const struct ls_report_opts *opts, struct ls_report *rep);
 void ls_report_release(struct ls_report *rep);
-
-/*
- * Print the report to out in opts->format.  Symbolizes through a
- * symbolizer built for rep->snap.  Returns 0, or a negative errno when
- * writing failed.
- */
-int ls_report_render(FILE *out, const struct ls_report *rep,
-		     const struct ls_report_opts *opts);
-
-/*
- * Same, through a symbolizer the caller owns (built for rep->snap), so
- * that several reports of one process share its caches.
- */
-struct ls_symbolizer;
-int ls_report_render_with(FILE *out, const struct ls_report *rep,
-			  const struct ls_report_opts *opts,
-			  struct ls_symbolizer *sym);
-
-/* The stats object (docs/JSON-REPORT.md) of a snapshot, one line. */
-int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
 
 /*
  * The allocated-bytes threshold test used by --fail-on-leak: nonzero when

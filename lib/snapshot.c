@@ -766,3 +766,10 @@ const struct ls_site *ls_snapshot_site(const struct ls_snapshot *snap,
 			return &snap->sites[i];
 	return NULL;
 }
+
+uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
+			 const struct ls_block *b)
+{
+	return snap->hdr.mono_ns > b->birth_ns ?
+		snap->hdr.mono_ns - b->birth_ns : 0;
+}

@@ -95,4 +95,8 @@ void ls_snapshot_release(struct ls_snapshot *snap);
 const struct ls_site *ls_snapshot_site(const struct ls_snapshot *snap,
 				       uint32_t id);
 
+/* Age of a block at snapshot time, 0 for a clock that went backwards. */
+uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
+			 const struct ls_block *b);
+
 #endif /* LEAKSCOPE_SNAPSHOT_H */

@@ -6,9 +6,9 @@
 #include "../../agent/site.h"
 #include "tap.h"
 
-static struct ls_site *intern(const uint64_t *pcs, uint32_t n, uint32_t kind)
+static struct ls_site_rec *intern(const uint64_t *pcs, uint32_t n, uint32_t kind)
 {
-	return ls_site_intern(pcs, n, kind, ls_stack_hash(pcs, n, kind));
+	return ls_site_intern(pcs, n, kind, ls_site_hash(pcs, n, kind));
 }
 
 static void *worker(void *arg)
@@ -28,7 +28,7 @@ static void *worker(void *arg)
 int main(void)
 {
 	uint64_t a[3] = { 1, 2, 3 }, b[3] = { 1, 2, 4 };
-	struct ls_site *s1 = intern(a, 3, 0), *s2 = intern(b, 3, 0);
+	struct ls_site_rec *s1 = intern(a, 3, 0), *s2 = intern(b, 3, 0);
 	pthread_t th[4];
 	void *res;
 	int i, bad = 0;

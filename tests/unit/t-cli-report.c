@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../../lib/json.h"
-#include "../../lib/report.h"
+#include "../../lib/render.h"
 #include "../../lib/symbolize.h"
 #include "cli-selfmap.h"
 #include "tap.h"

@@ -1,12 +1,12 @@
 /*
- * stack.c - stack capture.
+ * capture.c - stack capture.
  *
  * The agent's own CFI unwinder (unwind.c) by default: it caches one
  * compact rule per return address, which is what keeps full tracking
  * cheap (docs/UNWINDING.md has the measurements against libunwind).
  * LEAKSCOPE_UNWIND=libunwind selects Debian's libunwind instead, and
  * LEAKSCOPE_UNWIND=check runs both on every capture and counts the stacks
- * where they disagree (ls_stack_mismatches), for testing, and
+ * where they disagree (ls_capture_mismatches), for testing, and
  * LEAKSCOPE_UNWIND=none records empty stacks, to measure what tracking
  * costs apart from stacks.
  *
@@ -15,27 +15,28 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../common/contract.h"
 #include "../common/lsnap.h"
 #include "libunwind-load.h"
 #include "modules.h"
 #include "site.h"
-#include "stack.h"
+#include "capture.h"
 #include "sys.h"
 #include "unwind.h"
 
-#define SLACK LS_STACK_SLACK	/* stack.h */
+#define SLACK LS_CAPTURE_SLACK	/* capture.h */
 
 enum method { OWN, LIBUNWIND, CHECK, NONE };
 
 static enum method method = OWN;
-int ls_stack_memo_direct = 1;	/* see stack.h */
+int ls_capture_memo_direct = 1;	/* see capture.h */
 static ls_unw_backtrace_fn unw_backtrace_fn;
 static uint64_t self_lo, self_hi;
 static uint64_t mismatches;
 
-int ls_stack_init(void)
+int ls_capture_init(void)
 {
-	const char *m = getenv("LEAKSCOPE_UNWIND");
+	const char *m = getenv(LS_ENV_UNWIND);
 
 	ls_modules_self_range(&self_lo, &self_hi);
 	if (m && !strcmp(m, "libunwind"))
@@ -48,7 +49,7 @@ int ls_stack_init(void)
 		unw_backtrace_fn = ls_libunwind_load(NULL);
 	if ((method == LIBUNWIND || method == CHECK) && !unw_backtrace_fn)
 		method = OWN;
-	ls_stack_memo_direct = method == OWN;
+	ls_capture_memo_direct = method == OWN;
 	return ls_unwind_init();
 }
 
@@ -66,7 +67,7 @@ static int cut_agent(const uint64_t *raw, int n, uint64_t *pcs, int max)
 
 static int capture_libunwind(uint64_t *raw, int want)
 {
-	void *buf[LS_MAX_DEPTH + SLACK];
+	void *buf[LS_DEPTH_MAX + SLACK];
 	int n = unw_backtrace_fn(buf, want), i;
 
 	for (i = 0; i < n; i++)
@@ -77,14 +78,14 @@ static int capture_libunwind(uint64_t *raw, int want)
 /* The unwinders without the memo: libunwind, or no stacks at all. */
 static int capture_plain(uint64_t *pcs, int max)
 {
-	uint64_t raw[LS_MAX_DEPTH + SLACK];
+	uint64_t raw[LS_DEPTH_MAX + SLACK];
 	int n;
 
 	if (method == NONE)
 		return 0;
 	n = method == LIBUNWIND ?
-	    capture_libunwind(raw, ls_stack_want(max)) :
-	    ls_unwind_capture(raw, ls_stack_want(max), 0);
+	    capture_libunwind(raw, ls_capture_want(max)) :
+	    ls_unwind_capture(raw, ls_capture_want(max), 0);
 	return cut_agent(raw, n, pcs, max);
 }
 
@@ -93,8 +94,8 @@ static int capture_plain(uint64_t *pcs, int max)
  * this function: cut_agent() aligns both on the program's frames). */
 static void check_frames(const uint64_t *pcs, int n, int max)
 {
-	uint64_t other[LS_MAX_DEPTH + SLACK], mine[LS_MAX_DEPTH];
-	int b = capture_libunwind(other, ls_stack_want(max));
+	uint64_t other[LS_DEPTH_MAX + SLACK], mine[LS_DEPTH_MAX];
+	int b = capture_libunwind(other, ls_capture_want(max));
 	int a = cut_agent(other, b, mine, max);
 
 	if (a != n || memcmp(mine, pcs, (size_t)n * sizeof(*pcs)))
@@ -102,19 +103,19 @@ static void check_frames(const uint64_t *pcs, int n, int max)
 }
 
 __attribute__((noinline))
-int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
+int ls_capture_site(uint64_t *pcs, int max, uint32_t kind,
 			  const struct ls_unwind_start *st,
-			  struct ls_site **site)
+			  struct ls_site_rec **site)
 {
-	uint64_t raw[LS_MAX_DEPTH + SLACK];
-	struct ls_site *memo;
+	uint64_t raw[LS_DEPTH_MAX + SLACK];
+	struct ls_site_rec *memo;
 	void *val;
 	int n;
 
 	*site = NULL;
 	if (method != OWN && method != CHECK)
 		return capture_plain(pcs, max);
-	n = ls_unwind_capture_memo_from(st, raw, ls_stack_want(max), 0, kind,
+	n = ls_unwind_capture_memo_from(st, raw, ls_capture_want(max), 0, kind,
 					st ? st->pc : 0, &val);
 	memo = val;
 	if (memo) {
@@ -129,43 +130,43 @@ int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
 	return n;
 }
 
-struct ls_site *ls_stack_memo(const struct ls_unwind_start *st, int max,
+struct ls_site_rec *ls_capture_memo(const struct ls_unwind_start *st, int max,
 			      uint32_t kind)
 {
-	struct ls_site *s;
+	struct ls_site_rec *s;
 
 	if (method != OWN && method != CHECK)
 		return NULL;
-	s = ls_unwind_memo_get(st, ls_stack_want(max), kind);
+	s = ls_unwind_memo_get(st, ls_capture_want(max), kind);
 	if (s && method == CHECK)
 		check_frames(s->frames, (int)s->nframes, max);
 	return s;
 }
 
-void ls_stack_remember(struct ls_site *site)
+void ls_capture_remember(struct ls_site_rec *site)
 {
 	if (method == OWN || method == CHECK)
 		ls_unwind_memo_put(site);
 }
 
-void ls_stack_invalidate(void)
+void ls_capture_invalidate(void)
 {
 	ls_unwind_invalidate();
 }
 
-void ls_stack_atfork_child(void)
+void ls_capture_atfork_child(void)
 {
 	ls_unwind_atfork_child();
 }
 
-uint32_t ls_stack_unwinder(void)
+uint32_t ls_capture_unwinder(void)
 {
 	return method == OWN ? LSNAP_UNWINDER_CFI :
 	       method == LIBUNWIND ? LSNAP_UNWINDER_LIBUNWIND :
 	       method == CHECK ? LSNAP_UNWINDER_CHECK : LSNAP_UNWINDER_NONE;
 }
 
-uint64_t ls_stack_mismatches(void)
+uint64_t ls_capture_mismatches(void)
 {
 	return __atomic_load_n(&mismatches, __ATOMIC_RELAXED);
 }

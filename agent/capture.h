@@ -1,11 +1,11 @@
 /*
- * stack.h - capture the calling thread's stack from inside a hook.
+ * capture.h - capture the calling thread's stack from inside a hook.
  *
  * The frames returned start at the program: every frame inside the agent
  * itself is dropped, so pcs[0] is the return address in the function that
  * called malloc (or strdup's return address into libc, and so on).
  *
- * Safe inside allocation hooks.  ls_stack_init() is not: it runs once at
+ * Safe inside allocation hooks.  ls_capture_init() is not: it runs once at
  * the agent's start.
  */
 #ifndef LEAKSCOPE_AGENT_STACK_H
@@ -15,20 +15,20 @@
 #include "site.h"
 #include "unwind.h"
 
-int ls_stack_init(void);
+int ls_capture_init(void);
 
-#define LS_STACK_SLACK 16	/* agent frames above the program's */
+#define LS_CAPTURE_SLACK 16	/* agent frames above the program's */
 
 /* Frames a capture for max program frames asks the unwinder for. */
-static inline int ls_stack_want(int max)
+static inline int ls_capture_want(int max)
 {
-	return max + LS_STACK_SLACK > LS_MAX_DEPTH + LS_STACK_SLACK ?
-	       LS_MAX_DEPTH + LS_STACK_SLACK : max + LS_STACK_SLACK;
+	return max + LS_CAPTURE_SLACK > LS_DEPTH_MAX + LS_CAPTURE_SLACK ?
+	       LS_DEPTH_MAX + LS_CAPTURE_SLACK : max + LS_CAPTURE_SLACK;
 }
 
-/* 1 when ls_stack_memo() is just ls_unwind_memo_get() (the own unwinder,
+/* 1 when ls_capture_memo() is just ls_unwind_memo_get() (the own unwinder,
  * no cross-check): the hooks then call that directly. */
-extern int ls_stack_memo_direct;
+extern int ls_capture_memo_direct;
 
 /*
  * Capture up to max program frames into pcs, for a site of this kind,
@@ -37,25 +37,25 @@ extern int ls_stack_memo_direct;
  * memo knows the walk (the same stack words as when a site was remembered
  * for it), *site is that site and nothing is captured (returns 0); else
  * *site is NULL and the frames are in pcs, the agent's own dropped.  The
- * caller interns them and hands the site to ls_stack_remember() before
+ * caller interns them and hands the site to ls_capture_remember() before
  * its next capture.
  */
-int ls_stack_capture_site(uint64_t *pcs, int max, uint32_t kind,
+int ls_capture_site(uint64_t *pcs, int max, uint32_t kind,
 			  const struct ls_unwind_start *st,
-			  struct ls_site **site);
-void ls_stack_remember(struct ls_site *site);
-/* The site ls_stack_capture_site(pcs, max, kind, st, ...) would give from
+			  struct ls_site_rec **site);
+void ls_capture_remember(struct ls_site_rec *site);
+/* The site ls_capture_site(pcs, max, kind, st, ...) would give from
  * the memo alone, without capturing; NULL if it would capture. */
-struct ls_site *ls_stack_memo(const struct ls_unwind_start *st, int max,
+struct ls_site_rec *ls_capture_memo(const struct ls_unwind_start *st, int max,
 			      uint32_t kind);
 /* Called after a dlclose(): forget cached unwind rules. */
-void ls_stack_invalidate(void);
+void ls_capture_invalidate(void);
 /* In a fork child (see ls_unwind_atfork_child). */
-void ls_stack_atfork_child(void);
+void ls_capture_atfork_child(void);
 /* Which unwinder is in use: enum lsnap_unwinder. */
-uint32_t ls_stack_unwinder(void);
+uint32_t ls_capture_unwinder(void);
 /* With LEAKSCOPE_UNWIND=check: captures where the two unwinders
  * disagreed. */
-uint64_t ls_stack_mismatches(void);
+uint64_t ls_capture_mismatches(void);
 
 #endif

@@ -1,0 +1,101 @@
+/*
+ * state.c - the agent's settings, from the environment `leakscope run`
+ * (or the user) gave it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "../common/contract.h"
+#include "../common/lsnap.h"
+#include "../common/runtime.h"
+#include "arena.h"
+#include "state.h"
+
+struct ls_agent ls_agent = { .depth = LS_DEPTH_DEFAULT, .control = 1 };
+
+uint64_t ls_state_env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	return (errno || *end) ? dflt : n;
+}
+
+static void env_copy(const char *name, char *dst, size_t cap)
+{
+	const char *v = getenv(name);
+
+	dst[0] = 0;
+	if (v && strlen(v) < cap)
+		strcpy(dst, v);
+}
+
+/* v if lo <= v <= hi, else dflt. */
+static uint32_t within(uint64_t v, uint32_t lo, uint32_t hi, uint32_t dflt)
+{
+	return v < lo || v > hi ? dflt : (uint32_t)v;
+}
+
+void ls_state_read_config(void)
+{
+	uint64_t d = ls_state_env_u64(LS_ENV_DEPTH, LS_DEPTH_DEFAULT);
+
+	ls_agent.depth = d < LS_DEPTH_MIN ? LS_DEPTH_MIN :
+			 d > LS_DEPTH_MAX ? LS_DEPTH_MAX : (int)d;
+	ls_agent.follow_exec = ls_state_env_u64(LS_ENV_FOLLOW_EXEC, 0) != 0;
+	ls_agent.exit_blocks = ls_state_env_u64(LS_ENV_EXIT_BLOCKS, 0) != 0;
+	ls_agent.control = ls_state_env_u64(LS_ENV_CONTROL, 1) != 0;
+	ls_agent.sample_rate = ls_state_env_u64(LS_ENV_SAMPLE_RATE, 0);
+	ls_agent.keep_pm = ls_state_env_u64(LS_ENV_KEEP, 0) != 0;
+	ls_agent.period_ms = within(ls_state_env_u64(LS_ENV_PERIOD_MS,
+						     LS_PERIOD_MS_DEFAULT),
+				    LS_PERIOD_MS_MIN, LS_PERIOD_MS_MAX,
+				    LS_PERIOD_MS_DEFAULT);
+	ls_agent.hist_len = within(ls_state_env_u64(LS_ENV_HISTORY,
+						    LS_HISTORY_DEFAULT),
+				   LS_HISTORY_MIN, LS_HISTORY_MAX,
+				   LS_HISTORY_DEFAULT);
+	env_copy(LS_ENV_OUT_DIR, ls_agent.out_dir, sizeof(ls_agent.out_dir));
+	if (ls_runtime_dir(ls_agent.runtime_dir, sizeof(ls_agent.runtime_dir)))
+		ls_agent.runtime_dir[0] = 0;
+}
+
+void ls_state_restore_environment(void)
+{
+	const char *orig = getenv(LS_ENV_PRELOAD_ORIG);
+
+	if (!getenv(LS_ENV_RUN) || ls_agent.follow_exec)
+		return;
+	if (orig)
+		setenv(LS_ENV_PRELOAD, orig, 1);
+	else
+		unsetenv(LS_ENV_PRELOAD);
+#define UNSET(name) unsetenv(name);
+	LS_RUN_SETTINGS(UNSET)
+#undef UNSET
+}
+
+void ls_state_read_cmdline(void)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	char *buf = ls_arena_alloc(LSNAP_MAX_PATH * 4);
+	ssize_t n, len = 0;
+
+	if (fd < 0 || !buf)
+		goto out;
+	while (len < LSNAP_MAX_PATH * 4 &&
+	       (n = read(fd, buf + len, LSNAP_MAX_PATH * 4 - len)) > 0)
+		len += n;
+	ls_agent.cmdline = buf;
+	ls_agent.cmdline_len = (size_t)len;
+out:
+	if (fd >= 0)
+		close(fd);
+}

@@ -1,0 +1,65 @@
+/*
+ * state.h - the agent's settings (read once at start from the
+ * environment, common/contract.h) and its process-wide state.
+ *
+ * Data only, defined in state.c: every module reads it, agent.c writes
+ * it at start, fork and exit.  ls_agent_on() is safe in allocation
+ * hooks; the rest of this header's functions run at start only.
+ */
+#ifndef LEAKSCOPE_AGENT_STATE_H
+#define LEAKSCOPE_AGENT_STATE_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum ls_state {
+	LS_OFF = 0,		/* not initialised: hooks pass through */
+	LS_STARTING,		/* initialising: hooks pass through */
+	LS_ON,			/* tracking */
+	LS_DONE,		/* final report written: pass through */
+	LS_DISABLED,		/* could not start: pass through */
+};
+
+struct ls_agent {
+	int state;
+	int depth;		/* frames captured at most */
+	int follow_exec;
+	int exit_blocks;	/* block list in the exit snapshot */
+	int control;		/* serve the control socket */
+	int keep_pm;		/* keep the post-mortem file after exit */
+	uint32_t period_ms;	/* growth sampling period */
+	uint32_t hist_len;	/* growth samples kept per site */
+	int control_pending;	/* a fork child that will start its own
+				   control thread (ls_agent_child_control) */
+	uint64_t fork_mono;	/* when this child was forked */
+	uint64_t sample_rate;	/* 0 = full tracking */
+	pid_t pid;		/* whose state this is (changes at fork) */
+	uint64_t start_mono;
+	char out_dir[PATH_MAX];	/* where exit snapshots go; "" = none */
+	char runtime_dir[PATH_MAX];
+	char *cmdline;		/* /proc/self/cmdline, arena memory */
+	size_t cmdline_len;
+};
+
+extern struct ls_agent ls_agent;
+
+static inline int ls_agent_on(void)
+{
+	return __atomic_load_n(&ls_agent.state, __ATOMIC_RELAXED) == LS_ON;
+}
+
+/* Fill the settings from the environment (common/contract.h), clamping
+ * what is out of its limits.  At start, guard held. */
+void ls_state_read_config(void);
+/* Under `leakscope run` without follow-exec, take the run's settings
+ * and the agent out of the environment, as the command would have had
+ * it.  At start. */
+void ls_state_restore_environment(void);
+/* Keep /proc/self/cmdline in agent memory for the snapshots. */
+void ls_state_read_cmdline(void);
+/* An unsigned setting, dflt when unset or not a number. */
+uint64_t ls_state_env_u64(const char *name, uint64_t dflt);
+
+#endif
