@@ -90,6 +90,7 @@ static struct {
 						   PT_LOAD segments */
 	unsigned nseg;
 	struct lsnap_mallinfo mallinfo;
+	pid_t pid, ppid;
 } prep;
 
 static struct scan sc_static;	/* the child's; static: no stack for 260 KiB */
@@ -740,6 +741,8 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	sigaddset(&faults, SIGSEGV);
 	sigaddset(&faults, SIGBUS);
 	sigprocmask(SIG_UNBLOCK, &faults, NULL);
+	res.pid = prep.pid;
+	res.ppid = prep.ppid;
 	r = run_scan(&sc_static, th, nth, (uint64_t)&here, &res);
 	if (!r) {
 		res.totals.flags = flags | (res.torn ? LSNAP_REACH_TORN : 0);
@@ -825,6 +828,8 @@ int ls_reach_prepare(void)
 	if (ls_agent.sample_rate)
 		return -ENOTSUP;
 	ls_modules_refresh();
+	prep.pid = getpid();
+	prep.ppid = getppid();
 	dl_iterate_phdr(own_segments, NULL);
 	ls_figures_mallinfo(&prep.mallinfo);
 	return prep.nseg ? 0 : -ENOENT;

@@ -34,6 +34,7 @@ struct ls_reach_result {
 	uint32_t nsites;
 	struct lsnap_reach totals;
 	int torn;		/* tables caught mid-update */
+	pid_t pid, ppid;	/* of the process the image is of */
 };
 
 /*

@@ -96,11 +96,13 @@ static void record(struct writer *w, uint32_t tag, uint32_t len)
 	w->nrecords++;
 }
 
-static void put_header(struct writer *w, enum lsnap_reason reason)
+static void put_header(struct writer *w, enum lsnap_reason reason,
+		       const struct ls_reach_result *res)
 {
 	struct lsnap_header h = {
-		.pid = (uint32_t)getpid(),
-		.ppid = (uint32_t)getppid(),
+		/* A check's child writes for the process it is an image of. */
+		.pid = res ? (uint32_t)res->pid : (uint32_t)getpid(),
+		.ppid = res ? (uint32_t)res->ppid : (uint32_t)getppid(),
 		.wall_ns = ls_now_ns(CLOCK_REALTIME),
 		.mono_ns = ls_now_ns(CLOCK_MONOTONIC),
 		.start_mono_ns = ls_agent.start_mono,
@@ -454,7 +456,7 @@ static int write_snapshot(int fd, enum lsnap_reason reason, int with_blocks,
 	ret = sums_init(&sums);
 	if (ret)
 		goto out;
-	put_header(w, reason);
+	put_header(w, reason, res);
 	put_calls(w);
 	put_mallinfo(w, res);
 	put_unwind(w);
