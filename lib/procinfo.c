@@ -74,3 +74,24 @@ int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap)
 	n = snprintf(buf, cap, "%s/%d%s", dir, (int)pid, suffix);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
+
+long ls_proc_status_long(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	size_t kl = strlen(key);
+	long v = -1;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -1;
+	while (fgets(line, sizeof(line), fp)) {
+		if (!strncmp(line, key, kl) && line[kl] == ':') {
+			v = strtol(line + kl + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(fp);
+	return v;
+}

@@ -21,4 +21,10 @@ int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap);
 /* "<pid's runtime dir>/<pid><suffix>" into buf (".sock", ".pm"). */
 int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap);
 
+/*
+ * The number after "key:" in /proc/PID/status ("Tgid", "TracerPid",
+ * "Uid" gives the real uid), or -1 when pid or the key is not there.
+ */
+long ls_proc_status_long(pid_t pid, const char *key);
+
 #endif
