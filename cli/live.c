@@ -44,6 +44,13 @@ static int unknown_option(const char *cmd, char **argv)
 static int render_to(const struct ls_snapshot *snap,
 		     const struct ls_report_opts *opts, const char *output)
 {
+	return ls_cli_render(snap, opts, output, 0, NULL);
+}
+
+int ls_cli_render(const struct ls_snapshot *snap,
+		  const struct ls_report_opts *opts, const char *output,
+		  unsigned gate_kinds, struct ls_gate *gate)
+{
 	struct ls_outfile of = { 0 };
 	struct ls_report rep;
 	FILE *fp = stdout;
@@ -68,6 +75,8 @@ static int render_to(const struct ls_snapshot *snap,
 	if (output)
 		fp = of.fp;
 	r = ls_report_render(fp, &rep, opts);
+	if (gate)
+		ls_report_gate(&rep, gate_kinds, gate);
 	ls_report_release(&rep);
 	if (output) {
 		if (r)

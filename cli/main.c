@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{ "reset", ls_cmd_reset, "forget the blocks a running process allocated so far" },
 	{ "snapshot", ls_cmd_snapshot, "save a running process's state to a file" },
 	{ "watch", ls_cmd_watch, "slices of a running process's growth, then each site's trend" },
+	{ "check", ls_cmd_check, "tell a running process's leaks from memory it still uses" },
 	{ "top", ls_cmd_top, "a live view of the fastest growing sites" },
 };
 

@@ -11,9 +11,30 @@ static int bad(const char *opt, const char *arg, const char *want)
 	return -1;
 }
 
+/* The suppressions of this process's command line (one command runs). */
+static struct ls_supp supp;
+static int no_default;
+
+int ls_report_supp_finish(struct ls_report_opts *opts, int want_default)
+{
+	if (want_default && !no_default && ls_supp_default(&supp)) {
+		ls_error("out of memory");
+		return -1;
+	}
+	opts->supp = supp.n ? &supp : NULL;
+	return 0;
+}
+
+void ls_report_options_release(struct ls_report_opts *opts)
+{
+	ls_supp_release(&supp);
+	opts->supp = NULL;
+}
+
 int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
 		     const char **output)
 {
+	char err[4400];
 	uint64_t v;
 
 	switch (c) {
@@ -54,6 +75,24 @@ int ls_report_option(int c, const char *arg, struct ls_report_opts *opts,
 		return 1;
 	case LS_OPT_SHOW_ALLOCS:
 		opts->show_allocs = 1;
+		return 1;
+	case LS_OPT_ONLY:
+		if (ls_reach_parse_kinds(arg, &opts->only, err, sizeof(err))) {
+			ls_error("--only: %s", err);
+			return -1;
+		}
+		return 1;
+	case LS_OPT_SUPPRESSIONS:
+		if (ls_supp_load(&supp, arg, err, sizeof(err))) {
+			ls_error("%s", err);
+			return -1;
+		}
+		return 1;
+	case LS_OPT_GEN_SUPPRESSIONS:
+		opts->gen_supp = 1;
+		return 1;
+	case LS_OPT_NO_DEFAULT_SUPP:
+		no_default = 1;
 		return 1;
 	}
 	return 0;

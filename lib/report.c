@@ -523,3 +523,34 @@ int ls_report_leaks_over(const struct ls_snapshot *snap, uint64_t limit)
 	}
 	return total > limit;
 }
+
+void ls_report_gate(const struct ls_report *rep, unsigned kinds,
+		    struct ls_gate *g)
+{
+	size_t i;
+	unsigned k;
+
+	memset(g, 0, sizeof(*g));
+	g->reach = rep->snap->has_reach;
+	/* Every site the filters kept, --top or not. */
+	for (i = 0; i < rep->nsites_total; i++) {
+		const struct ls_report_site *r = &rep->sites[i];
+		uint64_t b = 0;
+
+		if (!g->reach) {
+			if (r->live_bytes <= 0)
+				continue;
+			g->bytes += (uint64_t)r->live_bytes;
+			g->blocks += (uint64_t)r->live_blocks;
+			g->sites++;
+			continue;
+		}
+		for (k = 0; k < LSNAP_REACH_KINDS; k++)
+			if (kinds & 1u << k) {
+				b += r->reach.bytes[k];
+				g->blocks += r->reach.blocks[k];
+			}
+		g->bytes += b;
+		g->sites += b > 0;
+	}
+}

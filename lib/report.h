@@ -84,6 +84,20 @@ int ls_report_build(const struct ls_snapshot *snap,
 		    const struct ls_report_opts *opts, struct ls_report *rep);
 void ls_report_release(struct ls_report *rep);
 
+/*
+ * What --fail-on-leak gates on, from a built report (filters and
+ * suppressions applied).  With a reachability check: the bytes and
+ * blocks of the kinds in `kinds` (bits of enum lsnap_reach_kind);
+ * without: every outstanding byte the report kept.
+ */
+struct ls_gate {
+	uint64_t bytes, blocks;
+	size_t sites;
+	int reach;		/* the figures are by category */
+};
+void ls_report_gate(const struct ls_report *rep, unsigned kinds,
+		    struct ls_gate *g);
+
 /* "definite,indirect" -> bits of enum lsnap_reach_kind; 0 and *bits, or
  * -EINVAL naming the bad word in err. */
 int ls_reach_parse_kinds(const char *s, unsigned *bits, char *err,
