@@ -19,6 +19,7 @@
 #include "mmaps.h"
 #include "modules.h"
 #include "pmfile.h"
+#include "reach.h"
 #include "real.h"
 #include "sample.h"
 #include "site.h"
@@ -301,6 +302,18 @@ out:
 	errno = saved;
 }
 
+/* With --leak-check the categorized snapshot; without, or when the check
+ * could not run, the plain one over whatever the check began. */
+static int write_checked(int fd)
+{
+	if (ls_agent.leak_check && !ls_reach_at_exit(fd, ls_agent.exit_blocks))
+		return 0;
+	if (ls_agent.leak_check &&
+	    (ftruncate(fd, 0) || lseek(fd, 0, SEEK_SET) < 0))
+		return -errno;
+	return ls_snapwrite(fd, LSNAP_REASON_EXIT, ls_agent.exit_blocks);
+}
+
 static void write_exit_snapshot(void)
 {
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 80];
@@ -312,8 +325,12 @@ static void write_exit_snapshot(void)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
-	if (ls_snapwrite(fd, LSNAP_REASON_EXIT, ls_agent.exit_blocks) ||
-	    close(fd))
+	if (write_checked(fd)) {
+		close(fd);
+		unlink(tmp);
+		return;
+	}
+	if (close(fd))
 		unlink(tmp);
 	else
 		rename(tmp, path);

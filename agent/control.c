@@ -29,6 +29,7 @@
 #define REQUEST_TIMEOUT_MS 2000
 
 static int listen_fd = -1;
+static pid_t control_tid;	/* the control thread, once it runs */
 static pid_t owner;		/* the pid whose socket path we hold */
 static struct sockaddr_un addr;
 static void (*reset_fn)(void);	/* the "reset" verb: agent.c's */
@@ -288,6 +289,7 @@ static void *control_main(void *arg)
 	uint64_t next = mono_ms();
 
 	ls_guard_enter();	/* for good: nothing this thread does is tracked */
+	__atomic_store_n(&control_tid, ls_gettid(), __ATOMIC_RELEASE);
 	prctl(PR_SET_NAME, "leakscope");
 	sweep_runtime_dir();
 	for (;;) {
@@ -375,8 +377,14 @@ void ls_control_stop(void)
 	unlink(addr.sun_path);
 }
 
+pid_t ls_control_tid(void)
+{
+	return __atomic_load_n(&control_tid, __ATOMIC_ACQUIRE);
+}
+
 void ls_control_forget_child(void)
 {
+	control_tid = 0;
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;

@@ -12,6 +12,7 @@
 #define LEAKSCOPE_AGENT_CONTROL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include "../common/contract.h"	/* verbs, LS_CONTROL_MAX_REQUEST */
 
 /* Start the control thread; 0 or a negative errno.  Outside hooks.
@@ -22,6 +23,9 @@ void ls_control_stop(void);
 /* In a fork child: the control thread did not survive; drop its state
  * without touching the parent's socket. */
 void ls_control_forget_child(void);
+
+/* The control thread's id once it runs in this process, else 0. */
+pid_t ls_control_tid(void);
 
 /* Create the runtime dir (common/runtime.h) if needed and check that it
  * is ours and private; 0 or -errno. */

@@ -32,10 +32,12 @@
 #include <malloc.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include "state.h"
+#include "control.h"
 #include "figures.h"
 #include "live.h"
 #include "mmaps.h"
@@ -838,4 +840,42 @@ int ls_reach_prepare(void)
 const struct lsnap_mallinfo *ls_reach_mallinfo(void)
 {
 	return &prep.mallinfo;
+}
+
+/* Threads of this process, from /proc/self/status; 0 if unknown. */
+static unsigned count_threads(void)
+{
+	char buf[4096], *p;
+	ssize_t n;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strstr(buf, "\nThreads:");
+	return p ? (unsigned)strtoul(p + 9, NULL, 10) : 0;
+}
+
+int ls_reach_at_exit(int fd, int with_blocks)
+{
+	uint32_t flags = LSNAP_REACH_AT_EXIT;
+	pid_t child;
+	int r = ls_reach_prepare();
+
+	if (r)
+		return r;
+	/* The agent cannot stop its own process's threads (a thread group
+	 * cannot ptrace itself): the others run on in the parent, and the
+	 * image holds them as they were, without their registers. */
+	if (count_threads() != 1 + (ls_control_tid() != 0))
+		flags |= LSNAP_REACH_NO_REGS;
+	child = ls_reach_spawn(fd, NULL, 0, with_blocks, LSNAP_REASON_EXIT,
+			       flags, NULL);
+	if (child < 0)
+		return child;
+	return ls_reach_wait(child);
 }

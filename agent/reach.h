@@ -60,6 +60,15 @@ pid_t ls_reach_spawn(int fd, const struct lsnap_check_thread *th, uint32_t n,
 /* Wait for the child; 0 when it wrote its snapshot, else -EIO. */
 int ls_reach_wait(pid_t child);
 
+/*
+ * The check at exit (`run --leak-check`), from the exiting thread after
+ * the program's atexit handlers: prepare, spawn, wait.  Other threads are
+ * not stopped (LSNAP_REACH_NO_REGS when there are any).  0 when the
+ * snapshot was written to fd, else a negative errno (the caller writes a
+ * plain snapshot instead).
+ */
+int ls_reach_at_exit(int fd, int with_blocks);
+
 /* The mallinfo ls_reach_prepare() took (the snapshot writer's). */
 const struct lsnap_mallinfo *ls_reach_mallinfo(void);
 

@@ -49,6 +49,8 @@ struct run {
 	int follow_exec;
 	int fail_on_leak;
 	uint64_t leak_limit;
+	int leak_check;		/* reachability check at exit */
+	unsigned fail_kinds;	/* what --fail-on-leak counts with it */
 	uint64_t sample_rate;	/* 0 = full tracking */
 	uint64_t sample_seed;
 
@@ -66,6 +68,8 @@ enum {
 	OPT_COUNT,
 	OPT_FOLLOW_EXEC,
 	OPT_FAIL_ON_LEAK,
+	OPT_LEAK_CHECK,
+	OPT_FAIL_ON,
 	OPT_SAMPLE_RATE,
 	OPT_SAMPLE_SEED,
 	OPT_HELP,
@@ -78,6 +82,8 @@ static const struct option run_longopts[] = {
 	{ "count", required_argument, NULL, OPT_COUNT },
 	{ "follow-exec", no_argument, NULL, OPT_FOLLOW_EXEC },
 	{ "fail-on-leak", optional_argument, NULL, OPT_FAIL_ON_LEAK },
+	{ "leak-check", no_argument, NULL, OPT_LEAK_CHECK },
+	{ "fail-on", required_argument, NULL, OPT_FAIL_ON },
 	{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
 	{ "sample-seed", required_argument, NULL, OPT_SAMPLE_SEED },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -107,7 +113,20 @@ static const char run_usage[] =
 "                             nearly free; figures become estimates\n"
 "  --sample-seed N            seed the sampling (reproducible runs)\n"
 "  --fail-on-leak[=BYTES]     exit 99 if a process ends with more than\n"
-"                             BYTES (default 0) outstanding\n"
+"                             BYTES (default 0) outstanding, after the\n"
+"                             filters and suppressions (the C and C++\n"
+"                             runtimes' own allocations are suppressed),\n"
+"                             with a one-line reason on stderr\n"
+"  --leak-check               at exit, sort the blocks as valgrind does\n"
+"                             (definitely, indirectly, possibly lost, still\n"
+"                             reachable); --fail-on-leak then counts the\n"
+"                             definitely and indirectly lost bytes\n"
+"  --fail-on KINDS            what --fail-on-leak counts (implies both):\n"
+"                             definite,indirect,possible,reachable or all\n"
+"  --only KINDS               with --leak-check: report only these kinds\n"
+"  --suppressions FILE        LeakSanitizer suppressions (leak:PATTERN),\n"
+"                             several allowed; --no-default-suppressions,\n"
+"                             --gen-suppressions as for 'leakscope check'\n"
 "\n"
 "Exit status: the command's; 99 when --fail-on-leak trips; 125 when\n"
 "leakscope itself fails; 126 command not executable; 127 not found.\n";
@@ -157,6 +176,20 @@ static int parse(struct run *r, int argc, char **argv)
 				return -1;
 			}
 			break;
+		case OPT_LEAK_CHECK:
+			r->leak_check = 1;
+			break;
+		case OPT_FAIL_ON: {
+			char err[256];
+
+			if (ls_reach_parse_kinds(optarg, &r->fail_kinds, err,
+						 sizeof(err))) {
+				ls_error("--fail-on: %s", err);
+				return -1;
+			}
+			r->fail_on_leak = r->leak_check = 1;
+			break;
+		}
 		case OPT_SAMPLE_RATE:
 			if (ls_parse_size(optarg, &r->sample_rate) || !r->sample_rate) {
 				ls_error("invalid value '%s' for --sample-rate: expected a positive size such as 512KiB", optarg);
@@ -186,6 +219,21 @@ static int parse(struct run *r, int argc, char **argv)
 		ls_error("--count needs --interval");
 		return -1;
 	}
+	if (r->leak_check && r->sample_rate) {
+		ls_error("--leak-check needs full tracking: it cannot be "
+			 "combined with --sample-rate");
+		return -1;
+	}
+	if (r->ropts.only && !r->leak_check) {
+		ls_error("--only needs --leak-check (the kinds come from the "
+			 "check at exit)");
+		return -1;
+	}
+	if (!r->fail_kinds)
+		r->fail_kinds = 1u << LSNAP_REACH_DEFINITE |
+				1u << LSNAP_REACH_INDIRECT;
+	if (ls_report_supp_finish(&r->ropts, 1))
+		return -1;
 	if (optind >= argc) {
 		ls_error("no command to run (usage: leakscope run [OPTIONS] -- COMMAND [ARGS...])");
 		return -1;
@@ -419,6 +467,8 @@ static char **child_env(const struct run *r)
 				(unsigned long long)r->sample_seed);
 	if (!err && r->ropts.need_blocks)
 		err = env_pushf(&e, LS_ENV_EXIT_BLOCKS "=1");
+	if (!err && r->leak_check)
+		err = env_pushf(&e, LS_ENV_LEAK_CHECK "=1");
 	if (!err && orig)
 		err = env_pushf(&e, LS_ENV_PRELOAD_ORIG "=%s", orig);
 	if (!err && !orig)
@@ -505,10 +555,16 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int render(FILE *fp, const struct ls_snapshot *snap,
-		  const struct ls_report_opts *opts)
+/*
+ * Render snap; with tripped, also apply --fail-on-leak to the same report
+ * (filters and suppressions included) and say why in one line on stderr,
+ * whatever --output is.
+ */
+static int render(const struct run *r, FILE *fp, const struct ls_snapshot *snap,
+		  const struct ls_report_opts *opts, int *tripped)
 {
 	struct ls_report rep;
+	struct ls_gate gate;
 	int err = ls_report_build(snap, opts, &rep);
 
 	if (err == -ENODATA)
@@ -519,6 +575,14 @@ static int render(FILE *fp, const struct ls_snapshot *snap,
 		return err;
 	}
 	err = ls_report_render(fp, &rep, opts);
+	if (tripped && r->fail_on_leak) {
+		ls_report_gate(&rep, r->fail_kinds, &gate);
+		if (gate.bytes > r->leak_limit) {
+			*tripped = 1;
+			ls_cli_gate_reason((pid_t)snap->hdr.pid, &gate,
+					   r->fail_kinds);
+		}
+	}
 	ls_report_release(&rep);
 	if (!err)
 		fflush(fp);
@@ -527,8 +591,9 @@ static int render(FILE *fp, const struct ls_snapshot *snap,
 
 /* A post-mortem file has no block list: filters that need one are
  * dropped, and the report says so. */
-static void render_plain(FILE *fp, const struct ls_snapshot *snap,
-			 const struct ls_report_opts *opts)
+static void render_plain(const struct run *r, FILE *fp,
+			 const struct ls_snapshot *snap,
+			 const struct ls_report_opts *opts, int *tripped)
 {
 	struct ls_report_opts plain = *opts;
 
@@ -537,7 +602,7 @@ static void render_plain(FILE *fp, const struct ls_snapshot *snap,
 	ls_report_opts_finish(&plain);
 	ls_error("the post-mortem file of pid %u has no block list: "
 		 "block filters ignored", snap->hdr.pid);
-	render(fp, snap, &plain);
+	render(r, fp, snap, &plain, tripped);
 }
 
 static void periodic_report(struct run *r)
@@ -550,7 +615,7 @@ static void periodic_report(struct run *r)
 		ls_error("periodic report skipped: %s", err);
 		return;
 	}
-	render(r->fp, &snap, &r->ropts);
+	render(r, r->fp, &snap, &r->ropts, NULL);
 	ls_snapshot_release(&snap);
 }
 
@@ -662,14 +727,15 @@ static void remove_tmpdir(const char *dir)
 
 /* A report of another process: to FILE.PID with --output, else after
  * the root's on the same stream. */
-static int render_other(struct run *r, const struct ls_snapshot *snap)
+static int render_other(struct run *r, const struct ls_snapshot *snap,
+			int *tripped)
 {
 	struct ls_outfile of;
 	char *path;
 	int err;
 
 	if (!r->output)
-		return render(r->fp, snap, &r->ropts);
+		return render(r, r->fp, snap, &r->ropts, tripped);
 	if (asprintf(&path, "%s.%u", r->output, snap->hdr.pid) < 0)
 		return -ENOMEM;
 	err = ls_outfile_open(&of, path);
@@ -678,7 +744,7 @@ static int render_other(struct run *r, const struct ls_snapshot *snap)
 		free(path);
 		return err;
 	}
-	err = render(of.fp, snap, &r->ropts);
+	err = render(r, of.fp, snap, &r->ropts, tripped);
 	if (err)
 		ls_outfile_abort(&of);
 	else if ((err = ls_outfile_commit(&of)))
@@ -705,10 +771,8 @@ static int postmortem_report(struct run *r, int *tripped)
 	    ls_postmortem_load(path, &snap, err, sizeof(err)))
 		return -1;
 	unlink(path);
-	if (render(r->fp, &snap, &r->ropts) == -ENODATA)
-		render_plain(r->fp, &snap, &r->ropts);
-	if (r->fail_on_leak && ls_report_leaks_over(&snap, r->leak_limit))
-		*tripped = 1;
+	if (render(r, r->fp, &snap, &r->ropts, tripped) == -ENODATA)
+		render_plain(r, r->fp, &snap, &r->ropts, tripped);
 	ls_snapshot_release(&snap);
 	return 0;
 }
@@ -729,16 +793,14 @@ static int report_all(struct run *r, int status)
 
 		if (s->hdr.pid == (uint32_t)r->child) {
 			root_seen = 1;
-			failed |= render(r->fp, s, &r->ropts) != 0;
+			failed |= render(r, r->fp, s, &r->ropts, &tripped) != 0;
 		}
 	}
 	for (i = 0; i < c.n; i++) {
 		const struct ls_snapshot *s = &c.snaps[i];
 
 		if (s->hdr.pid != (uint32_t)r->child)
-			failed |= render_other(r, s) != 0;
-		if (r->fail_on_leak && ls_report_leaks_over(s, r->leak_limit))
-			tripped = 1;
+			failed |= render_other(r, s, &tripped) != 0;
 	}
 	for (i = 0; i < c.n; i++)
 		ls_snapshot_release(&c.snaps[i]);

@@ -195,6 +195,17 @@ static void put_matched(const struct ls_render_ctx *c)
 	fputs(" blocks\n", c->out);
 }
 
+static void put_suppressed(const struct ls_render_ctx *c)
+{
+	const struct ls_report *rep = c->rep;
+
+	if (!rep->supp_sites)
+		return;
+	fprintf(c->out, "Suppressed: %" PRIu64 " bytes in %" PRIu64 " blocks "
+		"from %zu stacks (the C/C++ runtime's own, --suppressions)\n",
+		rep->supp_bytes, rep->supp_blocks, rep->supp_sites);
+}
+
 static void put_calls(const struct ls_render_ctx *c)
 {
 	const struct ls_snapshot *s = c->rep->snap;
@@ -414,6 +425,7 @@ int ls_render_text(const struct ls_render_ctx *c)
 	fputc('\n', c->out);
 	put_totals(c);
 	put_matched(c);
+	put_suppressed(c);
 	put_calls(c);
 	return 0;
 }
