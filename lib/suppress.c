@@ -14,22 +14,23 @@
  * long as the process: a program cannot free any of it.
  */
 static const char *const default_list[] = {
-	"_IO_file_doallocate",		/* stdio stream buffers */
-	"_nl_find_locale",		/* locale files and names, cached */
-	"_nl_expand_alias",		/* locale.alias, cached */
-	"_nl_load_domain",		/* gettext catalogues */
-	"_dl_allocate_tls",		/* a thread's TLS vector */
-	"_dl_resize_dtv",
-	"_dl_update_slotinfo",		/* dynamic TLS of dlopen()ed objects */
-	"__tls_get_addr",
-	"_dl_new_object",		/* the loader's record of an object */
-	"_dl_map_object",
-	"_dl_check_map_versions",
-	"_dlerror_run",			/* dlerror()'s message buffer */
-	"eh_alloc.cc",			/* libstdc++'s emergency EH pool */
-	"(anonymous namespace)::pool::pool",
-	"__cxa_get_globals",		/* libstdc++'s per-thread EH globals */
-	"__cxa_thread_atexit",
+	"^_IO_file_doallocate$",	/* stdio stream buffers */
+	"^setlocale$",			/* the global locale's names */
+	"^_nl_find_locale$",		/* locale files and names, cached */
+	"^_nl_expand_alias$",		/* locale.alias, cached */
+	"^_nl_load_domain$",		/* gettext catalogues */
+	"^_dl_allocate_tls$",		/* a thread's TLS vector */
+	"^_dl_resize_dtv$",
+	"^_dl_update_slotinfo$",	/* dynamic TLS of dlopen()ed objects */
+	"^__tls_get_addr$",
+	"^_dl_new_object$",		/* the loader's record of an object */
+	"^_dl_map_object$",
+	"^_dl_check_map_versions$",
+	"^_dlerror_run$",		/* dlerror()'s message buffer */
+	"eh_alloc.cc$",			/* libstdc++'s emergency EH pool */
+	"^(anonymous namespace)::pool::pool",
+	"^__cxa_get_globals",		/* libstdc++'s per-thread EH globals */
+	"^__cxa_thread_atexit",
 };
 
 static int add(struct ls_supp *s, const char *pattern, size_t len,

@@ -110,16 +110,17 @@ WL_SITE static void *site_leak(void)
  * (the volatile stores keep the compiler from dropping the calls). */
 WL_HELPER static void make_lost(void)
 {
-	struct node *l = NULL, *a, *b;
+	struct node *l = NULL, *c[2];
 
 	for (int i = 0; i < wl_n(3); i++)
 		l = site_list_node(l);
 	wl_sink = site_list_head(l);
-	a = site_cycle();
-	b = site_cycle();
-	a->next = b;
-	b->next = a;
-	wl_sink = a;
+	for (int i = 0; i < wl_n(2); i++)	/* one call: one site */
+		c[i] = site_cycle();
+	c[0]->next = c[1];
+	c[1]->next = c[0];
+	wl_sink = c[0];
+	c[0] = c[1] = NULL;
 	for (int i = 0; i < wl_n(3); i++)
 		wl_sink = site_leak();
 	wl_sink = NULL;
