@@ -306,7 +306,8 @@ out:
  * could not run, the plain one over whatever the check began. */
 static int write_checked(int fd)
 {
-	if (ls_agent.leak_check && !ls_reach_at_exit(fd, ls_agent.exit_blocks))
+	if (ls_agent.leak_check &&
+	    !ls_reach_at_exit(fd, ls_agent.exit_blocks, ls_control_tid() != 0))
 		return 0;
 	if (ls_agent.leak_check &&
 	    (ftruncate(fd, 0) || lseek(fd, 0, SEEK_SET) < 0))

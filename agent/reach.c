@@ -37,7 +37,6 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include "state.h"
-#include "control.h"
 #include "figures.h"
 #include "live.h"
 #include "mmaps.h"
@@ -454,12 +453,10 @@ static void on_fault(int sig)
 	siglongjmp(fault_jmp, 1);
 }
 
-/* Scan [a, b) of a root region; a page that faults ends the region. */
+/* Scan [a, b) of a root region (mark_roots catches a fault). */
 static void mark_root(struct scan *sc, uint64_t a, uint64_t b)
 {
 	if (a >= b)
-		return;
-	if (sigsetjmp(fault_jmp, 0))
 		return;
 	sc->root_bytes += b - a;
 	mark_range(sc, a, b, 1);
@@ -477,20 +474,61 @@ static int is_own(const struct scan *sc, uint64_t a, uint64_t *end)
 	return 0;
 }
 
-/* Does [s, e) hold a tracked block (it is heap: not a root)? */
-static int holds_block(const struct scan *sc, uint64_t s, uint64_t e)
+/* The first block at or above address a. */
+static size_t first_block_from(const struct scan *sc, uint64_t a)
 {
 	size_t lo = 0, hi = sc->n;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
-		if (sc->addr[mid] < s)
+		if (sc->addr[mid] < a)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < sc->n && sc->addr[lo] < e;
+	return lo;
+}
+
+#define HEAP_MAX_SIZE (64ull << 20)	/* glibc's arena heaps, 64-bit */
+#define CHUNK_MMAPPED 2ull
+#define CHUNK_NON_MAIN 4ull
+
+/*
+ * The allocator's memory around block i, in region [gs, ge): not a root
+ * (its free chunks keep stale pointers; its blocks are scanned when
+ * reached).  From glibc's chunk header before the block: a chunk of its
+ * own mapping gives exactly that mapping (kernels merge adjacent
+ * anonymous mappings, so the region may hold a thread stack or a
+ * program's arena too); a chunk of a thread arena gives the arena's heap
+ * from its 64 MiB-aligned start; the main arena, or a header that does
+ * not look like glibc's (another allocator), the whole region.
+ */
+static void heap_range(const struct scan *sc, size_t i, uint64_t gs,
+		       uint64_t ge, uint64_t *xs, uint64_t *xe)
+{
+	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre;
+
+	*xs = gs;
+	*xe = ge;
+	if (a < gs + 16)
+		return;
+	hdr = *(const uint64_t *)(a - 8);
+	cs = hdr & ~7ull;
+	if (hdr & CHUNK_MMAPPED) {
+		pre = *(const uint64_t *)(a - 16);	/* memalign's offset */
+		if ((cs & 4095) || pre > (1ull << 20) || a - 16 - pre < gs ||
+		    a - 16 + cs > ge || a - 16 + cs < a + size)
+			return;
+		*xs = a - 16 - pre;
+		*xe = a - 16 + cs;
+		return;
+	}
+	if (cs < size + 8 || cs > size + 8 + (1ull << 20))
+		return;
+	if (hdr & CHUNK_NON_MAIN)
+		*xs = (a & ~(HEAP_MAX_SIZE - 1)) > gs ?
+		      (a & ~(HEAP_MAX_SIZE - 1)) : gs;
 }
 
 /*
@@ -517,6 +555,35 @@ static void mark_piece(struct scan *sc, uint64_t s, uint64_t e)
 	}
 }
 
+/* Region [s, e) less the allocator's memory (heap_range). */
+static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
+{
+	uint64_t cur = s, xs, xe;
+	size_t i;
+
+	for (i = first_block_from(sc, g->start); i < sc->n &&
+	     sc->addr[i] < g->end && cur < g->end; i++) {
+		if (sc->addr[i] < cur)
+			continue;
+		heap_range(sc, i, g->start, g->end, &xs, &xe);
+		if (xs > cur)
+			mark_piece(sc, cur, xs);
+		if (xe > cur)
+			cur = xe;
+	}
+	if (cur < g->end)
+		mark_piece(sc, cur, g->end);
+}
+
+/* A page that faults (a file mapping cut short) ends the region. */
+static void mark_region_guarded(struct scan *sc, const struct region *g,
+				uint64_t s)
+{
+	if (sigsetjmp(fault_jmp, 0))
+		return;
+	mark_region(sc, g, s);
+}
+
 static void mark_roots(struct scan *sc, const struct lsnap_check_thread *th,
 		       uint32_t nth, uint64_t self_sp)
 {
@@ -527,7 +594,7 @@ static void mark_roots(struct scan *sc, const struct lsnap_check_thread *th,
 		uint64_t s = g[i].start, e = g[i].end, sp;
 
 		if (!g[i].readable || !g[i].writable ||
-		    (g[i].shared && g[i].file) || holds_block(sc, s, e))
+		    (g[i].shared && g[i].file))
 			continue;
 		/* A stack: only from its thread's stack pointer up. */
 		for (k = 0; k <= nth; k++) {
@@ -535,7 +602,7 @@ static void mark_roots(struct scan *sc, const struct lsnap_check_thread *th,
 			if (sp >= s && sp < e && sp - RED_ZONE > s)
 				s = sp - RED_ZONE;
 		}
-		mark_piece(sc, s, e);
+		mark_region_guarded(sc, &g[i], s);
 	}
 	for (k = 0; k < nth; k++)
 		for (i = 0; i < th[k].nregs && i < LSNAP_CHECK_NREGS; i++)
@@ -743,6 +810,7 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	sigaddset(&faults, SIGSEGV);
 	sigaddset(&faults, SIGBUS);
 	sigprocmask(SIG_UNBLOCK, &faults, NULL);
+	res.mallinfo = prep.mallinfo;
 	res.pid = prep.pid;
 	res.ppid = prep.ppid;
 	r = run_scan(&sc_static, th, nth, (uint64_t)&here, &res);
@@ -837,10 +905,6 @@ int ls_reach_prepare(void)
 	return prep.nseg ? 0 : -ENOENT;
 }
 
-const struct lsnap_mallinfo *ls_reach_mallinfo(void)
-{
-	return &prep.mallinfo;
-}
 
 /* Threads of this process, from /proc/self/status; 0 if unknown. */
 static unsigned count_threads(void)
@@ -860,7 +924,7 @@ static unsigned count_threads(void)
 	return p ? (unsigned)strtoul(p + 9, NULL, 10) : 0;
 }
 
-int ls_reach_at_exit(int fd, int with_blocks)
+int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads)
 {
 	uint32_t flags = LSNAP_REACH_AT_EXIT;
 	pid_t child;
@@ -871,7 +935,7 @@ int ls_reach_at_exit(int fd, int with_blocks)
 	/* The agent cannot stop its own process's threads (a thread group
 	 * cannot ptrace itself): the others run on in the parent, and the
 	 * image holds them as they were, without their registers. */
-	if (count_threads() != 1 + (ls_control_tid() != 0))
+	if (count_threads() != 1 + agent_threads)
 		flags |= LSNAP_REACH_NO_REGS;
 	child = ls_reach_spawn(fd, NULL, 0, with_blocks, LSNAP_REASON_EXIT,
 			       flags, NULL);

@@ -24,18 +24,8 @@
 #include <sys/types.h>
 #include "../common/lsnap.h"
 #include "live.h"
+#include "snapwrite.h"
 
-/* Per-block categories and sums handed to the snapshot writer. */
-struct ls_reach_result {
-	struct ls_live_entry *blocks;	/* heap blocks sorted by address */
-	uint8_t *cat;		/* enum lsnap_reach_kind per block */
-	size_t nblocks;
-	struct lsnap_reach_site *sites;	/* indexed by site id */
-	uint32_t nsites;
-	struct lsnap_reach totals;
-	int torn;		/* tables caught mid-update */
-	pid_t pid, ppid;	/* of the process the image is of */
-};
 
 /*
  * In the parent, before the world stops (takes the loader lock and the
@@ -63,13 +53,12 @@ int ls_reach_wait(pid_t child);
 /*
  * The check at exit (`run --leak-check`), from the exiting thread after
  * the program's atexit handlers: prepare, spawn, wait.  Other threads are
- * not stopped (LSNAP_REACH_NO_REGS when there are any).  0 when the
+ * not stopped (LSNAP_REACH_NO_REGS when there are any besides the caller
+ * and the agent's own agent_threads).  0 when the
  * snapshot was written to fd, else a negative errno (the caller writes a
  * plain snapshot instead).
  */
-int ls_reach_at_exit(int fd, int with_blocks);
+int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads);
 
-/* The mallinfo ls_reach_prepare() took (the snapshot writer's). */
-const struct lsnap_mallinfo *ls_reach_mallinfo(void);
 
 #endif

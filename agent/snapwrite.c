@@ -15,7 +15,6 @@
 #include "mmaps.h"
 #include "modules.h"
 #include "pmfile.h"
-#include "reach.h"
 #include "sample.h"
 #include "site.h"
 #include "snapwrite.h"
@@ -139,7 +138,7 @@ static void put_mallinfo(struct writer *w, const struct ls_reach_result *res)
 	struct lsnap_mallinfo m;
 
 	if (res)
-		m = *ls_reach_mallinfo();
+		m = res->mallinfo;
 	else
 		ls_figures_mallinfo(&m);
 	record(w, LSNAP_MALLINFO, sizeof(m));

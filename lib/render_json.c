@@ -171,11 +171,13 @@ static void put_filters(struct ls_json *j, const struct ls_render_ctx *c)
 	else
 		ls_json_null(j, "top");
 	ls_json_bool(j, "growing", o->growing);
-	ls_json_array(j, "only");
-	for (unsigned k = 0; k < LSNAP_REACH_KINDS; k++)
-		if (o->only & 1u << k)
-			ls_json_str(j, NULL, ls_reach_kind_word(k));
-	ls_json_end(j);
+	if (c->rep->snap->has_reach) {
+		ls_json_array(j, "only");
+		for (unsigned k = 0; k < LSNAP_REACH_KINDS; k++)
+			if (o->only & 1u << k)
+				ls_json_str(j, NULL, ls_reach_kind_word(k));
+		ls_json_end(j);
+	}
 	ls_json_end(j);
 	ls_json_u64(j, "sites_total", c->rep->nsites_total);
 	ls_json_object(j, "matched");
