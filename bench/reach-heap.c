@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 			return 1;
 		for (k = 1; k < size / 8; k++)
 			b[k] = (void *)(uintptr_t)(k & 0xff);
-		if (i % 1000 == 999) {	/* lost: nothing points to it */
+		if (i % 1000 == 500) {	/* lost: nothing points to it */
 			b[0] = NULL;
 			continue;
 		}
