@@ -9,6 +9,7 @@
 PREFIX ?= /usr/local
 BINDIR = $(PREFIX)/bin
 LIBDIR = $(PREFIX)/lib/leakscope
+MANDIR = $(PREFIX)/share/man
 
 CC ?= gcc
 CXX ?= g++
@@ -57,7 +58,7 @@ WL_BIN = $(WL_C:%.c=$(B)/%) $(WL_CXX:%.cc=$(B)/%) $(WL_LIB:%.c=$(B)/%.so)
 
 DEMO_BIN = $(B)/demo/leaky-server
 
-all: $(B)/leakscope $(B)/libleakscope.so
+all: $(B)/leakscope $(B)/libleakscope.so $(B)/leakscope.1
 
 $(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
@@ -73,6 +74,15 @@ $(B)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -c -o $@ $<
 
+# The flame graph's script, kept as a plain .js file, compiled in as a C
+# string (every line quoted, backslashes and quotes escaped).
+$(B)/gen/flamegraph-js.h: lib/flamegraph.js
+	@mkdir -p $(@D)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
+
+$(B)/lib/flamegraph_svg.o: $(B)/gen/flamegraph-js.h
+$(B)/lib/flamegraph_svg.o: CLI_CFLAGS += -I$(B)/gen
+
 $(REPORT_LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
@@ -82,6 +92,11 @@ $(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(wildcard lib/*.h) $(wildcard common/
 
 $(B)/leakscope: $(CLI_OBJ) $(REPORT_LIB)
 	$(CC) -o $@ $^ $(CLI_LDLIBS)
+
+# The manual page, printed by the command from the tables its --help
+# comes from.
+$(B)/leakscope.1: $(B)/leakscope
+	$(B)/leakscope help --man >$@.tmp && mv $@.tmp $@
 
 $(B)/cli-lib.a: $(CLI_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -101,6 +116,11 @@ $(B)/tests/workloads/lib%.so: tests/workloads/lib%.c tests/workloads/wl.h
 $(B)/tests/workloads/%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $< -ldl
+
+# Linked with a library whose constructor allocates (issue 12).
+$(B)/tests/workloads/early-ctor: tests/workloads/early-ctor.c tests/workloads/wl.h $(B)/tests/workloads/libearly.so
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $< -L$(@D) -learly -Wl,-rpath,'$$ORIGIN'
 
 $(B)/tests/workloads/%: tests/workloads/%.cc tests/workloads/wl.h
 	@mkdir -p $(@D)
@@ -128,9 +148,10 @@ bench: deps
 	@$(MAKE) --no-print-directory -C bench
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(B)/libleakscope.so $(DESTDIR)$(LIBDIR)/libleakscope.so
 	install -m 0755 $(B)/leakscope $(DESTDIR)$(BINDIR)/leakscope
+	install -m 0644 $(B)/leakscope.1 $(DESTDIR)$(MANDIR)/man1/leakscope.1
 
 clean:
 	rm -rf $(B)

@@ -266,12 +266,26 @@ static void fork_child(void)
 
 /* --- start and end -------------------------------------------------------- */
 
-__attribute__((constructor(101)))
-static void ls_agent_start(void)
+/*
+ * What tracking needs, done by whichever comes first: the agent's
+ * constructor, or the first allocation the agent sees.  ld.so runs the
+ * constructors of a program's own dependencies before those of the
+ * preloaded agent, so libstdc++'s emergency pool or a library's
+ * constructor would otherwise allocate unseen.  Nothing here starts a
+ * thread or touches the environment: a constructor of another library
+ * may be running.  Returns whether the agent is on.
+ */
+int ls_agent_core_start(void)
 {
-	int saved = errno;
+	extern char **environ;
+	int expect = LS_OFF, saved = errno;
 
-	ls_agent.state = LS_STARTING;
+	/* Before libc has set up the environment there are no settings to
+	 * read yet: a later call starts the agent. */
+	if (!environ ||
+	    !__atomic_compare_exchange_n(&ls_agent.state, &expect, LS_STARTING,
+					 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return ls_agent_on();
 	ls_guard_enter();
 	ls_real_init();
 	ls_state_read_config();
@@ -288,16 +302,30 @@ static void ls_agent_start(void)
 	ls_agent.pid = getpid();
 	ls_agent.start_mono = ls_now_ns(CLOCK_MONOTONIC);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	__atomic_store_n(&ls_agent.state, LS_ON, __ATOMIC_RELEASE);
+out:
+	ls_guard_leave();
+	errno = saved;
+	return ls_agent_on();
+}
+
+__attribute__((constructor(101)))
+static void ls_agent_start(void)
+{
+	int saved = errno;
+
+	if (!ls_agent_core_start())
+		return;
+	ls_guard_enter();
+	ls_modules_refresh();	/* what loaded since an early start */
 	ls_exec_init();
 	ls_state_restore_environment();
-	__atomic_store_n(&ls_agent.state, LS_ON, __ATOMIC_RELEASE);
 	if (ls_agent.control && ls_agent.runtime_dir[0] &&
 	    !ls_control_prepare_dir(ls_agent.runtime_dir)) {
 		ls_pm_open(ls_agent.runtime_dir, ls_agent.period_ms,
 			   ls_agent.hist_len);
 		ls_control_start(ls_agent_reset);
 	}
-out:
 	ls_guard_leave();
 	errno = saved;
 }
@@ -337,6 +365,18 @@ static void write_exit_snapshot(void)
 		rename(tmp, path);
 }
 
+/* Under `leakscope run`, every process reports at exit except a forked
+ * child that lived less than LS_CHILD_MIN_LIFE_NS (common/contract.h). */
+static int wants_exit_snapshot(void)
+{
+	if (!ls_agent.out_dir[0])
+		return 0;
+	if (!ls_agent.fork_mono || ls_agent.all_children)
+		return 1;
+	return ls_now_ns(CLOCK_MONOTONIC) - ls_agent.fork_mono >=
+	       LS_CHILD_MIN_LIFE_NS;
+}
+
 void ls_agent_exit_report(void)
 {
 	int expect = LS_ON, saved = errno;
@@ -351,7 +391,7 @@ void ls_agent_exit_report(void)
 	ls_pm_tick();
 	ls_pm_close(ls_agent.keep_pm);
 	ls_snapwrite_unlock();
-	if (ls_agent.out_dir[0])
+	if (wants_exit_snapshot())
 		write_exit_snapshot();
 	ls_control_stop();
 out:
@@ -385,6 +425,9 @@ void ls_agent_reset(void)
 	ls_live_clear(forget, NULL);
 	ls_mmaps_clear(forget, (void *)1);
 	ls_thread_reset_peak();
+	ls_snapwrite_lock();
+	ls_pm_restart();
+	ls_snapwrite_unlock();
 }
 
 __attribute__((destructor(101)))
@@ -398,7 +441,7 @@ void ls_agent_child_control(void)
 	int saved = errno;
 
 	if (ls_now_ns(CLOCK_MONOTONIC) - ls_agent.fork_mono <
-	    LS_CHILD_CONTROL_DELAY_NS || ls_agent.pid != getpid())
+	    LS_CHILD_MIN_LIFE_NS || ls_agent.pid != getpid())
 		return;
 	if (!__atomic_exchange_n(&ls_agent.control_pending, 0, __ATOMIC_ACQ_REL))
 		return;

@@ -29,6 +29,16 @@ void ls_track_munmap(struct ls_thread *t, void *p, size_t len);
 int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
 		    size_t newlen);
 
+/*
+ * Start tracking, if nothing has yet: real functions, settings, tables,
+ * unwinder; no thread, no environment change, no file (the constructor
+ * adds those).  Called by the constructor and by the first hook that
+ * finds the agent off, so that allocations made by other libraries'
+ * constructors, which ld.so runs first, are seen.  Returns whether the
+ * agent is on.  Hook-safe: guards itself and keeps errno.
+ */
+int ls_agent_core_start(void);
+
 /* The process is ending: take a last growth sample, close the post-mortem
  * file, write the exit snapshot (under `leakscope run`), remove the
  * control socket.  Once per process; called from the destructor and from
@@ -39,11 +49,11 @@ void ls_agent_exit_report(void);
 void ls_agent_reset(void);
 /*
  * In a fork child, the control thread and post-mortem file are started
- * from a hook once the child has lived LS_CHILD_CONTROL_DELAY_NS: children
- * that exec or exit at once never create files, a pre-fork worker becomes
- * queryable.  Called with no guard held, outside the real allocator.
+ * from a hook once the child has lived LS_CHILD_MIN_LIFE_NS
+ * (common/contract.h): children that exec or exit at once never create
+ * files, a pre-fork worker becomes queryable.  Called with no guard
+ * held, outside the real allocator.
  */
-#define LS_CHILD_CONTROL_DELAY_NS 1000000000ull
 void ls_agent_child_control(void);
 
 /* After dlclose(). */

@@ -21,6 +21,7 @@
 #include "modules.h"
 #include "site.h"
 #include "capture.h"
+#include "state.h"
 #include "sys.h"
 #include "unwind.h"
 
@@ -36,7 +37,7 @@ static uint64_t mismatches;
 
 int ls_capture_init(void)
 {
-	const char *m = getenv(LS_ENV_UNWIND);
+	const char *m = ls_state_getenv(LS_ENV_UNWIND);
 
 	ls_modules_self_range(&self_lo, &self_hi);
 	if (m && !strcmp(m, "libunwind"))

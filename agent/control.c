@@ -309,7 +309,8 @@ static void *control_main(void *arg)
 		r = poll(&p, 1, (int)(next - now));
 		if (r <= 0)
 			continue;
-		fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		fd = ls_sys_fd_high(accept4(listen_fd, NULL, NULL,
+					    SOCK_CLOEXEC));
 		if (fd < 0) {
 			if (errno == EBADF || errno == EINVAL)
 				break;
@@ -330,7 +331,7 @@ static int open_socket(void)
 		     ls_agent.runtime_dir, (int)getpid());
 	if (n < 0 || (size_t)n >= sizeof(addr.sun_path))
 		return -ENAMETOOLONG;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = ls_sys_fd_high(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return -errno;
 	unlink(addr.sun_path);	/* stale, from a dead process of this pid */

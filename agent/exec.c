@@ -36,7 +36,7 @@ void ls_exec_init(void)
 	Dl_info info;
 	char **e;
 
-	if (!getenv(LS_ENV_RUN) || !dladdr((void *)ls_exec_init, &info) ||
+	if (!ls_state_getenv(LS_ENV_RUN) || !dladdr((void *)ls_exec_init, &info) ||
 	    !info.dli_fname || strlen(info.dli_fname) >= sizeof(agent_path))
 		return;
 	strcpy(agent_path, info.dli_fname);

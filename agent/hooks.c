@@ -58,7 +58,10 @@ static inline struct ls_thread *tracking(enum ls_fn fn)
 {
 	struct ls_thread *t;
 
-	if (ls_guard_held() || !ls_agent_on())
+	if (ls_guard_held())
+		return NULL;
+	if (ls_unlikely(!ls_agent_on()) &&
+	    (ls_agent.state != LS_OFF || !ls_agent_core_start()))
 		return NULL;
 	if (ls_unlikely(ls_agent.control_pending))
 		ls_agent_child_control();

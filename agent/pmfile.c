@@ -264,6 +264,17 @@ void ls_pm_tick(void)
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
 }
 
+void ls_pm_restart(void)
+{
+	if (!hdr || owner != getpid())
+		return;
+	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
+	memset(at(hdr->hist_off), 0,
+	       (uint64_t)hdr->rows_used * hdr->hist_len * 8);
+	hdr->ticks = 0;
+	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
+}
+
 void ls_pm_close(int keep)
 {
 	if (!hdr || owner != getpid())

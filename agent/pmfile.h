@@ -22,6 +22,13 @@
 int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len);
 /* Take one sample. */
 void ls_pm_tick(void);
+/*
+ * After `reset`: forget every site's history, so that growth is judged
+ * from the reset on (a leak whose bytes were just forgotten would
+ * otherwise look constant against the samples from before).  Rows stay
+ * assigned to their sites.  Under the snapshot lock.
+ */
+void ls_pm_restart(void);
 /* At a normal exit: mark it, and remove the file unless keep. */
 void ls_pm_close(int keep);
 /* In a fork child: the mapping is the parent's; let go of it. */

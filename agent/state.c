@@ -15,9 +15,66 @@
 
 struct ls_agent ls_agent = { .depth = LS_DEPTH_DEFAULT, .control = 1 };
 
+extern char **environ;
+
+/*
+ * The agent reads and edits the environment array itself.  A program may
+ * define its own getenv/setenv/unsetenv, and the agent's calls would
+ * reach them: bash's work on its variable table and, before bash's main
+ * has built it, unsetenv did nothing, so `bash -c 'echo $LD_PRELOAD'`
+ * printed the agent.  Edits are made in place, in the array main() will
+ * receive as envp, and allocate nothing through the program's allocator.
+ */
+static char **env_slot(const char *name)
+{
+	char **e;
+
+	for (e = environ; e && *e; e++)
+		if (ls_env_is(*e, name))
+			return e;
+	return NULL;
+}
+
+const char *ls_state_getenv(const char *name)
+{
+	char **e = env_slot(name);
+
+	return e ? *e + strlen(name) + 1 : NULL;
+}
+
+static void env_remove(const char *name)
+{
+	char **e, **d;
+
+	while ((e = env_slot(name)))
+		for (d = e; (d[0] = d[1]); d++)
+			;
+}
+
+/* NAME=value in agent memory, in name's slot (or removed if none can be
+ * had: leaving the agent in LD_PRELOAD would trace every child). */
+static void env_replace(const char *name, const char *value)
+{
+	size_t n = strlen(name), v = strlen(value);
+	char **e = env_slot(name);
+	char *entry;
+
+	if (!e)
+		return;
+	entry = ls_arena_alloc(n + v + 2);
+	if (!entry) {
+		env_remove(name);
+		return;
+	}
+	memcpy(entry, name, n);
+	entry[n] = '=';
+	memcpy(entry + n + 1, value, v + 1);
+	*e = entry;
+}
+
 uint64_t ls_state_env_u64(const char *name, uint64_t dflt)
 {
-	const char *v = getenv(name);
+	const char *v = ls_state_getenv(name);
 	char *end;
 	unsigned long long n;
 
@@ -30,7 +87,7 @@ uint64_t ls_state_env_u64(const char *name, uint64_t dflt)
 
 static void env_copy(const char *name, char *dst, size_t cap)
 {
-	const char *v = getenv(name);
+	const char *v = ls_state_getenv(name);
 
 	dst[0] = 0;
 	if (v && strlen(v) < cap)
@@ -55,6 +112,7 @@ void ls_state_read_config(void)
 	ls_agent.control = ls_state_env_u64(LS_ENV_CONTROL, 1) != 0;
 	ls_agent.sample_rate = ls_state_env_u64(LS_ENV_SAMPLE_RATE, 0);
 	ls_agent.keep_pm = ls_state_env_u64(LS_ENV_KEEP, 0) != 0;
+	ls_agent.all_children = ls_state_env_u64(LS_ENV_ALL_CHILDREN, 0) != 0;
 	ls_agent.period_ms = within(ls_state_env_u64(LS_ENV_PERIOD_MS,
 						     LS_PERIOD_MS_DEFAULT),
 				    LS_PERIOD_MS_MIN, LS_PERIOD_MS_MAX,
@@ -64,21 +122,24 @@ void ls_state_read_config(void)
 				   LS_HISTORY_MIN, LS_HISTORY_MAX,
 				   LS_HISTORY_DEFAULT);
 	env_copy(LS_ENV_OUT_DIR, ls_agent.out_dir, sizeof(ls_agent.out_dir));
-	if (ls_runtime_dir(ls_agent.runtime_dir, sizeof(ls_agent.runtime_dir)))
+	if (ls_runtime_dir_from(ls_state_getenv(LS_ENV_RUNTIME_DIR),
+				ls_state_getenv("XDG_RUNTIME_DIR"),
+				(unsigned)getuid(), ls_agent.runtime_dir,
+				sizeof(ls_agent.runtime_dir)))
 		ls_agent.runtime_dir[0] = 0;
 }
 
 void ls_state_restore_environment(void)
 {
-	const char *orig = getenv(LS_ENV_PRELOAD_ORIG);
+	const char *orig = ls_state_getenv(LS_ENV_PRELOAD_ORIG);
 
-	if (!getenv(LS_ENV_RUN) || ls_agent.follow_exec)
+	if (!ls_state_getenv(LS_ENV_RUN) || ls_agent.follow_exec)
 		return;
 	if (orig)
-		setenv(LS_ENV_PRELOAD, orig, 1);
+		env_replace(LS_ENV_PRELOAD, orig);
 	else
-		unsetenv(LS_ENV_PRELOAD);
-#define UNSET(name) unsetenv(name);
+		env_remove(LS_ENV_PRELOAD);
+#define UNSET(name) env_remove(name);
 	LS_RUN_SETTINGS(UNSET)
 #undef UNSET
 }

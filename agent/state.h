@@ -30,11 +30,13 @@ struct ls_agent {
 	int leak_check;		/* a reachability check at exit */
 	int control;		/* serve the control socket */
 	int keep_pm;		/* keep the post-mortem file after exit */
+	int all_children;	/* every fork child writes an exit snapshot */
 	uint32_t period_ms;	/* growth sampling period */
 	uint32_t hist_len;	/* growth samples kept per site */
 	int control_pending;	/* a fork child that will start its own
 				   control thread (ls_agent_child_control) */
-	uint64_t fork_mono;	/* when this child was forked */
+	uint64_t fork_mono;	/* when this child was forked; 0 in a process
+				   that started (or exec'd) with the agent */
 	uint64_t sample_rate;	/* 0 = full tracking */
 	pid_t pid;		/* whose state this is (changes at fork) */
 	uint64_t start_mono;
@@ -62,5 +64,8 @@ void ls_state_restore_environment(void);
 void ls_state_read_cmdline(void);
 /* An unsigned setting, dflt when unset or not a number. */
 uint64_t ls_state_env_u64(const char *name, uint64_t dflt);
+/* The value of name in the environment, read without the program's
+ * getenv (which it may have replaced); NULL when unset. */
+const char *ls_state_getenv(const char *name);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * sys.c - raw memory for the agent, and the register of it.
+ * sys.c - raw memory and descriptors for the agent, and the register of
+ * the agent's memory.
  *
  * Every mapping made here is noted in a fixed open-addressing table, so
  * that a reachability scan (reach.c) can leave the agent's own memory out
@@ -8,6 +9,9 @@
  * on a slot; mappings are made rarely (a table rebuild, an arena chunk).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include "sys.h"
 
 struct own_slot {
@@ -103,4 +107,29 @@ size_t ls_sys_own_copy(uint64_t *starts, uint64_t *lens, size_t cap)
 		}
 	}
 	return k;
+}
+
+/*
+ * Programs count on the lowest free descriptor: a test's first open() is
+ * 3, a daemon hands fd 3 to a child.  A descriptor the agent keeps open
+ * moves to just under the soft RLIMIT_NOFILE (where shells keep theirs),
+ * close-on-exec.
+ */
+int ls_sys_fd_high(int fd)
+{
+	struct rlimit rl;
+	long top = 1024;
+	int hi;
+
+	if (fd < 0)
+		return fd;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY)
+		top = rl.rlim_cur < 1024 ? (long)rl.rlim_cur : 1024;
+	if (top <= LS_FD_SPARE + 3)
+		return fd;
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)(top - LS_FD_SPARE));
+	if (hi < 0)
+		return fd;	/* none free up there: keep the low one */
+	close(fd);
+	return hi;
 }

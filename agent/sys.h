@@ -50,6 +50,12 @@ static inline uint64_t ls_now_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Move fd above the program's way: a close-on-exec duplicate among the
+ * LS_FD_SPARE highest descriptors under min(RLIMIT_NOFILE, 1024); fd
+ * itself when none is free.  Not in a hook. */
+#define LS_FD_SPARE 32
+int ls_sys_fd_high(int fd);
+
 static inline pid_t ls_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);

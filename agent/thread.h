@@ -9,9 +9,10 @@
  * when evicted, so the shared cache lines are written rarely.  A seqlock
  * per thread lets a reader take a consistent copy of one pending entry.
  *
- * Records are reused after their thread exits (its counters folded into
- * the global ones), so a program that creates a million short-lived
- * threads does not make the agent grow.
+ * Records are reused after their thread has ended (its counters folded
+ * into the global ones; see thread.c for why "ended" is the kernel's
+ * word, not the key destructor's), so a program that creates a million
+ * short-lived threads does not make the agent grow.
  */
 #ifndef LEAKSCOPE_AGENT_THREAD_H
 #define LEAKSCOPE_AGENT_THREAD_H

@@ -1,63 +1,155 @@
 /*
  * main.c - leakscope: find memory leaks and growth in running programs.
  *
- * Dispatches to the subcommands; each lives in its own file.
+ * The command table, in git's style: each row names its function, its
+ * help and argument struct (cli/cmd-*.c), and flags the dispatcher
+ * applies before the command runs: options parsed from the row's tables
+ * (in any position), the argument count checked, a pid checked, the
+ * target loaded through the library's table of sources.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include "cmd.h"
-#include "../lib/util.h"
+#include "cli.h"
+#include "cmds.h"
 
-#define LS_VERSION "0.1.0"
+#define ARGS(type) sizeof(struct type)
 
-struct command {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *summary;
+const struct ls_command ls_commands[] = {
+	{ "run", ls_cmd_run, LS_CMD_REPORT | LS_CMD_STOP_AT_ARG,
+	  &ls_run_usage, ARGS(ls_run_args), ls_run_defaults, 0 },
+	{ "report", ls_cmd_report, LS_CMD_TARGET | LS_CMD_LOAD,
+	  &ls_report_usage, ARGS(ls_report_args), NULL, 1 },
+	{ "olds", ls_cmd_olds, LS_CMD_TARGET | LS_CMD_LOAD | LS_CMD_BLOCKS,
+	  &ls_olds_usage, ARGS(ls_olds_args), NULL, 2 },
+	{ "stats", ls_cmd_stats, LS_CMD_TARGET | LS_CMD_LOAD,
+	  &ls_stats_usage, ARGS(ls_report_args), NULL, 1 },
+	{ "reset", ls_cmd_reset, LS_CMD_TARGET | LS_CMD_PID,
+	  &ls_reset_usage, 0, NULL, 1 },
+	{ "snapshot", ls_cmd_snapshot, 0,
+	  &ls_snapshot_usage, ARGS(ls_snapshot_args), NULL, 0 },
+	{ "watch", ls_cmd_watch, LS_CMD_TARGET | LS_CMD_REPORT,
+	  &ls_watch_usage, ARGS(ls_watch_args), ls_watch_defaults, 1 },
+	{ "top", ls_cmd_top, LS_CMD_TARGET | LS_CMD_REPORT,
+	  &ls_top_usage, ARGS(ls_watch_args), ls_top_defaults, 1 },
+	{ "check", ls_cmd_check, LS_CMD_TARGET | LS_CMD_PID | LS_CMD_REPORT,
+	  &ls_check_usage, ARGS(ls_check_args), ls_check_defaults, 1 },
+	{ "diff", ls_cmd_diff, LS_CMD_REPORT,
+	  &ls_diff_usage, ARGS(ls_diff_args), NULL, 0 },
+	{ "help", ls_cmd_help, 0, &ls_help_usage, ARGS(ls_help_args), NULL, 0 },
+	{ NULL, NULL, 0, NULL, 0, NULL, 0 },
 };
 
-static const struct command commands[] = {
-	{ "run", ls_cmd_run, "run a command under the agent and report its leaks" },
-	{ "report", ls_cmd_report, "report a running process, a snapshot or a post-mortem file" },
-	{ "olds", ls_cmd_olds, "the oldest live blocks of a running process" },
-	{ "stats", ls_cmd_stats, "calls, totals and allocator statistics" },
-	{ "reset", ls_cmd_reset, "forget the blocks a running process allocated so far" },
-	{ "snapshot", ls_cmd_snapshot, "save a running process's state to a file" },
-	{ "watch", ls_cmd_watch, "slices of a running process's growth, then each site's trend" },
-	{ "check", ls_cmd_check, "tell a running process's leaks from memory it still uses" },
-	{ "top", ls_cmd_top, "a live view of the fastest growing sites" },
-};
+static const struct ls_command *find(const char *name)
+{
+	const struct ls_command *c;
+
+	for (c = ls_commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+/* The target argument (and at most max_args in all), a pid when the
+ * flags say so; loaded when asked. */
+static int apply_target(struct ls_invocation *inv)
+{
+	const struct ls_command *c = inv->cmd;
+	const struct ls_report_args *ra = inv->args;
+	struct ls_source_opts so;
+
+	if (inv->argc < 1 || inv->argc > c->max_args) {
+		ls_usage_error(c->usage, "expected %s%s", c->flags & LS_CMD_PID ?
+			       "one PID" : "one PID or FILE",
+			       c->max_args > 1 ? " and at most one count" : "");
+		return -1;
+	}
+	if ((c->flags & LS_CMD_PID) && !ls_source_is_pid(inv->argv[0], &inv->pid)) {
+		ls_usage_error(c->usage, "'%s' is not a pid", inv->argv[0]);
+		return -1;
+	}
+	if (!(c->flags & LS_CMD_LOAD))
+		return 0;
+	so = ls_report_args_source(ra, !!(c->flags & LS_CMD_BLOCKS));
+	return ls_load_target(inv->argv[0], &so, &inv->snap) ? -1 : 0;
+}
+
+/* Parse and apply the row's flags; -1 failed (printed), 1 help shown. */
+static int prepare(struct ls_invocation *inv, int argc, char **argv)
+{
+	const struct ls_command *c = inv->cmd;
+	int n;
+
+	n = ls_parse_options(argc, argv, c->usage,
+			     c->flags & LS_CMD_STOP_AT_ARG ?
+			     LS_PARSE_STOP_AT_ARG : 0, inv->args);
+	if (n == LS_PARSE_HELP)
+		return 1;
+	if (n < 0)
+		return -1;
+	inv->argc = n;
+	inv->argv = argv;
+	if ((c->flags & (LS_CMD_REPORT | LS_CMD_LOAD)) &&
+	    ls_report_args_finish(inv->args, c->usage))
+		return -1;
+	if (c->flags & LS_CMD_TARGET)
+		return apply_target(inv);
+	return 0;
+}
+
+int ls_dispatch(int argc, char **argv)
+{
+	struct ls_invocation inv = { .cmd = find(argv[0]) };
+	int ret;
+
+	if (!inv.cmd) {
+		ls_error("unknown command '%s' (see 'leakscope --help')", argv[0]);
+		return LS_EXIT_USAGE;
+	}
+	inv.args = calloc(1, inv.cmd->args_size ? inv.cmd->args_size : 1);
+	if (!inv.args) {
+		ls_error("out of memory");
+		return LS_EXIT_FAILURE;
+	}
+	if (inv.cmd->defaults)
+		inv.cmd->defaults(inv.args);
+	ret = prepare(&inv, argc, argv);
+	if (!ret)
+		ret = inv.cmd->fn(&inv);
+	else
+		ret = ret > 0 ? LS_EXIT_OK : LS_EXIT_USAGE;
+	ls_snapshot_release(&inv.snap);
+	free(inv.args);
+	return ret;
+}
 
 static void usage(FILE *out)
 {
-	size_t i;
+	const struct ls_command *c;
 
 	fputs("usage: leakscope <command> [options] [args]\n\ncommands:\n", out);
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fputs("\n'leakscope <command> --help' describes a command.\n", out);
+	for (c = ls_commands; c->name; c++)
+		fprintf(out, "  %-10s %s\n", c->name, c->usage->summary);
+	fputs("\n'leakscope <command> --help' describes a command; options may "
+	      "come before or\nafter the arguments.  "
+	      "'leakscope help --man' prints the manual page.\n\n", out);
+	fputs(ls_exit_status_text, out);
 }
 
 int main(int argc, char **argv)
 {
-	size_t i;
-
 	if (argc < 2) {
 		ls_error("no command given (see 'leakscope --help')");
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-	    !strcmp(argv[1], "help")) {
+	    (!strcmp(argv[1], "help") && argc == 2)) {
 		usage(stdout);
-		return 0;
+		return LS_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
 		printf("leakscope %s\n", LS_VERSION);
-		return 0;
+		return LS_EXIT_OK;
 	}
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
-	ls_error("unknown command '%s' (see 'leakscope --help')", argv[1]);
-	return LS_EXIT_FAILURE;
+	return ls_dispatch(argc - 1, argv + 1);
 }

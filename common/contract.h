@@ -37,6 +37,9 @@
 #define LS_ENV_KEEP "LEAKSCOPE_KEEP"		/* keep the .pm at exit */
 #define LS_ENV_PERIOD_MS "LEAKSCOPE_PERIOD_MS"	/* growth sample period */
 #define LS_ENV_HISTORY "LEAKSCOPE_HISTORY"	/* samples kept per site */
+/* 1: every forked child writes its exit snapshot, even one that lived
+ * less than LS_CHILD_MIN_LIFE_NS (a shell's subshell). */
+#define LS_ENV_ALL_CHILDREN "LEAKSCOPE_ALL_CHILDREN"
 /* LD_PRELOAD as it was before `leakscope run` put the agent first. */
 #define LS_ENV_PRELOAD_ORIG "LEAKSCOPE_PRELOAD_ORIG"
 
@@ -51,7 +54,8 @@
 	X(LS_ENV_RUN) X(LS_ENV_OUT_DIR) X(LS_ENV_DEPTH) X(LS_ENV_FOLLOW_EXEC) \
 	X(LS_ENV_EXIT_BLOCKS) X(LS_ENV_SAMPLE_RATE) X(LS_ENV_CONTROL) \
 	X(LS_ENV_PRELOAD_ORIG) X(LS_ENV_SAMPLE_SEED) X(LS_ENV_KEEP) \
-	X(LS_ENV_PERIOD_MS) X(LS_ENV_HISTORY) X(LS_ENV_LEAK_CHECK)
+	X(LS_ENV_PERIOD_MS) X(LS_ENV_HISTORY) X(LS_ENV_ALL_CHILDREN) \
+	X(LS_ENV_LEAK_CHECK)
 
 /* Defaults and limits.  A value out of its limits is clamped (depth) or
  * replaced by the default (period, history) by the agent; the CLI refuses
@@ -65,6 +69,15 @@
 #define LS_HISTORY_DEFAULT 120
 #define LS_HISTORY_MIN 8
 #define LS_HISTORY_MAX 4096
+
+/*
+ * A forked child (without exec) that lives this long is a process of its
+ * own, as a pre-fork server's worker: it gets a control socket, a
+ * post-mortem file and, under `leakscope run`, an exit report.  One that
+ * exits sooner (a shell's subshell) leaves nothing behind, unless
+ * LS_ENV_ALL_CHILDREN.
+ */
+#define LS_CHILD_MIN_LIFE_NS 1000000000ull
 
 /* Post-mortem files of dead processes are swept after this long. */
 #define LS_PM_KEEP_DAYS 7

@@ -32,7 +32,8 @@ struct lspm_header {
 	uint32_t period_ms;	/* sampling period */
 	uint32_t hist_len;	/* samples kept per site (ring) */
 	uint64_t seq;		/* odd while an update is in progress */
-	uint64_t ticks;		/* samples taken; sample k is in slot k % hist_len */
+	uint64_t ticks;		/* samples taken since start or the last
+				   reset; sample k is in slot k % hist_len */
 	uint64_t last_wall_ns, last_mono_ns;	/* time of the last sample */
 	uint64_t first_mono_ns;	/* time of sample 0 */
 	uint32_t mode, max_depth;

@@ -1,30 +1,50 @@
 /*
- * render.c - the dispatch from a report to its renderer.
+ * render.c - the table of renderers and the dispatch to them.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include "render.h"
 #include "symbolize.h"
 
-int ls_report_render_with(FILE *out, const struct ls_report *rep,
-			  const struct ls_report_opts *opts,
-			  struct ls_symbolizer *sym)
-{
-	struct ls_render_ctx ctx = { .out = out, .rep = rep, .opts = opts,
-				     .sym = sym };
-	int ret;
+const struct ls_renderer ls_renderers[] = {
+	{ "text", "for people: sites with their stacks, then the totals",
+	  ls_render_text, ls_render_stats_text, LS_NEEDS_SYMBOLS },
+	{ "json", "one JSON object per report (docs/JSON-REPORT.md)",
+	  ls_render_json, ls_render_stats_json, LS_NEEDS_SYMBOLS },
+	{ "folded", "folded stacks for flamegraph.pl --colors=mem",
+	  ls_render_folded, NULL, LS_NEEDS_SYMBOLS },
+	{ "svg", "an interactive flame graph (docs/FLAMEGRAPH.md)",
+	  ls_render_svg, NULL, LS_NEEDS_SYMBOLS | LS_NEEDS_OWN_FILE },
+	{ "pprof", "a gzipped pprof heap profile (docs/PPROF.md)",
+	  ls_render_pprof, NULL,
+	  LS_NEEDS_SYMBOLS | LS_NEEDS_OWN_FILE | LS_NEEDS_NOT_TTY },
+	{ NULL, NULL, NULL, NULL, 0 },
+};
 
-	switch (opts->format) {
-	case LS_FORMAT_JSON:
-		ret = ls_render_json(&ctx);
-		break;
-	case LS_FORMAT_FOLDED:
-		ret = ls_render_folded(&ctx);
-		break;
-	default:
-		ret = ls_render_text(&ctx);
-		break;
-	}
+const struct ls_renderer *ls_renderer_find(const char *name)
+{
+	const struct ls_renderer *r;
+
+	for (r = ls_renderers; r->name; r++)
+		if (!strcmp(r->name, name))
+			return r;
+	return NULL;
+}
+
+const struct ls_renderer *ls_renderer_of(const struct ls_report_opts *opts)
+{
+	return opts->format ? opts->format : &ls_renderers[0];
+}
+
+int ls_render_stack(const struct ls_render_ctx *ctx,
+		    const struct ls_site *site, struct ls_stack *st)
+{
+	return ls_stack_build(ctx->sym, site, st);
+}
+
+int ls_render_finish(FILE *out, int ret)
+{
 	errno = 0;
 	if (fflush(out) == EOF || ferror(out))
 		return ret ? ret : (errno ? -errno : -EIO);
@@ -32,14 +52,21 @@ int ls_report_render_with(FILE *out, const struct ls_report *rep,
 }
 
 int ls_report_render(FILE *out, const struct ls_report *rep,
-		     const struct ls_report_opts *opts)
+		     const struct ls_report_opts *opts,
+		     struct ls_symbolizer *sym)
 {
-	struct ls_symbolizer *sym = ls_symbolizer_new(rep->snap);
+	const struct ls_renderer *r = ls_renderer_of(opts);
+	struct ls_render_ctx ctx = { .out = out, .rep = rep, .opts = opts,
+				     .sym = sym };
+	struct ls_symbolizer *own = NULL;
 	int ret;
 
-	if (!sym)
-		return -ENOMEM;
-	ret = ls_report_render_with(out, rep, opts, sym);
-	ls_symbolizer_free(sym);
+	if (!sym && (r->needs & LS_NEEDS_SYMBOLS)) {
+		own = ctx.sym = ls_symbolizer_new(rep->snap);
+		if (!own)
+			return -ENOMEM;
+	}
+	ret = ls_render_finish(out, r->render(&ctx));
+	ls_symbolizer_free(own);
 	return ret;
 }

@@ -1,10 +1,19 @@
 /*
- * render.h - printing a report (report.h) in one of the formats: text,
- * JSON (docs/JSON-REPORT.md), folded stacks.
+ * render.h - printing a report (report.h): the table of renderers.
  *
- * A renderer prints one report to ctx->out and returns 0, or a negative
- * errno (-ENOMEM); ls_report_render() checks the stream for write errors
- * afterwards.  Renderers get their frames from stack.h.
+ * A renderer is a row {name, render, stats, needs}: render prints one
+ * report to ctx->out and returns 0 or a negative errno (-ENOMEM); write
+ * errors on the stream are checked by ls_report_render() afterwards.
+ * stats, when not NULL, prints a snapshot's figures without sites
+ * (`leakscope stats`).  needs says what the renderer needs (LS_NEEDS_*);
+ * the command-line layer applies it.  Renderers take their frames from
+ * ls_render_stack(), which applies the user's stack options (depth,
+ * names, runtime frames), and format single frames with stack.h.
+ *
+ * Adding a format = one row in ls_renderers[] (render.c), its function
+ * declared below, and its file lib/render_NAME.c.  Nothing else: the
+ * option parser, --help, the man page and every reporting command take
+ * their formats from the table.
  */
 #ifndef LEAKSCOPE_RENDER_H
 #define LEAKSCOPE_RENDER_H
@@ -13,35 +22,109 @@
 #include "report.h"
 #include "stack.h"
 #include "symbolize.h"
+#include "flamegraph.h"
 
 struct ls_render_ctx {
 	FILE *out;
 	const struct ls_report *rep;
 	const struct ls_report_opts *opts;
-	struct ls_symbolizer *sym;
+	struct ls_symbolizer *sym;	/* for rep->snap */
 };
 
+/* What a renderer needs (struct ls_renderer.needs). */
+#define LS_NEEDS_SYMBOLS 0x1	/* a symbolizer in ctx->sym */
+#define LS_NEEDS_OWN_FILE 0x2	/* a whole document: one report per file,
+				   never several on one stream */
+#define LS_NEEDS_NOT_TTY 0x4	/* binary: never to a terminal */
+
+struct ls_renderer {
+	const char *name;	/* --format NAME */
+	const char *help;	/* one line, for --help and the man page */
+	int (*render)(const struct ls_render_ctx *ctx);
+	int (*stats)(FILE *out, const struct ls_snapshot *snap);
+	unsigned needs;
+};
+
+/* The rows, ending with a row whose name is NULL; the first is the
+ * default (text). */
+extern const struct ls_renderer ls_renderers[];
+
+/* The row called name, or NULL. */
+const struct ls_renderer *ls_renderer_find(const char *name);
+/* opts->format, or the default when it is NULL. */
+const struct ls_renderer *ls_renderer_of(const struct ls_report_opts *opts);
+
+/* The renderers. */
 int ls_render_text(const struct ls_render_ctx *ctx);
 int ls_render_json(const struct ls_render_ctx *ctx);
 int ls_render_folded(const struct ls_render_ctx *ctx);
+int ls_render_stats_text(FILE *out, const struct ls_snapshot *snap);
+int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
+/* An interactive SVG flame graph (docs/FLAMEGRAPH.md). */
+int ls_render_svg(const struct ls_render_ctx *ctx);
+/* Binary: a gzip-compressed pprof Profile (docs/PPROF.md). */
+int ls_render_pprof(const struct ls_render_ctx *ctx);
 
 /*
- * Print the report to out in opts->format.  Symbolizes through a
- * symbolizer built for rep->snap.  Returns 0, or a negative errno when
- * writing failed.
+ * Add a symbolized stack (innermost first, as ls_stack_build() gives it)
+ * to a flame graph with the figures v: each frame named "function
+ * [module]", "[module]" when the function is unknown, "0xADDR" when no
+ * module holds it; inlined frames of kind LS_FLAME_KIND_INLINE, libc,
+ * libstdc++ and the loader LS_FLAME_KIND_RUNTIME.  For every producer of
+ * flame graphs from symbolized stacks (the report, diff).  Returns 0,
+ * -ENOMEM or what ls_flame_add() returns.
+ */
+int ls_flame_add_symstack(struct ls_flame *fg, const struct ls_stack *st,
+			  const struct ls_flame_value *v);
+
+/*
+ * JSON pieces the renderers of reports and of diffs (render_diff.c)
+ * share: ls_json_frame, a frame object; ls_json_process, the process
+ * members (pid ... threads) of docs/JSON-REPORT.md; ls_json_filters, its
+ * "filters" object.
+ */
+struct ls_json;
+void ls_json_frame(struct ls_json *j, const struct ls_symframe *f);
+void ls_json_process(struct ls_json *j, const struct ls_snapshot *s);
+void ls_json_filters(struct ls_json *j, const struct ls_report_opts *o);
+
+/* Flush out after a renderer returned ret: ret, or the write error. */
+int ls_render_finish(FILE *out, int ret);
+
+/*
+ * Site's stack as the user asked for it (opts: depth, names, runtime
+ * frames), into st (reused across calls, as ls_stack_build).  0 or
+ * -ENOMEM.
+ */
+int ls_render_stack(const struct ls_render_ctx *ctx,
+		    const struct ls_site *site, struct ls_stack *st);
+
+/*
+ * Print the report to out in its format (opts->format).  Symbolizes
+ * through sym when not NULL (a symbolizer the caller keeps, so that
+ * several reports share its caches), else through one made for the
+ * purpose.  Returns 0, or a negative errno when writing failed.
  */
 int ls_report_render(FILE *out, const struct ls_report *rep,
-		     const struct ls_report_opts *opts);
+		     const struct ls_report_opts *opts,
+		     struct ls_symbolizer *sym);
 
 /*
- * Same, through a symbolizer the caller owns (built for rep->snap), so
- * that several reports of one process share its caches.
+ * `leakscope olds`: the n oldest blocks of snap (which needs its block
+ * list; its blocks are sorted oldest first in place) with their stacks,
+ * as text.  0, -ENODATA without a block list, -ENOMEM.
  */
-int ls_report_render_with(FILE *out, const struct ls_report *rep,
-			  const struct ls_report_opts *opts,
-			  struct ls_symbolizer *sym);
+int ls_render_olds(FILE *out, struct ls_snapshot *snap,
+		   const struct ls_report_opts *opts, struct ls_symbolizer *sym,
+		   size_t n);
 
-/* The stats object (docs/JSON-REPORT.md) of a snapshot, one line. */
-int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
+/*
+ * The first three frames of site's stack, "fn < caller < caller's
+ * caller", into buf (`watch`, `top`); without sym, an empty string.
+ * 0 or -ENOMEM.
+ */
+int ls_render_site_summary(struct ls_symbolizer *sym,
+			   const struct ls_report_opts *opts,
+			   const struct ls_site *site, char *buf, size_t cap);
 
 #endif /* LEAKSCOPE_RENDER_H */

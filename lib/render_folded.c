@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "render.h"
+#include "util.h"
 
 struct folded {
 	char *stack;
@@ -75,15 +76,8 @@ static char *fold(const struct ls_stack *st)
 
 static int add(struct folded_set *set, char *stack, int64_t bytes)
 {
-	if (set->n == set->cap) {
-		size_t ncap = set->cap ? 2 * set->cap : 64;
-		struct folded *p = realloc(set->v, ncap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		set->v = p;
-		set->cap = ncap;
-	}
+	if (LS_GROW(set->v, set->n + 1, set->cap))
+		return -ENOMEM;
 	set->v[set->n].stack = stack;
 	set->v[set->n].bytes = bytes;
 	set->n++;
@@ -108,7 +102,7 @@ static int collect(const struct ls_render_ctx *c, struct folded_set *set)
 
 		if (r->live_bytes <= 0)
 			continue;
-		ret = ls_stack_build(c->sym, r->site, &st);
+		ret = ls_render_stack(c, r->site, &st);
 		if (ret)
 			break;
 		s = fold(&st);

@@ -36,7 +36,7 @@ static void put_time(struct ls_json *j, const char *key, uint64_t wall_ns)
 	ls_json_str(j, key, buf);
 }
 
-static void put_process(struct ls_json *j, const struct ls_snapshot *s)
+void ls_json_process(struct ls_json *j, const struct ls_snapshot *s)
 {
 	const struct lsnap_header *h = &s->hdr;
 	size_t i;
@@ -155,10 +155,8 @@ static void put_unwind(struct ls_json *j, const struct ls_snapshot *s)
 	ls_json_end(j);
 }
 
-static void put_filters(struct ls_json *j, const struct ls_render_ctx *c)
+void ls_json_filters(struct ls_json *j, const struct ls_report_opts *o)
 {
-	const struct ls_report_opts *o = c->opts;
-
 	ls_json_object(j, "filters");
 	ls_json_ms(j, "min_age_ms", o->min_age_ns);
 	ls_json_u64(j, "min_size", o->min_size);
@@ -171,7 +169,7 @@ static void put_filters(struct ls_json *j, const struct ls_render_ctx *c)
 	else
 		ls_json_null(j, "top");
 	ls_json_bool(j, "growing", o->growing);
-	if (c->rep->snap->has_reach) {
+	if (o->only) {		/* --only: the reachability kinds kept */
 		ls_json_array(j, "only");
 		for (unsigned k = 0; k < LSNAP_REACH_KINDS; k++)
 			if (o->only & 1u << k)
@@ -179,6 +177,11 @@ static void put_filters(struct ls_json *j, const struct ls_render_ctx *c)
 		ls_json_end(j);
 	}
 	ls_json_end(j);
+}
+
+static void put_filters(struct ls_json *j, const struct ls_render_ctx *c)
+{
+	ls_json_filters(j, c->opts);
 	ls_json_u64(j, "sites_total", c->rep->nsites_total);
 	ls_json_object(j, "matched");
 	ls_json_i64(j, "live_bytes", c->rep->live_bytes);
@@ -236,7 +239,7 @@ static void put_check(struct ls_json *j, const struct ls_render_ctx *c)
 	ls_json_end(j);
 }
 
-static void put_frame(struct ls_json *j, const struct ls_symframe *f)
+void ls_json_frame(struct ls_json *j, const struct ls_symframe *f)
 {
 	ls_json_object(j, NULL);
 	put_hex(j, "address", f->addr);
@@ -278,7 +281,7 @@ static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 		    const struct ls_report_site *r, struct ls_stack *st)
 {
 	size_t i;
-	int ret = ls_stack_build(c->sym, r->site, st);
+	int ret = ls_render_stack(c, r->site, st);
 
 	if (ret)
 		return ret;
@@ -301,7 +304,7 @@ static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 	}
 	ls_json_array(j, "frames");
 	for (i = 0; i < st->n; i++)
-		put_frame(j, &st->f[i]);
+		ls_json_frame(j, &st->f[i]);
 	ls_json_end(j);
 	if (c->opts->show_allocs)
 		put_blocks(j, c, r);
@@ -321,7 +324,7 @@ int ls_render_json(const struct ls_render_ctx *c)
 	ls_json_object(&j, NULL);
 	ls_json_str(&j, "format", "leakscope-report");
 	ls_json_u64(&j, "version", LS_JSON_REPORT_VERSION);
-	put_process(&j, s);
+	ls_json_process(&j, s);
 	put_totals(&j, s);
 	put_calls(&j, s);
 	put_mallinfo(&j, s);
@@ -355,7 +358,7 @@ int ls_render_stats_json(FILE *out, const struct ls_snapshot *s)
 	ls_json_object(&j, NULL);
 	ls_json_str(&j, "format", "leakscope-stats");
 	ls_json_u64(&j, "version", 1);
-	put_process(&j, s);
+	ls_json_process(&j, s);
 	put_totals(&j, s);
 	ls_json_u64(&j, "sites", s->nsites);
 	ls_json_u64(&j, "sites_live", live);

@@ -13,14 +13,6 @@ static int estimates(const struct ls_render_ctx *c)
 	return c->rep->snap->hdr.mode == LSNAP_MODE_SAMPLED;
 }
 
-/* Strings come from the traced program and its files: keep control
- * characters away from the terminal. */
-static void put_safe(FILE *out, const char *s)
-{
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
-}
-
 static void put_num(const struct ls_render_ctx *c, int64_t v)
 {
 	fprintf(c->out, "%s%" PRId64, estimates(c) ? "~" : "", v);
@@ -72,7 +64,7 @@ static void put_header(const struct ls_render_ctx *c)
 		for (i = 0; i < s->argc; i++) {
 			if (i)
 				fputc(' ', c->out);
-			put_safe(c->out, s->argv[i]);
+			ls_put_safe(c->out, s->argv[i]);
 		}
 		fputc(')', c->out);
 	}
@@ -91,28 +83,6 @@ static void put_header(const struct ls_render_ctx *c)
 		fputs("Note: the process died during an update: figures may "
 		      "mix two samples\n", c->out);
 	put_filters(c);
-}
-
-static void put_frame(FILE *out, const struct ls_symframe *f)
-{
-	fputs("\t\t", out);
-	if (f->function) {
-		put_safe(out, f->function);
-		if (!f->inlined)
-			fprintf(out, "+0x%" PRIx64, f->offset);
-	} else {
-		fprintf(out, "0x%" PRIx64, f->addr);
-	}
-	fputs(" [", out);
-	put_safe(out, f->module ? ls_sym_basename(f->module) : "unknown");
-	fputc(']', out);
-	if (f->file) {
-		fputc(' ', out);
-		put_safe(out, ls_sym_basename(f->file));
-		if (f->line)
-			fprintf(out, ":%d", f->line);
-	}
-	fputs(f->inlined ? " (inlined)\n" : "\n", out);
 }
 
 static void put_blocks(const struct ls_render_ctx *c,
@@ -148,11 +118,11 @@ static int put_site(const struct ls_render_ctx *c,
 			r->trend.bytes_per_second);
 	fputc('\n', c->out);
 	put_blocks(c, r);
-	ret = ls_stack_build(c->sym, r->site, st);
+	ret = ls_render_stack(c, r->site, st);
 	if (ret)
 		return ret;
 	for (i = 0; i < st->n; i++)
-		put_frame(c->out, &st->f[i]);
+		ls_frame_print(c->out, "\t\t", &st->f[i]);
 	if (!st->n)
 		fputs("\t\t(no stack)\n", c->out);
 	return 0;
@@ -216,7 +186,7 @@ static void put_calls(const struct ls_render_ctx *c)
 		if (!s->calls[i].count)
 			continue;
 		fputs(sep, c->out);
-		put_safe(c->out, s->calls[i].name);
+		ls_put_safe(c->out, s->calls[i].name);
 		fprintf(c->out, " %" PRIu64, s->calls[i].count);
 		sep = ", ";
 	}
@@ -349,14 +319,14 @@ static void put_gen_supp(const struct ls_render_ctx *c,
 		const char *name;
 
 		if (v[i].kind == LSNAP_REACH_REACHABLE ||
-		    ls_stack_build(c->sym, v[i].r->site, &st))
+		    ls_render_stack(c, v[i].r->site, &st))
 			continue;
 		name = supp_name(&st);
 		if (!name)
 			continue;
 		fprintf(c->out, "# loss record %zu of %zu: %s\nleak:", i + 1, n,
 			ls_reach_kind_name(v[i].kind));
-		put_safe(c->out, name);
+		ls_put_safe(c->out, name);
 		fputc('\n', c->out);
 	}
 	ls_stack_release(&st);
@@ -385,9 +355,9 @@ static int render_reach(const struct ls_render_ctx *c)
 		fprintf(c->out, " in %" PRIu64 " blocks are %s in loss record "
 			"%zu of %zu\n", v[i].blocks, ls_reach_kind_name(v[i].kind),
 			i + 1, n);
-		ret = ls_stack_build(c->sym, v[i].r->site, &st);
+		ret = ls_render_stack(c, v[i].r->site, &st);
 		for (k = 0; !ret && k < st.n; k++)
-			put_frame(c->out, &st.f[k]);
+			ls_frame_print(c->out, "\t\t", &st.f[k]);
 		if (!ret && !st.n)
 			fputs("\t\t(no stack)\n", c->out);
 		fputc('\n', c->out);
@@ -428,4 +398,126 @@ int ls_render_text(const struct ls_render_ctx *c)
 	put_suppressed(c);
 	put_calls(c);
 	return 0;
+}
+
+/* --- stats ------------------------------------------------------------- */
+
+static uint64_t live_sites(const struct ls_snapshot *s)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < s->nsites; i++)
+		n += s->sites[i].live_blocks > 0;
+	return n;
+}
+
+static void stats_unwind(FILE *fp, const struct lsnap_unwind *u)
+{
+	uint64_t all = u->walks + u->memo_hits;
+
+	fprintf(fp, "stacks:    %" PRIu64 " captured, %" PRIu64
+		" walked, %.1f%% from the walk memo", all, u->walks,
+		all ? 100.0 * (double)u->memo_hits / (double)all : 0.0);
+	if (u->unwinder == LSNAP_UNWINDER_CHECK)
+		fprintf(fp, ", %" PRIu64 " differ from libunwind",
+			u->check_mismatches);
+	fputc('\n', fp);
+}
+
+int ls_render_stats_text(FILE *fp, const struct ls_snapshot *s)
+{
+	const struct lsnap_totals *t = &s->totals;
+	const struct lsnap_mallinfo *m = &s->mallinfo;
+	size_t i;
+
+	fprintf(fp, "pid %u, %s, %u threads seen, up %.1fs\n", s->hdr.pid,
+		s->hdr.mode == LSNAP_MODE_SAMPLED ? "sampled (estimates)" :
+		"full tracking", s->hdr.nthreads,
+		(double)(s->hdr.mono_ns - s->hdr.start_mono_ns) / 1e9);
+	fprintf(fp, "live:      %" PRIu64 " bytes in %" PRIu64 " blocks, peak %"
+		PRIu64 " bytes\n", t->live_bytes, t->live_blocks,
+		t->peak_live_bytes);
+	fprintf(fp, "allocated: %" PRIu64 " bytes in %" PRIu64 " blocks\n",
+		t->allocated_bytes, t->allocated_blocks);
+	fprintf(fp, "sites:     %zu, %" PRIu64 " holding memory\n", s->nsites,
+		live_sites(s));
+	fputs("calls:    ", fp);
+	for (i = 0; i < s->ncalls; i++)
+		fprintf(fp, " %s %" PRIu64, s->calls[i].name, s->calls[i].count);
+	fputc('\n', fp);
+	if (s->has_mallinfo)
+		fprintf(fp, "allocator: arena %" PRIu64 ", in use %" PRIu64
+			", free %" PRIu64 ", mmapped %" PRIu64 " in %" PRIu64
+			" blocks, releasable %" PRIu64 "\n", m->arena, m->uordblks,
+			m->fordblks, m->hblkhd, m->hblks, m->keepcost);
+	if (s->has_unwind)
+		stats_unwind(fp, &s->unwind);
+	return 0;
+}
+
+/* --- olds -------------------------------------------------------------- */
+
+static int by_birth(const void *a, const void *b)
+{
+	const struct ls_block *x = a, *y = b;
+
+	return x->birth_ns < y->birth_ns ? -1 : x->birth_ns > y->birth_ns ? 1 :
+	       x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int put_old(const struct ls_render_ctx *c, const struct ls_block *b,
+		   struct ls_stack *st)
+{
+	const struct ls_snapshot *snap = c->rep->snap;
+	const struct ls_site *site = ls_snapshot_site(snap, b->site);
+	size_t i;
+	int ret;
+
+	fprintf(c->out, "\tage %.3fs size %" PRIu64 " addr 0x%" PRIx64
+		" tid %u\n", (double)(snap->hdr.mono_ns - b->birth_ns) / 1e9,
+		b->size, b->addr, b->tid);
+	if (!site || !c->sym)
+		return 0;
+	ret = ls_render_stack(c, site, st);
+	for (i = 0; !ret && i < st->n; i++)
+		ls_frame_print(c->out, "\t\t", &st->f[i]);
+	return ret;
+}
+
+int ls_render_olds(FILE *out, struct ls_snapshot *snap,
+		   const struct ls_report_opts *opts, struct ls_symbolizer *sym,
+		   size_t n)
+{
+	struct ls_report rep = { .snap = snap };
+	struct ls_render_ctx c = { .out = out, .rep = &rep, .opts = opts,
+				   .sym = sym };
+	struct ls_stack st = { 0 };
+	size_t i;
+	int ret = 0;
+
+	if (!snap->has_blocks)
+		return -ENODATA;
+	qsort(snap->blocks, snap->nblocks, sizeof(*snap->blocks), by_birth);
+	fprintf(out, "pid %u: %zu oldest of %zu live blocks\n", snap->hdr.pid,
+		n < snap->nblocks ? n : snap->nblocks, snap->nblocks);
+	for (i = 0; i < snap->nblocks && i < n && !ret; i++)
+		ret = put_old(&c, &snap->blocks[i], &st);
+	ls_stack_release(&st);
+	return ret;
+}
+
+/* --- one line per site (watch, top) ---------------------------------- */
+
+int ls_render_site_summary(struct ls_symbolizer *sym,
+			   const struct ls_report_opts *opts,
+			   const struct ls_site *site, char *buf, size_t cap)
+{
+	struct ls_render_ctx c = { .opts = opts, .sym = sym };
+	struct ls_stack st = { 0 };
+	int ret = sym ? ls_render_stack(&c, site, &st) : 0;
+
+	ls_stack_summary(&st, 3, buf, cap);
+	ls_stack_release(&st);
+	return ret;
 }

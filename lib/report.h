@@ -12,16 +12,13 @@
 #include <stdint.h>
 #include "snapshot.h"
 #include "trend.h"
+#include "flamegraph.h"
 #include "suppress.h"
 
-enum ls_format {
-	LS_FORMAT_TEXT = 0,
-	LS_FORMAT_JSON,
-	LS_FORMAT_FOLDED,
-};
+struct ls_renderer;
 
 struct ls_report_opts {
-	enum ls_format format;
+	const struct ls_renderer *format;	/* render.h; NULL = text */
 	size_t top;		/* 0 = all sites */
 	uint64_t min_age_ns;	/* only blocks at least this old */
 	uint64_t min_size;	/* only blocks of at least this size */
@@ -36,6 +33,13 @@ struct ls_report_opts {
 	int gen_supp;		/* text: print suppressions for the
 				   records shown */
 	int need_blocks;	/* derived: a filter needs per-block data */
+	/* How stacks are shown (render.h, ls_render_stack). */
+	unsigned depth;		/* frames shown at most; 0 = all */
+	int full_names;		/* C++ template arguments in full */
+	int hide_runtime;	/* drop libc/libstdc++/ld.so frames around
+				   the program's own */
+	struct ls_flame_opts svg;	/* --format svg: title, count, inverted,
+					   colors (subtitle NULL: the process) */
 };
 
 struct ls_report_site {

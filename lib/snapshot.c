@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "snapshot.h"
+#include "util.h"
 
 #define RD_BUF (64u << 10)
 
@@ -164,27 +165,6 @@ static const char *tag_name(uint32_t tag)
 }
 
 /* Grow *arr (elements of size el) so that it holds at least need. */
-static int grow(void *arr, size_t *cap, size_t need, size_t el)
-{
-	void **a = arr;
-	size_t ncap = *cap ? *cap : 16;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / el)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	p = realloc(*a, ncap * el);
-	if (!p)
-		return -ENOMEM;
-	*a = p;
-	*cap = ncap;
-	return 0;
-}
-
 static int bad_len(struct parse *p, uint32_t tag, uint32_t len, size_t want)
 {
 	return fail(p, -EINVAL,
@@ -259,7 +239,7 @@ static int parse_calls(struct parse *p, uint32_t len)
 	if (len % sizeof(*c))
 		return bad_len(p, LSNAP_CALLS, len,
 			       (n + 1) * sizeof(*c));
-	ret = grow(&s->calls, &p->cap_calls, s->ncalls + n, sizeof(*s->calls));
+	ret = ls_grow(&s->calls, &p->cap_calls, s->ncalls + n, sizeof(*s->calls));
 	if (ret)
 		return ret;
 	for (i = 0; i < n; i++) {
@@ -324,7 +304,7 @@ static int parse_module(struct parse *p, uint32_t len)
 	memcpy(&m, p->payload, sizeof(m));
 	ret = check_module(p, &m, len);
 	if (!ret)
-		ret = grow(&s->modules, &p->cap_modules, s->nmodules + 1,
+		ret = ls_grow(&s->modules, &p->cap_modules, s->nmodules + 1,
 			   sizeof(*s->modules));
 	if (ret)
 		return ret;
@@ -372,7 +352,7 @@ static int parse_site(struct parse *p, uint32_t len)
 	memcpy(&r, p->payload, sizeof(r));
 	ret = check_site(p, &r, len);
 	if (!ret)
-		ret = grow(&s->sites, &p->cap_sites, s->nsites + 1,
+		ret = ls_grow(&s->sites, &p->cap_sites, s->nsites + 1,
 			   sizeof(*s->sites));
 	if (ret)
 		return ret;
@@ -408,7 +388,7 @@ static int parse_blocks(struct parse *p, uint32_t len)
 	if (len % sizeof(struct lsnap_block))
 		return bad_len(p, LSNAP_BLOCKS, len,
 			       (n + 1) * sizeof(struct lsnap_block));
-	ret = grow(&s->blocks, &p->cap_blocks, s->nblocks + n,
+	ret = ls_grow(&s->blocks, &p->cap_blocks, s->nblocks + n,
 		   sizeof(*s->blocks));
 	if (ret)
 		return ret;
@@ -443,7 +423,7 @@ static int parse_site_history(struct parse *p, uint32_t len)
 		return fail(p, -EINVAL, "corrupt snapshot: record %u (site "
 			    "history) has %u samples, more than the %u kept",
 			    p->nrec + 1, h.n, p->snap->history.hist_len);
-	ret = grow(&p->hist, &p->cap_hist, p->nhist + 1, sizeof(*p->hist));
+	ret = ls_grow(&p->hist, &p->cap_hist, p->nhist + 1, sizeof(*p->hist));
 	if (ret)
 		return ret;
 	o = &p->hist[p->nhist];
@@ -464,7 +444,7 @@ static int parse_reach_site(struct parse *p, uint32_t len)
 	if (len != sizeof(struct lsnap_reach_site))
 		return bad_len(p, LSNAP_REACH_SITE, len,
 			       sizeof(struct lsnap_reach_site));
-	ret = grow(&p->rsites, &p->cap_rsites, p->nrsites + 1,
+	ret = ls_grow(&p->rsites, &p->cap_rsites, p->nrsites + 1,
 		   sizeof(*p->rsites));
 	if (ret)
 		return ret;
@@ -483,7 +463,7 @@ static int parse_reach_blocks(struct parse *p, uint32_t len)
 			return fail(p, -EINVAL, "corrupt snapshot: record %u "
 				    "(block reachability) has unknown "
 				    "category %u", p->nrec + 1, p->payload[i]);
-	ret = grow(&p->cats, &p->cap_cats, p->ncats + len + 1, 1);
+	ret = ls_grow(&p->cats, &p->cap_cats, p->ncats + len + 1, 1);
 	if (ret)
 		return ret;
 	memcpy(p->cats + p->ncats, p->payload, len);
@@ -694,7 +674,7 @@ static int read_payload(struct parse *p, uint32_t tag, uint32_t len)
 	ssize_t n;
 	int ret;
 
-	ret = grow(&p->payload, &p->payload_cap, len ? len : 1, 1);
+	ret = ls_grow(&p->payload, &p->payload_cap, len ? len : 1, 1);
 	if (ret)
 		return ret;
 	n = rd_read(p->rd, p->payload, len);

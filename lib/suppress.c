@@ -51,12 +51,32 @@ static int add(struct ls_supp *s, const char *pattern, size_t len,
 	e->pattern = strndup(pattern, len);
 	e->origin = strdup(origin);
 	e->hits = 0;
+	e->runtime_only = 0;
 	if (!e->pattern || !e->origin) {
 		free(e->pattern);
 		free(e->origin);
 		return -ENOMEM;
 	}
 	s->n++;
+	return 0;
+}
+
+/* The modules of the C and C++ runtimes and the loader, by basename. */
+static const char *const runtime_modules[] = {
+	"libc.so", "libstdc++.so", "libgcc_s.so", "libm.so", "ld-linux",
+	"libpthread.so", "libdl.so",
+};
+
+static int is_runtime(const char *module)
+{
+	const char *base = module ? strrchr(module, '/') : NULL;
+	size_t i;
+
+	base = base ? base + 1 : module;
+	for (i = 0; base && i < sizeof(runtime_modules) / sizeof(*runtime_modules);
+	     i++)
+		if (!strncmp(base, runtime_modules[i], strlen(runtime_modules[i])))
+			return 1;
 	return 0;
 }
 
@@ -68,6 +88,10 @@ int ls_supp_default(struct ls_supp *s)
 	for (i = 0; i < sizeof(default_list) / sizeof(*default_list) && !ret; i++)
 		ret = add(s, default_list[i], strlen(default_list[i]),
 			  "default");
+	/* What a runtime library's constructor allocated: libstdc++'s
+	 * emergency exception pool has no symbol to name it by. */
+	if (!ret && !(ret = add(s, "<runtime only>", 14, "default")))
+		s->e[s->n - 1].runtime_only = 1;
 	return ret;
 }
 
@@ -222,10 +246,18 @@ struct ls_supp_entry *ls_supp_match(struct ls_supp *s,
 
 	if (!s || !s->n || ls_stack_build(sym, site, &st))
 		goto out;
-	for (i = 0; i < s->n && !hit; i++)
+	for (i = 0; i < s->n && !hit; i++) {
+		if (s->e[i].runtime_only) {
+			for (k = 0; k < st.n && is_runtime(st.f[k].module); k++)
+				;
+			if (st.n && k == st.n)
+				hit = &s->e[i];
+			continue;
+		}
 		for (k = 0; k < st.n && !hit; k++)
 			if (frame_matches(s->e[i].pattern, &st.f[k]))
 				hit = &s->e[i];
+	}
 	if (hit)
 		hit->hits++;
 out:

@@ -12,7 +12,9 @@
  * ls_supp_default() adds the built-in list: the C and C++ runtimes'
  * one-time allocations (stdio buffers, locale data, the dynamic loader's
  * TLS and object records, libstdc++'s emergency exception pool), which no
- * program can free.
+ * program can free; among them, every stack made only of frames of the
+ * C and C++ runtimes and the dynamic loader (what a runtime library's
+ * constructor allocated, no program code on the stack).
  *
  * Not thread-safe; no output, no exit (lib/ rules).
  */
@@ -27,6 +29,8 @@ struct ls_symbolizer;
 
 struct ls_supp_entry {
 	char *pattern;		/* owned, without "leak:" */
+	int runtime_only;	/* built-in: matches a stack made only of
+				   the runtimes' and the loader's frames */
 	char *origin;		/* owned: "FILE:LINE" or "default" */
 	uint64_t hits;		/* sites it suppressed in the last apply */
 };

@@ -15,16 +15,30 @@
 #include <string.h>
 #include <demangle.h>
 #include "symbolize.h"
+#include "util.h"
 
 #define VDSO_NAME "linux-vdso.so.1"
 
-enum { MOD_UNTRIED = 0, MOD_OK = 1, MOD_UNUSABLE = -1 };
+enum { MOD_OK = 1, MOD_UNUSABLE = -1 };
 
-struct modstate {
+/* A module file opened once, at bias 0: every process that maps the
+ * same file (same path and build id) at any address shares it. */
+struct pooled {
+	char *path;
+	unsigned build_id_len;
+	uint8_t build_id[LSNAP_BUILD_ID_MAX];
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	int state;
 };
+
+struct ls_sympool {
+	struct pooled *v;
+	size_t n, cap;
+};
+
+#define SLOT_UNTRIED (-2)	/* ls_symbolizer.slot: not looked up yet */
+#define SLOT_NONE (-1)		/* no file to open */
 
 struct cache_ent {
 	uint64_t addr;
@@ -35,7 +49,9 @@ struct cache_ent {
 
 struct ls_symbolizer {
 	const struct ls_snapshot *snap;
-	struct modstate *mods;
+	struct ls_sympool *pool;
+	int own_pool;
+	long *slot;		/* per snapshot module: index in pool */
 
 	struct cache_ent *cache;
 	size_t cache_cap, cache_used;
@@ -118,12 +134,14 @@ static const char *intern(struct ls_symbolizer *s, const char *str)
  * symbol version ("__libc_start_main@@GLIBC_2.34", as .symtab has it) is
  * dropped: it is noise in a stack and would split flame graph frames.
  */
-static const char *intern_demangled(struct ls_symbolizer *s, const char *name)
+static const char *intern_demangled(struct ls_symbolizer *s, const char *name,
+				    const char **raw)
 {
 	const char *at = strchr(name, '@');
 	char *plain = NULL, *d = NULL;
 	const char *r;
 
+	*raw = NULL;
 	if (at && at != name) {
 		plain = strndup(name, (size_t)(at - name));
 		if (!plain)
@@ -133,22 +151,48 @@ static const char *intern_demangled(struct ls_symbolizer *s, const char *name)
 	if (name[0] == '_' && (name[1] == 'Z' || name[1] == 'R'))
 		d = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
 	r = intern(s, d ? d : name);
+	*raw = d ? intern(s, name) : r;
 	free(d);
 	free(plain);
 	return r;
 }
 
-struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap)
+struct ls_sympool *ls_sympool_new(void)
+{
+	return calloc(1, sizeof(struct ls_sympool));
+}
+
+void ls_sympool_free(struct ls_sympool *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->n; i++) {
+		if (p->v[i].dwfl)
+			dwfl_end(p->v[i].dwfl);
+		free(p->v[i].path);
+	}
+	free(p->v);
+	free(p);
+}
+
+struct ls_symbolizer *ls_symbolizer_new_shared(const struct ls_snapshot *snap,
+					       struct ls_sympool *pool)
 {
 	struct ls_symbolizer *s = calloc(1, sizeof(*s));
+	size_t i;
 
 	if (!s)
 		goto fail;
 	s->snap = snap;
-	s->mods = calloc(snap->nmodules ? snap->nmodules : 1,
-			 sizeof(*s->mods));
-	if (!s->mods)
+	s->pool = pool;
+	s->slot = malloc((snap->nmodules ? snap->nmodules : 1) *
+			 sizeof(*s->slot));
+	if (!s->slot)
 		goto fail;
+	for (i = 0; i < snap->nmodules; i++)
+		s->slot[i] = SLOT_UNTRIED;
 	/* libdwfl would otherwise ask debuginfod servers for missing debug
 	 * files: a report must never touch the network. */
 	unsetenv("DEBUGINFOD_URLS");
@@ -159,19 +203,33 @@ fail:
 	return NULL;
 }
 
+struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap)
+{
+	struct ls_sympool *pool = ls_sympool_new();
+	struct ls_symbolizer *s = pool ? ls_symbolizer_new_shared(snap, pool) :
+				  NULL;
+
+	if (!s) {
+		ls_sympool_free(pool);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->own_pool = 1;
+	return s;
+}
+
 void ls_symbolizer_free(struct ls_symbolizer *s)
 {
 	size_t i;
 
 	if (!s)
 		return;
-	for (i = 0; s->mods && i < s->snap->nmodules; i++)
-		if (s->mods[i].dwfl)
-			dwfl_end(s->mods[i].dwfl);
+	if (s->own_pool)
+		ls_sympool_free(s->pool);
 	for (i = 0; i < s->strs_cap; i++)
 		free(s->strs[i]);
 	free(s->strs);
-	free(s->mods);
+	free(s->slot);
 	free(s->cache);
 	free(s->frames);
 	free(s);
@@ -208,7 +266,7 @@ static int has_file(const struct ls_module *m)
 	return m->path[0] && strcmp(m->path, VDSO_NAME) != 0;
 }
 
-static int build_id_matches(Dwfl_Module *mod, const struct ls_module *m)
+static int build_id_matches(Dwfl_Module *mod, const struct pooled *p)
 {
 	const unsigned char *bits = NULL;
 	GElf_Addr vaddr;
@@ -220,43 +278,78 @@ static int build_id_matches(Dwfl_Module *mod, const struct ls_module *m)
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
 	if (len < 0)
 		len = 0;
-	return (unsigned)len == m->build_id_len &&
-		(len == 0 || !memcmp(bits, m->build_id, (size_t)len));
+	return (unsigned)len == p->build_id_len &&
+		(len == 0 || !memcmp(bits, p->build_id, (size_t)len));
+}
+
+static int same_file(const struct pooled *p, const struct ls_module *m)
+{
+	return p->build_id_len == m->build_id_len &&
+		!memcmp(p->build_id, m->build_id, m->build_id_len) &&
+		!strcmp(p->path, m->path);
+}
+
+/* Open m's file at bias 0 into a new pool entry. */
+static void open_pooled(struct pooled *p, const struct ls_module *m)
+{
+	p->state = MOD_UNUSABLE;
+	p->dwfl = dwfl_begin(&offline_callbacks);
+	if (!p->dwfl)
+		return;
+	dwfl_report_begin(p->dwfl);
+	/* Addresses are asked relative to the load bias (addr - m->bias),
+	 * which is dl_iterate_phdr's dlpi_addr: the ELF's own p_vaddr. */
+	p->mod = dwfl_report_elf(p->dwfl, ls_sym_basename(m->path), m->path,
+				 -1, 0, true);
+	dwfl_report_end(p->dwfl, NULL, NULL);
+	if (p->mod && build_id_matches(p->mod, p))
+		p->state = MOD_OK;
+}
+
+/* The pool entry of m's file, opened the first time any symbolizer of
+ * the pool asks; its index, or SLOT_NONE. */
+static long pool_find(struct ls_sympool *pool, const struct ls_module *m)
+{
+	struct pooled *p;
+	size_t i;
+
+	for (i = 0; i < pool->n; i++)
+		if (same_file(&pool->v[i], m))
+			return (long)i;
+	if (LS_GROW(pool->v, pool->n + 1, pool->cap))
+		return SLOT_NONE;
+	p = memset(&pool->v[pool->n], 0, sizeof(*p));
+	p->path = strdup(m->path);
+	if (!p->path)
+		return SLOT_NONE;
+	p->build_id_len = m->build_id_len;
+	memcpy(p->build_id, m->build_id, m->build_id_len);
+	open_pooled(p, m);
+	return (long)pool->n++;
 }
 
 /*
- * Open module i from disk once; nonzero when its symbols can be used.
+ * Module i's opened file, or NULL when its symbols cannot be used.
  * NEEDSWORK: a process in another mount namespace (a container) sees other
  * files under the same paths; for a live target /proc/PID/root/PATH would
  * be the right file.  The build id check keeps a wrong file from giving
  * wrong names meanwhile.
  */
-static int open_module(struct ls_symbolizer *s, size_t i)
+static Dwfl_Module *open_module(struct ls_symbolizer *s, size_t i)
 {
-	struct modstate *ms = &s->mods[i];
 	const struct ls_module *m = &s->snap->modules[i];
 
-	if (ms->state != MOD_UNTRIED)
-		return ms->state == MOD_OK;
-	ms->state = MOD_UNUSABLE;
-	if (!has_file(m))
-		return 0;
-	ms->dwfl = dwfl_begin(&offline_callbacks);
-	if (!ms->dwfl)
-		return 0;
-	dwfl_report_begin(ms->dwfl);
-	/* add_p_vaddr: the snapshot's bias is dl_iterate_phdr's dlpi_addr,
-	 * to which the ELF's p_vaddr are relative. */
-	ms->mod = dwfl_report_elf(ms->dwfl, ls_sym_basename(m->path), m->path,
-				  -1, m->bias, true);
-	dwfl_report_end(ms->dwfl, NULL, NULL);
-	if (ms->mod && build_id_matches(ms->mod, m))
-		ms->state = MOD_OK;
-	return ms->state == MOD_OK;
+	if (s->slot[i] == SLOT_UNTRIED)
+		s->slot[i] = has_file(m) ? pool_find(s->pool, m) : SLOT_NONE;
+	if (s->slot[i] < 0 || s->pool->v[s->slot[i]].state != MOD_OK)
+		return NULL;
+	return s->pool->v[s->slot[i]].mod;
 }
 
-/* Name of a subprogram or inlined-subroutine DIE, demangled. */
-static const char *die_name(struct ls_symbolizer *s, Dwarf_Die *die)
+/* Name of a subprogram or inlined-subroutine DIE, demangled; *raw gets
+ * the name as the debug information spells it (mangled). */
+static const char *die_name(struct ls_symbolizer *s, Dwarf_Die *die,
+			    const char **raw)
 {
 	Dwarf_Attribute a;
 	const char *name = NULL;
@@ -266,7 +359,8 @@ static const char *die_name(struct ls_symbolizer *s, Dwarf_Die *die)
 		name = dwarf_formstring(&a);
 	if (!name && dwarf_attr_integrate(die, DW_AT_name, &a))
 		name = dwarf_formstring(&a);
-	return name ? intern_demangled(s, name) : NULL;
+	*raw = NULL;
+	return name ? intern_demangled(s, name, raw) : NULL;
 }
 
 /* Where an inlined subroutine was called from. */
@@ -335,7 +429,7 @@ static size_t inline_chain(struct ls_symbolizer *s, Dwfl_Module *mod,
 			break;
 		if (tag != DW_TAG_inlined_subroutine)
 			continue;
-		fr[n].function = die_name(s, &scopes[i]);
+		fr[n].function = die_name(s, &scopes[i], &fr[n].symbol);
 		fr[n].inlined = 1;
 		fr[n].file = *file;
 		fr[n].line = *line;
@@ -364,7 +458,7 @@ static size_t resolve(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 	long idx = pick_module(s->snap, gen, addr);
 	const char *modpath = NULL, *file, *name;
 	Dwfl_Module *mod;
-	uint64_t pc = addr ? addr - 1 : 0;
+	uint64_t pc = addr ? addr - 1 : 0, bias;
 	GElf_Off off;
 	GElf_Sym sym;
 	size_t n, i;
@@ -373,17 +467,22 @@ static size_t resolve(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 	memset(fr, 0, LS_SYM_MAX_FRAMES * sizeof(*fr));
 	if (idx >= 0 && s->snap->modules[idx].path[0])
 		modpath = intern(s, s->snap->modules[idx].path);
-	if (idx < 0 || !open_module(s, (size_t)idx)) {
+	mod = idx >= 0 ? open_module(s, (size_t)idx) : NULL;
+	if (!mod) {
 		fr[0].addr = addr;
 		fr[0].module = modpath;
+		fr[0].mod = idx >= 0 ? &s->snap->modules[idx] : NULL;
 		return 1;
 	}
-	mod = s->mods[idx].mod;
-	line_of(s, mod, pc, &file, &line);
-	n = inline_chain(s, mod, pc, fr, LS_SYM_MAX_FRAMES - 1, &file, &line);
-	name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+	/* The module was opened at bias 0: ask for file-relative addresses. */
+	bias = s->snap->modules[idx].bias;
+	line_of(s, mod, pc - bias, &file, &line);
+	n = inline_chain(s, mod, pc - bias, fr, LS_SYM_MAX_FRAMES - 1, &file,
+			 &line);
+	name = dwfl_module_addrinfo(mod, addr - bias, &off, &sym, NULL, NULL,
+				    NULL);
 	if (name) {
-		fr[n].function = intern_demangled(s, name);
+		fr[n].function = intern_demangled(s, name, &fr[n].symbol);
 		fr[n].offset = off;
 	}
 	fr[n].file = file;
@@ -391,6 +490,7 @@ static size_t resolve(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 	for (i = 0; i <= n; i++) {
 		fr[i].addr = addr;
 		fr[i].module = modpath;
+		fr[i].mod = &s->snap->modules[idx];
 	}
 	return n + 1;
 }
@@ -437,18 +537,8 @@ static struct cache_ent *add_entry(struct ls_symbolizer *s, uint32_t gen,
 	size_t n = resolve(s, gen, addr, fr);
 	struct cache_ent *e;
 
-	if (s->nframes + n > s->frames_cap) {
-		size_t ncap = s->frames_cap ? s->frames_cap * 2 : 1024;
-		struct ls_symframe *p;
-
-		while (ncap < s->nframes + n)
-			ncap *= 2;
-		p = realloc(s->frames, ncap * sizeof(*p));
-		if (!p)
-			return NULL;
-		s->frames = p;
-		s->frames_cap = ncap;
-	}
+	if (LS_GROW(s->frames, s->nframes + n, s->frames_cap))
+		return NULL;
 	if (2 * (s->cache_used + 1) > s->cache_cap && cache_grow(s))
 		return NULL;
 	memcpy(s->frames + s->nframes, fr, n * sizeof(*fr));

@@ -26,10 +26,17 @@
 struct ls_symframe {
 	uint64_t addr;		/* the address asked for */
 	const char *function;	/* demangled name, NULL if unknown */
+	const char *symbol;	/* the same name as the symbol table or the
+				   debug information spells it (mangled,
+				   version suffix dropped); NULL with
+				   function */
 	uint64_t offset;	/* addr - start of function; meaningful only
 				   when function is set and !inlined */
 	const char *module;	/* the module's path as the snapshot has it,
 				   NULL when no module covers addr */
+	const struct ls_module *mod;	/* the snapshot's record of that
+					   module (bias, range, build id),
+					   NULL when none covers addr */
 	const char *file;	/* source file as the debug info has it, or
 				   NULL */
 	int line;		/* source line, 0 if unknown */
@@ -70,6 +77,25 @@ struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap);
  */
 int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		       struct ls_symframe *out, size_t max, size_t *n);
+
+/*
+ * A pool of opened module files that several symbolizers share: every
+ * report of one `leakscope run` (the command, its forked children, the
+ * programs it executed), and every refresh of `watch` and `top`, open and
+ * index each library's debug information once (elfutils inflating
+ * libc6-dbg's compressed sections costs 60-100 ms per opening).  Files are
+ * matched by path and build id, at any load address.  Free the pool after
+ * every symbolizer made with it.  Not thread-safe.
+ */
+struct ls_sympool;
+
+struct ls_sympool *ls_sympool_new(void);
+void ls_sympool_free(struct ls_sympool *p);
+
+/* A symbolizer for snap that opens modules through pool.  Returns NULL
+ * with errno set (ENOMEM). */
+struct ls_symbolizer *ls_symbolizer_new_shared(const struct ls_snapshot *snap,
+					       struct ls_sympool *pool);
 
 /* Free the symbolizer and every string it handed out; accepts NULL. */
 void ls_symbolizer_free(struct ls_symbolizer *s);

@@ -1,26 +1,11 @@
 /*
- * util.c - helpers of the command-line tool.
+ * util.c - number parsing and the growable array.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "util.h"
-
-void ls_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fputs("leakscope: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 int ls_parse_count(const char *s, uint64_t *out)
 {
@@ -92,74 +77,23 @@ int ls_parse_seconds(const char *s, uint64_t *ns)
 	return *ns ? 0 : -EINVAL;
 }
 
-int ls_outfile_open(struct ls_outfile *of, const char *path)
+int ls_grow(void *arr, size_t *cap, size_t need, size_t el)
 {
-	size_t len = strlen(path) + 32;
-	struct stat st;
-	int err;
+	void **a = arr;
+	size_t ncap = *cap ? *cap : 16;
+	void *p;
 
-	memset(of, 0, sizeof(*of));
-	of->path = strdup(path);
-	of->tmp = malloc(len);
-	if (!of->path || !of->tmp) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	/* A device, FIFO or socket (/dev/null, /dev/stdout, a pipe) is
-	 * written in place: renaming a file over it would replace it. */
-	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
-		free(of->tmp);
-		of->tmp = NULL;
-		of->fp = fopen(path, "w");
-		if (!of->fp) {
-			err = -errno;
-			goto fail;
-		}
+	if (need <= *cap)
 		return 0;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / el)
+			return -ENOMEM;
+		ncap *= 2;
 	}
-	snprintf(of->tmp, len, "%s.tmp.%d", path, (int)getpid());
-	of->fp = fopen(of->tmp, "wx");
-	if (!of->fp) {
-		err = -errno;
-		goto fail;
-	}
+	p = realloc(*a, ncap * el);
+	if (!p)
+		return -ENOMEM;
+	*a = p;
+	*cap = ncap;
 	return 0;
-fail:
-	free(of->path);
-	free(of->tmp);
-	memset(of, 0, sizeof(*of));
-	return err;
-}
-
-int ls_outfile_commit(struct ls_outfile *of)
-{
-	int err = 0;
-
-	if (!of->fp)
-		return -EBADF;
-	if (fflush(of->fp) || ferror(of->fp))
-		err = -(errno ? errno : EIO);
-	if (fclose(of->fp) && !err)
-		err = -errno;
-	of->fp = NULL;
-	if (of->tmp && !err && rename(of->tmp, of->path))
-		err = -errno;
-	if (of->tmp && err)
-		unlink(of->tmp);
-	free(of->path);
-	free(of->tmp);
-	memset(of, 0, sizeof(*of));
-	return err;
-}
-
-void ls_outfile_abort(struct ls_outfile *of)
-{
-	if (of->fp) {
-		fclose(of->fp);
-		if (of->tmp)
-			unlink(of->tmp);
-	}
-	free(of->path);
-	free(of->tmp);
-	memset(of, 0, sizeof(*of));
 }

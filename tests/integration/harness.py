@@ -212,6 +212,27 @@ def leakscope(options, command, output=True, timeout=RUN_TIMEOUT, input=None,
 _TMPDIRS = []
 
 
+def exit_snapshot(name, args=(), extra=None):
+    """Run workload `name` with the agent preloaded by hand (no control
+    thread) and return (program path, path of the exit snapshot it wrote
+    into a fresh temporary LEAKSCOPE_OUT_DIR, with its block list)."""
+    prog = workload(name)
+    out_dir = tempfile.mkdtemp(prefix="leakscope-snap-")
+    _TMPDIRS.append(out_dir)
+    env = dict(os.environ)
+    env.update({"LD_PRELOAD": os.path.join(BUILD, "libleakscope.so"),
+                "LEAKSCOPE_OUT_DIR": out_dir, "LEAKSCOPE_EXIT_BLOCKS": "1",
+                "LEAKSCOPE_CONTROL": "0"})
+    env.update(extra or {})
+    r = run_process([prog] + list(args), env=env)
+    if r.returncode != 0:
+        fail("%s exit status" % name, 0, r.describe())
+    snaps = [f for f in os.listdir(out_dir) if f.endswith(".lsnap")]
+    if len(snaps) != 1:
+        fail("exit snapshots written by %s" % name, 1, snaps)
+    return prog, os.path.join(out_dir, snaps[0])
+
+
 def cleanup():
     for d in _TMPDIRS:
         shutil.rmtree(d, ignore_errors=True)

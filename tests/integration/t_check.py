@@ -261,7 +261,7 @@ def t_busy():
     eq(t.p.returncode, 0, "the busy target's exit status")
 
 
-@check("check on a process that exits midway: one line, status 1, never a "
+@check("check on a process that exits midway: one line, status 125, never a "
        "half report")
 def t_exits_midway():
     outcomes = set()
@@ -277,7 +277,7 @@ def t_exits_midway():
             contains(out.decode(), "LEAK SUMMARY:", "a whole report")
             outcomes.add("done")
             continue
-        eq(p.returncode, 1, "exit status of a failed check")
+        eq(p.returncode, 125, "exit status of a failed check")
         lines = err.decode().strip().splitlines()
         eq(len(lines), 1, "error lines: %r" % lines)
         ok(lines[0].startswith("leakscope: "), "one leakscope line",
@@ -285,7 +285,7 @@ def t_exits_midway():
         eq(out, b"", "nothing on stdout")
         outcomes.add("error")
     r = ls("check", "999999")
-    eq(r.returncode, 1, "a pid that does not exist")
+    eq(r.returncode, 125, "a pid that does not exist")
     eq(r.stderr.decode().strip().count("\n"), 0, "one line")
     contains(r.stderr.decode(), "no process with pid 999999", "reason")
 
@@ -303,7 +303,7 @@ def t_sampled():
     finally:
         p.stdin.close()
         p.wait(timeout=10)
-    eq(r.returncode, 1, "exit status")
+    eq(r.returncode, 125, "exit status")
     contains(r.stderr.decode(), "check needs full tracking", "reason")
     eq(r.stderr.decode().strip().count("\n"), 0, "one line")
 
@@ -413,7 +413,7 @@ def t_bad_suppressions():
         contains(msg, "%s:%d: %s" % (path, line, why), "reason")
         eq(r.files, {}, "no report written")
     r = ls("check", "--suppressions", "/nonexistent/supp", "1")
-    eq(r.returncode, 1, "check with a missing file")
+    eq(r.returncode, 125, "check with a missing file")
     contains(r.stderr.decode(), "cannot read suppressions "
              "'/nonexistent/supp'", "reason")
 

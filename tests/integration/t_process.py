@@ -7,7 +7,7 @@ import re
 from harness import (check, once, workload, leakscope, root_report,
                      child_reports, json_reports_in_stderr, expect_status,
                      expect_site, expect_no_site, outer_functions, the_site,
-                     eq, ok, fail, shorten)
+                     site_function, eq, ok, fail, shorten)
 
 
 def child_pid(r):
@@ -20,9 +20,13 @@ def child_pid(r):
 
 # ------------------------------------------------------------------ fork
 
+# forker's child exits at once: it has its own report only with
+# --all-children (by default a forked child reports when it lived at least
+# a second, as a pre-fork worker does: see t_fork_default below).
+
 @once
 def fork_run():
-    r = leakscope(["--format", "json"], [workload("forker")])
+    r = leakscope(["--format", "json", "--all-children"], [workload("forker")])
     expect_status(r, 0, "forker exit status")
     return r, root_report(r), child_reports(r)
 
@@ -62,7 +66,8 @@ def t_fork_child():
 
 @check("fork without --output: root's report first on stderr, then the child's")
 def t_fork_stderr():
-    r = leakscope(["--format", "json"], [workload("forker")], output=False)
+    r = leakscope(["--format", "json", "--all-children"], [workload("forker")],
+                  output=False)
     expect_status(r, 0, "forker exit status")
     reps = [x for x in json_reports_in_stderr(r) if x.get("reason") == "exit"]
     pid = child_pid(r)
@@ -70,6 +75,25 @@ def t_fork_stderr():
     eq(reps[0].get("ppid"), r.pid,
        "ppid of the first report (the root's, whose parent is leakscope)")
     eq(reps[1].get("pid"), pid, "pid of the second report (the child's)")
+
+
+@check("fork, by default: a child that exits at once has no report of its own, a worker that lives on has")
+def t_fork_default():
+    r = leakscope(["--format", "json"], [workload("forker")])
+    expect_status(r, 0, "forker exit status")
+    eq(sorted(r.files), ["report"], "files written: only the command's")
+    expect_no_site(root_report(r), "site_child", workload("forker"))
+    r = leakscope(["--format", "json"], [workload("prefork"), "2"])
+    expect_status(r, 0, "prefork exit status")
+    worker = int(r.stdout.split()[0])
+    eq(sorted(r.files), sorted(["report", "report.%d" % worker]),
+       "files written: the command's and its worker's")
+    rep = child_reports(r)[worker]
+    leak = [s for s in rep["sites"]
+            if site_function(s, workload("prefork")) == "site_worker_leak"]
+    eq(len(leak), 1, "the worker's report has its leak site")
+    ok(leak[0]["live_bytes"] >= 4096 * 20 and leak[0]["live_bytes"] % 4096 == 0,
+       "the worker leaked 4096 bytes every 50 ms for 2 s", leak[0]["live_bytes"])
 
 
 # ------------------------------------------------------------------ exec

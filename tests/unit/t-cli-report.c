@@ -391,7 +391,7 @@ static char *render(const struct ls_snapshot *s, struct ls_report_opts o,
 	ls_report_opts_finish(&o);
 	*ret = ls_report_build(s, &o, &rep);
 	if (!*ret)
-		*ret = ls_report_render(mem, &rep, &o);
+		*ret = ls_report_render(mem, &rep, &o, NULL);
 	fclose(mem);
 	ls_report_release(&rep);
 	return buf;
@@ -466,7 +466,7 @@ static void test_folded(struct ls_snapshot *s)
 {
 	int ret;
 	char *got = render(s, (struct ls_report_opts){
-				   .format = LS_FORMAT_FOLDED }, &ret);
+				   .format = ls_renderer_find("folded") }, &ret);
 
 	ok(ret == 0 && str_is(got, "0x10;[prog];[libfoo.so] 634\n"
 			      "[libfoo.so];ls_rep_caller 600\n"
@@ -476,7 +476,7 @@ static void test_folded(struct ls_snapshot *s)
 	free(s->modules[2].path);
 	s->modules[2].path = xstrdup("/nonexistent/lib;x\n.so");
 	got = render(s, (struct ls_report_opts){
-			     .format = LS_FORMAT_FOLDED, .max_size = 20 },
+			     .format = ls_renderer_find("folded"), .max_size = 20 },
 		     &ret);
 	ok(ret == 0 && str_is(got, "0x10;[prog];[lib:x?.so] 34\n"),
 	   "folded: separators in names neutralized, filters applied");
@@ -512,7 +512,7 @@ static void test_json(void)
 	s.has_blocks = 1;
 	s.blocks = xcalloc(1, sizeof(*s.blocks));
 	add_block(&s, 0x9000, 4096, 92 * SEC, 3, 7);
-	got = render(&s, (struct ls_report_opts){ .format = LS_FORMAT_JSON,
+	got = render(&s, (struct ls_report_opts){ .format = ls_renderer_find("json"),
 			     .show_allocs = 1, .min_age_ns = 1500000 }, &ret);
 	ok(ret == 0 && str_is(got,
 		"{\"format\":\"leakscope-report\",\"version\":1,\"pid\":4242,"
@@ -542,7 +542,7 @@ static void test_json(void)
 	free(got);
 	s.hdr.mode = LSNAP_MODE_SAMPLED;
 	s.hdr.sample_rate = 4096;
-	got = render(&s, (struct ls_report_opts){ .format = LS_FORMAT_JSON },
+	got = render(&s, (struct ls_report_opts){ .format = ls_renderer_find("json") },
 		     &ret);
 	ok(ret == 0 && strstr(got, "\"mode\":\"sampled\",\"sample_rate\":4096,")
 	   && !strstr(got, "\"blocks\""), "JSON sampled mode, no blocks "
@@ -629,7 +629,7 @@ static void test_write_error(const struct ls_snapshot *s)
 		return;
 	}
 	ls_report_build(s, &o, &rep);
-	ok(ls_report_render(full, &rep, &o) == -ENOSPC,
+	ok(ls_report_render(full, &rep, &o, NULL) == -ENOSPC,
 	   "write error reported as -ENOSPC");
 	ls_report_release(&rep);
 	fclose(full);

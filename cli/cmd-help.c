@@ -1,0 +1,184 @@
+/*
+ * cmd-help.c - `leakscope help [COMMAND]` and `leakscope help --man`: the
+ * manual page leakscope(1), printed in roff from the same tables as every
+ * command's --help (the command table, their option tables, the tables of
+ * sources and renderers).  `make` writes it to build/leakscope.1 and
+ * `make install` installs it.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "../common/contract.h"
+#include "../lib/source.h"
+#include "cmds.h"
+
+#define A(field) LS_ARG(struct ls_help_args, field)
+
+static const struct ls_option own[] = {
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "man",
+	  .offset = A(man),
+	  .help = "print the manual page leakscope(1) in roff" },
+	{ .kind = LS_OPT_END },
+};
+
+const struct ls_usage ls_help_usage = {
+	"help", "[--man] [COMMAND]",
+	"describe a command, or print the manual page",
+	"Print the help of COMMAND (as 'leakscope COMMAND --help'), or with\n"
+	"--man the whole manual page, generated from the same text.",
+	(const struct ls_option *const[]){ own, NULL },
+	NULL,
+};
+
+const char ls_exit_status_text[] =
+"Exit status (every command):\n"
+"  0    success\n"
+"  99   run --fail-on-leak: a traced process ended with more outstanding\n"
+"       than the limit\n"
+"  125  leakscope itself failed: a usage error (unknown option, bad value,\n"
+"       missing argument, unknown command), or what was asked could not be\n"
+"       done (no such process, no agent, unreadable file, output not\n"
+"       writable, a program LD_PRELOAD cannot reach)\n"
+"  126  run: the command cannot be executed\n"
+"  127  run: the command was not found\n"
+"  run otherwise exits with its command's status, or dies of its signal.\n";
+
+/* Text for roff: backslashes escaped, no line starting with a control
+ * character, "-" as a minus where it is an option's. */
+static void roff_text(FILE *out, const char *s)
+{
+	int bol = 1;
+
+	for (; *s; s++) {
+		if (bol && (*s == '.' || *s == '\''))
+			fputs("\\&", out);
+		if (*s == '\\')
+			fputs("\\e", out);
+		else if (*s == '-')
+			fputs("\\-", out);
+		else
+			fputc(*s, out);
+		bol = *s == '\n';
+	}
+}
+
+static void man_option(FILE *out, const struct ls_option *o)
+{
+	char label[128], help[1024];
+
+	ls_option_label(o, label, sizeof(label));
+	ls_option_help(o, help, sizeof(help));
+	fputs(".TP\n.B ", out);
+	roff_text(out, label);
+	fputc('\n', out);
+	roff_text(out, help);
+	fputc('\n', out);
+}
+
+static void man_command(FILE *out, const struct ls_command *c)
+{
+	const struct ls_option *const *t, *o;
+
+	fputs(".SS \"leakscope ", out);
+	roff_text(out, c->name);
+	fputc(' ', out);
+	roff_text(out, c->usage->synopsis);
+	fputs("\"\n", out);
+	roff_text(out, c->usage->description);
+	fputc('\n', out);
+	ls_usage_for_each(c->usage, t, o)
+		man_option(out, o);
+	if (c->usage->notes) {
+		fputs(".PP\n", out);
+		roff_text(out, c->usage->notes);
+		fputc('\n', out);
+	}
+}
+
+static void man_tables(FILE *out)
+{
+	const struct ls_renderer *r;
+	const struct ls_source *s;
+
+	fputs(".SH TARGETS\nThe commands that read a process's state take a"
+	      " target, tried in this order:\n", out);
+	for (s = ls_sources; s->name; s++) {
+		fputs(".TP\n", out);
+		roff_text(out, s->help);
+		fputc('\n', out);
+	}
+	fputs(".SH FORMATS\n", out);
+	for (r = ls_renderers; r->name; r++) {
+		fputs(".TP\n.B ", out);
+		roff_text(out, r->name);
+		fputc('\n', out);
+		roff_text(out, r->help);
+		fputc('\n', out);
+	}
+}
+
+#define ENV(name, text) ".TP\n.B " name "\n" text "\n"
+
+static void man_environment(FILE *out)
+{
+	fputs(".SH ENVIRONMENT\n", out);
+	roff_text(out, ENV(LS_ENV_RUNTIME_DIR, "where agents keep their sockets"
+			   " and post-mortem files (else $XDG_RUNTIME_DIR/"
+			   "leakscope, else /dev/shm/leakscope-UID)")
+		  ENV(LS_ENV_AGENT, "the agent library run preloads")
+		  ENV(LS_ENV_UNWIND, "libunwind or check: the unwinder the "
+		      "agent uses (run passes it on)")
+		  ENV(LS_ENV_DEPTH, "with the agent preloaded by hand: frames "
+		      "per stack")
+		  ENV(LS_ENV_SAMPLE_RATE, "sampled mode, one sample per BYTES")
+		  ENV(LS_ENV_PERIOD_MS, "growth sampling period")
+		  ENV(LS_ENV_HISTORY, "growth samples kept per site")
+		  ENV(LS_ENV_KEEP, "1: keep the post-mortem file after exit")
+		  ENV(LS_ENV_CONTROL, "0: no control socket, no post-mortem "
+		      "file")
+		  ENV(LS_ENV_OUT_DIR, "where the agent writes its exit "
+		      "snapshot"));
+}
+
+static void man_page(FILE *out)
+{
+	const struct ls_command *c;
+
+	fputs(".TH LEAKSCOPE 1 \"\" \"leakscope " LS_VERSION "\" \"User "
+	      "Commands\"\n.SH NAME\nleakscope \\- find memory leaks and memory"
+	      " growth in running Linux programs\n.SH SYNOPSIS\n.B leakscope\n"
+	      ".I command\n[\\fIoptions\\fR] [\\fIargs\\fR]\n.SH DESCRIPTION\n",
+	      out);
+	roff_text(out, "An LD_PRELOAD agent records every allocation with its "
+		  "call stack; the leakscope command turns what it saw into "
+		  "reports: outstanding memory by call stack, symbolized.  "
+		  "Options may come before or after a command's arguments "
+		  "(run: before COMMAND).\n");
+	fputs(".SH COMMANDS\n", out);
+	for (c = ls_commands; c->name; c++)
+		man_command(out, c);
+	man_tables(out);
+	man_environment(out);
+	fputs(".SH \"EXIT STATUS\"\n.nf\n", out);
+	roff_text(out, ls_exit_status_text);
+	fputs(".fi\n.SH \"SEE ALSO\"\nheaptrack(1), valgrind(1)\n", out);
+}
+
+int ls_cmd_help(struct ls_invocation *inv)
+{
+	const struct ls_help_args *a = inv->args;
+	const struct ls_command *c;
+
+	if (a->man) {
+		man_page(stdout);
+		return fflush(stdout) ? LS_EXIT_FAILURE : LS_EXIT_OK;
+	}
+	for (c = ls_commands; inv->argc == 1 && c->name; c++)
+		if (!strcmp(c->name, inv->argv[0])) {
+			ls_usage_print(stdout, c->usage);
+			return LS_EXIT_OK;
+		}
+	ls_usage_error(&ls_help_usage, inv->argc ? "unknown command '%s'" :
+		       "expected a command%s", inv->argc ? inv->argv[0] : "");
+	return LS_EXIT_USAGE;
+}

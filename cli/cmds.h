@@ -1,0 +1,80 @@
+/*
+ * cmds.h - the commands (one file each, cli/cmd-NAME.c): their argument
+ * structs, help and entry points, for the table in main.c.
+ */
+#ifndef LEAKSCOPE_CMDS_H
+#define LEAKSCOPE_CMDS_H
+
+#include "cli.h"
+#include "report-args.h"
+
+struct ls_run_args {
+	struct ls_report_args r;	/* first: LS_CMD_REPORT */
+	uint64_t interval_ns;
+	uint64_t count;		/* periodic reports; 0 = no limit */
+	const char *count_arg;	/* --count: N, or bytes|blocks (svg) */
+	int follow_exec;
+	int all_children;
+	int fail_on_leak;
+	uint64_t leak_limit;
+	uint64_t sample_rate;	/* 0 = full tracking */
+	uint64_t sample_seed;
+	int leak_check;		/* --leak-check: the check at exit */
+	const char *fail_on;	/* --fail-on KINDS */
+	unsigned fail_kinds;	/* ... parsed */
+};
+
+struct ls_check_args {
+	struct ls_report_args r;	/* first: LS_CMD_REPORT */
+	int fail_on_leak;
+	const char *fail_on;	/* --fail-on KINDS */
+};
+
+struct ls_olds_args {
+	struct ls_report_args r;
+};
+
+struct ls_snapshot_args {
+	const char *output;
+};
+
+struct ls_watch_args {
+	struct ls_report_args r;
+	uint64_t interval_ns;
+	uint64_t slices;	/* watch */
+	uint64_t count, rows;	/* top */
+};
+
+struct ls_diff_args {
+	struct ls_report_args r;
+};
+
+struct ls_help_args {
+	int man;
+};
+
+extern const struct ls_usage ls_run_usage, ls_report_usage, ls_olds_usage,
+	ls_stats_usage, ls_reset_usage, ls_snapshot_usage, ls_watch_usage,
+	ls_top_usage, ls_help_usage, ls_diff_usage, ls_check_usage;
+
+int ls_cmd_run(struct ls_invocation *inv);
+int ls_cmd_report(struct ls_invocation *inv);
+int ls_cmd_olds(struct ls_invocation *inv);
+int ls_cmd_stats(struct ls_invocation *inv);
+int ls_cmd_reset(struct ls_invocation *inv);
+int ls_cmd_snapshot(struct ls_invocation *inv);
+int ls_cmd_watch(struct ls_invocation *inv);
+int ls_cmd_top(struct ls_invocation *inv);
+int ls_cmd_help(struct ls_invocation *inv);
+int ls_cmd_diff(struct ls_invocation *inv);
+int ls_cmd_check(struct ls_invocation *inv);
+
+void ls_run_defaults(void *args);
+void ls_watch_defaults(void *args);
+void ls_top_defaults(void *args);
+void ls_check_defaults(void *args);
+
+/* The exit statuses, as --help and the man page state them. */
+extern const char ls_exit_status_text[];
+
+#endif

@@ -1,0 +1,307 @@
+/*
+ * parse-options.c - the declarative option parser (parse-options.h).
+ */
+#include <stdarg.h>
+#include <string.h>
+#include "../lib/render.h"
+#include "../lib/util.h"
+#include "cli.h"
+#include "parse-options.h"
+
+void ls_usage_error(const struct ls_usage *u, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ls_error("%s (see 'leakscope %s --help')", msg, u->name);
+}
+
+/* --- values ---------------------------------------------------------- */
+
+static int parse_format(const struct ls_option *o, const char *arg,
+			const struct ls_renderer **out)
+{
+	const struct ls_renderer *r = ls_renderer_find(arg);
+
+	if (!r || (o->kind == LS_OPT_STATS_FORMAT && !r->stats))
+		return -1;
+	*out = r;
+	return 0;
+}
+
+static int parse_number(const struct ls_option *o, const char *arg,
+			uint64_t *v)
+{
+	switch (o->kind) {
+	case LS_OPT_UINT:
+		return ls_parse_count(arg, v);
+	case LS_OPT_SIZE:
+		return ls_parse_size(arg, v);
+	case LS_OPT_SECONDS:
+		return ls_parse_seconds(arg, v);
+	case LS_OPT_MS:
+		if (ls_parse_count(arg, v) || *v > UINT64_MAX / 1000000)
+			return -1;
+		*v *= 1000000;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static int in_range(const struct ls_option *o, uint64_t v)
+{
+	if ((o->flags & LS_OPTF_NONZERO) && !v)
+		return 0;
+	if (o->max && v > o->max)
+		return 0;
+	return v >= o->min;
+}
+
+/* Store arg into the field o names; -1 when it is no valid value. */
+static int store(const struct ls_option *o, const char *arg, char *base)
+{
+	void *field = base + o->offset;
+	uint64_t v;
+
+	switch (o->kind) {
+	case LS_OPT_FLAG:
+		*(int *)field = 1;
+		return 0;
+	case LS_OPT_STRING:
+		if (!*arg)
+			return -1;
+		*(const char **)field = arg;
+		return 0;
+	case LS_OPT_FORMAT:
+	case LS_OPT_STATS_FORMAT:
+		return parse_format(o, arg, field);
+	case LS_OPT_LIST: {
+		struct ls_strlist *l = field;
+
+		if (!*arg || l->n == LS_STRLIST_MAX)
+			return -1;
+		l->v[l->n++] = arg;
+		return 0;
+	}
+	default:
+		if (parse_number(o, arg, &v) || !in_range(o, v))
+			return -1;
+		*(uint64_t *)field = v;
+		return 0;
+	}
+}
+
+static const char *wanted(const struct ls_option *o, char *buf, size_t cap)
+{
+	const struct ls_renderer *r;
+	size_t len = 0;
+
+	if (o->want)
+		return o->want;
+	if (o->kind != LS_OPT_FORMAT && o->kind != LS_OPT_STATS_FORMAT)
+		return "a valid value";
+	buf[0] = 0;
+	for (r = ls_renderers; r->name && len < cap; r++)
+		if (o->kind == LS_OPT_FORMAT || r->stats)
+			len += (size_t)snprintf(buf + len, cap - len, "%s%s",
+						len ? ", " : "one of ", r->name);
+	return buf;
+}
+
+static int bad_value(const struct ls_option *o, const char *arg)
+{
+	char buf[256];
+
+	ls_error("invalid value '%s' for --%s: expected %s", arg, o->long_name,
+		 wanted(o, buf, sizeof(buf)));
+	return -1;
+}
+
+/* --- finding options ------------------------------------------------- */
+
+static const struct ls_option *find_long(const struct ls_usage *u,
+					 const char *name, size_t len)
+{
+	const struct ls_option *const *t, *o;
+
+	ls_usage_for_each(u, t, o)
+		if (strlen(o->long_name) == len &&
+		    !strncmp(o->long_name, name, len))
+			return o;
+	return NULL;
+}
+
+static const struct ls_option *find_short(const struct ls_usage *u, int c)
+{
+	const struct ls_option *const *t, *o;
+
+	ls_usage_for_each(u, t, o)
+		if (o->short_name && o->short_name == c)
+			return o;
+	return NULL;
+}
+
+static int takes_value(const struct ls_option *o)
+{
+	return o->kind != LS_OPT_FLAG;
+}
+
+/*
+ * Apply o; its value is inline (after '=' or glued to a short option)
+ * or the next argument.  Returns the number of extra arguments used, or
+ * -1 after an error.
+ */
+static int apply(const struct ls_option *o, const char *inline_val,
+		 const char *next, const char *spelled, char *base)
+{
+	if (!takes_value(o)) {
+		if (inline_val) {
+			ls_error("option '--%s' takes no value", o->long_name);
+			return -1;
+		}
+		return store(o, NULL, base);
+	}
+	if (o->flags & LS_OPTF_OPTIONAL) {
+		*(int *)(base + o->set_offset) = 1;
+		if (!inline_val)
+			return 0;
+		return store(o, inline_val, base) ? bad_value(o, inline_val) : 0;
+	}
+	if (!inline_val && !next) {
+		ls_error("option '%s' needs a value", spelled);
+		return -1;
+	}
+	if (store(o, inline_val ? inline_val : next, base))
+		return bad_value(o, inline_val ? inline_val : next);
+	return inline_val ? 0 : 1;
+}
+
+static int is_help(const char *a)
+{
+	return !strcmp(a, "--help") || !strcmp(a, "-h");
+}
+
+/* One option argument at argv[i]; returns the arguments consumed, -1 on
+ * error. */
+static int one_option(const struct ls_usage *u, char **argv, int i, int argc,
+		      char *base)
+{
+	const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+	const struct ls_option *o;
+
+	if (a[1] == '-') {
+		const char *eq = strchr(a + 2, '=');
+		size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+
+		o = find_long(u, a + 2, len);
+		if (o)
+			return apply(o, eq ? eq + 1 : NULL, next, a, base);
+	} else if ((o = find_short(u, a[1]))) {
+		char spelled[3] = { '-', a[1], 0 };
+
+		return apply(o, a[2] ? a + 2 : NULL, next, spelled, base);
+	}
+	ls_usage_error(u, "unknown option '%s'", a);
+	return -1;
+}
+
+int ls_parse_options(int argc, char **argv, const struct ls_usage *u,
+		     unsigned flags, void *args)
+{
+	int i, n = 0, used;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--")) {
+			while (++i < argc)
+				argv[n++] = argv[i];
+			break;
+		}
+		if (a[0] != '-' || !a[1]) {
+			argv[n++] = argv[i];
+			if (flags & LS_PARSE_STOP_AT_ARG) {
+				while (++i < argc)
+					argv[n++] = argv[i];
+				break;
+			}
+			continue;
+		}
+		if (is_help(a)) {
+			ls_usage_print(stdout, u);
+			return LS_PARSE_HELP;
+		}
+		used = one_option(u, argv, i, argc, args);
+		if (used < 0)
+			return -1;
+		i += used;
+	}
+	argv[n] = NULL;
+	return n;
+}
+
+/* --- help ------------------------------------------------------------ */
+
+void ls_option_label(const struct ls_option *o, char *buf, size_t cap)
+{
+	int n = 0;
+
+	if (o->short_name)
+		n = snprintf(buf, cap, "-%c, ", o->short_name);
+	if (n < 0 || (size_t)n >= cap)
+		return;
+	if (!takes_value(o))
+		snprintf(buf + n, cap - n, "--%s", o->long_name);
+	else if (o->flags & LS_OPTF_OPTIONAL)
+		snprintf(buf + n, cap - n, "--%s[=%s]", o->long_name, o->argh);
+	else
+		snprintf(buf + n, cap - n, "--%s %s", o->long_name, o->argh);
+}
+
+void ls_option_help(const struct ls_option *o, char *buf, size_t cap)
+{
+	char names[256];
+
+	if (o->kind == LS_OPT_FORMAT || o->kind == LS_OPT_STATS_FORMAT)
+		snprintf(buf, cap, "%s: %s", o->help,
+			 wanted(o, names, sizeof(names)) + strlen("one of "));
+	else
+		snprintf(buf, cap, "%s", o->help);
+}
+
+/* Help text lines after the first are indented under the first. */
+static void put_indented(FILE *out, const char *text, int col)
+{
+	for (; *text; text++) {
+		fputc(*text, out);
+		if (*text == '\n')
+			fprintf(out, "%*s", col, "");
+	}
+}
+
+void ls_usage_print(FILE *out, const struct ls_usage *u)
+{
+	const struct ls_option *const *t, *o;
+	char label[128], help[1024];
+
+	fprintf(out, "usage: leakscope %s %s\n\n%s\n", u->name, u->synopsis,
+		u->description);
+	if (u->tables[0])
+		fputs("\noptions:\n", out);
+	ls_usage_for_each(u, t, o) {
+		ls_option_label(o, label, sizeof(label));
+		ls_option_help(o, help, sizeof(help));
+		fprintf(out, "  %-26s ", label);
+		if (strlen(label) > 26)
+			fprintf(out, "\n  %-26s ", "");
+		put_indented(out, help, 29);
+		fputc('\n', out);
+	}
+	fputs("  -h, --help                 this help\n", out);
+	if (u->notes)
+		fprintf(out, "\n%s\n", u->notes);
+}

@@ -1,0 +1,303 @@
+"""The command-line layer: one option parser for every command (options in
+any position, one error style, one usage status), the output writer (whole
+file or nothing; devices, FIFOs and links to devices written in place;
+`-` is stdout; a killed writer leaves nothing), every source the library
+knows accepted by watch and top, and the manual page.
+
+Ground truth: tests/workloads/slow.c leaks 1000 bytes every 0.1 s from
+site_tick, so a snapshot of it has a known site and a known pid.
+"""
+import json
+import os
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+
+from harness import (check, once, workload, eq, ok, contains, fail,
+                     run_process, LEAKSCOPE, BUILD, Failure, ROOT)
+
+AGENT = os.path.join(BUILD, "libleakscope.so")
+RUNTIME = tempfile.mkdtemp(prefix="leakscope-cli-")
+os.chmod(RUNTIME, 0o700)
+USAGE = 125
+COMMANDS = ["run", "report", "olds", "stats", "reset", "snapshot", "watch",
+            "top", "help"]
+
+
+def env():
+    e = dict(os.environ)
+    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
+    e.pop("LD_PRELOAD", None)
+    return e
+
+
+def ls(*args, timeout=60, input=None):
+    return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout,
+                       env=env(), input=input)
+
+
+def one_error(r, what, needle=""):
+    err = r.stderr.decode()
+    lines = [l for l in err.splitlines() if l.strip()]
+    eq(r.returncode, USAGE, "%s: exit status" % what)
+    ok(len(lines) == 1 and lines[0].startswith("leakscope: "),
+       "%s: exactly one 'leakscope:' line on stderr" % what, err)
+    contains(lines[0], needle, what)
+    return lines[0]
+
+
+@once
+def target():
+    """A running slow.c with its agent, and a snapshot file of it."""
+    e = env()
+    e["LD_PRELOAD"] = AGENT
+    p = subprocess.Popen([workload("slow"), "30"], env=e,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    sock = os.path.join(RUNTIME, "%d.sock" % p.pid)
+    for _ in range(300):
+        if os.path.exists(sock):
+            break
+        time.sleep(0.01)
+    else:
+        p.kill()
+        raise Failure("the agent of pid %d never opened its socket" % p.pid)
+    time.sleep(0.5)
+    snap = os.path.join(RUNTIME, "slow.lsnap")
+    r = ls("snapshot", p.pid, "-o", snap)
+    if r.returncode:
+        p.kill()
+        fail("snapshot of slow", 0, r.describe())
+    return p, snap
+
+
+def json_out(r, what):
+    if r.returncode:
+        fail(what, "status 0", r.describe())
+    return json.loads(r.stdout.decode())
+
+
+# ------------------------------------------------------------ the parser
+
+@check("parser: options after the target (stats PID --format json) as before it")
+def t_options_anywhere():
+    p, snap = target()
+    after = json_out(ls("stats", p.pid, "--format", "json"), "stats PID --format json")
+    before = json_out(ls("stats", "--format", "json", p.pid), "stats --format json PID")
+    eq((after["pid"], after["format"]), (p.pid, "leakscope-stats"), "stats after")
+    eq((before["pid"], before["format"]), (p.pid, "leakscope-stats"), "stats before")
+    rep = json_out(ls("report", snap, "--format=json", "--top", "1"),
+                   "report FILE --format=json --top 1")
+    eq(len(rep["sites"]), 1, "--top 1 after the file keeps one site")
+
+
+@check("parser: an unknown option is one line and status 125 in every command")
+def t_unknown_everywhere():
+    for cmd in COMMANDS:
+        line = one_error(ls(cmd, "--no-such-option"), cmd, "--no-such-option")
+        contains(line, "leakscope %s --help" % cmd, "%s points to its help" % cmd)
+
+
+@check("parser: bad values and missing values name the option, status 125")
+def t_bad_values():
+    p, snap = target()
+    one_error(ls("report", snap, "--top=abc"), "--top=abc", "'abc' for --top")
+    one_error(ls("report", snap, "--format", "yaml"), "--format yaml",
+              "expected one of text, json, folded")
+    one_error(ls("stats", snap, "--format", "folded"), "stats --format folded",
+              "expected one of text, json")
+    one_error(ls("report", snap, "--format"), "--format at the end",
+              "needs a value")
+    one_error(ls("report", snap, "--show-allocs=yes"), "--show-allocs=yes",
+              "takes no value")
+    one_error(ls("report"), "report without a target", "expected one PID or FILE")
+    one_error(ls("reset", snap), "reset FILE", "is not a pid")
+    one_error(ls("olds", snap, "3", "4"), "olds with two counts", "expected")
+    one_error(ls("report", snap, "--depth", "0"), "--depth 0", "1 to 256")
+
+
+@check("parser: --help and -h print the command's help from its table, status 0")
+def t_help():
+    for cmd in COMMANDS:
+        for flag in ("--help", "-h"):
+            r = ls(cmd, flag)
+            eq(r.returncode, 0, "%s %s status" % (cmd, flag))
+            out = r.stdout.decode()
+            ok(out.startswith("usage: leakscope %s " % cmd), "%s %s usage line" % (cmd, flag), out[:200])
+    out = ls("report", "--help").stdout.decode()
+    for opt in ("--format FORMAT", "--output FILE", "--top N", "--depth N",
+                "--postmortem", "--growing"):
+        contains(out, opt, "report --help lists " + opt)
+    top = ls("--help").stdout.decode()
+    for cmd in COMMANDS:
+        contains(top, "\n  %s " % cmd, "leakscope --help lists " + cmd)
+    contains(top, "125", "leakscope --help states the exit statuses")
+
+
+@check("parser: '--' ends the options: what follows is an argument")
+def t_double_dash():
+    one_error(ls("report", "--", "--top"), "report -- --top", "cannot open '--top'")
+
+
+# ------------------------------------------------------ the output writer
+
+def report_to(path, *extra):
+    p, snap = target()
+    return ls("report", snap, "--format", "json", "--output", path, *extra)
+
+
+@check("output: /dev/null is written in place and stays a device")
+def t_dev_null():
+    r = report_to("/dev/null")
+    eq(r.returncode, 0, "status: " + r.stderr.decode())
+    ok(stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is still a device")
+
+
+@check("output: /dev/full gives one line naming the file and ENOSPC, status 125")
+def t_dev_full():
+    one_error(report_to("/dev/full"), "--output /dev/full",
+              "cannot write '/dev/full': No space left on device")
+
+
+@check("output: a FIFO is written in place (the reader gets the whole report)")
+def t_fifo():
+    d = tempfile.mkdtemp(dir=RUNTIME)
+    fifo = os.path.join(d, "pipe")
+    os.mkfifo(fifo)
+    got = {}
+
+    def reader():
+        with open(fifo, "rb") as f:
+            got["data"] = f.read()
+    t = threading.Thread(target=reader)
+    t.start()
+    r = report_to(fifo)
+    t.join(30)
+    eq(r.returncode, 0, "status: " + r.stderr.decode())
+    ok(stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO is still a FIFO")
+    rep = json.loads(got.get("data", b"{}").decode())
+    eq(rep.get("format"), "leakscope-report", "the reader got the report")
+    eq(sorted(os.listdir(d)), ["pipe"], "nothing else in the directory")
+
+
+@check("output: a symlink to a device is written through, a symlink to a file is kept")
+def t_symlinks():
+    d = tempfile.mkdtemp(dir=RUNTIME)
+    to_dev = os.path.join(d, "null")
+    os.symlink("/dev/null", to_dev)
+    eq(report_to(to_dev).returncode, 0, "report to a link to /dev/null")
+    ok(os.path.islink(to_dev), "the link to /dev/null is still a link")
+    ok(stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is still a device")
+    real = os.path.join(d, "real.json")
+    with open(real, "w") as f:
+        f.write("old")
+    link = os.path.join(d, "link.json")
+    os.symlink("real.json", link)
+    eq(report_to(link).returncode, 0, "report to a link to a file")
+    ok(os.path.islink(link), "the link is kept")
+    with open(real) as f:
+        eq(json.load(f)["format"], "leakscope-report", "the linked file got the report")
+    eq(sorted(os.listdir(d)), ["link.json", "null", "real.json"],
+       "no temporary file left")
+
+
+@check("output: '-' is stdout; a failing report leaves an existing file as it was")
+def t_stdout_and_atomic():
+    eq(json.loads(report_to("-").stdout.decode())["format"], "leakscope-report",
+       "--output - writes to stdout")
+    d = tempfile.mkdtemp(dir=RUNTIME)
+    out = os.path.join(d, "report.txt")
+    with open(out, "w") as f:
+        f.write("previous\n")
+    p, snap = target()
+    # A post-mortem file has no block list: filtering by age fails, and
+    # the previous file must stay whole.
+    r = ls("report", "--postmortem", p.pid, "--min-age", "1", "--output", out)
+    ok(r.returncode != 0, "a report that cannot be built fails", r.describe())
+    with open(out) as f:
+        eq(f.read(), "previous\n", "the old file is untouched")
+    eq(sorted(os.listdir(d)), ["report.txt"], "no temporary left")
+
+
+@check("output: `run --output` killed with SIGKILL leaves neither FILE nor FILE.tmp.PID")
+def t_killed_writer():
+    d = tempfile.mkdtemp(dir=RUNTIME)
+    out = os.path.join(d, "report.txt")
+    p = subprocess.Popen([LEAKSCOPE, "run", "--output", out, "--", "sleep", "30"],
+                         env=env(), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        time.sleep(1.0)
+        eq(p.poll(), None, "leakscope run is still running")
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(10)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    eq(sorted(os.listdir(d)), [], "files left by the killed writer")
+
+
+# ------------------------------------------------------------ the sources
+
+@check("sources: watch and top read a saved snapshot as they read a pid")
+def t_watch_top_files():
+    p, snap = target()
+    r = ls("top", snap, "--count", "1")
+    eq(r.returncode, 0, "top FILE status: " + r.stderr.decode())
+    contains(r.stdout.decode(), "leakscope top - pid %d" % p.pid, "top FILE header")
+    contains(r.stdout.decode(), "site_tick", "top FILE names the leaking site")
+    r = ls("watch", snap, "--interval", "0.1", "--slices", "2")
+    eq(r.returncode, 0, "watch FILE status: " + r.stderr.decode())
+    eq(r.stdout.decode().count("[slice "), 2, "two slices of the file")
+    contains(r.stdout.decode(), "Trend over 2 slices", "watch FILE summary")
+
+
+@check("frames: olds prints a stack's frames exactly as report does; inlined frames marked alike")
+def t_frames_alike():
+    p, snap = target()
+    olds = ls("olds", snap, "1")
+    eq(olds.returncode, 0, "olds FILE 1: " + olds.stderr.decode())
+    frames = [l for l in olds.stdout.decode().splitlines() if l.startswith("\t\t")]
+    ok(any("site_tick" in l for l in frames), "olds names site_tick", olds.stdout.decode())
+    report = ls("report", snap).stdout.decode().splitlines()
+    missing = [l for l in frames if l not in report]
+    eq(missing, [], "olds frame lines that the report prints differently")
+    r = run_process([LEAKSCOPE, "run", "--", workload("inlined")], env=env())
+    eq(r.returncode, 0, "run inlined: " + r.stderr.decode()[-300:])
+    inl = [l.strip() for l in r.stderr.decode().splitlines() if "(inlined)" in l]
+    ok(inl and all(l.endswith("(inlined)") and "+0x" not in l for l in inl),
+       "inlined frames end with ' (inlined)' and have no offset",
+       "\n".join(inl[:5]))
+
+
+# ------------------------------------------------------------ man page
+
+@check("man page: `help --man` documents every command, option and format; make install installs it")
+def t_man():
+    r = ls("help", "--man")
+    eq(r.returncode, 0, "help --man status")
+    man = r.stdout.decode()
+    ok(man.startswith(".TH LEAKSCOPE 1"), "a roff manual page", man[:80])
+    for cmd in COMMANDS:
+        contains(man, '.SS "leakscope %s ' % cmd, "section of " + cmd)
+    for fmt in ("text", "json", "folded"):
+        contains(man, ".B %s\n" % fmt, "format " + fmt)
+    for cmd in COMMANDS:
+        for line in ls(cmd, "--help").stdout.decode().splitlines():
+            line = line.strip()
+            if line.startswith("--") and not line.startswith("--help"):
+                opt = line.split()[0].split("[")[0]
+                contains(man, ".B " + opt.replace("-", "\\-"),
+                         "man page has %s of %s" % (opt, cmd))
+    prefix = tempfile.mkdtemp(prefix="leakscope-man-")
+    r = run_process(["make", "-s", "-C", ROOT, "install", "PREFIX=" + prefix],
+                    timeout=300)
+    eq(r.returncode, 0, "make install: " + r.stderr.decode()[-300:])
+    path = os.path.join(prefix, "share", "man", "man1", "leakscope.1")
+    ok(os.path.exists(path), "installed " + path)
+    with open(path) as f:
+        eq(f.read(), man, "the installed page is the one `help --man` prints")
