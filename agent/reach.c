@@ -822,6 +822,22 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	__builtin_unreachable();
 }
 
+/*
+ * The image holds a copy of every descriptor of the program: a peer
+ * would not see a socket or pipe close while the scan runs.  Keep only
+ * the output and the gate.
+ */
+static void keep_only(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+
+	if (lo > 0)
+		syscall(SYS_close_range, 0u, (unsigned)lo - 1, 0u);
+	if (hi > lo + 1)
+		syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0u);
+	syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0u);
+}
+
 pid_t ls_reach_spawn(int fd, const struct lsnap_check_thread *th, uint32_t n,
 		     int with_blocks, enum lsnap_reason reason, uint32_t flags,
 		     const int *gate)
@@ -839,9 +855,9 @@ pid_t ls_reach_spawn(int fd, const struct lsnap_check_thread *th, uint32_t n,
 	if (pid == 0) {
 		char c;
 
+		keep_only(fd, gate ? gate[0] : fd);
 		/* The parent's reply goes out first; then the pipe closes. */
 		if (gate) {
-			close(gate[1]);
 			while (read(gate[0], &c, 1) < 0 && errno == EINTR)
 				;
 			close(gate[0]);

@@ -60,7 +60,7 @@ static int write_check(struct ls_check_args *a, const struct ls_snapshot *snap,
 	if (ls_open_output(&out, a->r.output ? a->r.output : "-"))
 		return -1;
 	r = ls_write_report_gate(out.fp, a->r.output, snap, &a->r.ropts, NULL,
-				 kinds, gate);
+				 kinds, NULL, gate);
 	if (r) {
 		ls_output_abort(&out);
 		return -1;

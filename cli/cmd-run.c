@@ -128,6 +128,8 @@ struct run {
 	FILE *fp;		/* where the root's reports go */
 	pid_t child;
 	struct ls_sympool *pool;	/* shared by every report of the run */
+	struct ls_supp *gate_supp;	/* what --fail-on-leak leaves out: the
+					   files and the built-in list */
 };
 
 /* --count is a number of periodic reports, or the flame graph's unit. */
@@ -223,6 +225,7 @@ static int render(struct run *r, FILE *fp, const char *path,
 		  const struct ls_report_opts *opts, int *tripped)
 {
 	struct ls_symbolizer *sym = NULL;
+	struct ls_report_opts gopts = *opts;
 	struct ls_gate gate;
 	int err, gated = tripped && r->a->fail_on_leak;
 
@@ -230,8 +233,10 @@ static int render(struct run *r, FILE *fp, const char *path,
 		r->pool = ls_sympool_new();
 	if (r->pool)
 		sym = ls_symbolizer_new_shared(snap, r->pool);
+	/* The gate always counts without the runtimes' own allocations. */
+	gopts.supp = r->gate_supp;
 	err = ls_write_report_gate(fp, path, snap, opts, sym, r->a->fail_kinds,
-				   gated ? &gate : NULL);
+				   &gopts, gated ? &gate : NULL);
 	ls_symbolizer_free(sym);
 	if (!err)
 		fflush(fp);
@@ -533,13 +538,20 @@ static int finish(struct run *r, int status, int rep)
 
 int ls_cmd_run(struct ls_invocation *inv)
 {
-	struct run r = { .a = inv->args };
+	struct ls_run_args *a = inv->args;
+	struct run r = { .a = a };
 	char **envp;
 	int err, status = 0, rep;
 
 	if (count_arg(inv->args) || fail_on_arg(inv->args) ||
 	    check_args(&r, inv))
 		return LS_EXIT_USAGE;
+	/* Without a check, the report shows what it always showed: the
+	 * built-in list only keeps the runtimes' own allocations out of the
+	 * gate.  With one, they are suppressed as valgrind suppresses them. */
+	r.gate_supp = a->r.supp_all.n ? &a->r.supp_all : NULL;
+	if (!a->leak_check)
+		a->r.ropts.supp = a->r.supp.n ? &a->r.supp : NULL;
 	err = prepare(&r, inv->argv[0]);
 	if (err)
 		return err;

@@ -201,21 +201,25 @@ static int reach_finish(struct ls_report_args *a, const struct ls_usage *u)
 	}
 	for (i = 0; i < a->supp_files.n; i++)
 		if (ls_supp_load(&a->supp, a->supp_files.v[i], err,
+				 sizeof(err)) ||
+		    ls_supp_load(&a->supp_all, a->supp_files.v[i], err,
 				 sizeof(err))) {
 			ls_error("%s", err);
 			return -1;
 		}
-	if (a->default_supp && !a->no_default_supp && ls_supp_default(&a->supp)) {
+	if (a->default_supp && !a->no_default_supp &&
+	    ls_supp_default(&a->supp_all)) {
 		ls_error("out of memory");
 		return -1;
 	}
-	a->ropts.supp = a->supp.n ? &a->supp : NULL;
+	a->ropts.supp = a->supp_all.n ? &a->supp_all : NULL;
 	return 0;
 }
 
 void ls_report_args_release(struct ls_report_args *a)
 {
 	ls_supp_release(&a->supp);
+	ls_supp_release(&a->supp_all);
 	a->ropts.supp = NULL;
 }
 
@@ -244,7 +248,7 @@ int ls_write_report(FILE *fp, const char *path, const struct ls_snapshot *snap,
 		    const struct ls_report_opts *opts,
 		    struct ls_symbolizer *sym)
 {
-	return ls_write_report_gate(fp, path, snap, opts, sym, 0, NULL);
+	return ls_write_report_gate(fp, path, snap, opts, sym, 0, NULL, NULL);
 }
 
 void ls_gate_reason(pid_t pid, const struct ls_gate *g, unsigned kinds)
@@ -271,9 +275,10 @@ int ls_write_report_gate(FILE *fp, const char *path,
 			 const struct ls_snapshot *snap,
 			 const struct ls_report_opts *opts,
 			 struct ls_symbolizer *sym, unsigned kinds,
+			 const struct ls_report_opts *gate_opts,
 			 struct ls_gate *gate)
 {
-	struct ls_report rep;
+	struct ls_report rep, grep_;
 	int err = ls_report_build(snap, opts, &rep);
 
 	if (err == -ENODATA)
@@ -284,8 +289,15 @@ int ls_write_report_gate(FILE *fp, const char *path,
 		return err;
 	}
 	err = ls_report_render(fp, &rep, opts, sym);
-	if (gate)
+	if (gate && (!gate_opts || gate_opts == opts)) {
 		ls_report_gate(&rep, kinds, gate);
+	} else if (gate && !err) {
+		err = ls_report_build(snap, gate_opts, &grep_);
+		if (!err) {
+			ls_report_gate(&grep_, kinds, gate);
+			ls_report_release(&grep_);
+		}
+	}
 	ls_report_release(&rep);
 	if (err && path)
 		ls_error("cannot write '%s': %s", path, strerror(-err));

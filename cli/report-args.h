@@ -26,7 +26,8 @@ struct ls_report_args {
 	int no_default_supp;	/* --no-default-suppressions */
 	int default_supp;	/* set by the command: the built-in list
 				   applies (run, check) */
-	struct ls_supp supp;	/* loaded by ls_report_args_finish, owned */
+	struct ls_supp supp;	/* --suppressions files, owned */
+	struct ls_supp supp_all;	/* the same and the built-in list */
 };
 
 /* --format, --output, --top, --min-age, --min-size, --max-size,
@@ -64,14 +65,16 @@ int ls_write_report(FILE *fp, const char *path, const struct ls_snapshot *snap,
 		    struct ls_symbolizer *sym);
 
 /*
- * The same, and with gate, apply the leak gate to the report built
- * (lib/report.h ls_report_gate: filters and suppressions included):
- * *gate is filled for kinds.
+ * The same, and with gate, apply the leak gate (lib/report.h
+ * ls_report_gate: filters and suppressions included) to the report
+ * built with gate_opts (NULL: the report printed): *gate is filled for
+ * kinds.
  */
 int ls_write_report_gate(FILE *fp, const char *path,
 			 const struct ls_snapshot *snap,
 			 const struct ls_report_opts *opts,
 			 struct ls_symbolizer *sym, unsigned kinds,
+			 const struct ls_report_opts *gate_opts,
 			 struct ls_gate *gate);
 
 /* The one "leakscope: ..." line saying why --fail-on-leak tripped. */

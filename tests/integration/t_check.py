@@ -435,7 +435,8 @@ def t_gen_suppressions():
        r.describe())
 
 
-@check("--only definite,indirect: only lost bytes, in JSON and folded")
+@check("--only definite,indirect: only lost bytes, in JSON, folded and the "
+       "SVG flame graph")
 def t_only():
     r = gate(["--leak-check", "--only", "definite,indirect", "--format",
               "json"], "reach")
@@ -449,6 +450,12 @@ def t_only():
     total = sum(int(l.rsplit(" ", 1)[1]) for l in
                 r.files["report"].splitlines() if l.strip())
     eq(total, 668, "folded weights: the lost bytes")
+    r = gate(["--leak-check", "--only", "definite,indirect", "--format",
+              "svg"], "reach")
+    svg = r.files["report"]
+    contains(svg, "668 bytes", "the flame graph's root: the lost bytes")
+    ok("site_global" not in svg and "site_leak" in svg,
+       "the flame graph holds the lost sites only")
     r = gate(["--only", "definite"], "reach")
     eq(r.returncode, 125, "--only without --leak-check")
     r = gate(["--leak-check", "--only", "lost"], "reach")
