@@ -494,6 +494,14 @@ static size_t first_block_from(const struct scan *sc, uint64_t a)
 #define CHUNK_MMAPPED 2ull
 #define CHUNK_NON_MAIN 4ull
 
+/* glibc's request2size(): the chunk a request of size bytes gets. */
+static uint64_t chunk_for(uint64_t size)
+{
+	uint64_t cs = (size + 8 + 15) & ~15ull;
+
+	return cs < 32 ? 32 : cs;
+}
+
 /*
  * The allocator's memory around block i, in region [gs, ge): not a root
  * (its free chunks keep stale pointers; its blocks are scanned when
@@ -501,17 +509,19 @@ static size_t first_block_from(const struct scan *sc, uint64_t a)
  * own mapping gives exactly that mapping (kernels merge adjacent
  * anonymous mappings, so the region may hold a thread stack or a
  * program's arena too); a chunk of a thread arena gives the arena's heap
- * from its 64 MiB-aligned start; the main arena, or a header that does
- * not look like glibc's (another allocator), the whole region.
+ * from its 64 MiB-aligned start; a main-arena chunk the whole region.  A
+ * header that is not glibc's (jemalloc, tcmalloc...) gives the block
+ * alone: the rest of the allocator's memory stays a root, which can hide
+ * a leak behind a stale pointer but never makes one up.
  */
 static void heap_range(const struct scan *sc, size_t i, uint64_t gs,
 		       uint64_t ge, uint64_t *xs, uint64_t *xe)
 {
 	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre;
 
-	*xs = gs;
-	*xe = ge;
-	if (a < gs + 16)
+	*xs = a;
+	*xe = a + (size ? size : 1);
+	if (a < gs + 16 || (a & 15))
 		return;
 	hdr = *(const uint64_t *)(a - 8);
 	cs = hdr & ~7ull;
@@ -524,11 +534,15 @@ static void heap_range(const struct scan *sc, size_t i, uint64_t gs,
 		*xe = a - 16 + cs;
 		return;
 	}
-	if (cs < size + 8 || cs > size + 8 + (1ull << 20))
+	/* In use: the chunk glibc gives such a request, and the next
+	 * chunk's header says its predecessor (this one) is in use. */
+	if (cs < chunk_for(size) || cs >= chunk_for(size) + 32 ||
+	    a - 8 + cs + 8 > ge || !(*(const uint64_t *)(a - 8 + cs) & 1))
 		return;
-	if (hdr & CHUNK_NON_MAIN)
-		*xs = (a & ~(HEAP_MAX_SIZE - 1)) > gs ?
-		      (a & ~(HEAP_MAX_SIZE - 1)) : gs;
+	*xs = gs;
+	*xe = ge;
+	if ((hdr & CHUNK_NON_MAIN) && (a & ~(HEAP_MAX_SIZE - 1)) > gs)
+		*xs = a & ~(HEAP_MAX_SIZE - 1);
 }
 
 /*
