@@ -6,11 +6,10 @@
  *     by address (radix sort), and an index of the 1 MiB granules blocks
  *     cover, so that most words that are no heap pointer cost one probe;
  *  2. roots: every readable, writable private mapping of /proc/self/maps,
- *     less the agent's own memory, less every mapping that holds a tracked
- *     block (the heap: its free chunks keep stale pointers; blocks are
- *     scanned only when reached), less each stack below its thread's stack
- *     pointer minus the 128-byte red zone; plus the stopped threads'
- *     registers.  Static TLS and the thread descriptors (with the DTV) lie
+ *     less the agent's own memory, less the allocator's (heap_range: its
+ *     free chunks keep stale pointers; blocks are scanned only when
+ *     reached), less each stack below its thread's stack pointer minus
+ *     the 128-byte red zone; plus the stopped threads' registers.  Static TLS and the thread descriptors (with the DTV) lie
  *     in those mappings; dynamic TLS blocks are heap blocks the DTV points
  *     to;
  *  3. mark, as memcheck does: a pointer to a block's start from a root or
@@ -29,7 +28,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
-#include <malloc.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -81,8 +79,9 @@ struct scan {
 	struct vec stack;	/* uint32_t block indices to scan */
 	uint64_t own_start[LS_SYS_OWN_SLOTS + 8], own_len[LS_SYS_OWN_SLOTS + 8];
 	size_t nown;
-	uint64_t mem;		/* bytes mapped, for the stats */
+	uint64_t mem, peak;	/* bytes mapped now and at most */
 	uint64_t root_bytes, heap_bytes;
+	int partial;		/* out of memory: some blocks not scanned */
 };
 
 /* Filled by ls_reach_prepare(), read by the child. */
@@ -103,9 +102,17 @@ static void *grab(struct scan *sc, size_t bytes)
 {
 	void *p = ls_sys_map(bytes ? bytes : 1);
 
-	if (p)
-		sc->mem += bytes;
+	if (p && (sc->mem += bytes) > sc->peak)
+		sc->peak = sc->mem;
 	return p;
+}
+
+static void drop(struct scan *sc, void *p, size_t bytes)
+{
+	if (!p)
+		return;
+	ls_sys_unmap(p, bytes);
+	sc->mem -= bytes;
 }
 
 static int vec_push(struct scan *sc, struct vec *v, const void *e)
@@ -118,7 +125,7 @@ static int vec_push(struct scan *sc, struct vec *v, const void *e)
 			return -ENOMEM;
 		if (v->len)
 			memcpy(n, v->p, v->len * v->elem);
-		ls_sys_unmap(v->p, v->cap * v->elem);
+		drop(sc, v->p, v->cap * v->elem);
 		v->p = n;
 		v->cap = ncap;
 	}
@@ -146,7 +153,7 @@ static int gather(struct scan *sc, int *torn)
 			if (!b)
 				return -ENOMEM;
 			memcpy(b, buf, n * sizeof(*b));
-			ls_sys_unmap(buf, cap * sizeof(*b));
+			drop(sc, buf, cap * sizeof(*b));
 			buf = b;
 			cap = ncap;
 			k = ls_live_copy_shard_frozen(i, buf + n, cap - n, torn);
@@ -191,8 +198,7 @@ static int sort_blocks(struct scan *sc)
 		b = t;
 	}
 	/* 4 passes: the result is back in sc->blk. */
-	ls_sys_unmap(tmp, sc->n * sizeof(*tmp));
-	sc->mem -= sc->n * sizeof(*tmp);
+	drop(sc, tmp, sc->n * sizeof(*tmp));
 	return 0;
 }
 
@@ -301,7 +307,7 @@ static int read_maps(struct scan *sc, char **text, size_t *len)
 				return -ENOMEM;
 			}
 			memcpy(b, buf, n);
-			ls_sys_unmap(buf, cap);
+			drop(sc, buf, cap);
 			buf = b;
 			cap *= 2;
 		}
@@ -413,9 +419,10 @@ static void push_block(struct scan *sc, uint64_t i)
 {
 	uint32_t v = (uint32_t)i;
 
-	/* On -ENOMEM the block is not scanned: a leak may be reported
-	 * that is not one.  NEEDSWORK: report it in the flags. */
-	vec_push(sc, &sc->stack, &v);
+	/* Out of memory, the block is not scanned: what only it points to
+	 * may be reported lost, and the snapshot says so. */
+	if (vec_push(sc, &sc->stack, &v))
+		sc->partial = 1;
 }
 
 /* Mark phase: one word seen from memory whose own state is definite
@@ -515,10 +522,11 @@ static uint64_t chunk_for(uint64_t size)
  * a leak behind a stale pointer but never makes one up.
  */
 static void heap_range(const struct scan *sc, size_t i, uint64_t gs,
-		       uint64_t ge, uint64_t *xs, uint64_t *xe)
+		       uint64_t ge, uint64_t *xs, uint64_t *xe, int *arena)
 {
 	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre;
 
+	*arena = 0;
 	*xs = a;
 	*xe = a + (size ? size : 1);
 	if (a < gs + 16 || (a & 15))
@@ -541,8 +549,42 @@ static void heap_range(const struct scan *sc, size_t i, uint64_t gs,
 		return;
 	*xs = gs;
 	*xe = ge;
+	*arena = 1;
 	if ((hdr & CHUNK_NON_MAIN) && (a & ~(HEAP_MAX_SIZE - 1)) > gs)
 		*xs = a & ~(HEAP_MAX_SIZE - 1);
+}
+
+static void mark_piece(struct scan *sc, uint64_t s, uint64_t e);
+
+static int is_block(const struct scan *sc, uint64_t a)
+{
+	size_t i = first_block_from(sc, a);
+
+	return i < sc->n && sc->addr[i] == a;
+}
+
+/*
+ * The chunks of a glibc heap [s, e) that are in use but not tracked
+ * (allocated before tracking began: `leakscope attach`, `reset`) are
+ * roots: memory the program uses that is neither a tracked block nor the
+ * agent's.  Chunk by chunk from s, as glibc lays them out; the walk stops
+ * at the top chunk or at the first size that makes no sense.  A chunk
+ * freed into a tcache or fastbin still looks in use: its stale words may
+ * hide a leak, never make one up.
+ */
+static void mark_untracked(struct scan *sc, uint64_t s, uint64_t e)
+{
+	uint64_t p = s, size, next;
+
+	while (p + 32 <= e) {
+		size = *(const uint64_t *)(p + 8) & ~7ull;
+		next = p + size;
+		if (size < 32 || (size & 15) || next + 16 > e)
+			break;		/* the top chunk, or not a chunk */
+		if ((*(const uint64_t *)(next + 8) & 1) && !is_block(sc, p + 16))
+			mark_piece(sc, p + 16, next + 8);
+		p = next;
+	}
 }
 
 /*
@@ -569,19 +611,26 @@ static void mark_piece(struct scan *sc, uint64_t s, uint64_t e)
 	}
 }
 
-/* Region [s, e) less the allocator's memory (heap_range). */
+/* Region [s, e) less the allocator's memory (heap_range), whose
+ * untracked chunks are roots all the same. */
 static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
 {
 	uint64_t cur = s, xs, xe;
+	int arena;
 	size_t i;
 
 	for (i = first_block_from(sc, g->start); i < sc->n &&
 	     sc->addr[i] < g->end && cur < g->end; i++) {
 		if (sc->addr[i] < cur)
 			continue;
-		heap_range(sc, i, g->start, g->end, &xs, &xe);
+		heap_range(sc, i, g->start, g->end, &xs, &xe, &arena);
 		if (xs > cur)
 			mark_piece(sc, cur, xs);
+		/* The main arena's chunks start at its region's start; a
+		 * thread arena's after its headers (NEEDSWORK: walked from
+		 * there, they would be roots too). */
+		if (arena && xs == g->start)
+			mark_untracked(sc, xs, xe);
 		if (xe > cur)
 			cur = xe;
 	}
@@ -800,7 +849,7 @@ static int run_scan(struct scan *sc, const struct lsnap_check_thread *th,
 	res->totals.scan_ns = ls_now_ns(CLOCK_MONOTONIC) - t0;
 	res->totals.root_bytes = sc->root_bytes;
 	res->totals.heap_bytes = sc->heap_bytes;
-	res->totals.mem_bytes = sc->mem;
+	res->totals.mem_bytes = sc->peak;
 	res->totals.nthreads = nth;
 	return r;
 }
@@ -829,7 +878,8 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	res.ppid = prep.ppid;
 	r = run_scan(&sc_static, th, nth, (uint64_t)&here, &res);
 	if (!r) {
-		res.totals.flags = flags | (res.torn ? LSNAP_REACH_TORN : 0);
+		res.totals.flags = flags | (res.torn ? LSNAP_REACH_TORN : 0) |
+				   (sc_static.partial ? LSNAP_REACH_PARTIAL : 0);
 		r = ls_snapwrite_reach(fd, reason, with_blocks, &res);
 	}
 	syscall(SYS_exit_group, r ? 1 : 0);

@@ -223,6 +223,10 @@ enum lsnap_reach_flags {
 					   registers, their whole stacks */
 	LSNAP_REACH_TORN = 4,	/* a table was caught mid-update by the stop:
 				   its entries were read as they stood */
+	LSNAP_REACH_PARTIAL = 8,	/* the check ran out of memory: some
+					   blocks were not scanned, so some
+					   blocks may be reported lost that
+					   are not */
 };
 
 struct lsnap_reach {

@@ -261,6 +261,10 @@ static void put_check(const struct ls_render_ctx *c)
 	if (r->flags & LSNAP_REACH_NO_REGS)
 		fputs("Note: other threads were still running: their stacks "
 		      "were scanned whole, without their registers\n", c->out);
+	if (r->flags & LSNAP_REACH_PARTIAL)
+		fputs("Warning: the check ran out of memory: some blocks were "
+		      "not scanned, and some blocks reported lost may not be\n",
+		      c->out);
 	if (r->flags & LSNAP_REACH_TORN)
 		fputs("Note: a thread was stopped inside the agent's tables: "
 		      "a block being allocated or freed may be misfiled\n",

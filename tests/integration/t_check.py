@@ -32,11 +32,12 @@ TRUTH = {
     "site_cycle": {"definite": (80, 1), "indirect": (80, 1)},
     "site_interior": {"possible": (300, 1)},
     "site_leak": {"definite": (300, 3)},
+    "site_holder": {"reachable": (64, 1)},
 }
 HELD = {"site_list_head": (144, 3), "site_cycle": (80, 1)}
 KINDS = ("definite", "indirect", "possible", "reachable")
 SUMMARY = {"definite": (444, 5), "indirect": (224, 4),
-           "possible": (300, 1), "reachable": (3300, 3)}
+           "possible": (300, 1), "reachable": (3364, 4)}
 
 
 def env():
@@ -243,6 +244,31 @@ def t_valgrind():
         eq(sorted(ours[fn]), sorted(vrec[fn]), "records of %s" % fn)
 
 
+@check("memory no longer tracked (after reset) is a root: a block only it "
+       "points to is still reachable")
+def t_untracked_roots():
+    t = Target()
+    try:
+        r = ls("reset", t.pid)
+        eq(r.returncode, 0, "reset: " + r.describe())
+        t.p.stdin.write(b"n")
+        t.p.stdin.flush()
+        eq(t.p.stdout.readline(), b"done\n", "the workload allocated")
+        j = check_json(t)
+    finally:
+        t.close()
+    got = {}
+    for s in j["sites"]:
+        got[first_function(s)] = s["reachability"]
+    ok("site_after_reset" in got, "the new block is listed", str(list(got)))
+    f = got["site_after_reset"]
+    eq((f["reachable"]["bytes"], f["reachable"]["blocks"]), (1300, 1),
+       "site_after_reset reachable through the untracked holder")
+    eq(f["definite"]["blocks"], 0, "not reported lost")
+    ok("site_holder" not in got and "site_leak" not in got,
+       "the blocks reset forgot are not listed", str(list(got)))
+
+
 @check("check PID while a thread allocates without pause: no crash, no hang")
 def t_busy():
     t = Target(["busy"])
@@ -343,7 +369,8 @@ def t_fail_on_kinds():
     contains(r.stderr.decode(), ": 300 bytes in 1 blocks possibly lost",
              "reason")
     r = gate(["--fail-on", "reachable", "--suppressions",
-              write_supp("leak:site_global\nleak:site_tls\nleak:site_stack\n")],
+              write_supp("leak:site_global\nleak:site_tls\nleak:site_stack\n"
+                         "leak:site_holder\n")],
              "reach")
     eq(r.returncode, 0, "nothing reachable left after suppressions: " +
        r.describe())

@@ -21,11 +21,16 @@
  *   site_interior        300     1    possibly lost: a global points 16
  *                                     bytes into it
  *   site_leak            300     3    definitely lost (100 each)
+ *   site_holder           64     1    reachable: a global points to it
  *
  * With argument "busy" a second worker allocates and frees without pause
  * (32 live blocks of 64 bytes at most, site tmp_busy) so a check meets a
  * thread inside malloc.  Protocol: writes "ready <pid>\n" to fd 1 once set
- * up, then exits when fd 0 reaches end of file.  No stdio.
+ * up, then reads fd 0 until end of file; for each 'n' read, site_after_reset
+ * allocates 1300 bytes that only site_holder's block points to, and
+ * "done\n" is written (after `leakscope reset`, site_holder's block is
+ * no longer tracked, yet it is memory the program uses: a root).  No
+ * stdio.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,7 +42,12 @@ struct node {
 	char pad[40];
 };
 
+struct holder {
+	void *p;
+};
+
 static void *volatile global_keep;
+static struct holder *volatile holder_keep;
 static char *volatile interior_keep;
 static __thread void *volatile tls_keep;
 static int up_pipe[2], hold_pipe[2];	/* holder -> main, never written */
@@ -88,6 +98,22 @@ WL_SITE static struct node *site_cycle(void)
 
 	n->next = NULL;
 	return n;
+}
+
+WL_SITE static struct holder *site_holder(void)
+{
+	struct holder *h = calloc(1, 64); /* @site_holder */
+
+	WL_BARRIER();
+	return h;
+}
+
+WL_SITE static void *site_after_reset(void)
+{
+	void *p = malloc(1300); /* @site_after_reset */
+
+	WL_BARRIER();
+	return p;
 }
 
 WL_SITE static void *site_interior(void)
@@ -174,6 +200,7 @@ int main(int argc, char **argv)
 
 	WL_CHECK(pipe(hold_pipe) == 0 && pipe(up_pipe) == 0, "pipe");
 	global_keep = site_global();
+	holder_keep = site_holder();
 	interior_keep = (char *)site_interior() + 16;
 	make_lost();
 	WL_CHECK(pthread_create(&th, NULL, holder, NULL) == 0, "thread");
@@ -183,6 +210,9 @@ int main(int argc, char **argv)
 	scrub();
 	wl_say(1, "ready %d\n", (int)getpid());
 	while (read(0, &c, 1) > 0)
-		;
+		if (c == 'n') {
+			holder_keep->p = site_after_reset();
+			wl_say(1, "done\n");
+		}
 	return 0;
 }
