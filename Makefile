@@ -45,7 +45,16 @@ CLI_OBJ = $(CLI_SRC:%.c=$(B)/%.o)
 # The commands without main(), for unit tests that drive them.
 CLI_LIB_OBJ = $(filter-out $(B)/cli/main.o,$(CLI_OBJ))
 
-UNIT_SRC = $(wildcard tests/unit/t-*.c)
+# web/: the server of `leakscope serve` (libmicrohttpd) and its page,
+# whose files web/embed.S embeds with .incbin, Chart.js from Debian's
+# libjs-chart.js among them: the binary fetches nothing at run time.
+CHARTJS ?= /usr/share/javascript/chart.js/chart.min.js
+WEB_SRC = $(wildcard web/*.c)
+WEB_OBJ = $(WEB_SRC:%.c=$(B)/%.o) $(B)/web/embed.o
+WEB_LIB = $(B)/libleakscope-web.a
+WEB_LDLIBS = -lmicrohttpd
+
+UNIT_SRC = $(filter-out $(if $(HAVE_EI),,tests/unit/t-erlang-%),$(wildcard tests/unit/t-*.c))
 UNIT_BIN = $(UNIT_SRC:%.c=$(B)/%)
 
 # Ground-truth workloads: optimised and built WITHOUT frame pointers, as
@@ -58,7 +67,28 @@ WL_BIN = $(WL_C:%.c=$(B)/%) $(WL_CXX:%.cc=$(B)/%) $(WL_LIB:%.c=$(B)/%.so)
 
 DEMO_BIN = $(B)/demo/leaky-server
 
-all: $(B)/leakscope $(B)/libleakscope.so $(B)/leakscope.1
+# erlang/: the NIF module (leakscope, Leakscope) and the C node behind
+# `leakscope beam`, built when Debian's erlang-dev is installed.  The NIF
+# links the report library, so it gets a position-independent copy of it.
+ERL_ROOT ?= /usr/lib/erlang
+ERL_INC = $(ERL_ROOT)/usr/include
+EI_LIB = $(ERL_ROOT)/usr/lib/libei.a
+HAVE_EI := $(and $(wildcard $(ERL_INC)/ei.h),$(wildcard $(EI_LIB)),yes)
+ERLC ?= erlc
+ELIXIRC ?= elixirc
+HAVE_ELIXIR := $(shell command -v $(ELIXIRC) >/dev/null 2>&1 && echo yes)
+EBIN = $(B)/erlang/ebin
+PIC_LIB_OBJ = $(LIB_SRC:%.c=$(B)/pic/%.o)
+REPORT_LIB_PIC = $(B)/libleakscope-report-pic.a
+CNODE_SRC = $(filter-out erlang/leakscope_nif.c,$(wildcard erlang/*.c))
+CNODE_OBJ = $(if $(HAVE_EI),$(CNODE_SRC:%.c=$(B)/%.o))
+CNODE_LDLIBS = $(if $(HAVE_EI),$(EI_LIB))
+ERLANG_OUT = $(if $(HAVE_EI),$(EBIN)/leakscope_nif.so $(EBIN)/leakscope.beam \
+	$(if $(HAVE_ELIXIR),$(EBIN)/Elixir.Leakscope.beam))
+ERL_TEST_OUT = $(if $(HAVE_EI),$(B)/erlang/test/leaky_nif.so $(B)/erlang/test/leaky_nif.beam \
+	$(B)/erlang/test/beam_leaks.beam)
+
+all: $(B)/leakscope $(B)/libleakscope.so $(B)/leakscope.1 $(ERLANG_OUT)
 
 $(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
@@ -86,12 +116,61 @@ $(B)/lib/flamegraph_svg.o: CLI_CFLAGS += -I$(B)/gen
 $(REPORT_LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(wildcard lib/*.h) $(wildcard common/*.h)
+$(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(wildcard lib/*.h) $(wildcard common/*.h) $(wildcard erlang/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) $(if $(HAVE_EI),-DLS_HAVE_EI) -c -o $@ $<
+
+$(B)/web/%.o: web/%.c $(wildcard web/*.h) $(wildcard lib/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -c -o $@ $<
 
-$(B)/leakscope: $(CLI_OBJ) $(REPORT_LIB)
-	$(CC) -o $@ $^ $(CLI_LDLIBS)
+$(B)/web/embed.o: web/embed.S $(wildcard web/page/*) $(CHARTJS)
+	@mkdir -p $(@D)
+	$(CC) -DCHARTJS='"$(CHARTJS)"' -I. -c -o $@ $<
+
+$(WEB_LIB): $(WEB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/leakscope: $(CLI_OBJ) $(CNODE_OBJ) $(WEB_LIB) $(REPORT_LIB)
+	$(CC) -o $@ $^ $(CNODE_LDLIBS) $(CLI_LDLIBS) $(WEB_LDLIBS)
+
+# --- erlang/ ----------------------------------------------------------------
+
+$(B)/pic/lib/%.o: lib/%.c $(wildcard lib/*.h) $(wildcard common/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(B)/pic/lib/flamegraph_svg.o: $(B)/gen/flamegraph-js.h
+$(B)/pic/lib/flamegraph_svg.o: CLI_CFLAGS += -I$(B)/gen
+
+$(REPORT_LIB_PIC): $(PIC_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/erlang/%.o: erlang/%.c $(wildcard erlang/*.h) $(wildcard lib/*.h) $(wildcard common/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -D_REENTRANT -I$(ERL_INC) -c -o $@ $<
+
+$(EBIN)/leakscope_nif.so: erlang/leakscope_nif.c $(REPORT_LIB_PIC) $(wildcard lib/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -fPIC -fvisibility=hidden -shared -I$(ERL_INC) -o $@ $< \
+		$(REPORT_LIB_PIC) $(CLI_LDLIBS) -ldl
+
+$(EBIN)/leakscope.beam: erlang/leakscope.erl
+	@mkdir -p $(@D)
+	$(ERLC) -o $(@D) $<
+
+$(EBIN)/Elixir.Leakscope.beam: erlang/lib/leakscope.ex $(EBIN)/leakscope.beam
+	@mkdir -p $(@D)
+	$(ELIXIRC) --ignore-module-conflict -pa $(EBIN) -o $(@D) $< >/dev/null
+
+# Test NIF and BEAM workloads (tests/integration/t_erlang.py).
+$(B)/erlang/test/%.so: erlang/test/%.c
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -fPIC -shared -I$(ERL_INC) -o $@ $<
+
+$(B)/erlang/test/%.beam: erlang/test/%.erl
+	@mkdir -p $(@D)
+	$(ERLC) -o $(@D) $<
 
 # The manual page, printed by the command from the tables its --help
 # comes from.
@@ -108,6 +187,14 @@ $(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/t
 $(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a $(REPORT_LIB) tests/unit/tap.h tests/unit/cli-selfmap.h
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(B)/cli-lib.a $(REPORT_LIB) $(CLI_LDLIBS)
+
+$(B)/tests/unit/t-web-%: tests/unit/t-web-%.c $(WEB_LIB) $(REPORT_LIB) tests/unit/tap.h
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -o $@ $< $(WEB_LIB) $(REPORT_LIB) $(CLI_LDLIBS) $(WEB_LDLIBS)
+
+$(B)/tests/unit/t-erlang-%: tests/unit/t-erlang-%.c $(B)/erlang/term.o tests/unit/tap.h
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -D_REENTRANT -I$(ERL_INC) -o $@ $< $(B)/erlang/term.o $(EI_LIB) -lpthread
 
 $(B)/tests/workloads/lib%.so: tests/workloads/lib%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
@@ -133,7 +220,7 @@ $(B)/demo/%: demo/%.c
 deps:
 	@sh tools/install-deps.sh
 
-tests: all $(UNIT_BIN) $(WL_BIN)
+tests: all $(UNIT_BIN) $(WL_BIN) $(ERL_TEST_OUT)
 
 check: deps
 	@$(MAKE) --no-print-directory tests
@@ -152,6 +239,8 @@ install: all
 	install -m 0755 $(B)/libleakscope.so $(DESTDIR)$(LIBDIR)/libleakscope.so
 	install -m 0755 $(B)/leakscope $(DESTDIR)$(BINDIR)/leakscope
 	install -m 0644 $(B)/leakscope.1 $(DESTDIR)$(MANDIR)/man1/leakscope.1
+	$(if $(ERLANG_OUT),install -d $(DESTDIR)$(LIBDIR)/erlang/ebin)
+	$(if $(ERLANG_OUT),install -m 0644 $(ERLANG_OUT) $(DESTDIR)$(LIBDIR)/erlang/ebin/)
 
 clean:
 	rm -rf $(B)

@@ -266,6 +266,35 @@ static void fork_child(void)
 
 /* --- start and end -------------------------------------------------------- */
 
+/* The control socket and the post-mortem file, or a note saying why
+ * there are none (the CLI would otherwise only find no socket). */
+static void start_control(void)
+{
+	const char *dir = ls_agent.runtime_dir;
+	int r;
+
+	if (!dir[0]) {
+		ls_state_note("no control socket, no post-mortem file: the "
+			      "runtime dir's path is too long");
+		return;
+	}
+	r = ls_control_prepare_dir(dir);
+	if (r) {
+		ls_state_note("no control socket, no post-mortem file: runtime "
+			      "dir '%s': %s%s", dir, strerror(-r), r == -EPERM ?
+			      " (not a directory of this user's, mode 0700)" : "");
+		return;
+	}
+	r = ls_pm_open(dir, ls_agent.period_ms, ls_agent.hist_len);
+	if (r)
+		ls_state_note("no post-mortem file in '%s': %s", dir,
+			      strerror(-r));
+	r = ls_control_start(ls_agent_reset);
+	if (r)
+		ls_state_note("no control socket in '%s': %s", dir,
+			      strerror(-r));
+}
+
 /*
  * What tracking needs, done by whichever comes first: the agent's
  * constructor, or the first allocation the agent sees.  ld.so runs the
@@ -320,12 +349,8 @@ static void ls_agent_start(void)
 	ls_modules_refresh();	/* what loaded since an early start */
 	ls_exec_init();
 	ls_state_restore_environment();
-	if (ls_agent.control && ls_agent.runtime_dir[0] &&
-	    !ls_control_prepare_dir(ls_agent.runtime_dir)) {
-		ls_pm_open(ls_agent.runtime_dir, ls_agent.period_ms,
-			   ls_agent.hist_len);
-		ls_control_start(ls_agent_reset);
-	}
+	if (ls_agent.control)
+		start_control();
 	ls_guard_leave();
 	errno = saved;
 }
@@ -446,11 +471,7 @@ void ls_agent_child_control(void)
 	if (!__atomic_exchange_n(&ls_agent.control_pending, 0, __ATOMIC_ACQ_REL))
 		return;
 	ls_guard_enter();
-	if (!ls_control_prepare_dir(ls_agent.runtime_dir)) {
-		ls_pm_open(ls_agent.runtime_dir, ls_agent.period_ms,
-			   ls_agent.hist_len);
-		ls_control_start(ls_agent_reset);
-	}
+	start_control();
 	ls_guard_leave();
 	errno = saved;
 }

@@ -46,10 +46,16 @@ int ls_capture_init(void)
 		method = CHECK;
 	else if (m && !strcmp(m, "none"))
 		method = NONE;	/* no stacks: what tracking costs without them */
+	else if (m && *m && strcmp(m, "own"))
+		ls_state_note("%s='%s' is not libunwind, check or none: the "
+			      "agent's own unwinder is used", LS_ENV_UNWIND, m);
 	if (method == LIBUNWIND || method == CHECK)
 		unw_backtrace_fn = ls_libunwind_load(NULL);
-	if ((method == LIBUNWIND || method == CHECK) && !unw_backtrace_fn)
+	if ((method == LIBUNWIND || method == CHECK) && !unw_backtrace_fn) {
+		ls_state_note("%s='%s': libunwind cannot be loaded: the agent's "
+			      "own unwinder is used", LS_ENV_UNWIND, m);
 		method = OWN;
+	}
 	ls_capture_memo_direct = method == OWN;
 	return ls_unwind_init();
 }

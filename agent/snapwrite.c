@@ -30,6 +30,7 @@ struct writer {
 	int err;
 	int is_socket;
 	uint32_t nrecords;
+	uint32_t nblock_recs;	/* BLOCKS records written */
 	uint64_t hash;
 	size_t len;
 	unsigned char buf[WBUF];
@@ -158,6 +159,18 @@ static void put_unwind(struct writer *w)
 	put(w, &u, sizeof(u));
 }
 
+/* What the agent could not do as asked (state.h), when anything. */
+static void put_notes(struct writer *w)
+{
+	size_t len;
+	const char *n = ls_state_notes(&len);
+
+	if (!len)
+		return;
+	record(w, LSNAP_NOTES, (uint32_t)len);
+	put(w, n, len);
+}
+
 static void put_modules(struct writer *w, const struct ls_reach_result *res)
 {
 	unsigned i, n = res ? ls_modules_count() : ls_modules_refresh();
@@ -200,8 +213,10 @@ static void put_entries(struct writer *w, struct sums *s,
 	int64_t b, k;
 	size_t i;
 
-	if (with_blocks && n)
+	if (with_blocks && n) {
 		record(w, LSNAP_BLOCKS, (uint32_t)(n * sizeof(struct lsnap_block)));
+		w->nblock_recs++;
+	}
 	for (i = 0; i < n; i++) {
 		if (e[i].site < s->nsites) {
 			if (exact) {
@@ -343,6 +358,10 @@ static int walk_live(struct writer *w, struct sums *s, int with_blocks)
 		ret = walk_one(w, s, with_blocks, copy_mmaps, 0, &scratch, &cap,
 			       1);
 	ls_sys_unmap(scratch, cap * sizeof(*scratch));
+	/* A block list was asked for: say it is empty rather than leave the
+	 * reader to think there is none (`olds` would refuse). */
+	if (!ret && with_blocks && !w->nblock_recs)
+		record(w, LSNAP_BLOCKS, 0);
 	return ret;
 }
 
@@ -459,6 +478,7 @@ static int write_snapshot(int fd, enum lsnap_reason reason, int with_blocks,
 	put_calls(w);
 	put_mallinfo(w, res);
 	put_unwind(w);
+	put_notes(w);
 	put_modules(w, res);
 	ret = res ? walk_frozen(w, &sums, with_blocks, res) :
 		    walk_live(w, &sums, with_blocks);

@@ -4,6 +4,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include "../common/lsnap.h"
 #include "../common/runtime.h"
 #include "arena.h"
+#include "sys.h"
 #include "state.h"
 
 struct ls_agent ls_agent = { .depth = LS_DEPTH_DEFAULT, .control = 1 };
@@ -72,6 +75,50 @@ static void env_replace(const char *name, const char *value)
 	*e = entry;
 }
 
+static char notes[LSNAP_NOTES_MAX];
+static size_t notes_len;
+static ls_lock_t notes_lock = LS_LOCK_INIT;
+
+void ls_state_note(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	ssize_t w;
+	int n, k, prefix;
+
+	n = prefix = snprintf(line, sizeof(line), "leakscope: agent in pid %d: ",
+			      (int)getpid());
+	va_start(ap, fmt);
+	k = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (k < 0)
+		return;
+	n += k;
+	if ((size_t)n > sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	/* Without a stderr the snapshots still carry it. */
+	w = write(STDERR_FILENO, line, (size_t)n);
+	(void)w;
+	/* Kept without the prefix: the snapshot says whose they are. */
+	n -= prefix;
+	ls_lock(&notes_lock);
+	if (notes_len + (size_t)n <= sizeof(notes)) {
+		memcpy(notes + notes_len, line + prefix, (size_t)n);
+		__atomic_store_n(&notes_len, notes_len + (size_t)n,
+				 __ATOMIC_RELEASE);
+	}
+	ls_unlock(&notes_lock);
+}
+
+const char *ls_state_notes(size_t *len)
+{
+	*len = __atomic_load_n(&notes_len, __ATOMIC_ACQUIRE);
+	return notes;
+}
+
+/* name's value as a number: dflt when unset; when it is not a number,
+ * dflt and a note. */
 uint64_t ls_state_env_u64(const char *name, uint64_t dflt)
 {
 	const char *v = ls_state_getenv(name);
@@ -82,7 +129,12 @@ uint64_t ls_state_env_u64(const char *name, uint64_t dflt)
 		return dflt;
 	errno = 0;
 	n = strtoull(v, &end, 10);
-	return (errno || *end) ? dflt : n;
+	if (errno || *end || *v == '-') {
+		ls_state_note("%s='%s' is not a number: %llu used", name, v,
+			      (unsigned long long)dflt);
+		return dflt;
+	}
+	return n;
 }
 
 static void env_copy(const char *name, char *dst, size_t cap)
@@ -94,16 +146,34 @@ static void env_copy(const char *name, char *dst, size_t cap)
 		strcpy(dst, v);
 }
 
-/* v if lo <= v <= hi, else dflt. */
-static uint32_t within(uint64_t v, uint32_t lo, uint32_t hi, uint32_t dflt)
+/* name's value v if lo <= v <= hi, else dflt and a note. */
+static uint32_t within(const char *name, uint64_t v, uint32_t lo, uint32_t hi,
+		       uint32_t dflt)
 {
-	return v < lo || v > hi ? dflt : (uint32_t)v;
+	if (v >= lo && v <= hi)
+		return (uint32_t)v;
+	ls_state_note("%s=%llu is outside %u-%u: %u used", name,
+		      (unsigned long long)v, lo, hi, dflt);
+	return dflt;
+}
+
+/* LEAKSCOPE_OUT_DIR must be a directory the agent can write into, or
+ * the exit snapshot would vanish and `leakscope run` blame the program. */
+static void check_out_dir(void)
+{
+	if (ls_agent.out_dir[0] && access(ls_agent.out_dir, W_OK | X_OK))
+		ls_state_note("no exit snapshot: %s='%s': %s", LS_ENV_OUT_DIR,
+			      ls_agent.out_dir, strerror(errno));
 }
 
 void ls_state_read_config(void)
 {
 	uint64_t d = ls_state_env_u64(LS_ENV_DEPTH, LS_DEPTH_DEFAULT);
 
+	if (d < LS_DEPTH_MIN || d > LS_DEPTH_MAX)
+		ls_state_note("%s=%llu is outside %d-%d: %d used", LS_ENV_DEPTH,
+			      (unsigned long long)d, LS_DEPTH_MIN, LS_DEPTH_MAX,
+			      d < LS_DEPTH_MIN ? LS_DEPTH_MIN : LS_DEPTH_MAX);
 	ls_agent.depth = d < LS_DEPTH_MIN ? LS_DEPTH_MIN :
 			 d > LS_DEPTH_MAX ? LS_DEPTH_MAX : (int)d;
 	ls_agent.follow_exec = ls_state_env_u64(LS_ENV_FOLLOW_EXEC, 0) != 0;
@@ -113,15 +183,18 @@ void ls_state_read_config(void)
 	ls_agent.sample_rate = ls_state_env_u64(LS_ENV_SAMPLE_RATE, 0);
 	ls_agent.keep_pm = ls_state_env_u64(LS_ENV_KEEP, 0) != 0;
 	ls_agent.all_children = ls_state_env_u64(LS_ENV_ALL_CHILDREN, 0) != 0;
-	ls_agent.period_ms = within(ls_state_env_u64(LS_ENV_PERIOD_MS,
+	ls_agent.period_ms = within(LS_ENV_PERIOD_MS,
+				    ls_state_env_u64(LS_ENV_PERIOD_MS,
 						     LS_PERIOD_MS_DEFAULT),
 				    LS_PERIOD_MS_MIN, LS_PERIOD_MS_MAX,
 				    LS_PERIOD_MS_DEFAULT);
-	ls_agent.hist_len = within(ls_state_env_u64(LS_ENV_HISTORY,
+	ls_agent.hist_len = within(LS_ENV_HISTORY,
+				   ls_state_env_u64(LS_ENV_HISTORY,
 						    LS_HISTORY_DEFAULT),
 				   LS_HISTORY_MIN, LS_HISTORY_MAX,
 				   LS_HISTORY_DEFAULT);
 	env_copy(LS_ENV_OUT_DIR, ls_agent.out_dir, sizeof(ls_agent.out_dir));
+	check_out_dir();
 	if (ls_runtime_dir_from(ls_state_getenv(LS_ENV_RUNTIME_DIR),
 				ls_state_getenv("XDG_RUNTIME_DIR"),
 				(unsigned)getuid(), ls_agent.runtime_dir,

@@ -64,6 +64,18 @@ void ls_state_restore_environment(void);
 void ls_state_read_cmdline(void);
 /* An unsigned setting, dflt when unset or not a number. */
 uint64_t ls_state_env_u64(const char *name, uint64_t dflt);
+
+/*
+ * What the agent could not do as asked (a setting it could not use, a
+ * runtime dir it could not create): said once on the program's stderr,
+ * "leakscope: agent in pid N: ...", and kept (without that prefix) for
+ * every snapshot
+ * (LSNAP_NOTES) so that `leakscope stats` shows it.  At start or from
+ * the control thread, never from a hook: formats with vsnprintf.
+ */
+void ls_state_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The notes so far, lines each ending with '\n'; *len bytes. */
+const char *ls_state_notes(size_t *len);
 /* The value of name in the environment, read without the program's
  * getenv (which it may have replaced); NULL when unset. */
 const char *ls_state_getenv(const char *name);

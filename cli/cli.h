@@ -5,13 +5,18 @@
  * Exit statuses (one set for every command; README "Exit status", and
  * leakscope(1)):
  *   0    success
+ *   1    a command on a process or snapshot could not do what it was
+ *        asked (no such pid, no agent, unreadable or corrupt file, output
+ *        not writable)
  *   99   `run --fail-on-leak`: a traced process ended over the limit
- *   125  leakscope itself failed: a usage error (unknown option, bad
- *        value, missing argument, unknown command) or what it was asked
- *        could not be done (no such pid, no agent, unreadable file,
- *        output not writable, a program LD_PRELOAD cannot reach)
+ *   125  a usage error, in every command (unknown command or option, bad
+ *        or missing value, wrong arguments); and every failure of `run`
+ *        itself (no agent, output not writable, a program LD_PRELOAD
+ *        cannot reach), whose other statuses are its command's
  *   126  `run`: the command was found but cannot be executed
  *   127  `run`: the command was not found
+ *   2-5  `beam`: the node is unreachable (2), refused the handshake (3),
+ *        timed out or was lost (4), runs an OTP release before 23 (5)
  *   any other: `run` exits with its command's status (or dies of its
  *        signal)
  */
@@ -26,11 +31,16 @@
 #define LS_VERSION "0.1.0"
 
 #define LS_EXIT_OK 0
+#define LS_EXIT_ERROR 1		/* a command other than run failed */
 #define LS_EXIT_LEAK 99		/* --fail-on-leak tripped */
-#define LS_EXIT_FAILURE 125	/* usage, target, output, untraceable */
-#define LS_EXIT_USAGE LS_EXIT_FAILURE	/* the one usage status */
+#define LS_EXIT_FAILURE 125	/* run's own failures */
+#define LS_EXIT_USAGE 125	/* the one usage status, every command */
 #define LS_EXIT_NOEXEC 126	/* command found but not executable */
 #define LS_EXIT_NOTFOUND 127	/* command not found */
+#define LS_EXIT_BEAM_UNREACHABLE 2	/* beam: no such node, nothing listens */
+#define LS_EXIT_BEAM_REFUSED 3	/* beam: handshake refused */
+#define LS_EXIT_BEAM_LOST 4	/* beam: timeout, connection lost, rpc failed */
+#define LS_EXIT_BEAM_RELEASE 5	/* beam: OTP release before 23 */
 
 /* "leakscope: <message>\n" on stderr (stdout flushed first). */
 void ls_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -57,6 +67,9 @@ struct ls_invocation {
 #define LS_CMD_REPORT 0x10	/* args start with struct ls_report_args:
 				   finished and checked */
 #define LS_CMD_STOP_AT_ARG 0x20	/* options end at the first argument */
+#define LS_CMD_MANY 0x40	/* reports of several processes (run): a
+				   format that needs a file of its own
+				   needs --output */
 
 struct ls_command {
 	const char *name;

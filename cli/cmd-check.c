@@ -36,10 +36,10 @@ const struct ls_usage ls_check_usage = {
 	"(only pointers into their inside), still reachable.  PID must run the\n"
 	"agent in full tracking mode, and ptrace must be allowed.  The C and\n"
 	"C++ runtimes' one-time allocations are suppressed by default.",
-	(const struct ls_option *const[]){ ls_report_options, ls_stack_options,
-					   ls_flame_options,
-					   ls_flame_count_option,
-					   ls_reach_options, own, NULL },
+	(const struct ls_option *const[]){ ls_report_options,
+		ls_filter_options, ls_blocks_option, ls_stack_options,
+		ls_flame_options, ls_flame_count_option, ls_reach_options, own,
+		NULL },
 	"Exit status: 0; 99 when --fail-on-leak trips; 125 when the check\n"
 	"cannot be done (no agent, sampled, ptrace refused, the process exited).",
 };

@@ -8,6 +8,24 @@
 #include "../lib/diff.h"
 #include "cmds.h"
 
+#define A(field) LS_ARG(struct ls_report_args, field)
+
+static const struct ls_option own[] = {
+	{ .kind = LS_OPT_FORMAT,
+	  .long_name = "format",
+	  .offset = A(ropts.format),
+	  .argh = "FORMAT",
+	  .help = "output format (svg: a differential flame graph)",
+	  .flags = LS_OPTF_DIFF },
+	{ .kind = LS_OPT_STRING,
+	  .long_name = "output",
+	  .offset = A(output),
+	  .argh = "FILE",
+	  .help = "write to FILE, whole or not at all ('-': stdout)",
+	  .want = "a file name" },
+	{ .kind = LS_OPT_END },
+};
+
 const struct ls_usage ls_diff_usage = {
 	"diff", "[OPTIONS] BASE NEW",
 	"what grew and shrank between two snapshots",
@@ -16,14 +34,12 @@ const struct ls_usage ls_diff_usage = {
 	"Stacks are matched by module, function, file and line (not by\n"
 	"address), so the two may come from different runs.  Lists, per stack,\n"
 	"the change in live bytes and blocks: the stacks that grew (largest\n"
-	"growth first), shrank, appeared and disappeared.  --format text, json\n"
-	"(docs/DIFF.md) or svg (a differential flame graph: red grew, blue\n"
-	"shrank); --min-age, --min-size and --max-size compare only the blocks\n"
-	"that pass (both sides need block lists: pids or saved snapshots).",
-	(const struct ls_option *const[]){ ls_report_options, ls_stack_options,
-					   ls_flame_options,
-					   ls_flame_count_option, NULL },
-	"Two programs that differ are still compared; a warning says so.",
+	"growth first), shrank, appeared and disappeared.  The filters compare\n"
+	"only the blocks that pass (both sides need block lists).",
+	(const struct ls_option *const[]){ own, ls_filter_options,
+		ls_flame_options, ls_flame_count_option, NULL },
+	"Exit status: 0, also when the two are different programs (a warning\n"
+	"says so).",
 };
 
 static void warn_programs(const struct ls_diff *d, char **names)
@@ -45,7 +61,7 @@ static int write_diff(const struct ls_diff *d, const struct ls_report_args *a)
 		return -1;
 	r = ls_diff_render(out.fp, d, &a->ropts);
 	if (r) {
-		ls_error("cannot write '%s': %s", a->output ? a->output : "stdout",
+		ls_error("cannot write '%s': %s", a->output ? a->output : "-",
 			 strerror(-r));
 		ls_output_abort(&out);
 		return -1;
@@ -63,49 +79,37 @@ static int diff(const struct ls_snapshot *base, const struct ls_snapshot *newer,
 		ls_error("--min-age, --min-size and --max-size need block lists: "
 			 "a running pid or a snapshot saved by 'leakscope "
 			 "snapshot', not a post-mortem file");
-		return -1;
+		return LS_EXIT_ERROR;
 	}
 	if (r) {
 		ls_error("cannot compare '%s' and '%s': %s", names[0], names[1],
 			 strerror(-r));
-		return -1;
+		return LS_EXIT_ERROR;
 	}
 	if (d.different_programs)
 		warn_programs(&d, names);
 	r = write_diff(&d, a);
 	ls_diff_release(&d);
-	return r;
+	return r ? LS_EXIT_ERROR : LS_EXIT_OK;
 }
 
 int ls_cmd_diff(struct ls_invocation *inv)
 {
-	struct ls_diff_args *a = inv->args;
-	struct ls_source_opts so = ls_report_args_source(&a->r, 0);
+	struct ls_report_args *a = inv->args;
+	struct ls_source_opts so = ls_report_args_source(a, 0);
 	struct ls_snapshot base, newer;
-	int r;
+	int r = LS_EXIT_ERROR;
 
-	if (a->r.ropts.show_allocs) {
-		ls_usage_error(&ls_diff_usage, "--show-allocs is not available "
-			       "for diff");
-		return LS_EXIT_USAGE;
-	}
-	if (!ls_diff_format_ok(a->r.ropts.format)) {
-		ls_usage_error(&ls_diff_usage, "--format for diff is text, json "
-			       "or svg");
-		return LS_EXIT_USAGE;
-	}
 	if (inv->argc != 2) {
 		ls_usage_error(&ls_diff_usage, "expected BASE and NEW");
 		return LS_EXIT_USAGE;
 	}
 	if (ls_load_target(inv->argv[0], &so, &base))
-		return LS_EXIT_FAILURE;
-	if (ls_load_target(inv->argv[1], &so, &newer)) {
-		ls_snapshot_release(&base);
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
+	if (!ls_load_target(inv->argv[1], &so, &newer)) {
+		r = diff(&base, &newer, a, inv->argv);
+		ls_snapshot_release(&newer);
 	}
-	r = diff(&base, &newer, &a->r, inv->argv);
 	ls_snapshot_release(&base);
-	ls_snapshot_release(&newer);
-	return r ? LS_EXIT_FAILURE : LS_EXIT_OK;
+	return r;
 }

@@ -33,14 +33,19 @@ const struct ls_usage ls_help_usage = {
 const char ls_exit_status_text[] =
 "Exit status (every command):\n"
 "  0    success\n"
+"  1    a command on a process or snapshot could not do what it was asked\n"
+"       (no such process, no agent, unreadable or corrupt file, output not\n"
+"       writable)\n"
 "  99   run --fail-on-leak: a traced process ended with more outstanding\n"
 "       than the limit\n"
-"  125  leakscope itself failed: a usage error (unknown option, bad value,\n"
-"       missing argument, unknown command), or what was asked could not be\n"
-"       done (no such process, no agent, unreadable file, output not\n"
-"       writable, a program LD_PRELOAD cannot reach)\n"
+"  125  a usage error, in every command (unknown command or option, bad or\n"
+"       missing value, wrong arguments); and every failure of run itself\n"
+"       (agent missing, output not writable, a program LD_PRELOAD cannot\n"
+"       reach)\n"
 "  126  run: the command cannot be executed\n"
 "  127  run: the command was not found\n"
+"  2-5  beam: the node is unreachable (2), refused the handshake (3),\n"
+"       timed out or was lost (4), runs an OTP release before 23 (5)\n"
 "  run otherwise exits with its command's status, or dies of its signal.\n";
 
 /* Text for roff: backslashes escaped, no line starting with a control
@@ -117,27 +122,35 @@ static void man_tables(FILE *out)
 	}
 }
 
-#define ENV(name, text) ".TP\n.B " name "\n" text "\n"
+static const struct {
+	const char *name, *text;
+} environment[] = {
+	{ LS_ENV_RUNTIME_DIR, "where agents keep their sockets and post-mortem "
+	  "files (else $XDG_RUNTIME_DIR/leakscope, else /dev/shm/leakscope-UID)" },
+	{ LS_ENV_AGENT, "the agent library run preloads" },
+	{ LS_ENV_UNWIND, "libunwind or check: the unwinder the agent uses (run "
+	  "passes it on)" },
+	{ LS_ENV_DEPTH, "with the agent preloaded by hand: frames per stack" },
+	{ LS_ENV_SAMPLE_RATE, "sampled mode, one sample per BYTES" },
+	{ LS_ENV_PERIOD_MS, "growth sampling period in milliseconds" },
+	{ LS_ENV_HISTORY, "growth samples kept per site" },
+	{ LS_ENV_KEEP, "1: keep the post-mortem file after exit" },
+	{ LS_ENV_CONTROL, "0: no control socket, no post-mortem file" },
+	{ LS_ENV_OUT_DIR, "where the agent writes its exit snapshot" },
+};
 
 static void man_environment(FILE *out)
 {
+	size_t i;
+
 	fputs(".SH ENVIRONMENT\n", out);
-	roff_text(out, ENV(LS_ENV_RUNTIME_DIR, "where agents keep their sockets"
-			   " and post-mortem files (else $XDG_RUNTIME_DIR/"
-			   "leakscope, else /dev/shm/leakscope-UID)")
-		  ENV(LS_ENV_AGENT, "the agent library run preloads")
-		  ENV(LS_ENV_UNWIND, "libunwind or check: the unwinder the "
-		      "agent uses (run passes it on)")
-		  ENV(LS_ENV_DEPTH, "with the agent preloaded by hand: frames "
-		      "per stack")
-		  ENV(LS_ENV_SAMPLE_RATE, "sampled mode, one sample per BYTES")
-		  ENV(LS_ENV_PERIOD_MS, "growth sampling period")
-		  ENV(LS_ENV_HISTORY, "growth samples kept per site")
-		  ENV(LS_ENV_KEEP, "1: keep the post-mortem file after exit")
-		  ENV(LS_ENV_CONTROL, "0: no control socket, no post-mortem "
-		      "file")
-		  ENV(LS_ENV_OUT_DIR, "where the agent writes its exit "
-		      "snapshot"));
+	for (i = 0; i < sizeof(environment) / sizeof(environment[0]); i++) {
+		fputs(".TP\n.B ", out);
+		roff_text(out, environment[i].name);
+		fputc('\n', out);
+		roff_text(out, environment[i].text);
+		fputc('\n', out);
+	}
 }
 
 static void man_page(FILE *out)
@@ -171,7 +184,7 @@ int ls_cmd_help(struct ls_invocation *inv)
 
 	if (a->man) {
 		man_page(stdout);
-		return fflush(stdout) ? LS_EXIT_FAILURE : LS_EXIT_OK;
+		return fflush(stdout) ? LS_EXIT_ERROR : LS_EXIT_OK;
 	}
 	for (c = ls_commands; inv->argc == 1 && c->name; c++)
 		if (!strcmp(c->name, inv->argv[0])) {

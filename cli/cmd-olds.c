@@ -29,7 +29,7 @@ int ls_cmd_olds(struct ls_invocation *inv)
 	}
 	if (!inv->snap.has_blocks) {
 		ls_error("'%s' has no block list", inv->argv[0]);
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
 	}
 	sym = ls_symbolizer_new(&inv->snap);
 	err = ls_render_olds(stdout, &inv->snap, &a->r.ropts, sym, (size_t)n);
@@ -38,7 +38,7 @@ int ls_cmd_olds(struct ls_invocation *inv)
 		err = -EIO;
 	if (err) {
 		ls_error("cannot write the blocks: %s", strerror(-err));
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
 	}
 	return LS_EXIT_OK;
 }

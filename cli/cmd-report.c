@@ -25,9 +25,9 @@ const struct ls_usage ls_report_usage = {
 	"Report the outstanding allocations of a running process (PID, whose\n"
 	"agent is asked over its control socket), of a snapshot saved by\n"
 	"'leakscope snapshot', or of a post-mortem file.",
-	(const struct ls_option *const[]){ ls_report_options, ls_stack_options,
-					   ls_flame_options,
-					   ls_flame_count_option, own, NULL },
+	(const struct ls_option *const[]){ ls_report_options,
+		ls_filter_options, ls_blocks_option, ls_stack_options,
+		ls_flame_options, ls_flame_count_option, own, NULL },
 	NULL,
 };
 
@@ -38,7 +38,7 @@ int ls_cmd_report(struct ls_invocation *inv)
 	int r;
 
 	if (ls_open_output(&out, a->output ? a->output : "-"))
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
 	r = ls_write_report(out.fp, a->output, &inv->snap, &a->ropts, NULL);
 	if (r == -ENODATA)
 		ls_error("this snapshot has no block list: --min-age, --min-size, "
@@ -46,7 +46,7 @@ int ls_cmd_report(struct ls_invocation *inv)
 			 "snapshot saved with blocks");
 	if (r) {
 		ls_output_abort(&out);
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
 	}
-	return ls_commit_output(&out) ? LS_EXIT_FAILURE : LS_EXIT_OK;
+	return ls_commit_output(&out) ? LS_EXIT_ERROR : LS_EXIT_OK;
 }

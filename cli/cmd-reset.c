@@ -23,11 +23,11 @@ int ls_cmd_reset(struct ls_invocation *inv)
 	if (ls_client_request(inv->pid, LS_VERB_RESET, reply, sizeof(reply),
 			      err, sizeof(err))) {
 		ls_error("%s", err);
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
 	}
 	if (strcmp(reply, LS_REPLY_OK)) {
 		ls_error("pid %d: unexpected answer '%s'", (int)inv->pid, reply);
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
 	}
 	printf("pid %d: reset\n", (int)inv->pid);
 	return LS_EXIT_OK;

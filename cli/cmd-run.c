@@ -29,6 +29,20 @@
 
 #define A(field) LS_ARG(struct ls_run_args, field)
 
+/* --count is the number of periodic reports, or, as for the other
+ * reporting commands, what a flame graph's widths measure. */
+static int parse_count(const struct ls_option *o, const char *arg, void *args)
+{
+	struct ls_run_args *a = args;
+
+	if (!strcmp(arg, "bytes") || !strcmp(arg, "blocks")) {
+		a->r.ropts.svg.count = !strcmp(arg, "blocks") ?
+			LS_FLAME_COUNT_BLOCKS : LS_FLAME_COUNT_BYTES;
+		return 0;
+	}
+	return ls_parse_count(arg, &a->count) || !a->count ? -1 : 0;
+}
+
 static const struct ls_option own[] = {
 	{ .kind = LS_OPT_SECONDS,
 	  .long_name = "interval",
@@ -36,13 +50,13 @@ static const struct ls_option own[] = {
 	  .argh = "SECONDS",
 	  .help = "also report every SECONDS while the command runs",
 	  .want = "seconds" },
-	{ .kind = LS_OPT_STRING,
+	{ .kind = LS_OPT_CALLBACK,
 	  .long_name = "count",
-	  .offset = A(count_arg),
 	  .argh = "N|bytes|blocks",
-	  .help = "at most N periodic reports; bytes or blocks: what the flame\n"
-	  "graph's widths measure (svg)",
-	  .want = "a positive number, bytes or blocks" },
+	  .help = "N: at most N periodic reports; bytes or blocks: what the\n"
+		  "flame graph's widths measure (svg)",
+	  .want = "a positive number, bytes or blocks",
+	  .cb = parse_count },
 	{ .kind = LS_OPT_FLAG,
 	  .long_name = "follow-exec",
 	  .offset = A(follow_exec),
@@ -99,12 +113,12 @@ const struct ls_usage ls_run_usage = {
 	"call stacks holding memory it never freed.  The report goes to stderr\n"
 	"or --output FILE; other traced processes (forked children that live\n"
 	"on, --follow-exec) go after it, or to FILE.PID.",
-	(const struct ls_option *const[]){ ls_report_options, ls_stack_options,
-					   ls_flame_options, ls_reach_options,
-					   own, NULL },
+	(const struct ls_option *const[]){ ls_report_options,
+		ls_filter_options, ls_blocks_option, ls_stack_options,
+		ls_flame_options, ls_reach_options, own, NULL },
 	"Options come before COMMAND.  --fail-on-leak gates on the report as\n"
-	"shown (filters and suppressions, the C and C++ runtimes' own\n"
-	"allocations suppressed by default) and says why in one line on\n"
+	"shown (its filters and suppressions), never counts the C and C++\n"
+	"runtimes' own one-time allocations, and says why in one line on\n"
 	"stderr.  Exit status: the command's; 99 when\n"
 	"--fail-on-leak trips; 125 when leakscope itself fails; 126 command not\n"
 	"executable; 127 not found.",
@@ -131,25 +145,6 @@ struct run {
 	struct ls_supp *gate_supp;	/* what --fail-on-leak leaves out: the
 					   files and the built-in list */
 };
-
-/* --count is a number of periodic reports, or the flame graph's unit. */
-static int count_arg(struct ls_run_args *a)
-{
-	if (!a->count_arg)
-		return 0;
-	if (!strcmp(a->count_arg, "bytes") || !strcmp(a->count_arg, "blocks")) {
-		a->r.ropts.svg.count = strcmp(a->count_arg, "bytes") ?
-				       LS_FLAME_COUNT_BLOCKS : LS_FLAME_COUNT_BYTES;
-		return 0;
-	}
-	if (ls_parse_count(a->count_arg, &a->count) || !a->count) {
-		ls_usage_error(&ls_run_usage, "invalid value '%s' for --count: "
-			       "expected a positive number, bytes or blocks",
-			       a->count_arg);
-		return -1;
-	}
-	return 0;
-}
 
 /* --fail-on KINDS: what the gate counts; it implies the gate and the
  * check at exit. */
@@ -190,16 +185,18 @@ static int check_args(struct run *r, struct ls_invocation *inv)
 			 "COMMAND [ARGS...])");
 		return -1;
 	}
-	/* A graph or a profile is one whole document: never several in one
-	 * file, never mixed into the command's stderr. */
-	if ((fmt->needs & LS_NEEDS_OWN_FILE) && !r->a->r.output) {
-		ls_error("--format %s needs --output FILE", fmt->name);
-		return -1;
-	}
+	/* One whole document per file: periodic ones would pile up. */
 	if ((fmt->needs & LS_NEEDS_OWN_FILE) && r->a->interval_ns) {
 		ls_error("--format %s writes one %s per file: it cannot take "
-			 "--interval", fmt->name,
-			 fmt->needs & LS_NEEDS_NOT_TTY ? "profile" : "graph");
+			 "--interval", fmt->name, fmt->noun);
+		return -1;
+	}
+	/* Periodic reports for machines must not be mixed into what the
+	 * command itself writes on stderr while it runs. */
+	if (r->a->interval_ns && fmt != &ls_renderers[0] && !r->a->r.output) {
+		ls_error("--format %s with --interval needs --output FILE (or "
+			 "--output - for stdout): on stderr the reports would be "
+			 "mixed with the command's own output", fmt->name);
 		return -1;
 	}
 	return 0;
@@ -213,13 +210,8 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/*
- * One report, to fp (named path, NULL for stderr), symbolized through
- * the run's pool: the reports of one run open each library once.  With
- * tripped, --fail-on-leak is applied to the same report (filters and
- * suppressions included) and one line on stderr says why it tripped,
- * whatever --output is.
- */
+/* One report, to fp (named path, NULL for stderr), symbolized through
+ * the run's pool: the reports of one run open each library once. */
 static int render(struct run *r, FILE *fp, const char *path,
 		  const struct ls_snapshot *snap,
 		  const struct ls_report_opts *opts, int *tripped)
@@ -233,7 +225,9 @@ static int render(struct run *r, FILE *fp, const char *path,
 		r->pool = ls_sympool_new();
 	if (r->pool)
 		sym = ls_symbolizer_new_shared(snap, r->pool);
-	/* The gate always counts without the runtimes' own allocations. */
+	/* --fail-on-leak gates on this report as filtered, and never counts
+	 * the runtimes' own allocations; one line says why it tripped,
+	 * whatever --output is. */
 	gopts.supp = r->gate_supp;
 	err = ls_write_report_gate(fp, path, snap, opts, sym, r->a->fail_kinds,
 				   &gopts, gated ? &gate : NULL);
@@ -543,12 +537,11 @@ int ls_cmd_run(struct ls_invocation *inv)
 	char **envp;
 	int err, status = 0, rep;
 
-	if (count_arg(inv->args) || fail_on_arg(inv->args) ||
-	    check_args(&r, inv))
+	if (fail_on_arg(a) || check_args(&r, inv))
 		return LS_EXIT_USAGE;
 	/* Without a check, the report shows what it always showed: the
 	 * built-in list only keeps the runtimes' own allocations out of the
-	 * gate.  With one, they are suppressed as valgrind suppresses them. */
+	 * gate.  With one, they are suppressed as valgrind suppresses its. */
 	r.gate_supp = a->r.supp_all.n ? &a->r.supp_all : NULL;
 	if (!a->leak_check)
 		a->r.ropts.supp = a->r.supp.n ? &a->r.supp : NULL;

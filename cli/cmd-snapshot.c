@@ -70,7 +70,7 @@ int ls_cmd_snapshot(struct ls_invocation *inv)
 	struct ls_snapshot_args *a = inv->args;
 	struct ls_output out;
 	pid_t pid;
-	int fd, ret = LS_EXIT_FAILURE;
+	int fd, ret = LS_EXIT_ERROR;
 
 	if (inv->argc != 1 || !a->output) {
 		ls_usage_error(&ls_snapshot_usage, "expected PID and -o FILE");
@@ -83,7 +83,7 @@ int ls_cmd_snapshot(struct ls_invocation *inv)
 	fd = memfd_create("leakscope-snapshot", MFD_CLOEXEC);
 	if (fd < 0) {
 		ls_error("cannot make a memory file: %s", strerror(errno));
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
 	}
 	if (receive(pid, fd) || ls_open_output(&out, a->output))
 		goto out;
@@ -92,7 +92,7 @@ int ls_cmd_snapshot(struct ls_invocation *inv)
 		ls_output_abort(&out);
 		goto out;
 	}
-	ret = ls_commit_output(&out) ? LS_EXIT_FAILURE : LS_EXIT_OK;
+	ret = ls_commit_output(&out) ? LS_EXIT_ERROR : LS_EXIT_OK;
 out:
 	close(fd);
 	return ret;

@@ -8,7 +8,8 @@
 #define A(field) LS_ARG(struct ls_report_args, field)
 
 static const struct ls_option own[] = {
-	{ .kind = LS_OPT_STATS_FORMAT,
+	{ .kind = LS_OPT_FORMAT,
+	  .flags = LS_OPTF_STATS,
 	  .long_name = "format",
 	  .offset = A(ropts.format),
 	  .argh = "FORMAT",
@@ -39,12 +40,12 @@ int ls_cmd_stats(struct ls_invocation *inv)
 	int err;
 
 	if (ls_open_output(&out, a->output ? a->output : "-"))
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
 	err = r->stats(out.fp, &inv->snap);
 	if (err) {
 		ls_error("cannot write the statistics: %s", strerror(-err));
 		ls_output_abort(&out);
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
 	}
-	return ls_commit_output(&out) ? LS_EXIT_FAILURE : LS_EXIT_OK;
+	return ls_commit_output(&out) ? LS_EXIT_ERROR : LS_EXIT_OK;
 }

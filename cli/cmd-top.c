@@ -196,12 +196,12 @@ int ls_cmd_top(struct ls_invocation *inv)
 
 	ls_refresh_catch_signals();
 	if (ls_refresh_load(target, &snap))
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
 	ls_namer_update(&names, &snap);	/* the names come from this one */
 	tty_setup();
 	for (;;) {
 		if (ls_refresh_load(target, &snap)) {
-			ret = gone(target) ? LS_EXIT_OK : LS_EXIT_FAILURE;
+			ret = gone(target) ? LS_EXIT_OK : LS_EXIT_ERROR;
 			break;
 		}
 		draw(&names, a, &snap);

@@ -8,6 +8,7 @@
  * sites whose live bytes changed in each, and at the end labels each site
  * from the series it collected.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,23 +151,56 @@ static void put_verdict(struct watch *w, const struct ls_snapshot *last,
 	       v->s->v[w->a->slices], desc, grows ? "  <- growing" : "");
 }
 
+/*
+ * A label needs LS_TREND_MIN_SAMPLES points.  With fewer slices, the
+ * agent's own growth history (a sample per period, in the last snapshot)
+ * labels the sites instead, when the source has one.
+ */
+static int classify(const struct watch *w, const struct ls_snapshot *last,
+		    const struct series *s, int from_history, struct ls_trend *t)
+{
+	const struct ls_site *site;
+
+	if (!from_history)
+		return ls_trend_classify(s->v, w->a->slices + 1,
+					 (double)w->a->interval_ns / 1e9, t);
+	site = ls_snapshot_site(last, s->id);
+	if (!site || !site->history || !site->nhistory)
+		return -ENODATA;
+	return ls_trend_classify(site->history, site->nhistory,
+				 last->history.period_ms / 1000.0, t);
+}
+
+_Static_assert(LS_TREND_MIN_SAMPLES == 5, "the summary's wording");
+
 static void summary(struct watch *w, const struct ls_snapshot *last)
 {
 	double secs = (double)w->a->interval_ns / 1e9;
 	struct verdict *v = calloc(w->ns + 1, sizeof(*v));
+	int few = w->a->slices + 1 < LS_TREND_MIN_SAMPLES;
+	int hist = few && last->has_history && last->history.period_ms;
 	size_t i, n = 0;
 
 	if (!v)
 		return;
 	for (i = 0; i < w->ns; i++) {
-		if (ls_trend_classify(w->s[i].v, w->a->slices + 1, secs, &v[n].t))
+		if (classify(w, last, &w->s[i], hist, &v[n].t))
 			continue;
 		v[n++].s = &w->s[i];
 	}
 	qsort(v, n, sizeof(*v), by_rate);
-	printf("\nTrend over %" PRIu64 " slices of %.1fs (growing sites are "
-	       "leak suspects; saturating ones look like caches):\n",
-	       w->a->slices, secs);
+	if (hist)
+		printf("\nTrend from the agent's samples, one per %.1fs (%" PRIu64
+		       " slices are too few for a label: it needs %d points; "
+		       "growing sites are leak suspects, saturating ones look "
+		       "like caches):\n", last->history.period_ms / 1000.0,
+		       w->a->slices, LS_TREND_MIN_SAMPLES);
+	else
+		printf("\nTrend over %" PRIu64 " slices of %.1fs (growing sites "
+		       "are leak suspects; saturating ones look like caches)%s"
+		       "\n", w->a->slices, secs, few ?
+		       ": too few for a label, which needs at least 5 points "
+		       "(slices + 1)" : ":");
 	for (i = 0; i < n; i++)
 		put_verdict(w, last, &v[i]);
 	free(v);
@@ -211,12 +245,12 @@ int ls_cmd_watch(struct ls_invocation *inv)
 {
 	struct watch w = { .a = inv->args };
 	struct ls_snapshot snap, last = { 0 };
-	int ret = LS_EXIT_FAILURE;
+	int ret = LS_EXIT_ERROR;
 	size_t i;
 
 	ls_refresh_catch_signals();
 	if (ls_refresh_load(inv->argv[0], &snap))
-		return LS_EXIT_FAILURE;
+		return LS_EXIT_ERROR;
 	first_slice(&w, &snap);
 	if (slices(&w, inv->argv[0], &last) > w.a->slices) {
 		summary(&w, &last);

@@ -12,7 +12,6 @@ struct ls_run_args {
 	struct ls_report_args r;	/* first: LS_CMD_REPORT */
 	uint64_t interval_ns;
 	uint64_t count;		/* periodic reports; 0 = no limit */
-	const char *count_arg;	/* --count: N, or bytes|blocks (svg) */
 	int follow_exec;
 	int all_children;
 	int fail_on_leak;
@@ -45,17 +44,26 @@ struct ls_watch_args {
 	uint64_t count, rows;	/* top */
 };
 
-struct ls_diff_args {
-	struct ls_report_args r;
+struct ls_serve_args {
+	const char *listen;
+	int allow_remote;
+	const char *snapshot_dir;
 };
 
 struct ls_help_args {
 	int man;
 };
 
+struct ls_beam_args {
+	const char *cookie, *cookie_file, *format;
+	uint64_t interval_ns, count, top, timeout_ns, port;
+	int gc_check;
+};
+
 extern const struct ls_usage ls_run_usage, ls_report_usage, ls_olds_usage,
 	ls_stats_usage, ls_reset_usage, ls_snapshot_usage, ls_watch_usage,
-	ls_top_usage, ls_help_usage, ls_diff_usage, ls_check_usage;
+	ls_top_usage, ls_diff_usage, ls_help_usage, ls_serve_usage,
+	ls_beam_usage, ls_check_usage;
 
 int ls_cmd_run(struct ls_invocation *inv);
 int ls_cmd_report(struct ls_invocation *inv);
@@ -65,13 +73,16 @@ int ls_cmd_reset(struct ls_invocation *inv);
 int ls_cmd_snapshot(struct ls_invocation *inv);
 int ls_cmd_watch(struct ls_invocation *inv);
 int ls_cmd_top(struct ls_invocation *inv);
-int ls_cmd_help(struct ls_invocation *inv);
 int ls_cmd_diff(struct ls_invocation *inv);
+int ls_cmd_help(struct ls_invocation *inv);
+int ls_cmd_serve(struct ls_invocation *inv);
+int ls_cmd_beam(struct ls_invocation *inv);
 int ls_cmd_check(struct ls_invocation *inv);
 
 void ls_run_defaults(void *args);
 void ls_watch_defaults(void *args);
 void ls_top_defaults(void *args);
+void ls_beam_defaults(void *args);
 void ls_check_defaults(void *args);
 
 /* The exit statuses, as --help and the man page state them. */

@@ -16,7 +16,7 @@
 #define ARGS(type) sizeof(struct type)
 
 const struct ls_command ls_commands[] = {
-	{ "run", ls_cmd_run, LS_CMD_REPORT | LS_CMD_STOP_AT_ARG,
+	{ "run", ls_cmd_run, LS_CMD_REPORT | LS_CMD_STOP_AT_ARG | LS_CMD_MANY,
 	  &ls_run_usage, ARGS(ls_run_args), ls_run_defaults, 0 },
 	{ "report", ls_cmd_report, LS_CMD_TARGET | LS_CMD_LOAD,
 	  &ls_report_usage, ARGS(ls_report_args), NULL, 1 },
@@ -34,8 +34,12 @@ const struct ls_command ls_commands[] = {
 	  &ls_top_usage, ARGS(ls_watch_args), ls_top_defaults, 1 },
 	{ "check", ls_cmd_check, LS_CMD_TARGET | LS_CMD_PID | LS_CMD_REPORT,
 	  &ls_check_usage, ARGS(ls_check_args), ls_check_defaults, 1 },
-	{ "diff", ls_cmd_diff, LS_CMD_REPORT,
-	  &ls_diff_usage, ARGS(ls_diff_args), NULL, 0 },
+	{ "diff", ls_cmd_diff, LS_CMD_REPORT, &ls_diff_usage,
+	  ARGS(ls_report_args), NULL, 0 },
+	{ "serve", ls_cmd_serve, 0,
+	  &ls_serve_usage, ARGS(ls_serve_args), NULL, 0 },
+	{ "beam", ls_cmd_beam, 0,
+	  &ls_beam_usage, ARGS(ls_beam_args), ls_beam_defaults, 0 },
 	{ "help", ls_cmd_help, 0, &ls_help_usage, ARGS(ls_help_args), NULL, 0 },
 	{ NULL, NULL, 0, NULL, 0, NULL, 0 },
 };
@@ -51,7 +55,7 @@ static const struct ls_command *find(const char *name)
 }
 
 /* The target argument (and at most max_args in all), a pid when the
- * flags say so; loaded when asked. */
+ * flags say so; loaded when asked.  Returns 0 or the exit status. */
 static int apply_target(struct ls_invocation *inv)
 {
 	const struct ls_command *c = inv->cmd;
@@ -62,19 +66,20 @@ static int apply_target(struct ls_invocation *inv)
 		ls_usage_error(c->usage, "expected %s%s", c->flags & LS_CMD_PID ?
 			       "one PID" : "one PID or FILE",
 			       c->max_args > 1 ? " and at most one count" : "");
-		return -1;
+		return LS_EXIT_USAGE;
 	}
 	if ((c->flags & LS_CMD_PID) && !ls_source_is_pid(inv->argv[0], &inv->pid)) {
 		ls_usage_error(c->usage, "'%s' is not a pid", inv->argv[0]);
-		return -1;
+		return LS_EXIT_USAGE;
 	}
 	if (!(c->flags & LS_CMD_LOAD))
 		return 0;
 	so = ls_report_args_source(ra, !!(c->flags & LS_CMD_BLOCKS));
-	return ls_load_target(inv->argv[0], &so, &inv->snap) ? -1 : 0;
+	return ls_load_target(inv->argv[0], &so, &inv->snap) ? LS_EXIT_ERROR : 0;
 }
 
-/* Parse and apply the row's flags; -1 failed (printed), 1 help shown. */
+/* Parse and apply the row's flags.  Returns 0 to run the command, else
+ * the exit status (LS_PARSE_HELP: help printed, success). */
 static int prepare(struct ls_invocation *inv, int argc, char **argv)
 {
 	const struct ls_command *c = inv->cmd;
@@ -83,15 +88,13 @@ static int prepare(struct ls_invocation *inv, int argc, char **argv)
 	n = ls_parse_options(argc, argv, c->usage,
 			     c->flags & LS_CMD_STOP_AT_ARG ?
 			     LS_PARSE_STOP_AT_ARG : 0, inv->args);
-	if (n == LS_PARSE_HELP)
-		return 1;
 	if (n < 0)
-		return -1;
+		return n == LS_PARSE_HELP ? LS_PARSE_HELP : LS_EXIT_USAGE;
 	inv->argc = n;
 	inv->argv = argv;
 	if ((c->flags & (LS_CMD_REPORT | LS_CMD_LOAD)) &&
-	    ls_report_args_finish(inv->args, c->usage))
-		return -1;
+	    ls_report_args_finish(inv->args, !!(c->flags & LS_CMD_MANY)))
+		return LS_EXIT_USAGE;
 	if (c->flags & LS_CMD_TARGET)
 		return apply_target(inv);
 	return 0;
@@ -116,8 +119,8 @@ int ls_dispatch(int argc, char **argv)
 	ret = prepare(&inv, argc, argv);
 	if (!ret)
 		ret = inv.cmd->fn(&inv);
-	else
-		ret = ret > 0 ? LS_EXIT_OK : LS_EXIT_USAGE;
+	else if (ret == LS_PARSE_HELP)
+		ret = LS_EXIT_OK;
 	ls_snapshot_release(&inv.snap);
 	free(inv.args);
 	return ret;

@@ -21,15 +21,35 @@ void ls_usage_error(const struct ls_usage *u, const char *fmt, ...)
 
 /* --- values ---------------------------------------------------------- */
 
+/* Does the format option o take renderer r? */
+static int format_fits(const struct ls_option *o, const struct ls_renderer *r)
+{
+	if ((o->flags & LS_OPTF_STATS) && !r->stats)
+		return 0;
+	return !(o->flags & LS_OPTF_DIFF) || r->diff;
+}
+
 static int parse_format(const struct ls_option *o, const char *arg,
 			const struct ls_renderer **out)
 {
 	const struct ls_renderer *r = ls_renderer_find(arg);
 
-	if (!r || (o->kind == LS_OPT_STATS_FORMAT && !r->stats))
+	if (!r || !format_fits(o, r))
 		return -1;
 	*out = r;
 	return 0;
+}
+
+static int parse_choice(const struct ls_option *o, const char *arg, int *out)
+{
+	int i;
+
+	for (i = 0; o->choices[i]; i++)
+		if (!strcmp(o->choices[i], arg)) {
+			*out = i;
+			return 0;
+		}
+	return -1;
 }
 
 static int parse_number(const struct ls_option *o, const char *arg,
@@ -77,16 +97,11 @@ static int store(const struct ls_option *o, const char *arg, char *base)
 		*(const char **)field = arg;
 		return 0;
 	case LS_OPT_FORMAT:
-	case LS_OPT_STATS_FORMAT:
 		return parse_format(o, arg, field);
-	case LS_OPT_LIST: {
-		struct ls_strlist *l = field;
-
-		if (!*arg || l->n == LS_STRLIST_MAX)
-			return -1;
-		l->v[l->n++] = arg;
-		return 0;
-	}
+	case LS_OPT_CHOICE:
+		return parse_choice(o, arg, field);
+	case LS_OPT_CALLBACK:
+		return o->cb(o, arg, base);
 	default:
 		if (parse_number(o, arg, &v) || !in_range(o, v))
 			return -1;
@@ -95,21 +110,38 @@ static int store(const struct ls_option *o, const char *arg, char *base)
 	}
 }
 
+/* "one of a, b, c" into buf. */
+static const char *one_of(const char *const *names, size_t n, char *buf,
+			  size_t cap)
+{
+	size_t len = 0, i;
+
+	buf[0] = 0;
+	for (i = 0; i < n && len < cap; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%s",
+					i ? ", " : "one of ", names[i]);
+	return buf;
+}
+
 static const char *wanted(const struct ls_option *o, char *buf, size_t cap)
 {
+	const char *names[32];
 	const struct ls_renderer *r;
-	size_t len = 0;
+	size_t n = 0;
 
 	if (o->want)
 		return o->want;
-	if (o->kind != LS_OPT_FORMAT && o->kind != LS_OPT_STATS_FORMAT)
+	if (o->kind == LS_OPT_CHOICE) {
+		while (o->choices[n] && n < 32)
+			n++;
+		return one_of(o->choices, n, buf, cap);
+	}
+	if (o->kind != LS_OPT_FORMAT)
 		return "a valid value";
-	buf[0] = 0;
-	for (r = ls_renderers; r->name && len < cap; r++)
-		if (o->kind == LS_OPT_FORMAT || r->stats)
-			len += (size_t)snprintf(buf + len, cap - len, "%s%s",
-						len ? ", " : "one of ", r->name);
-	return buf;
+	for (r = ls_renderers; r->name && n < 32; r++)
+		if (format_fits(o, r))
+			names[n++] = r->name;
+	return one_of(names, n, buf, cap);
 }
 
 static int bad_value(const struct ls_option *o, const char *arg)
@@ -266,7 +298,7 @@ void ls_option_help(const struct ls_option *o, char *buf, size_t cap)
 {
 	char names[256];
 
-	if (o->kind == LS_OPT_FORMAT || o->kind == LS_OPT_STATS_FORMAT)
+	if ((o->kind == LS_OPT_FORMAT || o->kind == LS_OPT_CHOICE) && !o->want)
 		snprintf(buf, cap, "%s: %s", o->help,
 			 wanted(o, names, sizeof(names)) + strlen("one of "));
 	else

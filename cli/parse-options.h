@@ -37,22 +37,19 @@ enum ls_opt_kind {
 	LS_OPT_SECONDS,		/* uint64_t ns, from seconds ("0.5") */
 	LS_OPT_MS,		/* uint64_t ns, from milliseconds */
 	LS_OPT_FORMAT,		/* const struct ls_renderer *, a row of
-				   lib/render.h's table */
-	LS_OPT_STATS_FORMAT,	/* same, rows that can render stats */
-	LS_OPT_LIST,		/* struct ls_strlist: may be given several
-				   times (--suppressions FILE) */
-};
-
-#define LS_STRLIST_MAX 32
-struct ls_strlist {
-	const char *v[LS_STRLIST_MAX];
-	size_t n;
+				   lib/render.h's table (LS_OPTF_STATS,
+				   LS_OPTF_DIFF: rows that render those) */
+	LS_OPT_CHOICE,		/* int (an enum): the index of the value in
+				   choices */
+	LS_OPT_CALLBACK,	/* cb(o, value, args) stores it */
 };
 
 /* ls_option.flags */
 #define LS_OPTF_OPTIONAL 0x1	/* value only as --opt=VALUE; the field
 				   named by set_offset is set to 1 */
 #define LS_OPTF_NONZERO 0x2	/* 0 is refused */
+#define LS_OPTF_STATS 0x4	/* LS_OPT_FORMAT: renderers of stats */
+#define LS_OPTF_DIFF 0x8	/* LS_OPT_FORMAT: renderers of diffs */
 
 struct ls_option {
 	enum ls_opt_kind kind;
@@ -66,6 +63,9 @@ struct ls_option {
 	uint64_t min;		/* smallest value accepted */
 	size_t set_offset;	/* LS_OPTF_OPTIONAL: int set when given */
 	const char *want;	/* "a positive number of stacks" */
+	const char *const *choices;	/* LS_OPT_CHOICE, NULL-terminated */
+	/* LS_OPT_CALLBACK: store arg into args; 0, or -1 for a bad value */
+	int (*cb)(const struct ls_option *o, const char *arg, void *args);
 };
 
 #define LS_ARG(type, field) offsetof(type, field)

@@ -26,6 +26,10 @@ const struct ls_option ls_report_options[] = {
 	  .argh = "FILE",
 	  .help = "write the report to FILE, whole or not at all ('-': stdout)",
 	  .want = "a file name" },
+	{ .kind = LS_OPT_END },
+};
+
+const struct ls_option ls_filter_options[] = {
 	{ .kind = LS_OPT_UINT,
 	  .long_name = "top",
 	  .offset = RA(top),
@@ -52,12 +56,27 @@ const struct ls_option ls_report_options[] = {
 	  .help = "only blocks of at most BYTES",
 	  .flags = LS_OPTF_NONZERO,
 	  .want = "a positive size such as 4096 or 64KiB" },
+	{ .kind = LS_OPT_END },
+};
+
+const struct ls_option ls_blocks_option[] = {
 	{ .kind = LS_OPT_FLAG,
 	  .long_name = "show-allocs",
 	  .offset = RA(ropts.show_allocs),
 	  .help = "list every outstanding block: address, size, age, thread" },
 	{ .kind = LS_OPT_END },
 };
+
+/* --suppressions FILE: may be given several times. */
+static int add_supp_file(const struct ls_option *o, const char *arg, void *args)
+{
+	struct ls_report_args *a = args;
+
+	if (!*arg || a->nsupp_files == LS_SUPP_FILES_MAX)
+		return -1;
+	a->supp_files[a->nsupp_files++] = arg;
+	return 0;
+}
 
 const struct ls_option ls_reach_options[] = {
 	{ .kind = LS_OPT_STRING,
@@ -67,11 +86,11 @@ const struct ls_option ls_reach_options[] = {
 	  .help = "with a reachability check: only definite, indirect, possible,\n"
 	  "reachable (comma-separated) or all",
 	  .want = "definite, indirect, possible, reachable or all" },
-	{ .kind = LS_OPT_LIST,
+	{ .kind = LS_OPT_CALLBACK,
 	  .long_name = "suppressions",
-	  .offset = RA(supp_files),
 	  .argh = "FILE",
 	  .help = "LeakSanitizer suppressions (leak:PATTERN); several allowed",
+	  .cb = add_supp_file,
 	  .want = "a file name (at most 32 files)" },
 	{ .kind = LS_OPT_FLAG,
 	  .long_name = "gen-suppressions",
@@ -93,116 +112,88 @@ const struct ls_option ls_stack_options[] = {
 	  .offset = RA(depth),
 	  .argh = "N",
 	  .help = "frames per stack, " STR(LS_DEPTH_MIN) "-" STR(LS_DEPTH_MAX)
-	  " (run: captured, default " STR(LS_DEPTH_DEFAULT) ")",
+		  " (run: captured, default " STR(LS_DEPTH_DEFAULT) ";\n"
+		  "other commands: shown, default all)",
 	  .min = LS_DEPTH_MIN,
 	  .max = LS_DEPTH_MAX,
 	  .want = STR(LS_DEPTH_MIN) " to " STR(LS_DEPTH_MAX) },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "full-names",
+	  .offset = RA(ropts.full_names),
+	  .help = "C++ names with their template arguments (by default cut to\n"
+		  "<…>: std::_Rb_tree<…>::_M_get_node())" },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "hide-runtime",
+	  .offset = RA(ropts.hide_runtime),
+	  .help = "leave out the frames of libc, libstdc++ and ld.so below and\n"
+		  "above the program's own" },
 	{ .kind = LS_OPT_END },
 };
+
+#define FA(field) RA(ropts.svg.field)
 
 const struct ls_option ls_flame_options[] = {
 	{ .kind = LS_OPT_STRING,
 	  .long_name = "title",
-	  .offset = RA(ropts.svg.title),
+	  .offset = FA(title),
 	  .argh = "TEXT",
 	  .help = "the flame graph's title (svg)",
 	  .want = "a title" },
 	{ .kind = LS_OPT_FLAG,
 	  .long_name = "inverted",
-	  .offset = RA(ropts.svg.inverted),
-	  .help = "an icicle graph: the root at the top (svg)" },
-	{ .kind = LS_OPT_STRING,
+	  .offset = FA(inverted),
+	  .help = "icicle graph: the root at the top (svg)" },
+	{ .kind = LS_OPT_CHOICE,
 	  .long_name = "colors",
-	  .offset = RA(colors),
-	  .argh = "mem|kind",
-	  .help = "greens varied by function, or a hue per kind of frame (svg)",
-	  .want = "mem or kind" },
+	  .offset = FA(colors),
+	  .argh = "PALETTE",
+	  .help = "greens by function, or hues by frame kind (svg)",
+	  .choices = (const char *const[]){ "mem", "kind", NULL } },
 	{ .kind = LS_OPT_END },
 };
 
 const struct ls_option ls_flame_count_option[] = {
-	{ .kind = LS_OPT_STRING,
+	{ .kind = LS_OPT_CHOICE,
 	  .long_name = "count",
-	  .offset = RA(count),
-	  .argh = "bytes|blocks",
+	  .offset = FA(count),
+	  .argh = "WHAT",
 	  .help = "what the flame graph's widths measure (svg)",
-	  .want = "bytes or blocks" },
+	  .choices = (const char *const[]){ "bytes", "blocks", NULL } },
 	{ .kind = LS_OPT_END },
 };
 
-/* The value of a word option among words[] (NULL-terminated): its index,
- * or -1 after a usage error. */
-static int word(const struct ls_usage *u, const char *opt, const char *v,
-		const char *const *words, const char *want)
+/* A binary format goes to a file, or to a stdout that is no terminal. */
+static int check_binary(const struct ls_renderer *r, const char *output,
+			int many)
 {
-	int i;
-
-	for (i = 0; words[i]; i++)
-		if (!strcmp(v, words[i]))
-			return i;
-	ls_usage_error(u, "invalid value '%s' for --%s: expected %s", v, opt,
-		       want);
-	return -1;
-}
-
-static int flame_finish(struct ls_report_args *a, const struct ls_usage *u)
-{
-	static const char *const counts[] = { "bytes", "blocks", NULL };
-	static const char *const colors[] = { "mem", "kind", NULL };
-	int k;
-
-	if (a->count) {
-		if ((k = word(u, "count", a->count, counts, "bytes or blocks")) < 0)
-			return -1;
-		a->ropts.svg.count = k ? LS_FLAME_COUNT_BLOCKS :
-					 LS_FLAME_COUNT_BYTES;
-	}
-	if (a->colors) {
-		if ((k = word(u, "colors", a->colors, colors, "mem or kind")) < 0)
-			return -1;
-		a->ropts.svg.colors = k ? LS_FLAME_COLORS_KIND :
-					  LS_FLAME_COLORS_MEM;
-	}
-	return 0;
-}
-
-/* A binary format goes to a file, or to a stdout the user named that is
- * not a terminal. */
-static int binary_finish(const struct ls_report_args *a)
-{
-	const struct ls_renderer *r = ls_renderer_of(&a->ropts);
-
-	if (!(r->needs & LS_NEEDS_NOT_TTY))
-		return 0;
-	if (!a->output) {
-		ls_error("--format %s is binary: give --output FILE (or --output "
-			 "- for a stdout that is not a terminal)", r->name);
+	if (!output) {
+		ls_error("--format %s is binary: give --output FILE%s", r->name,
+			 many ? "" : " (or --output - for stdout)");
 		return -1;
 	}
-	if (!strcmp(a->output, "-") && isatty(STDOUT_FILENO)) {
-		ls_error("refusing to write binary %s data to a terminal: give "
-			 "--output FILE", r->name);
+	if (!strcmp(output, "-") && isatty(STDOUT_FILENO)) {
+		ls_error("refusing to write binary %s data to a terminal (use "
+			 "--output FILE or a pipe)", r->name);
 		return -1;
 	}
 	return 0;
 }
 
 /* --only and the suppression files; the built-in list when the command
- * asked for it. */
-static int reach_finish(struct ls_report_args *a, const struct ls_usage *u)
+ * asked for it (into supp_all; supp holds the files alone). */
+static int reach_finish(struct ls_report_args *a)
 {
 	char err[4400];
 	size_t i;
 
 	if (a->only && ls_reach_parse_kinds(a->only, &a->ropts.only, err,
 					    sizeof(err))) {
-		ls_usage_error(u, "--only: %s", err);
+		ls_error("--only: %s", err);
 		return -1;
 	}
-	for (i = 0; i < a->supp_files.n; i++)
-		if (ls_supp_load(&a->supp, a->supp_files.v[i], err,
-				 sizeof(err)) ||
-		    ls_supp_load(&a->supp_all, a->supp_files.v[i], err,
+	for (i = 0; i < a->nsupp_files; i++)
+		if (ls_supp_load(&a->supp, a->supp_files[i], err, sizeof(err)) ||
+		    ls_supp_load(&a->supp_all, a->supp_files[i], err,
 				 sizeof(err))) {
 			ls_error("%s", err);
 			return -1;
@@ -223,13 +214,23 @@ void ls_report_args_release(struct ls_report_args *a)
 	a->ropts.supp = NULL;
 }
 
-int ls_report_args_finish(struct ls_report_args *a, const struct ls_usage *u)
+int ls_report_args_finish(struct ls_report_args *a, int many)
 {
-	if (flame_finish(a, u) || binary_finish(a) || reach_finish(a, u))
+	const struct ls_renderer *r = ls_renderer_of(&a->ropts);
+
+	if (reach_finish(a))
 		return -1;
 	a->ropts.top = (size_t)a->top;
-	a->ropts.depth = (unsigned)a->depth;
+	/* run's --depth is what the agent captures: its reports show all. */
+	a->ropts.depth = many ? 0 : (unsigned)a->depth;
 	ls_report_opts_finish(&a->ropts);
+	if (r->needs & LS_NEEDS_NOT_TTY)
+		return check_binary(r, a->output, many);
+	/* Several processes' documents never share a stream. */
+	if ((r->needs & LS_NEEDS_OWN_FILE) && many && !a->output) {
+		ls_error("--format %s needs --output FILE", r->name);
+		return -1;
+	}
 	return 0;
 }
 
@@ -306,9 +307,17 @@ int ls_write_report_gate(FILE *fp, const char *path,
 	return err;
 }
 
+static void on_fatal_signal(int sig);
+
 int ls_open_output(struct ls_output *o, const char *path)
 {
-	int err = ls_output_open(o, path);
+	int err;
+
+	/* Where the file system has no unnamed files, the writer's
+	 * PATH.tmp.PID must go with us if a signal ends us.  (run installs
+	 * its own forwarding afterwards: it ends only with its command.) */
+	ls_output_cleanup_on_signals();
+	err = ls_output_open(o, path);
 
 	if (err)
 		ls_error("cannot write '%s': %s", path, strerror(-err));

@@ -12,17 +12,18 @@
 #include "../lib/source.h"
 #include "parse-options.h"
 
+#define LS_SUPP_FILES_MAX 32
+
 /* The head of a reporting command's argument struct. */
 struct ls_report_args {
 	struct ls_report_opts ropts;
 	const char *output;	/* --output FILE, "-" stdout; NULL default */
 	uint64_t top, depth;	/* copied into ropts by ls_report_args_finish */
 	int postmortem;		/* `report --postmortem`: source option */
-	const char *count;	/* --count bytes|blocks (svg) */
-	const char *colors;	/* --colors mem|kind (svg) */
 	/* Reachability (ls_reach_options): */
 	const char *only;	/* --only KINDS, into ropts.only */
-	struct ls_strlist supp_files;	/* --suppressions FILE... */
+	const char *supp_files[LS_SUPP_FILES_MAX];	/* --suppressions */
+	size_t nsupp_files;
 	int no_default_supp;	/* --no-default-suppressions */
 	int default_supp;	/* set by the command: the built-in list
 				   applies (run, check) */
@@ -30,24 +31,29 @@ struct ls_report_args {
 	struct ls_supp supp_all;	/* the same and the built-in list */
 };
 
-/* --format, --output, --top, --min-age, --min-size, --max-size,
- * --show-allocs */
+/* --format, --output */
 extern const struct ls_option ls_report_options[];
+/* --top, --min-age, --min-size, --max-size */
+extern const struct ls_option ls_filter_options[];
+/* --show-allocs */
+extern const struct ls_option ls_blocks_option[];
 /* --depth (and, for the stack's display, what follows it) */
 extern const struct ls_option ls_stack_options[];
-/* The flame graph's --title, --inverted, --colors (--format svg) */
+/* --title, --inverted, --colors: the flame graph's (--format svg) */
 extern const struct ls_option ls_flame_options[];
-/* Its --count bytes|blocks, for commands without a --count of their own
- * (`run` takes "bytes" and "blocks" in its own --count) */
+/* --count bytes|blocks: what the graph's widths measure (run has its own
+ * --count, which also takes the number of periodic reports) */
 extern const struct ls_option ls_flame_count_option[];
 
-/* --only, --suppressions, --gen-suppressions, --no-default-suppressions
- * (docs/REACHABILITY.md) */
+/* --only, --suppressions FILE (several), --gen-suppressions,
+ * --no-default-suppressions (docs/REACHABILITY.md) */
 extern const struct ls_option ls_reach_options[];
 
-/* Copy the parsed values into a->ropts, derive need_blocks; 0, or -1
- * after a usage error. */
-int ls_report_args_finish(struct ls_report_args *a, const struct ls_usage *u);
+/* Copy the parsed values into a->ropts, derive need_blocks, and check
+ * that the format's output can go where it is asked (render.h's needs;
+ * many: reports of several processes, as run writes).  0, or -1 after a
+ * usage error. */
+int ls_report_args_finish(struct ls_report_args *a, int many);
 
 /* The source options a reporting command's arguments imply. */
 struct ls_source_opts ls_report_args_source(const struct ls_report_args *a,
@@ -84,11 +90,12 @@ void ls_gate_reason(pid_t pid, const struct ls_gate *g, unsigned kinds);
 #define LS_GATE_DEFAULT (1u << LSNAP_REACH_DEFINITE | \
 			 1u << LSNAP_REACH_INDIRECT)
 
-/* Free what ls_report_args_finish() loaded. */
+/* Free the suppressions ls_report_args_finish() loaded. */
 void ls_report_args_release(struct ls_report_args *a);
 
-/* Open path through the output writer (lib/output.h); prints the error.
- * 0 or a negative errno. */
+/* Open path through the output writer (lib/output.h), with
+ * ls_output_cleanup_on_signals(); prints the error.  0 or a negative
+ * errno. */
 int ls_open_output(struct ls_output *o, const char *path);
 /* Commit; prints the error.  0 or a negative errno. */
 int ls_commit_output(struct ls_output *o);

@@ -34,6 +34,8 @@ struct lsnap_file_hdr {
 	uint32_t flags;		/* reserved, 0 */
 } __attribute__((packed));
 
+#define LSNAP_NOTES_MAX 4096
+
 enum lsnap_tag {
 	LSNAP_HEADER = 1,	/* struct lsnap_header, once, first */
 	LSNAP_COMMAND = 2,	/* argv strings, each NUL-terminated */
@@ -51,6 +53,10 @@ enum lsnap_tag {
 	LSNAP_REACH_SITE = 13,	/* struct lsnap_reach_site, per site */
 	LSNAP_REACH_BLOCKS = 14,	/* uint8_t enum lsnap_reach_kind per
 					   block, in BLOCKS order */
+	/* 16 attach (branch attach) */
+	LSNAP_NOTES = 18,	/* text, at most once: what the agent could
+				   not do as asked, lines ending with '\n',
+				   at most LSNAP_NOTES_MAX bytes */
 	LSNAP_END = 0xffff,	/* struct lsnap_end, last */
 };
 

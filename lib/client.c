@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include "../common/contract.h"
@@ -15,21 +16,44 @@
 #include "procinfo.h"
 #include "ptrace.h"
 
-#define REPLY_TIMEOUT_S 30
+#define REPLY_TIMEOUT_MS 30000
+
+static _Atomic unsigned timeout_ms = REPLY_TIMEOUT_MS;
+
+void ls_client_set_timeout(unsigned ms)
+{
+	timeout_ms = ms ? ms : REPLY_TIMEOUT_MS;
+}
 
 int ls_client_socket_path(pid_t pid, char *buf, size_t cap)
 {
 	return ls_proc_runtime_file(pid, LS_SUFFIX_SOCKET, buf, cap);
 }
 
+/* A pid that is gone may have left its post-mortem file: say so. */
+static void no_process(pid_t pid, char *err, size_t errlen)
+{
+	char pm[4096];
+	struct stat st;
+
+	if (!ls_proc_runtime_file(pid, LS_SUFFIX_PM, pm, sizeof(pm)) &&
+	    !stat(pm, &st))
+		snprintf(err, errlen, "no process with pid %d; it left a "
+			 "post-mortem file: use 'leakscope report --postmortem "
+			 "%d'", (int)pid, (int)pid);
+	else
+		snprintf(err, errlen, "no process with pid %d", (int)pid);
+}
+
 static int connect_agent(pid_t pid, char *err, size_t errlen)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_S };
+	unsigned ms = timeout_ms;
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = ms % 1000 * 1000 };
 	int fd, r;
 
 	if (kill(pid, 0) && errno == ESRCH) {
-		snprintf(err, errlen, "no process with pid %d", (int)pid);
+		no_process(pid, err, errlen);
 		return -ESRCH;
 	}
 	if (ls_client_socket_path(pid, addr.sun_path, sizeof(addr.sun_path))) {
@@ -42,7 +66,10 @@ static int connect_agent(pid_t pid, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot create a socket: %s", strerror(errno));
 		return r;
 	}
+	/* The send timeout also bounds connect(): an agent whose listen
+	 * backlog is full makes a Unix stream connect wait. */
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
 		uid_t owner;
 
@@ -53,7 +80,12 @@ static int connect_agent(pid_t pid, char *err, size_t errlen)
 				 "(uid %u): only its owner or root can ask its "
 				 "agent", (int)pid, (unsigned)owner);
 			r = -EACCES;
-		} else if (r == -ENOENT)
+		} else if (r == -ENOENT && ls_proc_has_agent(pid))
+			snprintf(err, errlen, "pid %d has the leakscope agent "
+				 "but no control socket '%s' (it said why on "
+				 "its stderr; 'leakscope stats' cannot ask it)",
+				 (int)pid, addr.sun_path);
+		else if (r == -ENOENT)
 			snprintf(err, errlen, "pid %d has no leakscope agent "
 				 "(no socket '%s')", (int)pid, addr.sun_path);
 		else if (r == -ECONNREFUSED)

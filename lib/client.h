@@ -9,6 +9,17 @@
 #include <sys/types.h>
 #include "snapshot.h"
 
+/*
+ * Bound every connect, send and receive on an agent's socket to ms
+ * milliseconds (0: the default, 30 s), so that a stuck agent cannot hold
+ * its caller longer.  Process-wide; safe to call from any thread, meant to
+ * be called once at start.  A slow agent that keeps sending a byte now and
+ * then is not cut off: the bound is per call, not per request.
+ *
+ * The other functions are thread-safe: they share no state.
+ */
+void ls_client_set_timeout(unsigned ms);
+
 /* The socket path of pid's agent, computed as the agent does. */
 int ls_client_socket_path(pid_t pid, char *buf, size_t cap);
 

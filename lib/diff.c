@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff.h"
+#include "util.h"
 #include "stack.h"
 
 /* The entries being collected, with a hash index on their keys. */
@@ -99,15 +100,7 @@ static int grow_index(struct collect *c)
 
 static int grow_entries(struct collect *c)
 {
-	size_t ncap = c->cap ? 2 * c->cap : 64;
-	struct ls_diff_entry *p;
-
-	p = realloc(c->d->entries, ncap * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	c->d->entries = p;
-	c->cap = ncap;
-	return 0;
+	return LS_GROW(c->d->entries, c->d->n + 1, c->cap) ? -ENOMEM : 0;
 }
 
 /* The entry of key, created when new; takes key in either case.  NULL

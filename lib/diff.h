@@ -99,16 +99,16 @@ void ls_diff_release(struct ls_diff *d);
 const char *ls_diff_change_name(enum ls_diff_change c);
 
 /*
- * Print d to out: LS_FORMAT_TEXT, LS_FORMAT_JSON (docs/DIFF.md) or
- * LS_FORMAT_SVG, a differential flame graph with opts->svg's options
- * (widths: NEW's live bytes; colours: the change).  Returns 0,
- * -EINVAL for a format a diff cannot take, -ENOMEM, or a negative errno
- * when writing failed.
+ * Print d to out in opts->format (render.h: a renderer row with a diff
+ * function: text, json (docs/DIFF.md) or svg, a differential flame graph
+ * with the flame graph options of opts; widths: NEW's live bytes,
+ * colours: the change).  Returns 0, -EINVAL for a format a diff cannot
+ * take, -ENOMEM, or a negative errno when writing failed.
  */
 int ls_diff_render(FILE *out, const struct ls_diff *d,
 		   const struct ls_report_opts *opts);
 
-/* Nonzero when a diff can be rendered in format f. */
+/* Nonzero when a diff can be rendered by r (NULL: the default, text). */
 struct ls_renderer;
 int ls_diff_format_ok(const struct ls_renderer *r);
 

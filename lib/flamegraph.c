@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "flamegraph_int.h"
+#include "util.h"
 
 static void value_add(struct ls_flame_value *to, const struct ls_flame_value *v)
 {
@@ -106,18 +107,8 @@ static struct ls_flame_node *child_find(const struct ls_flame_node *parent,
 
 static int child_reserve(struct ls_flame_node *parent)
 {
-	struct ls_flame_node **p;
-	size_t ncap;
-
-	if (parent->nchild < parent->cap)
-		return 0;
-	ncap = parent->cap ? 2 * parent->cap : 4;
-	p = realloc(parent->child, ncap * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	parent->child = p;
-	parent->cap = ncap;
-	return 0;
+	return LS_GROW(parent->child, parent->nchild + 1, parent->cap) ?
+	       -ENOMEM : 0;
 }
 
 static struct ls_flame_node *node_new(const struct ls_flame_frame *f)

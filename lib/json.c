@@ -113,6 +113,13 @@ void ls_json_null(struct ls_json *j, const char *key)
 	fputs("null", j->out);
 }
 
+void ls_json_raw(struct ls_json *j, const char *key, const char *json,
+		 size_t len)
+{
+	member(j, key);
+	fwrite(json, 1, len, j->out);
+}
+
 void ls_json_ms(struct ls_json *j, const char *key, uint64_t ns)
 {
 	char frac[8];

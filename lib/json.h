@@ -55,6 +55,10 @@ void ls_json_bool(struct ls_json *j, const char *key, int v);
 /* A finite double with `digits` decimals (null when not finite). */
 void ls_json_f64(struct ls_json *j, const char *key, double v, int digits);
 void ls_json_null(struct ls_json *j, const char *key);
+/* A value that is already JSON (another renderer's whole object), written
+ * as it is: the caller vouches for it. */
+void ls_json_raw(struct ls_json *j, const char *key, const char *json,
+		 size_t len);
 /* A duration in nanoseconds written as milliseconds: an exact decimal,
  * without a fraction when it is whole (1500000 -> 1.5, 2000000 -> 2). */
 void ls_json_ms(struct ls_json *j, const char *key, uint64_t ns);

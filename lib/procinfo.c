@@ -39,29 +39,35 @@ static const char *env_value(const char *env, size_t len, const char *name)
 	return NULL;
 }
 
+/* An environ block is at most this long (the kernel's ARG_MAX is shared
+ * by argv and envp); read into the heap, not a static buffer, so that the
+ * web server's threads can call this at once. */
+#define ENV_MAX (1 << 20)
+
 int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap)
 {
-	static char env[1 << 20];
-	char path[64];
+	char path[64], *env = NULL;
 	uid_t uid;
 	ssize_t n, len = 0;
-	int fd;
+	int fd, r;
 
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || ls_proc_uid(pid, &uid)) {
+	if (fd < 0 || ls_proc_uid(pid, &uid) || !(env = malloc(ENV_MAX))) {
 		if (fd >= 0)
 			close(fd);
 		return ls_runtime_dir(buf, cap);
 	}
-	while (len < (ssize_t)sizeof(env) - 1 &&
-	       (n = read(fd, env + len, sizeof(env) - 1 - (size_t)len)) > 0)
+	while (len < ENV_MAX - 1 &&
+	       (n = read(fd, env + len, ENV_MAX - 1 - (size_t)len)) > 0)
 		len += n;
 	close(fd);
 	env[len] = 0;
-	return ls_runtime_dir_from(env_value(env, (size_t)len, LS_ENV_RUNTIME_DIR),
-				   env_value(env, (size_t)len, "XDG_RUNTIME_DIR"),
-				   (unsigned)uid, buf, cap);
+	r = ls_runtime_dir_from(env_value(env, (size_t)len, LS_ENV_RUNTIME_DIR),
+				env_value(env, (size_t)len, "XDG_RUNTIME_DIR"),
+				(unsigned)uid, buf, cap);
+	free(env);
+	return r;
 }
 
 int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap)
@@ -94,4 +100,20 @@ long ls_proc_status_long(pid_t pid, const char *key)
 	}
 	fclose(fp);
 	return v;
+}
+
+int ls_proc_has_agent(pid_t pid)
+{
+	char path[64], line[4096];
+	FILE *f;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libleakscope.so") != NULL;
+	fclose(f);
+	return found;
 }

@@ -2,6 +2,8 @@
  * procinfo.h - what /proc says about a target process: its owner and the
  * runtime dir its agent chose (from the environment it started with, so
  * that root finds the socket of another user's process).
+ *
+ * Thread-safe: no static buffers (the web server asks from many threads).
  */
 #ifndef LEAKSCOPE_PROCINFO_H
 #define LEAKSCOPE_PROCINFO_H
@@ -17,6 +19,9 @@ int ls_proc_uid(pid_t pid, uid_t *uid);
  * environment and owner when /proc lets us read them, else our own.
  */
 int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap);
+
+/* Is the leakscope agent mapped into pid (/proc/PID/maps)? */
+int ls_proc_has_agent(pid_t pid);
 
 /* "<pid's runtime dir>/<pid><suffix>" into buf (".sock", ".pm"). */
 int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap);

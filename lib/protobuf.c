@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "protobuf.h"
+#include "util.h"
 
 void ls_pb_init(struct ls_pb *pb)
 {
@@ -25,21 +26,10 @@ int ls_pb_error(const struct ls_pb *pb)
 /* Room for more bytes; 0, or -ENOMEM (then sticky). */
 static int reserve(struct ls_pb *pb, size_t more)
 {
-	size_t ncap;
-	uint8_t *p;
-
 	if (pb->err)
 		return pb->err;
-	if (pb->len + more <= pb->cap)
-		return 0;
-	ncap = pb->cap ? pb->cap : 256;
-	while (ncap < pb->len + more)
-		ncap *= 2;
-	p = realloc(pb->buf, ncap);
-	if (!p)
+	if (LS_GROW(pb->buf, pb->len + more, pb->cap))
 		return pb->err = -ENOMEM;
-	pb->buf = p;
-	pb->cap = ncap;
 	return 0;
 }
 

@@ -9,17 +9,20 @@
 
 const struct ls_renderer ls_renderers[] = {
 	{ "text", "for people: sites with their stacks, then the totals",
-	  ls_render_text, ls_render_stats_text, LS_NEEDS_SYMBOLS },
+	  ls_render_text, ls_render_stats_text, ls_render_diff_text,
+	  LS_NEEDS_SYMBOLS, "report" },
 	{ "json", "one JSON object per report (docs/JSON-REPORT.md)",
-	  ls_render_json, ls_render_stats_json, LS_NEEDS_SYMBOLS },
+	  ls_render_json, ls_render_stats_json, ls_render_diff_json,
+	  LS_NEEDS_SYMBOLS, "report" },
 	{ "folded", "folded stacks for flamegraph.pl --colors=mem",
-	  ls_render_folded, NULL, LS_NEEDS_SYMBOLS },
-	{ "svg", "an interactive flame graph (docs/FLAMEGRAPH.md)",
-	  ls_render_svg, NULL, LS_NEEDS_SYMBOLS | LS_NEEDS_OWN_FILE },
-	{ "pprof", "a gzipped pprof heap profile (docs/PPROF.md)",
-	  ls_render_pprof, NULL,
-	  LS_NEEDS_SYMBOLS | LS_NEEDS_OWN_FILE | LS_NEEDS_NOT_TTY },
-	{ NULL, NULL, NULL, NULL, 0 },
+	  ls_render_folded, NULL, NULL, LS_NEEDS_SYMBOLS, "report" },
+	{ "svg", "an interactive memory flame graph (docs/FLAMEGRAPH.md)",
+	  ls_render_svg, NULL, ls_render_diff_svg,
+	  LS_NEEDS_SYMBOLS | LS_NEEDS_OWN_FILE, "graph" },
+	{ "pprof", "a gzip-compressed pprof heap profile (docs/PPROF.md)",
+	  ls_render_pprof, NULL, NULL,
+	  LS_NEEDS_SYMBOLS | LS_NEEDS_OWN_FILE | LS_NEEDS_NOT_TTY, "profile" },
+	{ NULL, NULL, NULL, NULL, NULL, 0, NULL },
 };
 
 const struct ls_renderer *ls_renderer_find(const char *name)
@@ -40,7 +43,13 @@ const struct ls_renderer *ls_renderer_of(const struct ls_report_opts *opts)
 int ls_render_stack(const struct ls_render_ctx *ctx,
 		    const struct ls_site *site, struct ls_stack *st)
 {
-	return ls_stack_build(ctx->sym, site, st);
+	const struct ls_report_opts *o = ctx->opts;
+	int ret = ls_stack_build(ctx->sym, site, st);
+
+	if (!ret && o)
+		ret = ls_stack_view(st, o->depth, o->full_names,
+				    o->hide_runtime);
+	return ret;
 }
 
 int ls_render_finish(FILE *out, int ret)

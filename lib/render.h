@@ -1,11 +1,14 @@
 /*
- * render.h - printing a report (report.h): the table of renderers.
+ * render.h - printing a report (report.h): the table of renderers (text,
+ * JSON docs/JSON-REPORT.md, folded, SVG flame graph docs/FLAMEGRAPH.md,
+ * pprof docs/PPROF.md).
  *
- * A renderer is a row {name, render, stats, needs}: render prints one
- * report to ctx->out and returns 0 or a negative errno (-ENOMEM); write
- * errors on the stream are checked by ls_report_render() afterwards.
- * stats, when not NULL, prints a snapshot's figures without sites
- * (`leakscope stats`).  needs says what the renderer needs (LS_NEEDS_*);
+ * A renderer is a row {name, render, stats, diff, needs}: render prints
+ * one report to ctx->out and returns 0 or a negative errno (-ENOMEM);
+ * write errors on the stream are checked by ls_report_render()
+ * afterwards.  stats, when not NULL, prints a snapshot's figures without
+ * sites (`leakscope stats`); diff, when not NULL, a comparison of two
+ * snapshots (`leakscope diff`, diff.h).  needs says what the renderer needs (LS_NEEDS_*);
  * the command-line layer applies it.  Renderers take their frames from
  * ls_render_stack(), which applies the user's stack options (depth,
  * names, runtime frames), and format single frames with stack.h.
@@ -19,10 +22,13 @@
 #define LEAKSCOPE_RENDER_H
 
 #include <stdio.h>
+#include "flamegraph.h"
 #include "report.h"
 #include "stack.h"
 #include "symbolize.h"
-#include "flamegraph.h"
+
+struct ls_diff;
+struct ls_json;
 
 struct ls_render_ctx {
 	FILE *out;
@@ -42,7 +48,10 @@ struct ls_renderer {
 	const char *help;	/* one line, for --help and the man page */
 	int (*render)(const struct ls_render_ctx *ctx);
 	int (*stats)(FILE *out, const struct ls_snapshot *snap);
+	int (*diff)(FILE *out, const struct ls_diff *d,
+		    const struct ls_report_opts *opts);
 	unsigned needs;
+	const char *noun;	/* what one output is: "report", "graph" */
 };
 
 /* The rows, ending with a row whose name is NULL; the first is the
@@ -54,16 +63,21 @@ const struct ls_renderer *ls_renderer_find(const char *name);
 /* opts->format, or the default when it is NULL. */
 const struct ls_renderer *ls_renderer_of(const struct ls_report_opts *opts);
 
-/* The renderers. */
+/* The renderers (one file each, render_NAME.c; diffs in render_diff.c). */
 int ls_render_text(const struct ls_render_ctx *ctx);
 int ls_render_json(const struct ls_render_ctx *ctx);
 int ls_render_folded(const struct ls_render_ctx *ctx);
-int ls_render_stats_text(FILE *out, const struct ls_snapshot *snap);
-int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
-/* An interactive SVG flame graph (docs/FLAMEGRAPH.md). */
 int ls_render_svg(const struct ls_render_ctx *ctx);
 /* Binary: a gzip-compressed pprof Profile (docs/PPROF.md). */
 int ls_render_pprof(const struct ls_render_ctx *ctx);
+int ls_render_stats_text(FILE *out, const struct ls_snapshot *snap);
+int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
+int ls_render_diff_text(FILE *out, const struct ls_diff *d,
+			const struct ls_report_opts *opts);
+int ls_render_diff_json(FILE *out, const struct ls_diff *d,
+			const struct ls_report_opts *opts);
+int ls_render_diff_svg(FILE *out, const struct ls_diff *d,
+		       const struct ls_report_opts *opts);
 
 /*
  * Add a symbolized stack (innermost first, as ls_stack_build() gives it)
@@ -78,12 +92,16 @@ int ls_flame_add_symstack(struct ls_flame *fg, const struct ls_stack *st,
 			  const struct ls_flame_value *v);
 
 /*
- * JSON pieces the renderers of reports and of diffs (render_diff.c)
- * share: ls_json_frame, a frame object; ls_json_process, the process
- * members (pid ... threads) of docs/JSON-REPORT.md; ls_json_filters, its
- * "filters" object.
+ * Pieces the renderers of reports and of diffs (render_diff.c) share.
+ * ls_text_frame: one indented stack line, "function+0x1e [module]
+ * file.c:12" (" (inlined)" after inlined frames, which have no offset),
+ * the one way every text output prints a frame (reports, olds, diffs);
+ * ls_text_safe: s with control characters replaced; ls_json_frame: a
+ * frame object; ls_json_process: the process members (pid ... threads)
+ * of docs/JSON-REPORT.md; ls_json_filters: its "filters" object.
  */
-struct ls_json;
+void ls_text_frame(FILE *out, const struct ls_symframe *f);
+void ls_text_safe(FILE *out, const char *s);
 void ls_json_frame(struct ls_json *j, const struct ls_symframe *f);
 void ls_json_process(struct ls_json *j, const struct ls_snapshot *s);
 void ls_json_filters(struct ls_json *j, const struct ls_report_opts *o);

@@ -39,7 +39,7 @@ static void text_side(FILE *out, const char *label,
 		for (i = 0; i < s->argc; i++) {
 			if (i)
 				fputc(' ', out);
-			ls_put_safe(out, s->argv[i]);
+			ls_text_safe(out, s->argv[i]);
 		}
 		fputc(')', out);
 	}
@@ -90,7 +90,7 @@ static void text_entry(FILE *out, const struct ls_diff_entry *e)
 			e->newer.live_blocks);
 	fputs(e->kind == LSNAP_KIND_MMAP ? " (mmap)\n" : "\n", out);
 	for (i = 0; i < e->nframes; i++)
-		ls_frame_print(out, "\t\t", &e->frames[i]);
+		ls_text_frame(out, &e->frames[i]);
 	if (!e->nframes)
 		fputs("\t\t(no stack)\n", out);
 }
@@ -128,7 +128,8 @@ static int text_section(FILE *out, const struct ls_diff *d,
 	return 0;
 }
 
-static int render_text(FILE *out, const struct ls_diff *d)
+int ls_render_diff_text(FILE *out, const struct ls_diff *d,
+			const struct ls_report_opts *opts)
 {
 	int ret;
 
@@ -199,7 +200,7 @@ static void json_entry(struct ls_json *j, const struct ls_diff_entry *e)
 	ls_json_end(j);
 }
 
-static int render_json(FILE *out, const struct ls_diff *d,
+int ls_render_diff_json(FILE *out, const struct ls_diff *d,
 		       const struct ls_report_opts *opts)
 {
 	struct ls_json j;
@@ -303,7 +304,7 @@ static int svg_stacks(struct ls_flame *fg, const struct ls_diff *d)
 	return ret;
 }
 
-static int render_svg(FILE *out, const struct ls_diff *d,
+int ls_render_diff_svg(FILE *out, const struct ls_diff *d,
 		      const struct ls_report_opts *opts)
 {
 	struct ls_flame *fg = ls_flame_new();
@@ -337,23 +338,15 @@ out:
 
 int ls_diff_format_ok(const struct ls_renderer *r)
 {
-	return !r || r->render == ls_render_text ||
-	       r->render == ls_render_json || r->render == ls_render_svg;
+	return r->diff != NULL;
 }
 
 int ls_diff_render(FILE *out, const struct ls_diff *d,
 		   const struct ls_report_opts *opts)
 {
 	const struct ls_renderer *r = ls_renderer_of(opts);
-	int ret;
 
-	if (r->render == ls_render_text)
-		ret = render_text(out, d);
-	else if (r->render == ls_render_json)
-		ret = render_json(out, d, opts);
-	else if (r->render == ls_render_svg)
-		ret = render_svg(out, d, opts);
-	else
+	if (!r->diff)
 		return -EINVAL;
-	return ls_render_finish(out, ret);
+	return ls_render_finish(out, r->diff(out, d, opts));
 }

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <string.h>
 #include <time.h>
 #include "json.h"
 #include "render.h"
@@ -36,6 +37,20 @@ static void put_time(struct ls_json *j, const char *key, uint64_t wall_ns)
 	ls_json_str(j, key, buf);
 }
 
+/* "notes": what the agent could not do as asked, a string a line. */
+static void put_notes(struct ls_json *j, const char *notes)
+{
+	const char *nl;
+	char line[LSNAP_NOTES_MAX];
+
+	ls_json_array(j, "notes");
+	for (; notes && (nl = strchr(notes, '\n')); notes = nl + 1) {
+		snprintf(line, sizeof(line), "%.*s", (int)(nl - notes), notes);
+		ls_json_str(j, NULL, line);
+	}
+	ls_json_end(j);
+}
+
 void ls_json_process(struct ls_json *j, const struct ls_snapshot *s)
 {
 	const struct lsnap_header *h = &s->hdr;
@@ -64,6 +79,7 @@ void ls_json_process(struct ls_json *j, const struct ls_snapshot *s)
 	ls_json_ms(j, "uptime_ms", h->mono_ns > h->start_mono_ns ?
 		   h->mono_ns - h->start_mono_ns : 0);
 	ls_json_u64(j, "threads", h->nthreads);
+	put_notes(j, s->notes);
 }
 
 static void put_reach_figs(struct ls_json *j, const char *key,

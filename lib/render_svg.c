@@ -13,21 +13,6 @@
 #include "flamegraph.h"
 #include "render.h"
 
-/* The C and C++ runtime and the dynamic loader, for colouring by kind. */
-static int runtime_module(const char *base)
-{
-	static const char *const prefix[] = {
-		"libc.so", "libc-", "libstdc++", "libgcc_s", "ld-linux",
-		"ld64.so", "libm.so", "libpthread", "libdl.so",
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(prefix) / sizeof(*prefix); i++)
-		if (!strncmp(base, prefix[i], strlen(prefix[i])))
-			return 1;
-	return 0;
-}
-
 /*
  * One frame: the function, else "[module]", else the address; a name
  * that is not the symbolizer's is malloc()ed into *own.  -ENOMEM.
@@ -43,7 +28,7 @@ static int symframe_to_flame(const struct ls_symframe *s, struct ls_flame_frame 
 		f->name = s->function;
 		f->module = base;
 		f->kind = s->inlined ? LS_FLAME_KIND_INLINE :
-			  base && runtime_module(base) ? LS_FLAME_KIND_RUNTIME :
+			  ls_symframe_is_runtime(s) ? LS_FLAME_KIND_RUNTIME :
 			  LS_FLAME_KIND_CODE;
 		return 0;
 	}
@@ -96,7 +81,7 @@ static int add_sites(const struct ls_render_ctx *c, struct ls_flame *fg)
 			continue;
 		v.bytes = r->live_bytes > 0 ? r->live_bytes : 0;
 		v.blocks = r->live_blocks > 0 ? r->live_blocks : 0;
-		ret = ls_stack_build(c->sym, r->site, &st);
+		ret = ls_render_stack(c, r->site, &st);
 		if (!ret)
 			ret = ls_flame_add_symstack(fg, &st, &v);
 	}

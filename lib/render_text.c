@@ -13,6 +13,37 @@ static int estimates(const struct ls_render_ctx *c)
 	return c->rep->snap->hdr.mode == LSNAP_MODE_SAMPLED;
 }
 
+/* Strings come from the traced program and its files: keep control
+ * characters away from the terminal. */
+void ls_text_safe(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
+}
+
+/* The one way every text output prints a frame (reports, olds, diffs). */
+void ls_text_frame(FILE *out, const struct ls_symframe *f)
+{
+	fputs("\t\t", out);
+	if (f->function) {
+		ls_text_safe(out, f->function);
+		if (!f->inlined)
+			fprintf(out, "+0x%" PRIx64, f->offset);
+	} else {
+		fprintf(out, "0x%" PRIx64, f->addr);
+	}
+	fputs(" [", out);
+	ls_text_safe(out, f->module ? ls_sym_basename(f->module) : "unknown");
+	fputc(']', out);
+	if (f->file) {
+		fputc(' ', out);
+		ls_text_safe(out, ls_sym_basename(f->file));
+		if (f->line)
+			fprintf(out, ":%d", f->line);
+	}
+	fputs(f->inlined ? " (inlined)\n" : "\n", out);
+}
+
 static void put_num(const struct ls_render_ctx *c, int64_t v)
 {
 	fprintf(c->out, "%s%" PRId64, estimates(c) ? "~" : "", v);
@@ -53,6 +84,21 @@ static void put_filters(const struct ls_render_ctx *c)
 	fputc('\n', c->out);
 }
 
+/* The agent's notes, each on a line of its own after "Agent: ". */
+static void put_notes(FILE *out, const char *notes)
+{
+	const char *nl;
+
+	for (; notes && *notes; notes = nl + 1) {
+		nl = strchr(notes, '\n');
+		if (!nl)
+			break;
+		fputs("Agent: ", out);
+		fwrite(notes, 1, (size_t)(nl - notes), out);
+		fputc('\n', out);
+	}
+}
+
 static void put_header(const struct ls_render_ctx *c)
 {
 	const struct ls_snapshot *s = c->rep->snap;
@@ -64,7 +110,7 @@ static void put_header(const struct ls_render_ctx *c)
 		for (i = 0; i < s->argc; i++) {
 			if (i)
 				fputc(' ', c->out);
-			ls_put_safe(c->out, s->argv[i]);
+			ls_text_safe(c->out, s->argv[i]);
 		}
 		fputc(')', c->out);
 	}
@@ -82,6 +128,7 @@ static void put_header(const struct ls_render_ctx *c)
 	if (s->torn)
 		fputs("Note: the process died during an update: figures may "
 		      "mix two samples\n", c->out);
+	put_notes(c->out, s->notes);
 	put_filters(c);
 }
 
@@ -122,7 +169,7 @@ static int put_site(const struct ls_render_ctx *c,
 	if (ret)
 		return ret;
 	for (i = 0; i < st->n; i++)
-		ls_frame_print(c->out, "\t\t", &st->f[i]);
+		ls_text_frame(c->out, &st->f[i]);
 	if (!st->n)
 		fputs("\t\t(no stack)\n", c->out);
 	return 0;
@@ -186,7 +233,7 @@ static void put_calls(const struct ls_render_ctx *c)
 		if (!s->calls[i].count)
 			continue;
 		fputs(sep, c->out);
-		ls_put_safe(c->out, s->calls[i].name);
+		ls_text_safe(c->out, s->calls[i].name);
 		fprintf(c->out, " %" PRIu64, s->calls[i].count);
 		sep = ", ";
 	}
@@ -330,7 +377,7 @@ static void put_gen_supp(const struct ls_render_ctx *c,
 			continue;
 		fprintf(c->out, "# loss record %zu of %zu: %s\nleak:", i + 1, n,
 			ls_reach_kind_name(v[i].kind));
-		ls_put_safe(c->out, name);
+		ls_text_safe(c->out, name);
 		fputc('\n', c->out);
 	}
 	ls_stack_release(&st);
@@ -361,7 +408,7 @@ static int render_reach(const struct ls_render_ctx *c)
 			i + 1, n);
 		ret = ls_render_stack(c, v[i].r->site, &st);
 		for (k = 0; !ret && k < st.n; k++)
-			ls_frame_print(c->out, "\t\t", &st.f[k]);
+			ls_text_frame(c->out, &st.f[k]);
 		if (!ret && !st.n)
 			fputs("\t\t(no stack)\n", c->out);
 		fputc('\n', c->out);
@@ -457,6 +504,7 @@ int ls_render_stats_text(FILE *fp, const struct ls_snapshot *s)
 			m->fordblks, m->hblkhd, m->hblks, m->keepcost);
 	if (s->has_unwind)
 		stats_unwind(fp, &s->unwind);
+	put_notes(fp, s->notes);
 	return 0;
 }
 
@@ -485,7 +533,7 @@ static int put_old(const struct ls_render_ctx *c, const struct ls_block *b,
 		return 0;
 	ret = ls_render_stack(c, site, st);
 	for (i = 0; !ret && i < st->n; i++)
-		ls_frame_print(c->out, "\t\t", &st->f[i]);
+		ls_text_frame(c->out, &st->f[i]);
 	return ret;
 }
 

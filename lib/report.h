@@ -10,9 +10,9 @@
 
 #include <stdio.h>
 #include <stdint.h>
+#include "flamegraph.h"
 #include "snapshot.h"
 #include "trend.h"
-#include "flamegraph.h"
 #include "suppress.h"
 
 struct ls_renderer;
@@ -33,13 +33,13 @@ struct ls_report_opts {
 	int gen_supp;		/* text: print suppressions for the
 				   records shown */
 	int need_blocks;	/* derived: a filter needs per-block data */
+	struct ls_flame_opts svg;	/* --format svg: title, count, inverted,
+					   colors (subtitle NULL: the process) */
 	/* How stacks are shown (render.h, ls_render_stack). */
 	unsigned depth;		/* frames shown at most; 0 = all */
 	int full_names;		/* C++ template arguments in full */
 	int hide_runtime;	/* drop libc/libstdc++/ld.so frames around
 				   the program's own */
-	struct ls_flame_opts svg;	/* --format svg: title, count, inverted,
-					   colors (subtitle NULL: the process) */
 };
 
 struct ls_report_site {

@@ -49,7 +49,7 @@ struct parse {
 	unsigned char *payload;
 	size_t payload_cap;
 	int seen_header, seen_command, seen_totals, seen_mallinfo;
-	int seen_history, seen_unwind, seen_reach;
+	int seen_history, seen_unwind, seen_notes, seen_reach;
 	struct lsnap_reach_site *rsites;	/* attached after END */
 	size_t nrsites, cap_rsites;
 	uint8_t *cats;		/* LSNAP_REACH_BLOCKS, in BLOCKS order */
@@ -159,6 +159,7 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_REACH: return "reachability";
 	case LSNAP_REACH_SITE: return "site reachability";
 	case LSNAP_REACH_BLOCKS: return "block reachability";
+	case LSNAP_NOTES: return "notes";
 	case LSNAP_END: return "end";
 	}
 	return "unknown type";
@@ -266,6 +267,22 @@ static int parse_fixed(struct parse *p, uint32_t tag, uint32_t len,
 	memcpy(dst, p->payload, size);
 	*has = 1;
 	return 0;
+}
+
+/* The agent's notes: text lines, each ending with '\n', no NUL. */
+static int parse_notes(struct parse *p, uint32_t len)
+{
+	int ret = once(p, &p->seen_notes, LSNAP_NOTES);
+
+	if (ret)
+		return ret;
+	if (!len || len > LSNAP_NOTES_MAX || p->payload[len - 1] != '\n' ||
+	    memchr(p->payload, 0, len))
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (notes) "
+			    "is not lines of text of at most %u bytes",
+			    p->nrec + 1, LSNAP_NOTES_MAX);
+	p->snap->notes = strndup((const char *)p->payload, len);
+	return p->snap->notes ? 0 : -ENOMEM;
 }
 
 static int check_module(struct parse *p, const struct lsnap_module *m,
@@ -513,6 +530,8 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 		return parse_reach_site(p, len);
 	case LSNAP_REACH_BLOCKS:
 		return parse_reach_blocks(p, len);
+	case LSNAP_NOTES:
+		return parse_notes(p, len);
 	}
 	return 0;	/* a later version's record: skipped */
 }
@@ -804,6 +823,7 @@ void ls_snapshot_release(struct ls_snapshot *snap)
 	}
 	free(snap->sites);
 	free(snap->blocks);
+	free(snap->notes);
 	memset(snap, 0, sizeof(*snap));
 }
 

@@ -63,6 +63,9 @@ struct ls_block {
 struct ls_snapshot {
 	struct lsnap_header hdr;
 	int has_totals, has_mallinfo, has_blocks, has_history, has_unwind;
+	char *notes;		/* owned: what the agent could not do as
+				   asked, lines ending with '\n'; NULL if
+				   nothing */
 	int postmortem;		/* read from a post-mortem file */
 	int torn;		/* ... whose last update was cut short */
 	int exited;		/* ... of a process that exited normally */

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "../common/lspm.h"
 #include "client.h"
@@ -74,13 +75,19 @@ static int load_pm_pid(const char *target, const struct ls_source_opts *o,
 	return r;
 }
 
-/* A file starting with the post-mortem magic. */
+/* A regular file starting with the post-mortem magic (which is mapped,
+ * never streamed: a pipe or a terminal is left unread for the snapshot
+ * reader, which reads a stream once). */
 static int probe_pm_file(const char *target, const struct ls_source_opts *o)
 {
 	char magic[8] = { 0 };
-	int fd = open(target, O_RDONLY | O_CLOEXEC);
+	struct stat st;
 	ssize_t n;
+	int fd;
 
+	if (!strcmp(target, "-") || stat(target, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	fd = open(target, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	n = read(fd, magic, sizeof(magic));
@@ -104,7 +111,18 @@ static int probe_any(const char *target, const struct ls_source_opts *o)
 static int load_snapshot(const char *target, const struct ls_source_opts *o,
 			 struct ls_snapshot *snap, char *err, size_t errlen)
 {
-	return ls_snapshot_load(target, snap, err, errlen);
+	int r;
+
+	if (strcmp(target, "-"))
+		return ls_snapshot_load(target, snap, err, errlen);
+	r = ls_snapshot_read_fd(STDIN_FILENO, snap, err, errlen);
+	if (r) {		/* the reader's reason names no file */
+		char why[1024];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "standard input: %s", why);
+	}
+	return r;
 }
 
 const struct ls_source ls_sources[] = {
@@ -114,7 +132,8 @@ const struct ls_source ls_sources[] = {
 	  "socket", probe_pid, load_pid },
 	{ "post-mortem file", "FILE: a post-mortem file (<runtime "
 	  "dir>/PID.pm)", probe_pm_file, load_pm_file },
-	{ "snapshot", "FILE: a snapshot saved by 'leakscope snapshot'",
+	{ "snapshot", "FILE: a snapshot saved by 'leakscope snapshot' ('-': "
+	  "standard input)",
 	  probe_any, load_snapshot },
 	{ NULL, NULL, NULL, NULL },
 };

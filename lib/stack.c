@@ -2,6 +2,7 @@
  * stack.c - a site's frames, symbolized and expanded to their inline
  * chains, as every renderer prints them.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -15,6 +16,15 @@ int ls_symframe_is_agent(const struct ls_symframe *f)
 		!strncmp(ls_sym_basename(f->module), "libleakscope", 12);
 }
 
+static void drop_names(struct ls_stack *st)
+{
+	size_t i;
+
+	for (i = 0; i < st->nown; i++)
+		free(st->own[i]);
+	st->nown = 0;
+}
+
 int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		   struct ls_stack *st)
 {
@@ -23,6 +33,7 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 	int ret;
 
 	st->n = 0;
+	drop_names(st);
 	for (i = 0; i < site->nframes; i++) {
 		ret = ls_symbolize_frame(sym, site->gen, site->frames[i], fr,
 					 LS_SYM_MAX_FRAMES, &n);
@@ -39,38 +50,10 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 
 void ls_stack_release(struct ls_stack *st)
 {
+	drop_names(st);
+	free(st->own);
 	free(st->f);
 	memset(st, 0, sizeof(*st));
-}
-
-void ls_put_safe(FILE *out, const char *s)
-{
-	/* Strings come from the traced program and its files: keep control
-	 * characters away from the terminal. */
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
-}
-
-void ls_frame_print(FILE *out, const char *indent, const struct ls_symframe *f)
-{
-	fputs(indent, out);
-	if (f->function) {
-		ls_put_safe(out, f->function);
-		if (!f->inlined)
-			fprintf(out, "+0x%" PRIx64, f->offset);
-	} else {
-		fprintf(out, "0x%" PRIx64, f->addr);
-	}
-	fputs(" [", out);
-	ls_put_safe(out, f->module ? ls_sym_basename(f->module) : "unknown");
-	fputc(']', out);
-	if (f->file) {
-		fputc(' ', out);
-		ls_put_safe(out, ls_sym_basename(f->file));
-		if (f->line)
-			fprintf(out, ":%d", f->line);
-	}
-	fputs(f->inlined ? " (inlined)\n" : "\n", out);
 }
 
 void ls_stack_summary(const struct ls_stack *st, size_t n, char *buf,
@@ -81,13 +64,154 @@ void ls_stack_summary(const struct ls_stack *st, size_t n, char *buf,
 	buf[0] = 0;
 	for (i = 0; i < st->n && i < n && len < cap; i++) {
 		const struct ls_symframe *f = &st->f[i];
+		const char *sep = i ? " < " : "";
 
-		if (f->function)
+		if (!f->function)
+			len += (size_t)snprintf(buf + len, cap - len,
+						"%s0x%" PRIx64, sep, f->addr);
+		else if (!f->line)
 			len += (size_t)snprintf(buf + len, cap - len, "%s%s",
-						i ? " < " : "", f->function);
+						sep, f->function);
+		else if (!i && f->file)	/* two sites of one function differ
+					   by their line */
+			len += (size_t)snprintf(buf + len, cap - len,
+						"%s (%s:%d)", f->function,
+						ls_sym_basename(f->file),
+						f->line);
 		else
 			len += (size_t)snprintf(buf + len, cap - len,
-						"%s0x%" PRIx64, i ? " < " : "",
-						f->addr);
+						"%s%s:%d", sep, f->function,
+						f->line);
 	}
+}
+
+int ls_symframe_is_runtime(const struct ls_symframe *f)
+{
+	static const char *const prefix[] = {
+		"libc.so", "libc-", "libstdc++", "libgcc_s", "ld-linux",
+		"ld64.so", "libm.so", "libpthread", "libdl.so",
+	};
+	const char *base;
+	size_t i;
+
+	/* The C runtime's start-up code linked into the program (crt1.o). */
+	if (f->function && !strcmp(f->function, "_start"))
+		return 1;
+	if (!f->module)
+		return 0;
+	base = ls_sym_basename(f->module);
+	for (i = 0; i < sizeof(prefix) / sizeof(*prefix); i++)
+		if (!strncmp(base, prefix[i], strlen(prefix[i])))
+			return 1;
+	return 0;
+}
+
+/* --- template arguments ------------------------------------------------ */
+
+/* At s[i], the end of the word "operator"?  Then the length of the
+ * operator's symbols that follow ("<<=", "->*", "<"), else 0. */
+static size_t operator_symbols(const char *s, size_t i)
+{
+	static const char *const ops[] = {
+		"<=>", "<<=", ">>=", "->*", "<<", ">>", "<=", ">=", "->",
+		"<", ">",
+	};
+	size_t k;
+
+	if (i < 8 || strncmp(s + i - 8, "operator", 8) ||
+	    (i > 8 && (isalnum((unsigned char)s[i - 9]) || s[i - 9] == '_')))
+		return 0;
+	for (k = 0; k < sizeof(ops) / sizeof(*ops); k++)
+		if (!strncmp(s + i, ops[k], strlen(ops[k])))
+			return strlen(ops[k]);
+	return 0;
+}
+
+#define ELLIPSIS "\xe2\x80\xa6"	/* U+2026, in UTF-8 */
+
+char *ls_short_name(const char *name)
+{
+	size_t len = strlen(name), i, o = 0, op;
+	/* "<>" (2 bytes) becomes "<…>" (5): never more than 2.5 times. */
+	char *out = malloc(len * 3 + 8);
+	int depth = 0, cut = 0;
+
+	if (!out)
+		return NULL;
+	for (i = 0; i < len; i++) {
+		if ((op = operator_symbols(name, i))) {
+			if (!depth)
+				memcpy(out + o, name + i, op), o += op;
+			i += op - 1;
+		} else if (name[i] == '<') {
+			if (!depth++)
+				o += (size_t)sprintf(out + o, "<" ELLIPSIS);
+			cut = 1;
+		} else if (name[i] == '>' && depth) {
+			if (!--depth)
+				out[o++] = '>';
+		} else if (!depth) {
+			out[o++] = name[i];
+		}
+	}
+	out[o] = 0;
+	if (!cut || depth) {	/* nothing cut, or unbalanced: keep it */
+		free(out);
+		errno = 0;
+		return NULL;
+	}
+	return out;
+}
+
+/* --- the view ------------------------------------------------------------ */
+
+static int shorten(struct ls_stack *st)
+{
+	size_t i;
+
+	for (i = 0; i < st->n; i++) {
+		char *s;
+
+		if (!st->f[i].function || !strchr(st->f[i].function, '<'))
+			continue;
+		s = ls_short_name(st->f[i].function);
+		if (!s && errno == ENOMEM)
+			return -ENOMEM;
+		if (!s)
+			continue;
+		if (LS_GROW(st->own, st->nown + 1, st->own_cap)) {
+			free(s);
+			return -ENOMEM;
+		}
+		st->own[st->nown++] = s;
+		st->f[i].function = s;
+	}
+	return 0;
+}
+
+/* Keep [first, last] of the program's own frames' span. */
+static void hide_runtime(struct ls_stack *st)
+{
+	size_t first = st->n, last = 0, i;
+
+	for (i = 0; i < st->n; i++)
+		if (!ls_symframe_is_runtime(&st->f[i])) {
+			if (first == st->n)
+				first = i;
+			last = i;
+		}
+	if (first == st->n)
+		return;		/* nothing of the program's: keep it all */
+	memmove(st->f, st->f + first, (last - first + 1) * sizeof(*st->f));
+	st->n = last - first + 1;
+}
+
+int ls_stack_view(struct ls_stack *st, unsigned depth, int full_names,
+		  int hide)
+{
+	if (hide)
+		hide_runtime(st);
+	if (depth && st->n > depth)
+		st->n = depth;
+	return full_names ? 0 : shorten(st);
 }

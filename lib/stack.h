@@ -17,6 +17,8 @@
 struct ls_stack {
 	struct ls_symframe *f;	/* innermost (allocating caller) first */
 	size_t n, cap;
+	char **own;		/* names made by ls_stack_view (shortened) */
+	size_t nown, own_cap;
 };
 
 /*
@@ -31,22 +33,38 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
  * with "libleakscope"): reports leave them out. */
 int ls_symframe_is_agent(const struct ls_symframe *f);
 
-/* Free st's frames and zero it; accepts a zeroed stack. */
-void ls_stack_release(struct ls_stack *st);
+/* Nonzero for a frame of the C or C++ runtime or the dynamic loader
+ * (libc, libstdc++, libgcc_s, ld.so, libm, libpthread, libdl), or of the
+ * start-up code linked into the program (_start). */
+int ls_symframe_is_runtime(const struct ls_symframe *f);
 
 /*
- * One frame as every text output prints it, after indent:
- * "function+0xOFFSET [module] file:line", an inlined frame without offset
- * and marked " (inlined)", an unknown one "0xADDR [module]"; then a
- * newline.  Control characters are printed as '?'.
+ * The stack as the user asked to see it (render.h's ls_render_stack):
+ *  - hide_runtime: the runtime's frames (ls_symframe_is_runtime) below
+ *    the program's innermost own frame and above its outermost are left
+ *    out (malloc's callers inside libstdc++, __libc_start_main, _start);
+ *    runtime frames between the program's own stay, and a stack with no
+ *    frame of the program's stays whole;
+ *  - depth: at most depth frames, innermost first (0: all);
+ *  - unless full_names, every template argument list of a function name
+ *    is cut to "<…>": "std::_Rb_tree<…>::_M_get_node()" (operator<,
+ *    operator<< and the like are kept).
+ * Returns 0 or -ENOMEM.  Shortened names belong to st until its next
+ * build or release.
  */
-void ls_frame_print(FILE *out, const char *indent, const struct ls_symframe *f);
+int ls_stack_view(struct ls_stack *st, unsigned depth, int full_names,
+		  int hide_runtime);
 
-/* s with control characters printed as '?'. */
-void ls_put_safe(FILE *out, const char *s);
+/* name with every template argument list cut to "<…>", malloc()ed; NULL
+ * when name has none (or on ENOMEM, errno then set). */
+char *ls_short_name(const char *name);
 
-/* "fn < caller < caller's caller": the names of st's first n frames,
- * truncated to cap. */
+/* Free st's frames and names and zero it; accepts a zeroed stack. */
+void ls_stack_release(struct ls_stack *st);
+
+/* "fn (file.c:12) < caller:40 < caller's caller:7": st's first n
+ * frames with their lines (the first with its file), so that two sites
+ * in one function tell apart; truncated to cap. */
 void ls_stack_summary(const struct ls_stack *st, size_t n, char *buf,
 		      size_t cap);
 

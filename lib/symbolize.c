@@ -32,26 +32,22 @@ struct pooled {
 	int state;
 };
 
+struct cache_ent {
+	uint64_t addr;		/* relative to the module's load bias */
+	uint32_t gen;		/* the pool slot of the module */
+	uint32_t used;
+	size_t first, count;	/* into ls_sympool.frames */
+};
+
+/*
+ * What every symbolizer of a pool shares: the opened files, the frames
+ * resolved so far by (file, address in the file), and the strings they
+ * point to.  The frames' addr, module and mod are per snapshot: filled in
+ * when a symbolizer hands them out.
+ */
 struct ls_sympool {
 	struct pooled *v;
 	size_t n, cap;
-};
-
-#define SLOT_UNTRIED (-2)	/* ls_symbolizer.slot: not looked up yet */
-#define SLOT_NONE (-1)		/* no file to open */
-
-struct cache_ent {
-	uint64_t addr;
-	uint32_t gen;
-	uint32_t used;
-	size_t first, count;	/* into ls_symbolizer.frames */
-};
-
-struct ls_symbolizer {
-	const struct ls_snapshot *snap;
-	struct ls_sympool *pool;
-	int own_pool;
-	long *slot;		/* per snapshot module: index in pool */
 
 	struct cache_ent *cache;
 	size_t cache_cap, cache_used;
@@ -61,6 +57,16 @@ struct ls_symbolizer {
 
 	char **strs;		/* interned strings, open addressing */
 	size_t strs_cap, strs_used;
+};
+
+#define SLOT_UNTRIED (-2)	/* ls_symbolizer.slot: not looked up yet */
+#define SLOT_NONE (-1)		/* no file to open */
+
+struct ls_symbolizer {
+	const struct ls_snapshot *snap;
+	struct ls_sympool *pool;
+	int own_pool;
+	long *slot;		/* per snapshot module: index in pool */
 };
 
 static char *debuginfo_path;	/* NULL: libdwfl's default search path */
@@ -84,7 +90,7 @@ static uint64_t hash_str(const char *s)
 	return lsnap_fnv1a(LSNAP_FNV_INIT, s, strlen(s));
 }
 
-static int strs_grow(struct ls_symbolizer *s)
+static int strs_grow(struct ls_sympool *s)
 {
 	size_t ncap = s->strs_cap ? s->strs_cap * 2 : 256, i;
 	char **n = calloc(ncap, sizeof(*n));
@@ -109,8 +115,9 @@ static int strs_grow(struct ls_symbolizer *s)
 
 /* A copy of str owned by s, shared between equal strings; NULL on
  * ENOMEM or when str is NULL. */
-static const char *intern(struct ls_symbolizer *s, const char *str)
+static const char *intern(struct ls_symbolizer *sym, const char *str)
 {
+	struct ls_sympool *s = sym->pool;
 	size_t j;
 
 	if (!str)
@@ -173,6 +180,11 @@ void ls_sympool_free(struct ls_sympool *p)
 			dwfl_end(p->v[i].dwfl);
 		free(p->v[i].path);
 	}
+	for (i = 0; i < p->strs_cap; i++)
+		free(p->strs[i]);
+	free(p->strs);
+	free(p->cache);
+	free(p->frames);
 	free(p->v);
 	free(p);
 }
@@ -194,8 +206,11 @@ struct ls_symbolizer *ls_symbolizer_new_shared(const struct ls_snapshot *snap,
 	for (i = 0; i < snap->nmodules; i++)
 		s->slot[i] = SLOT_UNTRIED;
 	/* libdwfl would otherwise ask debuginfod servers for missing debug
-	 * files: a report must never touch the network. */
-	unsetenv("DEBUGINFOD_URLS");
+	 * files: a report must never touch the network.  Only when set: in
+	 * a host process (the NIF) an environment write races other
+	 * threads' getenv. */
+	if (getenv("DEBUGINFOD_URLS"))
+		unsetenv("DEBUGINFOD_URLS");
 	return s;
 fail:
 	ls_symbolizer_free(s);
@@ -220,18 +235,11 @@ struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap)
 
 void ls_symbolizer_free(struct ls_symbolizer *s)
 {
-	size_t i;
-
 	if (!s)
 		return;
 	if (s->own_pool)
 		ls_sympool_free(s->pool);
-	for (i = 0; i < s->strs_cap; i++)
-		free(s->strs[i]);
-	free(s->strs);
 	free(s->slot);
-	free(s->cache);
-	free(s->frames);
 	free(s);
 }
 
@@ -451,47 +459,29 @@ static void line_of(struct ls_symbolizer *s, Dwfl_Module *mod, uint64_t pc,
 		*line = 0;
 }
 
-/* Symbolize addr from scratch into fr; returns the frame count. */
-static size_t resolve(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
+/* Symbolize rel, an address relative to mod's load bias, from scratch
+ * into fr; returns the frame count.  addr, module and mod are left for
+ * the caller. */
+static size_t resolve(struct ls_symbolizer *s, Dwfl_Module *mod, uint64_t rel,
 		      struct ls_symframe *fr)
 {
-	long idx = pick_module(s->snap, gen, addr);
-	const char *modpath = NULL, *file, *name;
-	Dwfl_Module *mod;
-	uint64_t pc = addr ? addr - 1 : 0, bias;
+	const char *file, *name;
+	uint64_t pc = rel ? rel - 1 : 0;
 	GElf_Off off;
 	GElf_Sym sym;
-	size_t n, i;
+	size_t n;
 	int line;
 
 	memset(fr, 0, LS_SYM_MAX_FRAMES * sizeof(*fr));
-	if (idx >= 0 && s->snap->modules[idx].path[0])
-		modpath = intern(s, s->snap->modules[idx].path);
-	mod = idx >= 0 ? open_module(s, (size_t)idx) : NULL;
-	if (!mod) {
-		fr[0].addr = addr;
-		fr[0].module = modpath;
-		fr[0].mod = idx >= 0 ? &s->snap->modules[idx] : NULL;
-		return 1;
-	}
-	/* The module was opened at bias 0: ask for file-relative addresses. */
-	bias = s->snap->modules[idx].bias;
-	line_of(s, mod, pc - bias, &file, &line);
-	n = inline_chain(s, mod, pc - bias, fr, LS_SYM_MAX_FRAMES - 1, &file,
-			 &line);
-	name = dwfl_module_addrinfo(mod, addr - bias, &off, &sym, NULL, NULL,
-				    NULL);
+	line_of(s, mod, pc, &file, &line);
+	n = inline_chain(s, mod, pc, fr, LS_SYM_MAX_FRAMES - 1, &file, &line);
+	name = dwfl_module_addrinfo(mod, rel, &off, &sym, NULL, NULL, NULL);
 	if (name) {
 		fr[n].function = intern_demangled(s, name, &fr[n].symbol);
 		fr[n].offset = off;
 	}
 	fr[n].file = file;
 	fr[n].line = line;
-	for (i = 0; i <= n; i++) {
-		fr[i].addr = addr;
-		fr[i].module = modpath;
-		fr[i].mod = &s->snap->modules[idx];
-	}
 	return n + 1;
 }
 
@@ -512,7 +502,7 @@ static struct cache_ent *cache_slot(struct cache_ent *tab, size_t cap,
 	return &tab[j];
 }
 
-static int cache_grow(struct ls_symbolizer *s)
+static int cache_grow(struct ls_sympool *s)
 {
 	size_t ncap = s->cache_cap ? s->cache_cap * 2 : 1024, i;
 	struct cache_ent *n = calloc(ncap, sizeof(*n));
@@ -529,41 +519,64 @@ static int cache_grow(struct ls_symbolizer *s)
 	return 0;
 }
 
-/* Resolve and remember (gen, addr); returns its cache entry or NULL. */
-static struct cache_ent *add_entry(struct ls_symbolizer *s, uint32_t gen,
-				   uint64_t addr)
+/* The cached frames of (slot, rel), resolved now if new; NULL on
+ * ENOMEM. */
+static struct cache_ent *lookup(struct ls_symbolizer *sym, long slot,
+				Dwfl_Module *mod, uint64_t rel)
 {
+	struct ls_sympool *p = sym->pool;
 	struct ls_symframe fr[LS_SYM_MAX_FRAMES];
-	size_t n = resolve(s, gen, addr, fr);
 	struct cache_ent *e;
+	size_t n;
 
-	if (LS_GROW(s->frames, s->nframes + n, s->frames_cap))
+	if (p->cache_cap) {
+		e = cache_slot(p->cache, p->cache_cap, (uint32_t)slot, rel);
+		if (e->used)
+			return e;
+	}
+	n = resolve(sym, mod, rel, fr);
+	if (LS_GROW(p->frames, p->nframes + n, p->frames_cap))
 		return NULL;
-	if (2 * (s->cache_used + 1) > s->cache_cap && cache_grow(s))
+	if (2 * (p->cache_used + 1) > p->cache_cap && cache_grow(p))
 		return NULL;
-	memcpy(s->frames + s->nframes, fr, n * sizeof(*fr));
-	e = cache_slot(s->cache, s->cache_cap, gen, addr);
-	*e = (struct cache_ent){ .addr = addr, .gen = gen, .used = 1,
-				 .first = s->nframes, .count = n };
-	s->nframes += n;
-	s->cache_used++;
+	memcpy(p->frames + p->nframes, fr, n * sizeof(*fr));
+	e = cache_slot(p->cache, p->cache_cap, (uint32_t)slot, rel);
+	*e = (struct cache_ent){ .addr = rel, .gen = (uint32_t)slot, .used = 1,
+				 .first = p->nframes, .count = n };
+	p->nframes += n;
+	p->cache_used++;
 	return e;
 }
 
 int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		       struct ls_symframe *out, size_t max, size_t *n)
 {
-	struct cache_ent *e = NULL;
+	long idx = pick_module(s->snap, gen, addr);
+	const struct ls_module *m = idx >= 0 ? &s->snap->modules[idx] : NULL;
+	Dwfl_Module *mod = m ? open_module(s, (size_t)idx) : NULL;
+	struct cache_ent *e;
+	size_t i;
 
-	if (s->cache_cap)
-		e = cache_slot(s->cache, s->cache_cap, gen, addr);
-	if (!e || !e->used)
-		e = add_entry(s, gen, addr);
-	if (!e)
-		return -ENOMEM;
-	*n = e->count;
-	if (max < e->count)
-		return -ENOSPC;
-	memcpy(out, s->frames + e->first, e->count * sizeof(*out));
+	*n = 1;
+	if (!mod) {		/* no module, or no usable file: its name */
+		if (max < 1)
+			return -ENOSPC;
+		memset(out, 0, sizeof(*out));
+		e = NULL;
+	} else {
+		/* The file was opened at bias 0: ask for file addresses. */
+		e = lookup(s, s->slot[idx], mod, addr - m->bias);
+		if (!e)
+			return -ENOMEM;
+		*n = e->count;
+		if (max < e->count)
+			return -ENOSPC;
+		memcpy(out, s->pool->frames + e->first, e->count * sizeof(*out));
+	}
+	for (i = 0; i < *n; i++) {
+		out[i].addr = addr;
+		out[i].module = m && m->path[0] ? m->path : NULL;
+		out[i].mod = m;
+	}
 	return 0;
 }

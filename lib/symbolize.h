@@ -20,8 +20,9 @@
 #include "snapshot.h"
 
 /*
- * One symbolized frame.  Strings are owned by the symbolizer and live as
- * long as it does.
+ * One symbolized frame.  Strings are owned by the symbolizer's pool (its
+ * own, or the one given to ls_symbolizer_new_shared) and live as long as
+ * it does; module and mod point into the snapshot.
  */
 struct ls_symframe {
 	uint64_t addr;		/* the address asked for */
@@ -53,7 +54,7 @@ struct ls_symbolizer;
 /*
  * A symbolizer for the modules of snap, which must outlive it.  Returns
  * NULL with errno set (ENOMEM) on failure.  Unsets DEBUGINFOD_URLS in
- * this process's environment.
+ * this process's environment when it is set.
  */
 struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap);
 
@@ -73,19 +74,22 @@ struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap);
  *
  * Returns 0, -ENOSPC when max is smaller than the frame count (*n is then
  * the count needed, nothing is written), or -ENOMEM.  Results are cached
- * per (gen, addr).
+ * in the pool per (file, address in the file): another process's report
+ * that reaches the same code, at any load address, reuses them.
  */
 int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		       struct ls_symframe *out, size_t max, size_t *n);
 
 /*
- * A pool of opened module files that several symbolizers share: every
- * report of one `leakscope run` (the command, its forked children, the
- * programs it executed), and every refresh of `watch` and `top`, open and
- * index each library's debug information once (elfutils inflating
- * libc6-dbg's compressed sections costs 60-100 ms per opening).  Files are
- * matched by path and build id, at any load address.  Free the pool after
- * every symbolizer made with it.  Not thread-safe.
+ * A pool of opened module files, and of the frames resolved in them, that
+ * several symbolizers share: every report of one `leakscope run` (the
+ * command, its forked children, the programs it executed), and every
+ * refresh of `watch` and `top`, open and index each library's debug
+ * information once (elfutils inflating libc6-dbg's compressed sections
+ * costs 60-100 ms per opening) and resolve each return address once.
+ * Files are matched by path and build id, at any load address.  Free the
+ * pool after every symbolizer made with it, and after the last use of
+ * the strings its frames hold.  Not thread-safe.
  */
 struct ls_sympool;
 

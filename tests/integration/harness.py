@@ -138,6 +138,17 @@ def need(program):
     return path
 
 
+def agent_env(runtime, extra=None):
+    """This environment for a test's own agents: LEAKSCOPE_RUNTIME_DIR set
+    to the test's private runtime dir, no inherited LD_PRELOAD, plus
+    extra."""
+    e = dict(os.environ)
+    e["LEAKSCOPE_RUNTIME_DIR"] = runtime
+    e.pop("LD_PRELOAD", None)
+    e.update(extra or {})
+    return e
+
+
 class Result:
     """One finished process: argv, returncode, stdout, stderr (bytes), the
     temporary directory it wrote into and, for leakscope runs, the reports
@@ -212,11 +223,12 @@ def leakscope(options, command, output=True, timeout=RUN_TIMEOUT, input=None,
 _TMPDIRS = []
 
 
-def exit_snapshot(name, args=(), extra=None):
-    """Run workload `name` with the agent preloaded by hand (no control
-    thread) and return (program path, path of the exit snapshot it wrote
-    into a fresh temporary LEAKSCOPE_OUT_DIR, with its block list)."""
-    prog = workload(name)
+def exit_snapshot(name, args=(), extra=None, input=None):
+    """Run workload `name` (or the program at an absolute path) with the
+    agent preloaded by hand (no control thread), `input` on its stdin, and
+    return (program path, path of the exit snapshot it wrote into a fresh
+    temporary LEAKSCOPE_OUT_DIR, with its block list)."""
+    prog = name if os.path.isabs(name) else workload(name)
     out_dir = tempfile.mkdtemp(prefix="leakscope-snap-")
     _TMPDIRS.append(out_dir)
     env = dict(os.environ)
@@ -224,7 +236,7 @@ def exit_snapshot(name, args=(), extra=None):
                 "LEAKSCOPE_OUT_DIR": out_dir, "LEAKSCOPE_EXIT_BLOCKS": "1",
                 "LEAKSCOPE_CONTROL": "0"})
     env.update(extra or {})
-    r = run_process([prog] + list(args), env=env)
+    r = run_process([prog] + list(args), env=env, input=input)
     if r.returncode != 0:
         fail("%s exit status" % name, 0, r.describe())
     snaps = [f for f in os.listdir(out_dir) if f.endswith(".lsnap")]

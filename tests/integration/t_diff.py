@@ -19,8 +19,9 @@ import time
 import xml.etree.ElementTree as ET
 
 from harness import (check, once, workload, eq, ok, fail, contains,
-                     run_process, site_function, exit_snapshot, LEAKSCOPE,
-                     BUILD, Failure, shorten)
+                     run_process, site_function, exit_snapshot, need,
+                     LEAKSCOPE, BUILD, Failure, shorten)
+from gopprof import pprof_top
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-diff-")
@@ -55,20 +56,22 @@ def ls(*args, timeout=60):
 
 
 class Phases:
-    """A running phases.c with the agent preloaded, stepped by pipe."""
+    """A running workload (phases.c unless argv says otherwise) with the
+    agent preloaded, stepped through its stdin and stdout."""
 
-    def __init__(self, extra=None):
+    def __init__(self, extra=None, argv=None):
         e = env(extra)
         e["LD_PRELOAD"] = AGENT
-        self.prog = workload("phases")
-        self.p = subprocess.Popen([self.prog], env=e, stdin=subprocess.PIPE,
+        self.prog = argv[0] if argv else workload("phases")
+        self.p = subprocess.Popen(argv or [self.prog], env=e,
+                                  stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE,
                                   start_new_session=True)
         self.pid = self.p.pid
 
-    def step(self, want):
-        os.write(self.p.stdin.fileno(), b"x")
+    def step(self, want, send=b"x", answer=None):
+        os.write(self.p.stdin.fileno(), send)
         line = b""
         deadline = time.monotonic() + TIMEOUT
         while not line.endswith(b"\n"):
@@ -83,7 +86,7 @@ class Phases:
                 raise Failure("phases.c exited during phase %d: %s" % (
                     want, shorten(self.p.stderr.read())))
             line += chunk
-        eq(line, b"%d\n" % want, "phases.c's answer")
+        eq(line, answer or b"%d\n" % want, "the workload's answer")
 
     def snapshot(self, path):
         r = ls("snapshot", self.pid, "-o", path)
@@ -118,9 +121,12 @@ def same_process():
         w.step(2)
         b = w.snapshot(snap_path("p2"))
         live = ls("diff", "--format", "json", a, w.pid)
+        live_big = ls("diff", "--format", "json", "--min-size", "4096", a,
+                      w.pid)
     finally:
         w.finish()
-    return {"prog": w.prog, "a": a, "b": b, "live": live}
+    return {"prog": w.prog, "a": a, "b": b, "live": live,
+            "live_big": live_big}
 
 
 @once
@@ -243,10 +249,15 @@ def t_diff_postmortem():
         ok(os.path.exists(pm), "the post-mortem file %s is there" % pm)
         d = diff_json(s["a"], pm)
         filtered = ls("diff", "--min-size", "1", s["a"], pm)
+        pm_pprof = os.path.join(RUNTIME, "pm.pb.gz")
+        r = ls("report", "--format", "pprof", "--output", pm_pprof, pm)
     finally:
         w.kill()
     expect_truth(d, s["prog"], "file vs post-mortem")
-    expect_error(filtered, 125, ["block lists"], "--min-size on a post-mortem file")
+    expect_error(filtered, 1, ["block lists"], "--min-size on a post-mortem file")
+    eq(r.returncode, 0, "report --format pprof of the post-mortem file")
+    top = pprof_top(pm_pprof, "inuse_space")
+    eq(top["phase_step"][1], 247360, "its profile holds phase 2's bytes")
 
 
 @check("diff: text lists grown, shrunk, new, gone; unchanged only counted")
@@ -285,6 +296,19 @@ def t_diff_min_size():
     eq(d["filters"]["min_size"], 4096, "filters.min_size")
 
 
+@check("diff: --min-size on a live pid asks it for its block list")
+def t_diff_live_min_size():
+    s = same_process()
+    r = s["live_big"]
+    if r.returncode != 0:
+        fail("diff --min-size FILE PID", "status 0", r.describe())
+    d = json.loads(r.stdout.decode())
+    eq({fn: (x["live_bytes_delta"], x["live_blocks_delta"])
+        for fn, x in by_function(d, s["prog"]).items()},
+       {"site_grow_big": (131072, 2), "site_shrink": (-24576, -6)},
+       "the blocks of 4096 bytes or more")
+
+
 @check("diff: --top N keeps the N biggest changes either way")
 def t_diff_top():
     s = same_process()
@@ -320,24 +344,27 @@ def expect_error(r, status, words, what):
     eq(r.stdout, b"", "%s: nothing on stdout" % what)
 
 
-@check("diff: missing file, corrupt snapshot, dead pid, bad usage: one line, status 125")
+@check("diff: missing file, corrupt snapshot, dead pid: one line, status 1; bad usage: one line, status 125 (the usage status of every command)")
 def t_diff_errors():
     s = same_process()
     missing = os.path.join(RUNTIME, "no-such.lsnap")
-    expect_error(ls("diff", missing, s["b"]), 125, [missing], "missing file")
+    expect_error(ls("diff", missing, s["b"]), 1, [missing], "missing file")
     with open(s["a"], "rb") as f:
         data = f.read()
     cut = os.path.join(RUNTIME, "cut.lsnap")
     with open(cut, "wb") as f:
         f.write(data[:len(data) // 2])
-    expect_error(ls("diff", s["a"], cut), 125, [cut, "corrupt"], "truncated")
+    r = ls("diff", s["a"], cut)
+    expect_error(r, 1, [cut], "truncated")
+    ok(re.search(r"corrupt|truncated", r.stderr.decode()), "says why",
+       r.stderr.decode())
     flipped = os.path.join(RUNTIME, "flipped.lsnap")
     with open(flipped, "wb") as f:
         f.write(data[:200] + bytes([data[200] ^ 0xff]) + data[201:])
-    expect_error(ls("diff", flipped, s["b"]), 125, [flipped], "corrupt byte")
+    expect_error(ls("diff", flipped, s["b"]), 1, [flipped], "corrupt byte")
     dead = subprocess.Popen(["true"])
     dead.wait()
-    expect_error(ls("diff", s["a"], dead.pid), 125, [str(dead.pid)], "dead pid")
+    expect_error(ls("diff", s["a"], dead.pid), 1, [str(dead.pid)], "dead pid")
     expect_error(ls("diff", s["a"]), 125, ["BASE and NEW"], "one argument")
     expect_error(ls("diff", "--format", "folded", s["a"], s["b"]), 125,
                  ["--format"], "folded")
@@ -424,3 +451,57 @@ def t_diff_svg():
     eq(frames["site_grow_big [phases]"][0], 3, "site_grow_big's blocks")
     eq(frames["site_shrink [phases]"][0], 2, "site_shrink's blocks")
     eq(frames["[4 other stacks]"][0], 39, "the other four stacks' blocks")
+
+
+PY_GROW = """
+import sys
+keep = []
+for line in sys.stdin:
+    keep.extend(bytearray(100000) for _ in range(int(line)))
+    sys.stdout.write("ok\\n")
+    sys.stdout.flush()
+"""
+
+
+@check("diff: python3 (a real program, unnamed frames): the bytearrays it kept, exactly")
+def t_diff_python():
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") \
+        else need("python3")
+    w = Phases(argv=[py, "-c", PY_GROW])
+    try:
+        w.step(1, b"10\n", b"ok\n")
+        a = w.snapshot(snap_path("py1"))
+        w.step(2, b"20\n", b"ok\n")
+        b = w.snapshot(snap_path("py2"))
+    finally:
+        w.finish()
+    d = diff_json(a, b)
+    top = d["sites"][0]
+    # 20 more bytearrays of 100000 bytes, each with its terminating NUL.
+    eq((top["change"], top["live_bytes_delta"], top["live_blocks_delta"]),
+       ("grew", 20 * 100001, 20), "the largest growth")
+    eq((top["base"]["live_blocks"], top["new"]["live_blocks"]), (10, 30),
+       "its blocks on each side")
+    ok(any(f["function"] == "PyByteArray_Resize" for f in top["frames"]),
+       "its stack goes through PyByteArray_Resize",
+       "\n".join(str(f["function"]) for f in top["frames"]))
+    # (the interpreter's own buffers, an 8 KiB read buffer, may come and go)
+    rest = [x for x in d["sites"][1:] if abs(x["live_bytes_delta"]) > 65536]
+    eq(rest, [], "no other stack changed by more than 64 KiB")
+
+
+@check("diff: go tool pprof -base on the two processes' pprof files agrees")
+def t_diff_pprof_base():
+    s = same_process()
+    b = other_process()
+    files = []
+    for snap in (s["a"], b):
+        path = snap.replace(".lsnap", ".pb.gz")
+        r = ls("report", "--format", "pprof", "--output", path, snap)
+        eq(r.returncode, 0, "report --format pprof %s" % snap)
+        files.append(path)
+    top = pprof_top(files[1], "inuse_space", "-base", files[0])
+    got = {fn: v[0] for fn, v in top.items() if fn.startswith("site_")}
+    eq(got, {fn: t[1] for fn, t in TRUTH.items() if t[1]},
+       "pprof's per-function difference (addresses differ: ASLR)")
+    eq(top["main"][1], 127496, "main's cumulative difference")

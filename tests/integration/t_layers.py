@@ -4,7 +4,11 @@
   programs and links nothing of the CLI);
 - lib/ includes only lib/ and common/ (the report library never depends on
   the command-line layer);
-- cli/ includes cli/, lib/ and common/, never agent/;
+- web/ (the server of `leakscope serve`) includes web/, lib/ and common/;
+- cli/ includes cli/, web/, lib/, common/ and erlang/ (the C node behind
+  `leakscope beam`), never agent/;
+- erlang/ includes erlang/, lib/ and common/ (the NIF and the C node are
+  clients of the report library, like the CLI);
 - common/ includes only common/;
 - no include circle between modules: X.c including Y.h while Y.c includes
   X.h (agent.c <-> control.c, pmfile.c <-> snapwrite.c and report.c <->
@@ -23,7 +27,9 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 ALLOWED = {
     "agent": {"agent", "common"},
     "lib": {"lib", "common"},
-    "cli": {"cli", "lib", "common"},
+    "web": {"web", "lib", "common"},
+    "cli": {"cli", "web", "lib", "common", "erlang"},
+    "erlang": {"erlang", "lib", "common"},
     "common": {"common"},
 }
 

@@ -7,7 +7,7 @@ basic.c holds exactly: site_large 65536 B / 1 block, site_medium 8192 / 2
 
 import re
 
-from harness import (check, once, workload, leakscope, root_report,
+from harness import (parse_json_lines, check, once, workload, leakscope, root_report,
                      json_reports_in_stderr, expect_status, expect_site,
                      expect_totals_consistent, the_site, find_sites,
                      site_function, parse_folded, is_subsequence, marker_line,
@@ -358,10 +358,13 @@ def t_noleak():
 
 @once
 def periodic():
-    r = leakscope(["--format", "json", "--interval", "1", "--count", "2"],
-                  [workload("slow")], output=False, timeout=60)
+    # Machine formats with --interval go to a file or an explicit '-'
+    # (stdout; slow writes nothing there), never into the command's stderr.
+    r = leakscope(["--format", "json", "--interval", "1", "--count", "2",
+                   "--output", "-"], [workload("slow")], output=False,
+                  timeout=60)
     expect_status(r, 0, "slow exit status")
-    return r, json_reports_in_stderr(r)
+    return r, parse_json_lines(r.stdout.decode("utf-8", "replace"), "stdout")
 
 
 @check("--interval 1 --count 2 on a 2.5 s program: two periodic reports, then the exit report")

@@ -14,13 +14,13 @@ import gzip
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 
 from harness import (check, once, workload, eq, ok, fail, contains,
                      run_process, marker_line, site_function, exit_snapshot,
-                     LEAKSCOPE, Failure, Skip, shorten)
+                     need, LEAKSCOPE, Failure, Skip, shorten)
+from gopprof import pprof, pprof_top
 
 TMP = tempfile.mkdtemp(prefix="leakscope-pprof-")
 SAMPLE_RATE = 4096
@@ -144,8 +144,9 @@ def ls(*args, timeout=60):
 
 
 def render_both(snap, tag, *filters):
-    """JSON report and pprof file of one snapshot, same filters."""
-    r = ls("report", "--format", "json", *filters, snap)
+    """JSON report and pprof file of one snapshot, same filters (pprof
+    names functions in full: so does the JSON with --full-names)."""
+    r = ls("report", "--format", "json", "--full-names", *filters, snap)
     if r.returncode != 0:
         fail("report --format json", "status 0", r.describe())
     rep = json.loads(r.stdout.decode())
@@ -164,58 +165,14 @@ def basic():
     return {"prog": prog, "snap": snap, "json": rep, "pprof": path}
 
 
-@once
-def go_env():
-    if not shutil.which("go"):
-        raise Skip("go is not installed (Debian golang-go): no go tool pprof")
-    home = tempfile.mkdtemp(prefix="gohome-", dir=TMP)
-    env = dict(os.environ)
-    env.update({"HOME": home, "GOCACHE": os.path.join(home, "cache"),
-                "GOFLAGS": "", "GOPROXY": "off", "GOTOOLCHAIN": "local",
-                "PPROF_TMPDIR": home, "PPROF_BINARY_PATH": home})
-    return env
-
-
-def pprof(*args):
-    """`go tool pprof -symbolize=none ARGS`: stdout as text."""
-    argv = ["go", "tool", "pprof", "-symbolize=none"] + [str(a) for a in args]
-    r = run_process(argv, timeout=120, env=go_env())
-    if r.returncode != 0:
-        fail("go tool pprof %s" % " ".join(map(str, args)), "status 0",
-             r.describe())
-    return r.stdout.decode("utf-8", "replace")
-
-
-TOP_ROW = re.compile(r"^\s*(\S+)\s+\S+%\s+\S+%\s+(\S+)\s+\S+%\s+(.+?)\s*$")
-
-
-def number(text):
-    m = re.fullmatch(r"(-?\d+)B?", text)
-    if not m:
-        raise Failure("unexpected pprof figure %r (expected plain units)" % text)
-    return int(m.group(1))
-
-
-def pprof_top(path, index):
-    """{function: (flat, cum)} from go tool pprof -top, all nodes."""
-    out = {}
-    text = pprof("-top", "-nodecount=100000", "-nodefraction=0",
-                 "-edgefraction=0", "-unit=B" if "space" in index else
-                 "-unit=count", "-sample_index=" + index, path)
-    rows = False
-    for line in text.splitlines():
-        if line.strip().startswith("flat"):
-            rows = True
-            continue
-        m = TOP_ROW.match(line) if rows else None
-        if m:
-            name = re.sub(r" \(inline\)$", "", m.group(3))
-            flat, cum = number(m.group(1)), number(m.group(2))
-            old = out.get(name, (0, 0))
-            out[name] = (old[0] + flat, max(old[1], cum))
-    if not out:
-        fail("go tool pprof -top rows", "some", shorten(text))
-    return out
+def pprof_name(frame):
+    """A JSON frame as go tool pprof names its node: the function, else
+    the module's file name in brackets (a location without lines)."""
+    if frame["function"]:
+        return frame["function"]
+    if frame["module"]:
+        return "[%s]" % os.path.basename(frame["module"])
+    return None
 
 
 def json_per_function(rep, key):
@@ -225,8 +182,7 @@ def json_per_function(rep, key):
     without a symbol is named "[module]", as pprof names its location."""
     out = {}
     for site in rep["sites"]:
-        names = [f["function"] or "[%s]" % os.path.basename(f["module"] or "")
-                 for f in site["frames"]]
+        names = [n for n in map(pprof_name, site["frames"]) if n]
         v = site[key]
         if names:
             flat, cum = out.get(names[0], (0, 0))
@@ -486,7 +442,7 @@ def t_pprof_deterministic():
 def t_pprof_output_rules():
     b = basic()
     r = ls("report", "--format", "pprof", b["snap"])
-    eq(r.returncode, 125, "status without --output")
+    eq(r.returncode, 125, "status without --output (a usage error)")
     eq(r.stdout, b"", "nothing on stdout")
     err = r.stderr.decode()
     eq(err.count("\n"), 1, "one line on stderr: %r" % err)
@@ -495,6 +451,13 @@ def t_pprof_output_rules():
     eq(r.returncode, 0, "status with --output -")
     with open(b["pprof"], "rb") as f:
         eq(r.stdout, f.read(), "stdout holds the same profile")
+    if os.path.exists("/dev/full"):
+        r = ls("report", "--format", "pprof", "--output", "/dev/full",
+               b["snap"])
+        eq(r.returncode, 1, "status when the output is full")
+        err = r.stderr.decode()
+        ok(err.count("\n") == 1 and "No space left" in err,
+           "one line naming the write error", err)
     r = run_process([LEAKSCOPE, "run", "--format", "pprof", "--",
                      workload("basic")])
     eq(r.returncode, 125, "run --format pprof without --output")
@@ -522,7 +485,7 @@ def t_pprof_tty():
     finally:
         os.close(slave)
         os.close(master)
-    eq(p.returncode, 125, "status")
+    eq(p.returncode, 125, "status (a usage error)")
     contains(p.stderr.decode(), "terminal", "the error says why")
 
 
@@ -537,3 +500,36 @@ def t_pprof_run():
                   ("site_ten", 1000), ("site_small", 48)):
         eq(top.get(fn), (v, v), fn)
     eq(top.get("main"), (0, 74776), "main cum")
+
+
+@check("pprof: python3 (a real program, unnamed frames): go tool pprof equals the JSON")
+def t_pprof_python():
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") \
+        else need("python3")
+    prog, snap = exit_snapshot(py, ["-c", "import json, re, collections; "
+                                    "x = [bytearray(1000) for i in range(1000)]"])
+    rep, path = render_both(snap, "python3")
+    ok(len(rep["sites"]) > 20, "python3 leaves many stacks",
+       str(len(rep["sites"])))
+    pprof_vs_json(rep, path, "inuse_space", "live_bytes")
+    pprof_vs_json(rep, path, "inuse_objects", "live_blocks")
+    prof = decode_profile(path)
+    eq(sum(s["values"][3] for s in prof["samples"]),
+       rep["totals"]["live_bytes"], "inuse_space total vs JSON totals")
+    eq(sum(s["values"][1] for s in prof["samples"]),
+       rep["totals"]["allocated_bytes"], "alloc_space total vs JSON totals")
+
+
+@check("pprof: mappings carry the label kind=mmap (go tool pprof -tagfocus)")
+def t_pprof_mmap_label():
+    prog, snap = exit_snapshot("mmap-sites")
+    rep, path = render_both(snap, "mmap")
+    top = pprof_top(path, "inuse_space", "-tagfocus=kind=mmap")
+    want = {"site_mmap_middle": 28672, "site_mremap_grow": 24576,
+            "site_mmap_head": 16384, "site_mmap_tail": 12288,
+            "site_mmap_keep": 8192, "site_mremap_shrink": 4096}
+    eq({fn: v[0] for fn, v in top.items() if v[0]}, want,
+       "flat inuse_space of the kind=mmap samples (mmap-sites.c's truth)")
+    eq(top["main"][1], sum(want.values()), "main's cumulative bytes")
+    mmap_json = sum(s["live_bytes"] for s in rep["sites"] if s["kind"] == "mmap")
+    eq(mmap_json, sum(want.values()), "the JSON report's mmap sites")

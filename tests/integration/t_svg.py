@@ -4,7 +4,6 @@ cxx-leaks.cc), the options, and the page in headless Chromium: its script
 runs, a click zooms, the search button searches, URL state reopens a view,
 and a screenshot is kept in build/test-artifacts/."""
 
-import glob
 import json
 import os
 import shutil
@@ -12,13 +11,12 @@ import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
 
-from harness import (check, once, workload, leakscope, root_report, run_process,
+from harness import (check, once, workload, leakscope, exit_snapshot, run_process,
                      expect_status, eq, ok, ge, fail, need, Skip, BUILD, LEAKSCOPE,
                      _TMPDIRS)
 
 NS = "{http://www.w3.org/2000/svg}"
 ARTIFACTS = os.path.join(BUILD, "test-artifacts")
-AGENT = os.path.join(BUILD, "libleakscope.so")
 BROWSER_TIMEOUT = 30
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
                   "--disable-background-networking", "--disable-component-update",
@@ -33,18 +31,9 @@ def tmpdir():
 
 @once
 def snapshot(name, *args):
-    """A snapshot file of workload NAME's exit (or of a program's, given
-    by path), written by the agent (LD_PRELOAD by hand), so that every
-    format renders the same data."""
-    d = tmpdir()
-    env = dict(os.environ, LD_PRELOAD=AGENT, LEAKSCOPE_OUT_DIR=d,
-               LEAKSCOPE_CONTROL="0")
-    prog = name if os.path.isabs(name) else workload(name)
-    r = run_process([prog] + list(args), env=env)
-    expect_status(r, 0, "%s exit status" % name)
-    snaps = glob.glob(os.path.join(d, "*.lsnap"))
-    eq(len(snaps), 1, "snapshots written by %s" % name)
-    return snaps[0]
+    """The exit snapshot of workload NAME (or of a program, by absolute
+    path): every format renders the same data from it."""
+    return exit_snapshot(name, args)[1]
 
 
 def report(snap, *options):
@@ -451,3 +440,43 @@ def t_screenshot():
     eq(head[:8], b"\x89PNG\r\n\x1a\n", "PNG signature")
     eq(int.from_bytes(head[16:20], "big"), 1200, "PNG width")
     shutil.copy(graph_file(), os.path.join(ARTIFACTS, "flamegraph.svg"))
+
+
+@once
+def diff_graph():
+    """The differential graph of phases.c between its two phases (two
+    processes: one stopped after phase 1, one after phase 2)."""
+    _, base = exit_snapshot("phases", input=b"1")
+    _, newer = exit_snapshot("phases", input=b"12")
+    d = tmpdir()
+    out = os.path.join(d, "phases-diff.svg")
+    r = run_process([LEAKSCOPE, "diff", "--format", "svg", "--output", out, base, newer])
+    expect_status(r, 0, "leakscope diff --format svg")
+    return out
+
+
+@check("browser: the differential graph of phases.c: red and blue frames, search and zoom work, screenshot kept")
+def t_diff_browser():
+    svg = diff_graph()
+    _, frames = parse_svg(svg)
+    shrink = by_label(frames, "site_shrink [phases]")
+    dom = browse("file://%s?s=site_grow&x=%s" % (svg, shrink.id[1:]), "--dump-dom")
+    root, drawn = parse_svg(dom, text=True)
+    eq((root.get("data-ready"), root.get("data-diff")), ("1", "1"), "script ran, differential")
+    eq(root.get("data-total"), "247360", "width: phase 2's live bytes")
+    eq(root.get("data-matched"), str(196608 + 30000), "matched: the two growing sites")
+    z = by_label(drawn, "site_shrink [phases]")
+    eq((z.w, z.cls), (1180.0, "f"), "zoomed into site_shrink")
+    r, g, b = rgb(z.fill)
+    ok(b == 255 and r == g < 255, "site_shrink blue: %s" % z.fill)
+    grow = by_label(drawn, "site_grow_big [phases]")
+    eq((grow.fill, grow.cls), ("rgb(230,0,230)", "f hide"), "a search hit, hidden by the zoom")
+    ok(by_label(drawn, "site_grow_big [phases]").info.startswith("196,608 bytes (+131,072), 3 blocks (+2)"),
+       "tooltip with the change", grow.info)
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    png = os.path.join(ARTIFACTS, "flamegraph-diff.png")
+    browse("file://" + svg, "--screenshot=" + png, "--window-size=1200,220",
+           "--hide-scrollbars")
+    ok(os.path.exists(png), "screenshot written")
+    shutil.copy(svg, os.path.join(ARTIFACTS, "flamegraph-diff.svg"))
+

@@ -266,7 +266,7 @@ static void test_profile(void)
 	bytes_are(raw, n, want, sizeof(want) - 1, "the Profile, byte for byte");
 	ok((ls_renderer_find("pprof")->needs & LS_NEEDS_NOT_TTY) &&
 	   !(ls_renderer_find("json")->needs & LS_NEEDS_NOT_TTY),
-	   "pprof is the binary format, never to a terminal");
+	   "pprof is the binary format");
 	free(buf);
 	ls_report_release(&rep);
 	ls_snapshot_release(&s);

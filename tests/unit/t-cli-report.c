@@ -519,7 +519,7 @@ static void test_json(void)
 		"\"ppid\":1,\"command\":[\"a\\\"b\\\\c\",\"\\u0001\\n\\ufffd\","
 		"\"\xc3\xa9\"],\"mode\":\"full\",\"reason\":\"exit\","
 		"\"postmortem\":false,\"time\":\"2023-11-14T22:13:20.123Z\","
-		"\"uptime_ms\":10000,\"threads\":3,"
+		"\"uptime_ms\":10000,\"threads\":3,\"notes\":[],"
 		"\"totals\":{\"live_bytes\":4096,\"live_blocks\":1,"
 		"\"allocated_bytes\":8192,\"allocated_blocks\":2,"
 		"\"peak_live_bytes\":4096,\"peak_slack\":0},"

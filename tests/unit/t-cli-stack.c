@@ -1,0 +1,98 @@
+/*
+ * t-cli-stack.c - the stack as the user asks to see it (lib/stack.h):
+ * template arguments cut to "<…>" (operators that look like brackets
+ * kept), runtime frames hidden only outside the program's own, --depth.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "../../lib/stack.h"
+#include "tap.h"
+
+static void short_is(const char *name, const char *want)
+{
+	char *got = ls_short_name(name);
+
+	ok(want ? got && !strcmp(got, want) : !got, "short(%s) = %s (got %s)",
+	   name, want ? want : "unchanged", got ? got : "unchanged");
+	free(got);
+}
+
+static void test_names(void)
+{
+	short_is("std::_Rb_tree<int, std::pair<int const, int>, std::_Select1st<"
+		 "std::pair<int const, int> >, std::less<int>, std::allocator<"
+		 "std::pair<int const, int> > >::_M_get_node()",
+		 "std::_Rb_tree<…>::_M_get_node()");
+	short_is("std::vector<int, std::allocator<int> >::vector(unsigned long, "
+		 "std::allocator<int> const&)",
+		 "std::vector<…>::vector(unsigned long, std::allocator<…> const&)");
+	short_is("main", NULL);
+	short_is("operator<<(std::ostream&, Foo const&)", NULL);
+	short_is("Foo::operator<(Foo const&) const", NULL);
+	short_is("bool std::operator< <char>(std::string const&, char const*)",
+		 "bool std::operator< <…>(std::string const&, char const*)");
+	short_is("std::function<void ()>::operator()() const",
+		 "std::function<…>::operator()() const");
+	short_is("a<b>::operator->()", "a<…>::operator->()");
+	short_is("std::map<K, V>::operator[](K const&)",
+		 "std::map<…>::operator[](K const&)");
+	short_is("broken<name(", NULL);
+	short_is("x<>", "x<…>");
+}
+
+static struct ls_symframe frame(const char *fn, const char *module)
+{
+	struct ls_symframe f = { .function = fn, .module = module };
+
+	return f;
+}
+
+static void put(struct ls_stack *st, const struct ls_symframe *f, size_t n)
+{
+	st->n = 0;
+	if (st->cap < n) {
+		st->f = realloc(st->f, n * sizeof(*f));
+		st->cap = n;
+	}
+	memcpy(st->f, f, n * sizeof(*f));
+	st->n = n;
+}
+
+static void test_runtime(void)
+{
+	const struct ls_symframe fr[] = {
+		frame("operator new(unsigned long)", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"),
+		frame("std::vector<int>::vector()", "/bin/prog"),
+		frame("qsort_r", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+		frame("compare", "/bin/prog"),
+		frame("main", "/bin/prog"),
+		frame("__libc_start_call_main", "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+		frame("_start", "/bin/prog-no"),
+	};
+	struct ls_stack st = { 0 };
+
+	put(&st, fr, 6);
+	ok(!ls_stack_view(&st, 0, 1, 1), "view");
+	ok(st.n == 4 && !strcmp(st.f[0].function, "std::vector<int>::vector()") &&
+	   !strcmp(st.f[1].function, "qsort_r") &&
+	   !strcmp(st.f[3].function, "main"),
+	   "runtime frames cut below and above the program's, kept between (%zu)",
+	   st.n);
+	put(&st, fr, 6);
+	ok(!ls_stack_view(&st, 2, 0, 1) && st.n == 2 &&
+	   !strcmp(st.f[0].function, "std::vector<…>::vector()"),
+	   "depth 2 after hiding, names shortened");
+	put(&st, fr, 1);
+	ok(!ls_stack_view(&st, 0, 1, 1) && st.n == 1,
+	   "a stack of runtime frames only is kept whole");
+	put(&st, fr, 6);
+	ok(!ls_stack_view(&st, 0, 1, 0) && st.n == 6, "nothing hidden by default");
+	ls_stack_release(&st);
+}
+
+int main(void)
+{
+	test_names();
+	test_runtime();
+	return tap_done();
+}

@@ -1,0 +1,639 @@
+/*
+ * server.c - the HTTP side of `leakscope serve`: listening socket, access
+ * token, request limits, dispatch to the page's assets and to the API.
+ *
+ * libmicrohttpd parses HTTP; it runs one thread per connection (a slow
+ * agent holds only the connection that asked it), at most
+ * MAX_CONNECTIONS at once, each closed after CONNECTION_TIMEOUT_S idle
+ * seconds, each with CONNECTION_MEMORY bytes for its request line and
+ * headers (a longer one gets 414 or 431 from the library).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "../lib/client.h"
+#include "../lib/json.h"
+#include "../lib/util.h"
+#include "internal.h"
+
+#define MAX_CONNECTIONS 128
+#define CONNECTION_TIMEOUT_S 30
+#define CONNECTION_MEMORY (32 * 1024)
+#define AGENT_TIMEOUT_MS 3000
+#define API_PREFIX "/api/v1/"
+
+/* What a connection carries between libmicrohttpd's calls. */
+struct conn_state {
+	size_t body;		/* request body bytes seen */
+};
+
+/* A body up to this size is read (and dropped) so that the client gets
+ * its 413; a bigger one is abuse: the connection is closed. */
+#define BODY_DRAIN_MAX (1 << 20)
+
+/* ------------------------------------------------------------ replies */
+
+int ls_web_error(struct ls_web_reply *rep, int status, const char *fmt, ...)
+{
+	struct ls_web_buf b;
+	struct ls_json j;
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!rep->persistent)
+		free(rep->body);
+	memset(rep, 0, sizeof(*rep));
+	rep->status = status;
+	rep->type = "application/json";
+	if (ls_web_buf_open(&b))
+		return status;
+	ls_json_init(&j, b.fp);
+	ls_json_object(&j, NULL);
+	ls_json_str(&j, "error", msg);
+	ls_json_u64(&j, "status", (uint64_t)status);
+	ls_json_end(&j);
+	fputc('\n', b.fp);
+	ls_json_finish(&j);
+	if (!fclose(b.fp)) {
+		rep->body = b.data;
+		rep->len = b.len;
+	} else {
+		free(b.data);
+	}
+	return status;
+}
+
+int ls_web_buf_open(struct ls_web_buf *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->fp = open_memstream(&b->data, &b->len);
+	return b->fp ? 0 : -ENOMEM;
+}
+
+int ls_web_buf_reply(struct ls_web_buf *b, struct ls_web_reply *rep,
+		     const char *type)
+{
+	int bad = ferror(b->fp);
+
+	if (fclose(b->fp) || bad) {
+		free(b->data);
+		return ls_web_error(rep, 500, "cannot build the reply");
+	}
+	if (!rep->persistent)
+		free(rep->body);
+	rep->persistent = 0;
+	rep->status = 200;
+	rep->type = type;
+	rep->body = b->data;
+	rep->len = b->len;
+	return 200;
+}
+
+int ls_web_json_begin(struct ls_web_buf *b, struct ls_json *j,
+		      const char *format, struct ls_web_reply *rep)
+{
+	if (ls_web_buf_open(b))
+		return ls_web_error(rep, 500, "out of memory");
+	ls_json_init(j, b->fp);
+	ls_json_object(j, NULL);
+	if (format) {
+		ls_json_str(j, "format", format);
+		ls_json_u64(j, "version", LS_WEB_API_VERSION);
+	}
+	return 0;
+}
+
+int ls_web_json_end(struct ls_web_buf *b, struct ls_json *j, int err,
+		    int status, struct ls_web_reply *rep)
+{
+	ls_json_end(j);
+	fputc('\n', b->fp);
+	if (ls_json_finish(j) || err) {
+		fclose(b->fp);
+		free(b->data);
+		return ls_web_error(rep, 500, "cannot build the reply%s%s",
+				    err ? ": " : "", err ? strerror(-err) : "");
+	}
+	ls_web_buf_reply(b, rep, "application/json");
+	rep->status = status;
+	return status;
+}
+
+/* --------------------------------------------------------- parameters */
+
+const char *ls_web_param(struct ls_web_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct allowed_ctx {
+	const char *const *allowed;
+	const char *bad;
+};
+
+static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind,
+				 const char *key, const char *value)
+{
+	struct allowed_ctx *c = cls;
+	size_t i;
+
+	if (!strcmp(key, "token"))
+		return MHD_YES;
+	for (i = 0; c->allowed && c->allowed[i]; i++)
+		if (!strcmp(key, c->allowed[i]))
+			return MHD_YES;
+	c->bad = key;
+	return MHD_NO;
+}
+
+int ls_web_params_only(struct ls_web_req *r, const char *const *allowed,
+		       struct ls_web_reply *rep)
+{
+	struct allowed_ctx c = { allowed, NULL };
+
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, check_arg, &c);
+	if (c.bad)
+		return ls_web_error(rep, 400, "unknown parameter '%.64s'", c.bad);
+	return 0;
+}
+
+int ls_web_param_count(struct ls_web_req *r, const char *name, uint64_t max,
+		       uint64_t *out, struct ls_web_reply *rep)
+{
+	const char *v = ls_web_param(r, name);
+
+	if (!v)
+		return 0;
+	if (ls_parse_count(v, out) || *out > max)
+		return ls_web_error(rep, 400, "invalid value for '%s': expected "
+				    "a number from 0 to %llu", name,
+				    (unsigned long long)max);
+	return 0;
+}
+
+int ls_web_param_size(struct ls_web_req *r, const char *name, uint64_t *out,
+		      struct ls_web_reply *rep)
+{
+	const char *v = ls_web_param(r, name);
+
+	if (v && ls_parse_size(v, out))
+		return ls_web_error(rep, 400, "invalid value for '%s': expected "
+				    "a size such as 4096 or 64KiB", name);
+	return 0;
+}
+
+int ls_web_param_bool(struct ls_web_req *r, const char *name, int *out,
+		      struct ls_web_reply *rep)
+{
+	const char *v = ls_web_param(r, name);
+
+	if (!v)
+		return 0;
+	if (!strcmp(v, "1") || !strcmp(v, "true"))
+		*out = 1;
+	else if (!strcmp(v, "0") || !strcmp(v, "false"))
+		*out = 0;
+	else
+		return ls_web_error(rep, 400, "invalid value for '%s': expected "
+				    "0, 1, true or false", name);
+	return 0;
+}
+
+int ls_web_parse_pid(const char *s, pid_t *pid)
+{
+	long v = 0;
+
+	if (!*s || *s == '0')
+		return 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > 4194304)
+			return 0;
+		v = v * 10 + (*s - '0');
+	}
+	if (v > 4194304)
+		return 0;
+	*pid = (pid_t)v;
+	return 1;
+}
+
+/* ------------------------------------------------------------- access */
+
+/* Constant time: the comparison does not tell how much of a guess was
+ * right. */
+static int token_equal(const char *a, const char *b)
+{
+	unsigned char d = 0;
+	size_t i;
+
+	if (!a || strlen(a) != LS_WEB_TOKEN_HEX)
+		return 0;
+	for (i = 0; i < LS_WEB_TOKEN_HEX; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+/* 0: allowed (*set_cookie when the token came in the query), else the
+ * status: 401 no token at all, 403 a wrong one. */
+static int authorize(struct ls_web *w, struct MHD_Connection *c,
+		     int *set_cookie)
+{
+	const char *q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+						    "token");
+	const char *k = MHD_lookup_connection_value(c, MHD_COOKIE_KIND,
+						    w->cookie);
+
+	*set_cookie = 0;
+	if (q) {
+		if (!token_equal(q, w->token))
+			return 403;
+		*set_cookie = !token_equal(k, w->token);
+		return 0;
+	}
+	if (!k)
+		return 401;
+	return token_equal(k, w->token) ? 0 : 403;
+}
+
+/* ----------------------------------------------------------- dispatch */
+
+static int split_path(struct ls_web_req *r, const char *url)
+{
+	char *p, *save = NULL;
+
+	if (strlen(url) >= sizeof(r->path))
+		return -1;
+	strcpy(r->path, url);
+	for (p = strtok_r(r->path, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
+		if (r->nsegs == LS_WEB_MAX_SEGS)
+			return -1;
+		r->segs[r->nsegs++] = p;
+	}
+	return 0;
+}
+
+static void serve_asset(const char *method, const char *url,
+			struct ls_web_reply *rep, int *is_page)
+{
+	const struct ls_web_asset *a = ls_web_asset_find(url);
+
+	if (!a) {
+		ls_web_error(rep, 404, "no such page");
+		return;
+	}
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		ls_web_error(rep, 405, "method not allowed");
+		return;
+	}
+	rep->status = 200;
+	rep->type = a->type;
+	rep->body = (char *)a->data;
+	rep->len = (size_t)*a->len;
+	rep->persistent = 1;
+	*is_page = !strncmp(a->type, "text/html", 9);
+}
+
+static void route(struct ls_web *w, struct MHD_Connection *c, const char *url,
+		  const char *method, struct ls_web_reply *rep, int *is_page)
+{
+	struct ls_web_req *r;
+
+	if (strncmp(url, API_PREFIX, strlen(API_PREFIX))) {
+		serve_asset(method, url, rep, is_page);
+		return;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		ls_web_error(rep, 500, "out of memory");
+		return;
+	}
+	r->w = w;
+	r->conn = c;
+	r->method = method;
+	if (split_path(r, url + strlen(API_PREFIX)))
+		ls_web_error(rep, 404, "no such endpoint");
+	else
+		ls_web_api(r, rep);
+	free(r);
+}
+
+static void add_headers(struct ls_web *w, struct MHD_Response *resp,
+			const struct ls_web_reply *rep, int set_cookie,
+			int is_page)
+{
+	char cookie[256];
+
+	MHD_add_response_header(resp, "Content-Type", rep->type ? rep->type :
+				"application/json");
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+	MHD_add_response_header(resp, "X-Frame-Options", "SAMEORIGIN");
+	/* The page runs only its own scripts; the flame graph's SVG carries
+	 * its inline script and is framed by the page, so it gets none. */
+	if (is_page)
+		MHD_add_response_header(resp, "Content-Security-Policy",
+			"default-src 'self'; script-src 'self'; "
+			"style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+			"frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+	if (set_cookie) {
+		snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; "
+			 "SameSite=Strict", w->cookie, w->token);
+		MHD_add_response_header(resp, "Set-Cookie", cookie);
+	}
+}
+
+/* libmicrohttpd leaves the body out of a HEAD answer by itself. */
+static enum MHD_Result send_reply(struct ls_web *w, struct MHD_Connection *c,
+				  struct ls_web_reply *rep, int set_cookie,
+				  int is_page)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	resp = MHD_create_response_from_buffer(rep->len, rep->body ? rep->body :
+					       (void *)"", rep->body &&
+					       !rep->persistent ?
+					       MHD_RESPMEM_MUST_FREE :
+					       MHD_RESPMEM_PERSISTENT);
+	if (!resp) {
+		if (!rep->persistent)
+			free(rep->body);
+		return MHD_NO;
+	}
+	add_headers(w, resp, rep, set_cookie, is_page);
+	ret = MHD_queue_response(c, (unsigned)rep->status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result add_arg_len(void *cls, enum MHD_ValueKind kind,
+				   const char *key, const char *value)
+{
+	*(size_t *)cls += strlen(key) + (value ? strlen(value) : 0) + 2;
+	return MHD_YES;
+}
+
+/* The request target's length: the path and its decoded arguments. */
+static size_t target_len(struct MHD_Connection *c, const char *url)
+{
+	size_t n = strlen(url);
+
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg_len, &n);
+	return n;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
+				  const char *url, const char *method,
+				  const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct ls_web *w = cls;
+	struct conn_state *st = *con_cls;
+	struct ls_web_reply rep = { 0 };
+	int set_cookie = 0, is_page = 0, status;
+
+	if (!st) {		/* headers only so far */
+		if (!(st = calloc(1, sizeof(*st))))
+			return MHD_NO;
+		*con_cls = st;
+		return MHD_YES;
+	}
+	if (*upload_size) {	/* a body: counted and dropped */
+		st->body += *upload_size;
+		*upload_size = 0;
+		return st->body > BODY_DRAIN_MAX ? MHD_NO : MHD_YES;
+	}
+	if (st->body > LS_WEB_MAX_BODY)
+		ls_web_error(&rep, 413, "request body too large");
+	else if (target_len(c, url) >= LS_WEB_MAX_URL)
+		ls_web_error(&rep, 414, "request target too long");
+	else if ((status = authorize(w, c, &set_cookie)))
+		ls_web_error(&rep, status, status == 401 ? "an access token is "
+			     "required (open the URL leakscope serve printed)" :
+			     "wrong access token");
+	else
+		route(w, c, url, method, &rep, &is_page);
+	return send_reply(w, c, &rep, set_cookie, is_page);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	free(*con_cls);
+	*con_cls = NULL;
+}
+
+/* ------------------------------------------------------------- listen */
+
+static int is_loopback(const struct sockaddr *sa)
+{
+	const struct sockaddr_in6 *s6 = (const void *)sa;
+	const uint8_t *b = s6->sin6_addr.s6_addr;
+
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr)
+			>> 24) == 127;
+	if (IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+		return 1;
+	return IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) && b[12] == 127;
+}
+
+/* "ADDR:PORT" or "[V6]:PORT", numeric only (no name lookup). */
+static int parse_listen(const char *s, struct addrinfo **ai, char *err,
+			size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV |
+					      AI_PASSIVE };
+	char host[256];
+	const char *colon = strrchr(s, ':'), *h = s;
+	size_t hl;
+
+	if (!colon || !colon[1] || strlen(colon + 1) > 5 ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1))
+		goto bad;
+	hl = (size_t)(colon - s);
+	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
+		h = s + 1;
+		hl -= 2;
+	}
+	if (!hl || hl >= sizeof(host) || atoi(colon + 1) > 65535)
+		goto bad;
+	memcpy(host, h, hl);
+	host[hl] = 0;
+	if (getaddrinfo(host, colon + 1, &hints, ai))
+		goto bad;
+	return 0;
+bad:
+	snprintf(err, errlen, "invalid listen address '%s': expected "
+		 "ADDR:PORT or [IPV6]:PORT with a numeric address", s);
+	return -EINVAL;
+}
+
+static int open_listener(const char *listen_at, int allow_remote, int *fd,
+			 unsigned *port, char *host, size_t hostcap,
+			 char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct addrinfo *ai = NULL;
+	int one = 1, r;
+
+	r = parse_listen(listen_at ? listen_at : "127.0.0.1:0", &ai, err, errlen);
+	if (r)
+		return r;
+	if (!is_loopback(ai->ai_addr) && !allow_remote) {
+		snprintf(err, errlen, "'%s' is not a loopback address: other "
+			 "machines could reach the server (add --allow-remote "
+			 "to mean it)", listen_at);
+		r = -EPERM;
+		goto out;
+	}
+	*fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*fd < 0 ||
+	    setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(*fd, ai->ai_addr, ai->ai_addrlen) || listen(*fd, 64) ||
+	    getsockname(*fd, (struct sockaddr *)&ss, &sl)) {
+		r = -errno;
+		snprintf(err, errlen, "cannot listen on '%s': %s",
+			 listen_at ? listen_at : "127.0.0.1:0", strerror(errno));
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		goto out;
+	}
+	getnameinfo((struct sockaddr *)&ss, sl, host, (socklen_t)hostcap, NULL, 0,
+		    NI_NUMERICHOST);
+	*port = ntohs(ss.ss_family == AF_INET ?
+		      ((struct sockaddr_in *)&ss)->sin_port :
+		      ((struct sockaddr_in6 *)&ss)->sin6_port);
+out:
+	freeaddrinfo(ai);
+	return r;
+}
+
+static int make_token(char *hex)
+{
+	unsigned char raw[LS_WEB_TOKEN_HEX / 2];
+	size_t i;
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return -EIO;
+	for (i = 0; i < sizeof(raw); i++)
+		sprintf(hex + 2 * i, "%02x", raw[i]);
+	return 0;
+}
+
+static int start_mhd(struct ls_web *w, int v6, char *err, size_t errlen)
+{
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
+			 MHD_USE_INTERNAL_POLLING_THREAD | (v6 ? MHD_USE_IPv6 : 0);
+
+	w->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, w,
+		MHD_OPTION_LISTEN_SOCKET, w->listen_fd,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, w,
+		MHD_OPTION_END);
+	if (!w->mhd) {
+		snprintf(err, errlen, "cannot start the HTTP server");
+		return -EIO;
+	}
+	return 0;
+}
+
+static int init_store(struct ls_web *w, const char *dir, char *err,
+		      size_t errlen)
+{
+	int r;
+
+	w->snapdir = dir ? strdup(dir) : ls_web_store_default_dir();
+	if (!w->snapdir) {
+		snprintf(err, errlen, "no snapshot dir: set HOME or give "
+			 "--snapshot-dir");
+		return -EINVAL;
+	}
+	if ((r = ls_web_store_mkdir(w->snapdir)))
+		snprintf(err, errlen, "cannot create '%s': %s", w->snapdir,
+			 strerror(-r));
+	return r;
+}
+
+int ls_web_start(const struct ls_web_opts *o, struct ls_web **out, char *err,
+		 size_t errlen)
+{
+	struct ls_web *w = calloc(1, sizeof(*w));
+	char host[INET6_ADDRSTRLEN + 2] = "";
+	int r;
+
+	*out = NULL;
+	*err = 0;
+	if (!w) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	w->listen_fd = -1;
+	pthread_mutex_init(&w->store_lock, NULL);
+	if ((r = ls_web_agents_init(&w->agents)) ||
+	    (r = init_store(w, o->snapshot_dir, err, errlen)) ||
+	    (r = make_token(w->token)) ||
+	    (r = open_listener(o->listen, o->allow_remote, &w->listen_fd,
+			       &w->port, host, sizeof(host), err, errlen)))
+		goto fail;
+	snprintf(w->cookie, sizeof(w->cookie), "leakscope_%u", w->port);
+	snprintf(w->url, sizeof(w->url), strchr(host, ':') ?
+		 "http://[%s]:%u/?token=%s" : "http://%s:%u/?token=%s", host,
+		 w->port, w->token);
+	ls_client_set_timeout(o->agent_timeout_ms ? o->agent_timeout_ms :
+			      AGENT_TIMEOUT_MS);
+	/* The symbolizer unsets it; done here, before any thread reads the
+	 * environment. */
+	unsetenv("DEBUGINFOD_URLS");
+	if ((r = start_mhd(w, strchr(host, ':') != NULL, err, errlen)))
+		goto fail;
+	w->listen_fd = -1;	/* libmicrohttpd owns and closes it now */
+	*out = w;
+	return 0;
+fail:
+	if (r == -EIO && !*err)
+		snprintf(err, errlen, "no random bytes for the access token");
+	if (r == -ENOMEM && !*err)
+		snprintf(err, errlen, "out of memory");
+	ls_web_stop(w);
+	return r;
+}
+
+const char *ls_web_url(const struct ls_web *w)
+{
+	return w->url;
+}
+
+const char *ls_web_snapshot_dir(const struct ls_web *w)
+{
+	return w->snapdir;
+}
+
+void ls_web_stop(struct ls_web *w)
+{
+	if (!w)
+		return;
+	if (w->mhd)
+		MHD_stop_daemon(w->mhd);
+	if (w->listen_fd >= 0)
+		close(w->listen_fd);
+	ls_web_agents_release(&w->agents);
+	free(w->snapdir);
+	free(w);
+}

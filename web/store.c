@@ -1,0 +1,379 @@
+/*
+ * store.c - the files the web server reads and writes: snapshots saved
+ * through the API (one directory of the user's, named by the server) and
+ * the post-mortem files of dead processes (in the runtime dirs).
+ *
+ * No path ever comes from a request: a saved snapshot is named by a
+ * validated file name inside the snapshot dir, opened without following
+ * links; a post-mortem file by a pid.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "../common/contract.h"
+#include "../common/runtime.h"
+#include "../lib/client.h"
+#include "../lib/json.h"
+#include "../lib/postmortem.h"
+#include "internal.h"
+
+#define NAME_MAX_LEN 128
+#define SUFFIX LS_SUFFIX_SNAP
+
+char *ls_web_store_default_dir(void)
+{
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	char *dir = NULL;
+
+	if (state && *state == '/') {
+		if (asprintf(&dir, "%s/leakscope/snapshots", state) < 0)
+			dir = NULL;
+	} else if (home && *home == '/') {
+		if (asprintf(&dir, "%s/.local/state/leakscope/snapshots", home) < 0)
+			dir = NULL;
+	}
+	return dir;
+}
+
+int ls_web_store_mkdir(const char *dir)
+{
+	char *p, *copy = strdup(dir);
+	int r = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (p = copy + 1; ; p++) {
+		if (*p && *p != '/')
+			continue;
+		char c = *p;
+
+		*p = 0;
+		if (mkdir(copy, 0700) && errno != EEXIST) {
+			r = -errno;
+			break;
+		}
+		if (!(*p = c))
+			break;
+	}
+	free(copy);
+	return r;
+}
+
+int ls_web_store_name_ok(const char *name)
+{
+	size_t n = strlen(name), i;
+
+	if (n <= strlen(SUFFIX) || n > NAME_MAX_LEN ||
+	    strcmp(name + n - strlen(SUFFIX), SUFFIX) || strstr(name, ".."))
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || (i && strchr("._-", c))))
+			return 0;
+	}
+	return 1;
+}
+
+/* ------------------------------------------------------------- saving */
+
+/* A new file "PID-YYYYmmddTHHMMSSZ[-N].lsnap.tmp" opened O_EXCL, whose
+ * final name is free too; the lock keeps two requests off one name. */
+static int create_name(struct ls_web *w, pid_t pid, char *name, size_t cap,
+		       char *path, size_t pcap)
+{
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int fd = -1, k;
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	pthread_mutex_lock(&w->store_lock);
+	for (k = 0; k < 100 && fd < 0; k++) {
+		if (k)
+			snprintf(name, cap, "%d-%s-%d" SUFFIX, (int)pid, stamp, k);
+		else
+			snprintf(name, cap, "%d-%s" SUFFIX, (int)pid, stamp);
+		snprintf(path, pcap, "%s/%s", w->snapdir, name);
+		if (!access(path, F_OK))
+			continue;
+		snprintf(path, pcap, "%s/%s" LS_SUFFIX_TMP, w->snapdir, name);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+			  O_NOFOLLOW, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	pthread_mutex_unlock(&w->store_lock);
+	return fd;
+}
+
+int ls_web_store_save(struct ls_web *w, pid_t pid, char *name, size_t cap,
+		      struct ls_web_reply *rep)
+{
+	char tmp[4400], final[4400], err[5000];
+	struct ls_snapshot check;
+	int fd, r;
+
+	fd = create_name(w, pid, name, cap, tmp, sizeof(tmp));
+	if (fd < 0)
+		return ls_web_error(rep, 500, "cannot write in '%s': %s",
+				    w->snapdir, strerror(errno));
+	r = ls_client_fetch(pid, 1, fd, err, sizeof(err));
+	if (close(fd) && !r) {
+		r = -errno;
+		snprintf(err, sizeof(err), "cannot write '%s': %s", tmp,
+			 strerror(errno));
+	}
+	/* Only a snapshot that reads back whole is kept. */
+	if (!r && !(r = ls_snapshot_load(tmp, &check, err, sizeof(err))))
+		ls_snapshot_release(&check);
+	else if (!r)
+		r = -EINVAL;
+	snprintf(final, sizeof(final), "%s/%s", w->snapdir, name);
+	if (!r && rename(tmp, final)) {
+		r = -errno;
+		snprintf(err, sizeof(err), "cannot write '%s': %s", final,
+			 strerror(errno));
+	}
+	if (r) {
+		unlink(tmp);
+		return ls_web_error(rep, ls_web_status_of(r), "%s", err);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* Open a saved snapshot: a regular file, no link followed. */
+static int open_saved(struct ls_web *w, const char *name,
+		      struct ls_web_reply *rep)
+{
+	int dfd = open(w->snapdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+	struct stat st;
+
+	if (dfd < 0)
+		return -ls_web_error(rep, 500, "cannot open '%s': %s",
+				     w->snapdir, strerror(errno));
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	close(dfd);
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		return -ls_web_error(rep, 404, "no saved snapshot '%s'", name);
+	}
+	return fd;
+}
+
+int ls_web_store_load(struct ls_web *w, const char *name,
+		      struct ls_snapshot *snap, struct ls_web_reply *rep)
+{
+	char err[1024];
+	int fd = open_saved(w, name, rep), r;
+
+	memset(snap, 0, sizeof(*snap));
+	if (fd < 0)
+		return -fd;
+	r = ls_snapshot_read_fd(fd, snap, err, sizeof(err));
+	close(fd);
+	if (r)
+		return ls_web_error(rep, 422, "'%s': %s", name, err);
+	return 0;
+}
+
+int ls_web_store_remove(struct ls_web *w, const char *name,
+			struct ls_web_reply *rep)
+{
+	int fd = open_saved(w, name, rep), dfd;
+
+	if (fd < 0)
+		return -fd;
+	close(fd);
+	dfd = open(w->snapdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || unlinkat(dfd, name, 0)) {
+		int e = errno;
+
+		if (dfd >= 0)
+			close(dfd);
+		return ls_web_error(rep, 500, "cannot remove '%s': %s", name,
+				    strerror(e));
+	}
+	close(dfd);
+	return 0;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int valid_entry(const struct dirent *d)
+{
+	return ls_web_store_name_ok(d->d_name);
+}
+
+int ls_web_store_list(struct ls_web *w, struct ls_json *j)
+{
+	struct dirent **names = NULL;
+	char path[4400];
+	struct stat st;
+	int n, i;
+
+	n = scandir(w->snapdir, &names, valid_entry, by_name);
+	ls_json_str(j, "dir", w->snapdir);
+	ls_json_array(j, "snapshots");
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", w->snapdir,
+			 names[i]->d_name);
+		if (!lstat(path, &st) && S_ISREG(st.st_mode)) {
+			ls_json_object(j, NULL);
+			ls_json_str(j, "name", names[i]->d_name);
+			ls_json_u64(j, "pid", strtoul(names[i]->d_name, NULL, 10));
+			ls_json_u64(j, "bytes", (uint64_t)st.st_size);
+			ls_json_u64(j, "mtime", (uint64_t)st.st_mtime);
+			ls_json_end(j);
+		}
+		free(names[i]);
+	}
+	free(names);
+	ls_json_end(j);
+	return n < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* -------------------------------------------------------- post-mortem */
+
+/*
+ * The runtime dirs whose post-mortem files this user may read: its own
+ * (as the agents compute it); for root also every user's default dirs.
+ * NEEDSWORK: a dead process whose agent had its own LEAKSCOPE_RUNTIME_DIR
+ * elsewhere is not found; the CLI's `report --postmortem` has the same
+ * limit once the process is gone.
+ */
+static int runtime_dirs(glob_t *g)
+{
+	static const char *const patterns[] = {
+		"/dev/shm/leakscope-*", "/run/user/*/leakscope",
+		"/tmp/leakscope-*",
+	};
+	char own[4096];
+	size_t i;
+	int flags = 0;
+
+	memset(g, 0, sizeof(*g));
+	if (ls_runtime_dir(own, sizeof(own)))
+		return -ENAMETOOLONG;
+	if (glob(own, GLOB_NOCHECK | GLOB_NOESCAPE, NULL, g))
+		return -ENOMEM;
+	flags = GLOB_APPEND | GLOB_NOESCAPE;
+	for (i = 0; getuid() == 0 && i < sizeof(patterns) / sizeof(*patterns); i++)
+		glob(patterns[i], flags, NULL, g);
+	return 0;
+}
+
+/* A "<pid>.pm" regular file this user owns (any for root), of a pid
+ * that no longer runs. */
+static int dead_pm(const char *dir, const char *name, pid_t *pid,
+		   struct stat *st)
+{
+	char path[4400], num[16];
+	size_t n = strlen(name), sl = strlen(LS_SUFFIX_PM);
+
+	if (n <= sl || n - sl >= sizeof(num) ||
+	    strcmp(name + n - sl, LS_SUFFIX_PM))
+		return 0;
+	memcpy(num, name, n - sl);
+	num[n - sl] = 0;
+	if (!ls_web_parse_pid(num, pid))
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (lstat(path, st) || !S_ISREG(st->st_mode) ||
+	    (getuid() != 0 && st->st_uid != getuid()))
+		return 0;
+	return kill(*pid, 0) && errno == ESRCH;
+}
+
+static void list_dir(struct ls_json *j, const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct stat st;
+	pid_t pid;
+
+	while (d && (de = readdir(d))) {
+		if (!dead_pm(dir, de->d_name, &pid, &st))
+			continue;
+		ls_json_object(j, NULL);
+		ls_json_u64(j, "pid", (uint64_t)pid);
+		ls_json_u64(j, "uid", (uint64_t)st.st_uid);
+		ls_json_u64(j, "bytes", (uint64_t)st.st_blocks * 512);
+		ls_json_u64(j, "mtime", (uint64_t)st.st_mtime);
+		ls_json_end(j);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The own dir may match root's patterns too (a LEAKSCOPE_RUNTIME_DIR
+ * under /tmp): list each dir once. */
+static int seen_before(const glob_t *g, size_t i)
+{
+	size_t k;
+
+	for (k = 0; k < i; k++)
+		if (!strcmp(g->gl_pathv[k], g->gl_pathv[i]))
+			return 1;
+	return 0;
+}
+
+int ls_web_postmortem_list(struct ls_json *j)
+{
+	glob_t g;
+	size_t i;
+	int r = runtime_dirs(&g);
+
+	ls_json_array(j, "postmortem");
+	for (i = 0; !r && i < g.gl_pathc; i++)
+		if (!seen_before(&g, i))
+			list_dir(j, g.gl_pathv[i]);
+	ls_json_end(j);
+	if (!r)
+		globfree(&g);
+	return r;
+}
+
+int ls_web_postmortem_load(pid_t pid, struct ls_snapshot *snap,
+			   struct ls_web_reply *rep)
+{
+	char name[32], path[4400], err[1024];
+	struct stat st;
+	pid_t got;
+	glob_t g;
+	size_t i;
+	int r = -ENOENT;
+
+	memset(snap, 0, sizeof(*snap));
+	if (runtime_dirs(&g))
+		return ls_web_error(rep, 500, "no runtime dir");
+	snprintf(name, sizeof(name), "%d" LS_SUFFIX_PM, (int)pid);
+	for (i = 0; i < g.gl_pathc && r == -ENOENT; i++) {
+		if (!dead_pm(g.gl_pathv[i], name, &got, &st))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", g.gl_pathv[i], name);
+		r = ls_postmortem_load(path, snap, err, sizeof(err));
+	}
+	globfree(&g);
+	if (r == -ENOENT)
+		return ls_web_error(rep, 404, "no post-mortem file of a dead "
+				    "process %d", (int)pid);
+	if (r)
+		return ls_web_error(rep, 422, "%s", err);
+	return 0;
+}
