@@ -231,14 +231,7 @@ def t_valgrind():
     r = run_process([vg, "--leak-check=full", "--show-leak-kinds=all",
                      workload("reach")], input=b"", timeout=120)
     vrec = valgrind_records(r.stderr.decode("utf-8", "replace"))
-    rep = root_report(at_exit())
-    ours = {}
-    for fn, figs in by_site(rep).items():
-        for k in KINDS:
-            if figs[k]["blocks"]:
-                held = figs["held_indirect"]["bytes"] if k == "definite" else 0
-                ours.setdefault(fn, []).append(
-                    (k, figs[k]["bytes"], held, figs[k]["blocks"]))
+    ours = our_records(root_report(at_exit()))
     eq(sorted(vrec), sorted(ours), "sites with records")
     for fn in ours:
         eq(sorted(ours[fn]), sorted(vrec[fn]), "records of %s" % fn)
@@ -267,6 +260,44 @@ def t_untracked_roots():
     eq(f["definite"]["blocks"], 0, "not reported lost")
     ok("site_holder" not in got and "site_leak" not in got,
        "the blocks reset forgot are not listed", str(list(got)))
+
+
+def our_records(rep):
+    ours = {}
+    for fn, figs in by_site(rep).items():
+        for k in KINDS:
+            if figs[k]["blocks"]:
+                held = figs["held_indirect"]["bytes"] if k == "definite" else 0
+                ours.setdefault(fn, []).append(
+                    (k, figs[k]["bytes"], held, figs[k]["blocks"]))
+    return ours
+
+
+@check("valgrind's live leak check (vgdb leak_check full reachable any) on "
+       "the same workload, running: the same records as check PID")
+def t_valgrind_live():
+    vg = need("valgrind")
+    vgdb = need("vgdb")
+    p = subprocess.Popen([vg, "--vgdb=yes", workload("reach")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        ok(p.stdout.readline().startswith(b"ready"), "reach under valgrind")
+        r = run_process([vgdb, "--pid=%d" % p.pid, "leak_check", "full",
+                         "reachable", "any"], timeout=60)
+    finally:
+        p.stdin.close()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    vrec = valgrind_records((r.stdout + r.stderr).decode("utf-8", "replace"))
+    j, _, _, _ = live()
+    ours = our_records(j)
+    eq(sorted(vrec), sorted(ours), "sites with records")
+    for fn in ours:
+        eq(sorted(ours[fn]), sorted(vrec[fn]), "live records of %s" % fn)
 
 
 @check("check PID while a thread allocates without pause: no crash, no hang")
