@@ -21,6 +21,7 @@
 #include "mmaps.h"
 #include "modules.h"
 #include "pmfile.h"
+#include "reach.h"
 #include "real.h"
 #include "sample.h"
 #include "site.h"
@@ -379,6 +380,19 @@ static void ls_agent_start(void)
 	errno = saved;
 }
 
+/* With --leak-check the categorized snapshot; without, or when the check
+ * could not run, the plain one over whatever the check began. */
+static int write_checked(int fd)
+{
+	if (ls_agent.leak_check &&
+	    !ls_reach_at_exit(fd, ls_agent.exit_blocks, ls_control_tid() != 0))
+		return 0;
+	if (ls_agent.leak_check &&
+	    (ftruncate(fd, 0) || lseek(fd, 0, SEEK_SET) < 0))
+		return -errno;
+	return ls_snapwrite(fd, LSNAP_REASON_EXIT, ls_agent.exit_blocks);
+}
+
 static void write_exit_snapshot(void)
 {
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 80];
@@ -390,8 +404,12 @@ static void write_exit_snapshot(void)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
-	if (ls_snapwrite(fd, LSNAP_REASON_EXIT, ls_agent.exit_blocks) ||
-	    close(fd))
+	if (write_checked(fd)) {
+		close(fd);
+		unlink(tmp);
+		return;
+	}
+	if (close(fd))
 		unlink(tmp);
 	else
 		rename(tmp, path);
@@ -610,7 +628,7 @@ struct ls_attach_result *leakscope_attach(const char *settings)
 			res->status = LS_ATTACH_FAILED;
 		} else {
 			ls_attach_list();
-			res->control_tid = (uint32_t)ls_control_tid();
+			res->control_tid = (uint32_t)ls_control_tid_wait();
 			res->start_wall_ns = ls_agent.attach_wall_ns;
 		}
 	}

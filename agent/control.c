@@ -22,6 +22,7 @@
 #include "control.h"
 #include "guard.h"
 #include "pmfile.h"
+#include "reach.h"
 #include "snapwrite.h"
 #include "state.h"
 #include "sys.h"
@@ -104,6 +105,106 @@ static void reply_error(int fd, const char *msg)
 	send_line(fd, LS_REPLY_ERR, msg);
 }
 
+/* Exactly len bytes within the timeout; 0 or a negative errno. */
+static int recv_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pf, 1, REQUEST_TIMEOUT_MS) <= 0)
+			return -ETIMEDOUT;
+		n = recv(fd, p, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EPROTO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The stopped threads' registers (struct lsnap_check_hdr + records) into
+ * *th, agent memory of *bytes; 0 or a negative errno. */
+static int recv_threads(int fd, struct lsnap_check_thread **th, uint32_t *n,
+			size_t *bytes)
+{
+	struct lsnap_check_hdr h;
+	int r = recv_all(fd, &h, sizeof(h));
+
+	if (r)
+		return r;
+	if (memcmp(h.magic, LSNAP_CHECK_MAGIC, sizeof(h.magic)) ||
+	    h.nthreads > LSNAP_CHECK_MAX_THREADS)
+		return -EPROTO;
+	*bytes = (size_t)h.nthreads * sizeof(**th) + 1;
+	*th = ls_sys_map(*bytes);
+	if (!*th)
+		return -ENOMEM;
+	*n = h.nthreads;
+	return recv_all(fd, *th, (size_t)h.nthreads * sizeof(**th));
+}
+
+/*
+ * `check`: the client stops every other thread once we say READY, sends
+ * their registers; we clone the image, say CLONED (the client lets the
+ * threads go), and the child sends the snapshot.  The child waits on a
+ * pipe for our CLONED line to be out first.  docs/CONTROL-PROTOCOL.md.
+ */
+static void serve_check(int fd, int with_blocks)
+{
+	struct lsnap_check_thread *th = NULL;
+	size_t bytes = 0;
+	uint32_t n = 0;
+	char line[64];
+	int r, len, gate[2] = { -1, -1 };
+	pid_t child;
+
+	r = ls_reach_prepare();
+	if (r == -ENOTSUP) {
+		reply_error(fd, "check needs full tracking (this process runs "
+			    "sampled)");
+		return;
+	}
+	if (r) {
+		reply_error(fd, "cannot prepare the check");
+		return;
+	}
+	len = snprintf(line, sizeof(line), "READY %d\n", (int)ls_gettid());
+	if (send(fd, line, (size_t)len, MSG_NOSIGNAL) != len)
+		return;
+	r = recv_threads(fd, &th, &n, &bytes);
+	if (r) {
+		reply_error(fd, r == -ENOMEM ? "out of memory" :
+			    "malformed register list");
+		goto out;
+	}
+	if (pipe2(gate, O_CLOEXEC)) {
+		reply_error(fd, "cannot create a pipe");
+		goto out;
+	}
+	child = ls_reach_spawn(fd, th, n, with_blocks, LSNAP_REASON_REQUEST, 0,
+			       gate);
+	if (child < 0) {
+		reply_error(fd, "cannot clone the process image");
+		goto out;
+	}
+	len = snprintf(line, sizeof(line), "CLONED %d\n", (int)child);
+	send(fd, line, (size_t)len, MSG_NOSIGNAL);
+	close(gate[1]);		/* the child's turn */
+	gate[1] = -1;
+	ls_reach_wait(child);
+out:
+	if (gate[0] >= 0)
+		close(gate[0]);
+	if (gate[1] >= 0)
+		close(gate[1]);
+	ls_sys_unmap(th, bytes);
+}
+
 static void serve(int fd)
 {
 	char req[LS_CONTROL_MAX_REQUEST];
@@ -140,7 +241,11 @@ static void serve(int fd)
 		}
 		detaching = 1;
 		send_line(fd, LS_REPLY_OK, "");
-	} else if (!strcmp(req, LS_VERB_PING))
+	} else if (!strcmp(req, LS_VERB_CHECK))
+		serve_check(fd, 0);
+	else if (!strcmp(req, LS_VERB_CHECK_BLOCKS))
+		serve_check(fd, 1);
+	else if (!strcmp(req, LS_VERB_PING))
 		send_line(fd, LS_REPLY_PING, "");
 	else
 		reply_error(fd, "unknown request");
@@ -242,6 +347,11 @@ static void *control_main(void *arg)
 
 pid_t ls_control_tid(void)
 {
+	return __atomic_load_n(&control_tid, __ATOMIC_ACQUIRE);
+}
+
+pid_t ls_control_tid_wait(void)
+{
 	int i;
 
 	/* Started a moment ago: give it a second to say who it is. */
@@ -316,6 +426,7 @@ void ls_control_stop(void)
 
 void ls_control_forget_child(void)
 {
+	control_tid = 0;
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;

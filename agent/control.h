@@ -23,7 +23,7 @@ int ls_control_start(void (*reset)(void));
  * just started to report it; 0 when none runs.  `leakscope attach` leaves
  * it running while it stops the program's threads.
  */
-pid_t ls_control_tid(void);
+pid_t ls_control_tid_wait(void);
 /*
  * In an attached process: serve the detach verb with detach (0, or a
  * negative errno and a reason in why); after answering OK the control
@@ -35,6 +35,9 @@ void ls_control_stop(void);
 /* In a fork child: the control thread did not survive; drop its state
  * without touching the parent's socket. */
 void ls_control_forget_child(void);
+
+/* The control thread's id once it runs in this process, else 0. */
+pid_t ls_control_tid(void);
 
 /* Create the runtime dir (common/runtime.h) if needed and check that it
  * is ours and private; 0 or -errno. */

@@ -27,6 +27,7 @@ struct ls_agent {
 	int depth;		/* frames captured at most */
 	int follow_exec;
 	int exit_blocks;	/* block list in the exit snapshot */
+	int leak_check;		/* a reachability check at exit */
 	int control;		/* serve the control socket */
 	int keep_pm;		/* keep the post-mortem file after exit */
 	int all_children;	/* every fork child writes an exit snapshot */

@@ -32,6 +32,8 @@ const struct ls_command ls_commands[] = {
 	  &ls_watch_usage, ARGS(ls_watch_args), ls_watch_defaults, 1 },
 	{ "top", ls_cmd_top, LS_CMD_TARGET | LS_CMD_REPORT,
 	  &ls_top_usage, ARGS(ls_watch_args), ls_top_defaults, 1 },
+	{ "check", ls_cmd_check, LS_CMD_TARGET | LS_CMD_PID | LS_CMD_REPORT,
+	  &ls_check_usage, ARGS(ls_check_args), ls_check_defaults, 1 },
 	{ "diff", ls_cmd_diff, LS_CMD_REPORT, &ls_diff_usage,
 	  ARGS(ls_report_args), NULL, 0 },
 	{ "trace", ls_cmd_trace, LS_CMD_REPORT | LS_CMD_STOP_AT_ARG,

@@ -95,7 +95,7 @@ static void add_block(struct ls_snapshot *s, uint64_t addr, uint64_t size,
 		      uint64_t birth, uint32_t site, uint32_t tid)
 {
 	s->blocks[s->nblocks++] = (struct ls_block){ addr, size, birth, site,
-						     tid };
+						     tid, LSNAP_REACH_NONE };
 }
 
 static void base_header(struct ls_snapshot *s)
