@@ -29,8 +29,29 @@ AGENT_LDLIBS = -ldl -lpthread -lm
 CLI_CFLAGS = $(CFLAGS_COMMON) -DLS_LIBDIR='"$(LIBDIR)"' -I/usr/include/libiberty
 CLI_LDLIBS = -ldw -lelf -l:libiberty.a -lz -lm -lpthread
 
+# The eBPF tracer (`leakscope trace`, bpf/) is built when clang, bpftool,
+# libbpf's headers and the kernel's BTF are all here; without them
+# leakscope builds without it and `leakscope trace` says why.
+BPF_CLANG ?= clang
+BPF_STRIP ?= $(shell command -v llvm-strip 2>/dev/null)
+BPFTOOL ?= $(shell PATH="$$PATH:/usr/sbin:/sbin" command -v bpftool 2>/dev/null)
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+HAVE_BPF := $(shell command -v $(BPF_CLANG) >/dev/null 2>&1 && \
+	test -n "$(BPFTOOL)" && test -r $(VMLINUX_BTF) && \
+	test -f /usr/include/bpf/libbpf.h && echo yes)
+ifeq ($(HAVE_BPF),yes)
+BPF_OBJ = $(B)/bpf/trace.o $(B)/bpf/tracemodel.o
+CLI_CFLAGS += -DLS_HAVE_BPF
+CLI_LDLIBS += -lbpf
+else
+BPF_OBJ =
+$(info leakscope: building without eBPF tracing: needs clang, bpftool, libbpf-dev and $(VMLINUX_BTF))
+endif
+
 AGENT_SRC = $(wildcard agent/*.c)
-AGENT_OBJ = $(AGENT_SRC:%.c=$(B)/%.o)
+# common/cfi.c, the .eh_frame reader, is the agent's and the eBPF
+# tracer's (lib/stackcopy.c): built once, with the agent's flags.
+AGENT_OBJ = $(AGENT_SRC:%.c=$(B)/%.o) $(B)/common/cfi.o
 # Everything but the interposed entry points, for unit tests.
 AGENT_CORE_OBJ = $(filter-out $(B)/agent/hooks.o,$(AGENT_OBJ))
 
@@ -90,6 +111,10 @@ ERL_TEST_OUT = $(if $(HAVE_EI),$(B)/erlang/test/leaky_nif.so $(B)/erlang/test/le
 
 all: $(B)/leakscope $(B)/libleakscope.so $(B)/leakscope.1 $(ERLANG_OUT)
 
+$(B)/common/cfi.o: common/cfi.c common/cfi.h
+	@mkdir -p $(@D)
+	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
+
 $(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
@@ -113,7 +138,8 @@ $(B)/gen/flamegraph-js.h: lib/flamegraph.js
 $(B)/lib/flamegraph_svg.o: $(B)/gen/flamegraph-js.h
 $(B)/lib/flamegraph_svg.o: CLI_CFLAGS += -I$(B)/gen
 
-$(REPORT_LIB): $(LIB_OBJ)
+# lib/stackcopy.c reads CFI with the agent's own reader.
+$(REPORT_LIB): $(LIB_OBJ) $(B)/common/cfi.o
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(wildcard lib/*.h) $(wildcard common/*.h) $(wildcard erlang/*.h)
@@ -131,7 +157,7 @@ $(B)/web/embed.o: web/embed.S $(wildcard web/page/*) $(CHARTJS)
 $(WEB_LIB): $(WEB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/leakscope: $(CLI_OBJ) $(CNODE_OBJ) $(WEB_LIB) $(REPORT_LIB)
+$(B)/leakscope: $(CLI_OBJ) $(BPF_OBJ) $(CNODE_OBJ) $(WEB_LIB) $(REPORT_LIB)
 	$(CC) -o $@ $^ $(CNODE_LDLIBS) $(CLI_LDLIBS) $(WEB_LDLIBS)
 
 # --- erlang/ ----------------------------------------------------------------
@@ -172,12 +198,32 @@ $(B)/erlang/test/%.beam: erlang/test/%.erl
 	@mkdir -p $(@D)
 	$(ERLC) -o $(@D) $<
 
+# bpf/: vmlinux.h is generated from the running kernel's BTF, never kept
+# in the tree; the skeleton embeds the BPF object (debug info stripped,
+# BTF kept).
+$(B)/bpf/vmlinux.h:
+	@mkdir -p $(@D)
+	$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
+
+$(B)/bpf/%.bpf.o: bpf/%.bpf.c bpf/%.h $(B)/bpf/vmlinux.h
+	$(BPF_CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_x86 -I$(B)/bpf -Ibpf -c -o $@ $<
+	$(if $(BPF_STRIP),$(BPF_STRIP) -g $@)
+
+$(B)/bpf/%.skel.h: $(B)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
+
+$(B)/bpf/trace.o: bpf/trace.c $(wildcard bpf/*.h) $(B)/bpf/trace.skel.h $(wildcard lib/*.h)
+	$(CC) $(CLI_CFLAGS) -I$(B)/bpf -c -o $@ $<
+
+$(B)/bpf/tracemodel.o: bpf/tracemodel.c $(wildcard bpf/*.h) $(wildcard lib/*.h)
+	$(CC) $(CLI_CFLAGS) -c -o $@ $<
+
 # The manual page, printed by the command from the tables its --help
 # comes from.
 $(B)/leakscope.1: $(B)/leakscope
 	$(B)/leakscope help --man >$@.tmp && mv $@.tmp $@
 
-$(B)/cli-lib.a: $(CLI_LIB_OBJ)
+$(B)/cli-lib.a: $(CLI_LIB_OBJ) $(BPF_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/tap.h
@@ -192,9 +238,9 @@ $(B)/tests/unit/t-web-%: tests/unit/t-web-%.c $(WEB_LIB) $(REPORT_LIB) tests/uni
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(WEB_LIB) $(REPORT_LIB) $(CLI_LDLIBS) $(WEB_LDLIBS)
 
-$(B)/tests/unit/t-erlang-%: tests/unit/t-erlang-%.c $(B)/erlang/term.o tests/unit/tap.h
+$(B)/tests/unit/t-erlang-%: tests/unit/t-erlang-%.c $(CNODE_OBJ) $(REPORT_LIB) tests/unit/tap.h
 	@mkdir -p $(@D)
-	$(CC) $(CLI_CFLAGS) -D_REENTRANT -I$(ERL_INC) -o $@ $< $(B)/erlang/term.o $(EI_LIB) -lpthread
+	$(CC) $(CLI_CFLAGS) -D_REENTRANT -I$(ERL_INC) -o $@ $< $(CNODE_OBJ) $(REPORT_LIB) $(EI_LIB) $(CLI_LDLIBS)
 
 $(B)/tests/workloads/lib%.so: tests/workloads/lib%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
@@ -203,6 +249,11 @@ $(B)/tests/workloads/lib%.so: tests/workloads/lib%.c tests/workloads/wl.h
 $(B)/tests/workloads/%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $< -ldl
+
+# A program `leakscope attach` must refuse: no dynamic loader.
+$(B)/tests/workloads/static-wait: tests/workloads/static-wait.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -static -o $@ $<
 
 # Linked with a library whose constructor allocates (issue 12).
 $(B)/tests/workloads/early-ctor: tests/workloads/early-ctor.c tests/workloads/wl.h $(B)/tests/workloads/libearly.so

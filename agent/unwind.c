@@ -13,7 +13,7 @@
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
 #include <sys/uio.h>
-#include "cfi.h"
+#include "../common/cfi.h"
 #include "sys.h"
 #include "unwind.h"
 

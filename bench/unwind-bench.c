@@ -30,7 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include "../agent/cfi.h"
+#include "../common/cfi.h"
 #include "../agent/libunwind-load.h"
 #include "../agent/unwind.h"
 

@@ -22,6 +22,8 @@ const struct ls_renderer ls_renderers[] = {
 	{ "pprof", "a gzip-compressed pprof heap profile (docs/PPROF.md)",
 	  ls_render_pprof, NULL, NULL,
 	  LS_NEEDS_SYMBOLS | LS_NEEDS_OWN_FILE | LS_NEEDS_NOT_TTY, "profile" },
+	{ "memleak", "bcc memleak's shape (the default of `leakscope trace`)",
+	  ls_render_memleak, NULL, NULL, LS_NEEDS_SYMBOLS, "report" },
 	{ NULL, NULL, NULL, NULL, NULL, 0, NULL },
 };
 

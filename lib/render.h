@@ -70,6 +70,8 @@ int ls_render_folded(const struct ls_render_ctx *ctx);
 int ls_render_svg(const struct ls_render_ctx *ctx);
 /* Binary: a gzip-compressed pprof Profile (docs/PPROF.md). */
 int ls_render_pprof(const struct ls_render_ctx *ctx);
+/* bcc memleak's shape (render_memleak.c), `leakscope trace`'s default. */
+int ls_render_memleak(const struct ls_render_ctx *ctx);
 int ls_render_stats_text(FILE *out, const struct ls_snapshot *snap);
 int ls_render_stats_json(FILE *out, const struct ls_snapshot *snap);
 int ls_render_diff_text(FILE *out, const struct ls_diff *d,

@@ -36,6 +36,15 @@ struct ls_site_stats {
 						   in 1/256 s */
 };
 
+/* A site's blocks by reachability category (enum lsnap_reach_kind),
+ * from a check (struct lsnap_reach_site without the id). */
+struct ls_reach_figs {
+	uint64_t bytes[LSNAP_REACH_KINDS];
+	uint64_t blocks[LSNAP_REACH_KINDS];
+	uint64_t indirect_bytes;	/* held by its definitely lost blocks */
+	uint64_t indirect_blocks;
+};
+
 struct ls_site {
 	uint32_t id;
 	uint32_t kind;		/* enum lsnap_site_kind */
@@ -50,12 +59,15 @@ struct ls_site {
 				   oldest first; NULL if none */
 	uint32_t nhistory;
 	struct ls_site_stats stats;	/* zero when the snapshot has none */
+	struct ls_reach_figs reach;	/* zero unless the snapshot has_reach */
 };
 
 struct ls_block {
 	uint64_t addr, size, birth_ns;
 	uint32_t site;		/* ls_site.id */
 	uint32_t tid;
+	uint8_t reach;		/* enum lsnap_reach_kind; LSNAP_REACH_NONE
+				   without a check or for a mapping */
 };
 
 struct ls_snapshot {
@@ -63,6 +75,7 @@ struct ls_snapshot {
 	int has_totals, has_mallinfo, has_blocks, has_history, has_unwind;
 	int has_peak;		/* peak below, and the sites' stats */
 	struct lsnap_peak peak;
+	int has_attach;		/* attached to a running process: attach */
 	int has_dropped;
 	uint64_t dropped;	/* events the agent could not record (out of
 				   memory): figures are low by that much */
@@ -76,6 +89,11 @@ struct ls_snapshot {
 	struct lsnap_totals totals;
 	struct lsnap_mallinfo mallinfo;
 	struct lsnap_unwind unwind;
+	struct lsnap_attach attach;
+	int has_reach;		/* from a reachability check */
+	struct lsnap_reach reach;
+	uint64_t reach_pause_ns;	/* set by the caller that stopped the
+					   threads; 0 = not measured */
 
 	char **argv;		/* owned, argc entries + NULL */
 	size_t argc;
@@ -116,5 +134,8 @@ const struct ls_site *ls_snapshot_site(const struct ls_snapshot *snap,
 /* Age of a block at snapshot time, 0 for a clock that went backwards. */
 uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
 			 const struct ls_block *b);
+
+/* "heap", "mmap", "brk", "fault", "kernel" (enum lsnap_site_kind). */
+const char *ls_site_kind_name(uint32_t kind);
 
 #endif /* LEAKSCOPE_SNAPSHOT_H */

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <demangle.h>
 #include "symbolize.h"
+#include "kallsyms.h"
 #include "util.h"
 
 #define VDSO_NAME "linux-vdso.so.1"
@@ -57,6 +58,9 @@ struct ls_sympool {
 
 	char **strs;		/* interned strings, open addressing */
 	size_t strs_cap, strs_used;
+
+	struct ls_kallsyms *ksyms;	/* read when a kernel frame comes */
+	int ksyms_tried;
 };
 
 #define SLOT_UNTRIED (-2)	/* ls_symbolizer.slot: not looked up yet */
@@ -175,6 +179,7 @@ void ls_sympool_free(struct ls_sympool *p)
 
 	if (!p)
 		return;
+	ls_kallsyms_free(p->ksyms);
 	for (i = 0; i < p->n; i++) {
 		if (p->v[i].dwfl)
 			dwfl_end(p->v[i].dwfl);
@@ -548,15 +553,49 @@ static struct cache_ent *lookup(struct ls_symbolizer *sym, long slot,
 	return e;
 }
 
+/* A kernel return address (the eBPF tracer's kernel stacks), through
+ * /proc/kallsyms: the function holding the call, offset from addr. */
+static int resolve_kernel(struct ls_symbolizer *s, const struct ls_module *m,
+			  uint64_t addr, struct ls_symframe *out, size_t max,
+			  size_t *n)
+{
+	struct ls_sympool *p = s->pool;
+	const char *name, *mod;
+	uint64_t off;
+
+	*n = 1;
+	if (max < 1)
+		return -ENOSPC;
+	if (!p->ksyms_tried) {
+		p->ksyms_tried = 1;
+		p->ksyms = ls_kallsyms_load(NULL);
+	}
+	memset(out, 0, sizeof(*out));
+	out->addr = addr;
+	out->module = m->path;
+	out->mod = m;
+	name = ls_kallsyms_find(p->ksyms, addr ? addr - 1 : 0, &off, &mod);
+	if (name) {
+		out->function = intern(s, name);
+		out->offset = off + 1;
+		if (mod[0])
+			out->module = intern(s, mod);
+	}
+	return 0;
+}
+
 int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		       struct ls_symframe *out, size_t max, size_t *n)
 {
 	long idx = pick_module(s->snap, gen, addr);
 	const struct ls_module *m = idx >= 0 ? &s->snap->modules[idx] : NULL;
-	Dwfl_Module *mod = m ? open_module(s, (size_t)idx) : NULL;
+	Dwfl_Module *mod;
 	struct cache_ent *e;
 	size_t i;
 
+	if (m && !strcmp(m->path, LS_KERNEL_MODULE))
+		return resolve_kernel(s, m, addr, out, max, n);
+	mod = m ? open_module(s, (size_t)idx) : NULL;
 	*n = 1;
 	if (!mod) {		/* no module, or no usable file: its name */
 		if (max < 1)

@@ -51,6 +51,10 @@ struct ls_symframe {
 
 struct ls_symbolizer;
 
+/* The pseudo-module of kernel addresses (the eBPF tracer's kernel
+ * stacks): resolved through /proc/kallsyms, not a file. */
+#define LS_KERNEL_MODULE "kernel"
+
 /*
  * A symbolizer for the modules of snap, which must outlive it.  Returns
  * NULL with errno set (ENOMEM) on failure.  Unsets DEBUGINFOD_URLS in

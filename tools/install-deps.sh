@@ -3,13 +3,13 @@
 # demo, if any is missing.  Idempotent: does nothing when all are present.
 set -e
 # Build: the agent, the report library and the command; eBPF programs
-# (clang, libbpf, bpftool); the Erlang NIF and C node (erlang-dev, elixir);
+# (clang, libbpf, bpftool; bpftrace for bench/trace-cost); the Erlang NIF and C node (erlang-dev, elixir);
 # the web view (libmicrohttpd, Chart.js).  Tests: the real programs traced,
 # a browser and go tool pprof to open what users open, valgrind to compare
 # leak categories with.
 PKGS="gcc g++ make pkg-config libc6-dev libdw-dev libelf-dev libiberty-dev \
 zlib1g-dev libunwind8 python3 perl git sqlite3 tmux \
-clang llvm libbpf-dev bpftool \
+clang llvm libbpf-dev bpftool bpftrace \
 erlang-nox erlang-dev elixir \
 libmicrohttpd-dev libjs-chart.js \
 chromium fonts-dejavu-core golang-go valgrind redis-server redis-tools nginx-light"

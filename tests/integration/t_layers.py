@@ -4,9 +4,11 @@
   programs and links nothing of the CLI);
 - lib/ includes only lib/ and common/ (the report library never depends on
   the command-line layer);
+- bpf/ (the eBPF tracer's user side, a source beside lib/) includes bpf/,
+  lib/ and common/;
 - web/ (the server of `leakscope serve`) includes web/, lib/ and common/;
-- cli/ includes cli/, web/, lib/, common/ and erlang/ (the C node behind
-  `leakscope beam`), never agent/;
+- cli/ includes cli/, web/, bpf/, lib/, common/ and erlang/ (the C node
+  behind `leakscope beam`), never agent/;
 - erlang/ includes erlang/, lib/ and common/ (the NIF and the C node are
   clients of the report library, like the CLI);
 - common/ includes only common/;
@@ -27,8 +29,9 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 ALLOWED = {
     "agent": {"agent", "common"},
     "lib": {"lib", "common"},
+    "bpf": {"bpf", "lib", "common"},
     "web": {"web", "lib", "common"},
-    "cli": {"cli", "web", "lib", "common", "erlang"},
+    "cli": {"cli", "web", "bpf", "lib", "common", "erlang"},
     "erlang": {"erlang", "lib", "common"},
     "common": {"common"},
 }

@@ -8,8 +8,8 @@
  * or that the frame is a sigreturn trampoline, the outermost frame, or
  * one that cannot be unwound.  x86_64 only.
  */
-#ifndef LEAKSCOPE_AGENT_CFI_H
-#define LEAKSCOPE_AGENT_CFI_H
+#ifndef LEAKSCOPE_COMMON_CFI_H
+#define LEAKSCOPE_COMMON_CFI_H
 
 #include <stdint.h>
 
@@ -58,5 +58,16 @@ union ls_cfi_rule {
  * signal handlers.  Costs about a microsecond: cache the result.
  */
 uint64_t ls_cfi_rule(uint64_t pc, int exact, int *cacheable);
+
+/*
+ * The same for a module this process can read but did not load itself:
+ * [lo, hi) holds the module's image (its PT_LOAD segments at their
+ * virtual addresses, gaps readable), eh_frame_hdr points into it, and pc
+ * is an address of that image.  Every read stays inside [lo, hi).  The
+ * eBPF tracer maps the files of another process so (lib/stackcopy.c).
+ * No allocation, no lock; thread-safe.
+ */
+uint64_t ls_cfi_rule_in(uint64_t lo, uint64_t hi, const void *eh_frame_hdr,
+			uint64_t pc, int exact);
 
 #endif

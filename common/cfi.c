@@ -835,22 +835,27 @@ static uint64_t cfi_rule_from_fde(const struct cfi_mod *m, uint64_t at,
 	return cfi_reduce(&x.row, pc);
 }
 
+uint64_t ls_cfi_rule_in(uint64_t lo, uint64_t hi, const void *eh_frame_hdr,
+			uint64_t pc, int exact)
+{
+	struct cfi_mod m = { lo, hi, eh_frame_hdr };
+
+	if (!m.hdr || (uint64_t)(uintptr_t)m.hdr < m.lo ||
+	    (uint64_t)(uintptr_t)m.hdr >= m.hi)
+		return cfi_simple(LS_CFI_STOP);
+	return cfi_rule_from_fde(&m, exact ? pc : pc - 1, pc, exact);
+}
+
 uint64_t ls_cfi_rule(uint64_t pc, int exact, int *cacheable)
 {
 	struct dl_find_object fo;
-	struct cfi_mod m;
 	uint64_t at = exact ? pc : pc - 1;
 
 	*cacheable = 0;
 	if (_dl_find_object((void *)(uintptr_t)at, &fo) != 0)
 		return cfi_simple(LS_CFI_STOP);
 	*cacheable = 1;
-	m.lo = (uint64_t)(uintptr_t)fo.dlfo_map_start;
-	m.hi = (uint64_t)(uintptr_t)fo.dlfo_map_end;
-	m.hdr = fo.dlfo_eh_frame;
-	if (!m.hdr || (uint64_t)(uintptr_t)m.hdr < m.lo ||
-	    (uint64_t)(uintptr_t)m.hdr >= m.hi)
-		return cfi_simple(LS_CFI_STOP);
-	return cfi_rule_from_fde(&m, at, pc, exact);
+	return ls_cfi_rule_in((uint64_t)(uintptr_t)fo.dlfo_map_start,
+			      (uint64_t)(uintptr_t)fo.dlfo_map_end,
+			      fo.dlfo_eh_frame, pc, exact);
 }
-
