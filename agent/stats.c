@@ -18,14 +18,13 @@ struct ls_stats_sums *ls_stats_shared(void)
 
 int ls_stats_fit(struct ls_stats_sums *s, uint32_t n)
 {
-	uint32_t cap = s->cap ? s->cap : 1024;
+	uint32_t cap = n + n / 2;	/* room to grow, as the snapshot's
+					   other working memory (snapwrite.c) */
 	uint64_t *p;
 	int ret = 0;
 
 	if (n <= s->cap)
 		goto zero;
-	while (cap < n)
-		cap *= 2;
 	p = ls_sys_map((size_t)cap * WORDS * 8);
 	if (!p) {
 		ret = -ENOMEM;

@@ -337,7 +337,9 @@ static void put_peak(const struct ls_render_ctx *c)
 	const struct ls_snapshot *s = c->rep->snap;
 
 	if (!s->has_peak) {
-		fputs("No peak figures: the snapshot predates them.\n", c->out);
+		fputs("No peak figures: this snapshot's source does not keep "
+		      "them (an agent before them, or the eBPF tracer).\n",
+		      c->out);
 		return;
 	}
 	fputs("Peak: ", c->out);
@@ -570,7 +572,8 @@ int ls_render_text(const struct ls_render_ctx *c)
 		put_hist(c, "", "Allocation sizes", rep->size_hist, 0);
 		put_hist(c, "", "Lifetimes at free", rep->life_hist, 1);
 	} else if (c->opts->histogram) {
-		fputs("No histograms: the snapshot predates them.\n", c->out);
+		fputs("No histograms: this snapshot's source does not keep "
+		      "them.\n", c->out);
 	}
 	return 0;
 }
