@@ -39,6 +39,21 @@ struct tsite {
 	double live_bytes, live_blocks;
 	uint64_t alloc_bytes, alloc_blocks;
 	int combined;		/* counted by the kernel (per stack id) */
+	/* Its live figures when the model's live total last peaked (when
+	 * peak_gen is the model's; else live_* are still those), its
+	 * temporaries and histograms, as the agent keeps them (thread.h). */
+	uint32_t peak_gen;
+	double peak_bytes, peak_blocks;
+	uint64_t temp_bytes, temp_blocks;
+	uint64_t size_hist[LSNAP_HIST_BUCKETS], life_hist[LSNAP_HIST_BUCKETS];
+};
+
+/* Each thread's latest allocation, for temporaries: by tid, direct
+ * mapped (a collision forgets one: a temporary missed, never invented). */
+#define LAST_SLOTS 1024
+struct tlast {
+	uint32_t tid;
+	uint64_t addr;
 };
 
 struct tblock {
@@ -66,6 +81,11 @@ struct ls_tmodel {
 	uint64_t start_ns, last_refresh_ns;
 	struct lsnap_totals totals;
 	double live_est;
+	uint32_t peak_gen;	/* bumped at each new peak of live_est */
+	double peak_est;
+	uint64_t peak_ns, now_ns;	/* the peak's time; the event's */
+	int any_combined;	/* a site counted by the kernel: no peaks */
+	struct tlast last[LAST_SLOTS];
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -198,12 +218,32 @@ static double weight(const struct ls_tmodel *m, uint32_t kind, uint64_t size)
 	return p > 0 ? 1.0 / p : 1.0;
 }
 
+/* Before s's live figures change: keep those of the peak, once. */
+static void touch(const struct ls_tmodel *m, struct tsite *s)
+{
+	if (s->peak_gen == m->peak_gen)
+		return;
+	s->peak_gen = m->peak_gen;
+	s->peak_bytes = s->live_bytes;
+	s->peak_blocks = s->live_blocks;
+}
+
+static unsigned hist_bucket(uint64_t v)
+{
+	unsigned b = v ? 64u - (unsigned)__builtin_clzll(v) : 0;
+
+	return b < LSNAP_HIST_BUCKETS - 1 ? b : LSNAP_HIST_BUCKETS - 1;
+}
+
 static void site_add(struct ls_tmodel *m, uint32_t site, uint64_t size,
 		     int sign)
 {
 	struct tsite *s = &m->sites[site];
 	double w = weight(m, s->kind, size);
 
+	touch(m, s);
+	if (sign > 0)
+		s->size_hist[hist_bucket(size)]++;
 	s->live_bytes += sign * w * (double)size;
 	s->live_blocks += sign * w;
 	m->live_est += sign * w * (double)size;
@@ -214,6 +254,11 @@ static void site_add(struct ls_tmodel *m, uint32_t site, uint64_t size,
 		m->totals.allocated_blocks += (uint64_t)llround(w);
 		if (m->live_est > (double)m->totals.peak_live_bytes)
 			m->totals.peak_live_bytes = (uint64_t)llround(m->live_est);
+		if (m->live_est > m->peak_est) {
+			m->peak_est = m->live_est;
+			m->peak_gen++;
+			m->peak_ns = m->now_ns;
+		}
 	}
 }
 
@@ -299,7 +344,27 @@ static int block_add(struct ls_tmodel *m, const struct tblock *nb)
 	return 0;
 }
 
-static void block_free(struct ls_tmodel *m, uint64_t addr)
+/* tid freed b (ended: not a realloc's move): its lifetime, and whether
+ * it was the thread's latest allocation (a temporary).  Sampled, the
+ * allocations between are not all seen: no temporaries then. */
+static void block_ended(struct ls_tmodel *m, const struct tblock *b,
+			uint32_t tid)
+{
+	struct tsite *s = &m->sites[b->site];
+	struct tlast *l = &m->last[tid % LAST_SLOTS];
+	uint64_t ticks = m->now_ns > b->ts ? (m->now_ns - b->ts) /
+		(1000000000u / LSNAP_LIFE_TICKS_PER_S) : 0;
+
+	s->life_hist[hist_bucket(ticks)]++;
+	if (!m->o.sample_rate && l->tid == tid && l->addr == b->addr &&
+	    b->tid == tid) {
+		s->temp_bytes += b->size;
+		s->temp_blocks++;
+	}
+}
+
+static void block_free(struct ls_tmodel *m, uint64_t addr, uint32_t tid,
+		       int ended)
 {
 	struct tblock *b = block_find(m, addr);
 
@@ -307,6 +372,8 @@ static void block_free(struct ls_tmodel *m, uint64_t addr)
 		m->unknown_frees++;
 		return;
 	}
+	if (ended)
+		block_ended(m, b, tid);
 	site_add(m, b->site, b->size, -1);
 	block_drop(m, b);
 }
@@ -342,6 +409,7 @@ static int map_cut(struct ls_tmodel *m, uint64_t addr, uint64_t len)
 
 		if (b->addr >= end || bend <= addr)
 			continue;
+		touch(m, &m->sites[b->site]);
 		m->sites[b->site].live_bytes -= (double)b->size;
 		m->live_est -= (double)b->size;
 		tail = *b;
@@ -380,6 +448,7 @@ static void map_move(struct ls_tmodel *m, uint64_t old, uint64_t addr,
 
 		if (b->addr != old)
 			continue;
+		touch(m, &m->sites[b->site]);
 		m->sites[b->site].live_bytes += (double)size - (double)b->size;
 		m->live_est += (double)size - (double)b->size;
 		b->addr = addr;
@@ -462,6 +531,8 @@ static int record_block(struct ls_tmodel *m, const struct ls_trace_event *e,
 		return (int)site;
 	b.site = (uint32_t)site;
 	site_add(m, b.site, e->size, 1);
+	if (kind == LSNAP_KIND_HEAP)
+		m->last[e->tid % LAST_SLOTS] = (struct tlast){ e->tid, e->addr };
 	switch (kind) {
 	case LSNAP_KIND_BRK:
 	case LSNAP_KIND_FAULT:
@@ -483,6 +554,7 @@ static void forget_image(struct ls_tmodel *m)
 	memset(m->blocks, 0, m->capblocks * sizeof(*m->blocks));
 	m->nblocks = 0;
 	for (i = 0; i < m->nmaps; i++) {
+		touch(m, &m->sites[m->maps[i].site]);
 		m->sites[m->maps[i].site].live_bytes -= (double)m->maps[i].size;
 		m->sites[m->maps[i].site].live_blocks -= 1;
 		m->live_est -= (double)m->maps[i].size;
@@ -497,10 +569,11 @@ int ls_tmodel_event(struct ls_tmodel *m, const struct ls_trace_event *e,
 {
 	if (e->fn < LS_KFN_END)
 		m->calls[e->fn]++;
+	m->now_ns = e->ts;
 	switch (e->type) {
 	case LS_TEV_REALLOC:
 		if (e->old)
-			block_free(m, e->old);
+			block_free(m, e->old, e->tid, 0);
 		/* fall through */
 	case LS_TEV_ALLOC:
 	case LS_TEV_MMAP:
@@ -510,7 +583,7 @@ int ls_tmodel_event(struct ls_tmodel *m, const struct ls_trace_event *e,
 		return record_block(m, e, len);
 	case LS_TEV_FREE:
 	case LS_TEV_KFREE:
-		block_free(m, e->addr);
+		block_free(m, e->addr, e->tid, 1);
 		return 0;
 	case LS_TEV_MUNMAP:
 		return map_cut(m, e->addr, e->size);
@@ -552,6 +625,7 @@ int ls_tmodel_combined(struct ls_tmodel *m, const uint64_t *ips, uint32_t n,
 		return (int)site;
 	s = &m->sites[site];
 	s->combined = 1;
+	m->any_combined = 1;
 	/* Stack ids can merge only what the frames already merge: add. */
 	s->live_bytes += (double)c->bytes;
 	s->live_blocks += (double)c->blocks;
@@ -563,6 +637,38 @@ int ls_tmodel_combined(struct ls_tmodel *m, const uint64_t *ips, uint32_t n,
 
 /* ------------------------------------------------------------------ */
 /* The snapshot.                                                       */
+
+/* Peak, temporaries, histograms; the snapshot's moment is the peak when
+ * the live total passed the last one since (a mapping grown in place). */
+static void snap_stats(const struct ls_tmodel *m, const struct tsite *s,
+		       struct ls_site *d)
+{
+	int at_peak = s->peak_gen == m->peak_gen && m->live_est <= m->peak_est;
+
+	d->stats.peak_bytes = llround(at_peak ? s->peak_bytes : s->live_bytes);
+	d->stats.peak_blocks = llround(at_peak ? s->peak_blocks :
+				       s->live_blocks);
+	d->stats.temp_bytes = s->temp_bytes;
+	d->stats.temp_blocks = s->temp_blocks;
+	memcpy(d->stats.size_hist, s->size_hist, sizeof(s->size_hist));
+	memcpy(d->stats.life_hist, s->life_hist, sizeof(s->life_hist));
+}
+
+/* The peak record: the sites' sums (none with kernel-counted sites). */
+static void snap_peak(const struct ls_tmodel *m, struct ls_snapshot *snap)
+{
+	size_t i;
+
+	if (m->any_combined)
+		return;
+	snap->has_peak = 1;
+	snap->peak.peak_mono_ns = m->live_est > m->peak_est ? snap->hdr.mono_ns :
+				  m->peak_ns;
+	for (i = 0; i < snap->nsites; i++) {
+		snap->peak.sites_bytes += snap->sites[i].stats.peak_bytes;
+		snap->peak.sites_blocks += snap->sites[i].stats.peak_blocks;
+	}
+}
 
 static int snap_sites(const struct ls_tmodel *m, struct ls_snapshot *snap)
 {
@@ -583,6 +689,7 @@ static int snap_sites(const struct ls_tmodel *m, struct ls_snapshot *snap)
 		d->live_blocks = llround(s->live_blocks);
 		d->allocated_bytes = s->alloc_bytes;
 		d->allocated_blocks = s->alloc_blocks;
+		snap_stats(m, s, d);
 		d->frames = malloc((s->nframes ? s->nframes : 1) * 8);
 		if (!d->frames)
 			return -ENOMEM;
@@ -702,6 +809,8 @@ int ls_tmodel_snapshot(const struct ls_tmodel *m, uint64_t now_ns,
 	memset(snap, 0, sizeof(*snap));
 	snap_header(m, now_ns, snap);
 	ret = snap_sites(m, snap);
+	if (!ret)
+		snap_peak(m, snap);
 	if (!ret)
 		ret = snap_blocks(m, snap);
 	if (!ret)

@@ -189,6 +189,7 @@ const struct ls_usage ls_trace_usage = {
 	"end), COUNT times at most, and when the process ends or on Ctrl+C.\n"
 	"Needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF.",
 	(const struct ls_option *const[]){ trace_options, trace_report_options,
+					   ls_view_options,
 					   ls_stack_options, ls_flame_options,
 					   ls_flame_count_option, NULL },
 	"docs/EBPF.md describes the design and its costs.",

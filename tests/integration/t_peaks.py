@@ -265,3 +265,48 @@ def t_peak_threads():
            "allocated (%d in %d)" % (x["id"], x["peak_bytes"],
                                      x["peak_blocks"], x["allocated_bytes"],
                                      x["allocated_blocks"]))
+
+
+def bpf_missing():
+    """Why `leakscope trace` cannot run here, or None (as t_trace.py)."""
+    if os.geteuid() != 0:
+        return "needs root (eBPF)"
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        return "the kernel has no BTF"
+    if not os.path.exists("/sys/bus/event_source/devices/uprobe"):
+        return "the kernel has no uprobes"
+    r = run_process([LEAKSCOPE, "trace", "--help"], timeout=30)
+    if r.returncode != 0:
+        return "leakscope was built without eBPF"
+    return None
+
+
+@check("peaks: the eBPF tracer (trace --event alloc) has the same exact peak, temporaries and lifetimes")
+def t_peak_trace():
+    from harness import Skip
+    why = bpf_missing()
+    if why:
+        raise Skip(why)
+    prog = workload("peaks")
+    reps = {}
+    for by in ("peak", "temporary"):
+        r = run_process([LEAKSCOPE, "trace", "--format", "json", "--by", by,
+                         "-T", "100", "--", prog], timeout=120)
+        eq(r.returncode, 0, "trace --by %s status" % by)
+        reps[by] = json.loads(r.stdout.decode())
+    rep = reps["peak"]
+    eq(rep["peak"]["sites_bytes"], FILL + 370248, "trace: bytes at the peak")
+    eq(rep["peak"]["sites_blocks"], 236, "trace: blocks at the peak")
+    top = rep["sites"][0]
+    eq(site_function(top, prog), "fill_peak", "trace: top peak consumer")
+    eq((top["peak_bytes"], top["peak_blocks"], top["live_bytes"]),
+       (FILL, 200, 0), "trace: fill_peak at the peak, and now")
+    s = sites_of(reps["temporary"], prog)
+    t = one(s, "make_temps")
+    eq((t["temporary_blocks"], t["temporary_bytes"]), (1000, 100000),
+       "trace: make_temps temporaries")
+    eq(sum(t["lifetime_histogram"][8:]), 0, "trace: make_temps lived < 0.5 s")
+    h = one(s, "hold")
+    eq((h["temporary_blocks"], sum(h["lifetime_histogram"][:8]),
+        sum(h["lifetime_histogram"])), (1, 0, 8),
+       "trace: hold's one temporary, 8 lifetimes of 0.5 s or more")
