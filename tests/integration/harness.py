@@ -169,6 +169,21 @@ class Result:
             " ".join(self.argv), self.returncode, shorten(self.stderr, 800))
 
 
+def bpf_missing():
+    """Why `leakscope trace` (eBPF) cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (eBPF)"
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        return "the kernel has no BTF"
+    if not os.path.exists("/sys/bus/event_source/devices/uprobe"):
+        return "the kernel has no uprobes"
+    r = subprocess.run([LEAKSCOPE, "trace", "--help"], capture_output=True,
+                       timeout=30)
+    if r.returncode != 0:
+        return "leakscope was built without eBPF: %s" % r.stderr.decode().strip()
+    return None
+
+
 def run_process(argv, timeout=RUN_TIMEOUT, input=None, env=None, cwd=None):
     """Run argv in its own session; kill the whole session on timeout."""
     try:

@@ -16,7 +16,7 @@ import time
 
 from harness import (check, once, workload, eq, ok, contains, fail,
                      run_process, site_function, exit_snapshot, LEAKSCOPE,
-                     BUILD, Failure)
+                     BUILD, Failure, bpf_missing)
 from gopprof import pprof_top
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
@@ -265,20 +265,6 @@ def t_peak_threads():
            "allocated (%d in %d)" % (x["id"], x["peak_bytes"],
                                      x["peak_blocks"], x["allocated_bytes"],
                                      x["allocated_blocks"]))
-
-
-def bpf_missing():
-    """Why `leakscope trace` cannot run here, or None (as t_trace.py)."""
-    if os.geteuid() != 0:
-        return "needs root (eBPF)"
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        return "the kernel has no BTF"
-    if not os.path.exists("/sys/bus/event_source/devices/uprobe"):
-        return "the kernel has no uprobes"
-    r = run_process([LEAKSCOPE, "trace", "--help"], timeout=30)
-    if r.returncode != 0:
-        return "leakscope was built without eBPF"
-    return None
 
 
 @check("peaks: the eBPF tracer (trace --event alloc) has the same exact peak, temporaries and lifetimes")

@@ -15,6 +15,7 @@ import signal
 import subprocess
 
 from harness import (check, once, workload, LEAKSCOPE, Skip, Failure, fail,
+                     bpf_missing,
                      need,
                      eq, ok, ge, expect_site, expect_no_temporaries,
                      outer_functions, sites_mentioning, site_text,
@@ -42,17 +43,7 @@ ALLOC_SITES = [
 @once
 def support():
     """Why tracing cannot run here, or None."""
-    if os.geteuid() != 0:
-        return "needs root (eBPF)"
-    if not os.path.exists("/sys/kernel/btf/vmlinux"):
-        return "the kernel has no BTF"
-    if not os.path.exists("/sys/bus/event_source/devices/uprobe"):
-        return "the kernel has no uprobes"
-    r = subprocess.run([LEAKSCOPE, "trace", "--help"], capture_output=True,
-                       timeout=TIMEOUT)
-    if r.returncode != 0:
-        return "leakscope was built without eBPF: %s" % r.stderr.decode().strip()
-    return None
+    return bpf_missing()
 
 
 def need_bpf():
