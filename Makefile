@@ -250,6 +250,11 @@ $(B)/tests/workloads/%: tests/workloads/%.c tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $< -ldl
 
+# A program `leakscope attach` must refuse: no dynamic loader.
+$(B)/tests/workloads/static-wait: tests/workloads/static-wait.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -static -o $@ $<
+
 # Linked with a library whose constructor allocates (issue 12).
 $(B)/tests/workloads/early-ctor: tests/workloads/early-ctor.c tests/workloads/wl.h $(B)/tests/workloads/libearly.so
 	@mkdir -p $(@D)

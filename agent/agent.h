@@ -56,6 +56,21 @@ void ls_agent_reset(void);
  */
 void ls_agent_child_control(void);
 
+/*
+ * Attach (agent/attach.c): ls_agent_setting() takes one setting of the
+ * injector's (common/attach.h keys); ls_agent_start_attached() starts
+ * tracking, the control thread and the post-mortem file from them, a
+ * second time after a detach forgetting what the first session saw;
+ * ls_agent_detach() puts the GOT back, stops tracking, removes the
+ * socket and post-mortem file (the control thread ends after answering).
+ * Return 0 or a negative errno with a reason in err.  Never in a hook.
+ * An attached agent rests in LS_DISABLED between sessions, so that no
+ * hook call ever starts it the preloaded way (ls_agent_core_start).
+ */
+void ls_agent_setting(const char *key, size_t klen, const char *value);
+int ls_agent_start_attached(char *err, size_t errlen);
+int ls_agent_detach(char *err, size_t errlen);
+
 /* After dlclose(). */
 void ls_agent_modules_changed(void);
 

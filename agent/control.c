@@ -18,9 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 #include "../common/contract.h"
+#include "attach.h"
 #include "control.h"
 #include "guard.h"
 #include "pmfile.h"
+#include "reach.h"
 #include "snapwrite.h"
 #include "state.h"
 #include "sys.h"
@@ -28,6 +30,9 @@
 #define REQUEST_TIMEOUT_MS 2000
 
 static int listen_fd = -1;
+static pid_t control_tid;	/* the thread serving listen_fd, 0 = none */
+static int detaching;		/* the detach verb was answered: end */
+static int (*detach_fn)(char *why, size_t len);
 static pid_t owner;		/* the pid whose socket path we hold */
 static struct sockaddr_un addr;
 static void (*reset_fn)(void);	/* the "reset" verb: agent.c's */
@@ -100,6 +105,106 @@ static void reply_error(int fd, const char *msg)
 	send_line(fd, LS_REPLY_ERR, msg);
 }
 
+/* Exactly len bytes within the timeout; 0 or a negative errno. */
+static int recv_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pf, 1, REQUEST_TIMEOUT_MS) <= 0)
+			return -ETIMEDOUT;
+		n = recv(fd, p, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EPROTO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The stopped threads' registers (struct lsnap_check_hdr + records) into
+ * *th, agent memory of *bytes; 0 or a negative errno. */
+static int recv_threads(int fd, struct lsnap_check_thread **th, uint32_t *n,
+			size_t *bytes)
+{
+	struct lsnap_check_hdr h;
+	int r = recv_all(fd, &h, sizeof(h));
+
+	if (r)
+		return r;
+	if (memcmp(h.magic, LSNAP_CHECK_MAGIC, sizeof(h.magic)) ||
+	    h.nthreads > LSNAP_CHECK_MAX_THREADS)
+		return -EPROTO;
+	*bytes = (size_t)h.nthreads * sizeof(**th) + 1;
+	*th = ls_sys_map(*bytes);
+	if (!*th)
+		return -ENOMEM;
+	*n = h.nthreads;
+	return recv_all(fd, *th, (size_t)h.nthreads * sizeof(**th));
+}
+
+/*
+ * `check`: the client stops every other thread once we say READY, sends
+ * their registers; we clone the image, say CLONED (the client lets the
+ * threads go), and the child sends the snapshot.  The child waits on a
+ * pipe for our CLONED line to be out first.  docs/CONTROL-PROTOCOL.md.
+ */
+static void serve_check(int fd, int with_blocks)
+{
+	struct lsnap_check_thread *th = NULL;
+	size_t bytes = 0;
+	uint32_t n = 0;
+	char line[64];
+	int r, len, gate[2] = { -1, -1 };
+	pid_t child;
+
+	r = ls_reach_prepare();
+	if (r == -ENOTSUP) {
+		reply_error(fd, "check needs full tracking (this process runs "
+			    "sampled)");
+		return;
+	}
+	if (r) {
+		reply_error(fd, "cannot prepare the check");
+		return;
+	}
+	len = snprintf(line, sizeof(line), "READY %d\n", (int)ls_gettid());
+	if (send(fd, line, (size_t)len, MSG_NOSIGNAL) != len)
+		return;
+	r = recv_threads(fd, &th, &n, &bytes);
+	if (r) {
+		reply_error(fd, r == -ENOMEM ? "out of memory" :
+			    "malformed register list");
+		goto out;
+	}
+	if (pipe2(gate, O_CLOEXEC)) {
+		reply_error(fd, "cannot create a pipe");
+		goto out;
+	}
+	child = ls_reach_spawn(fd, th, n, with_blocks, LSNAP_REASON_REQUEST, 0,
+			       gate);
+	if (child < 0) {
+		reply_error(fd, "cannot clone the process image");
+		goto out;
+	}
+	len = snprintf(line, sizeof(line), "CLONED %d\n", (int)child);
+	send(fd, line, (size_t)len, MSG_NOSIGNAL);
+	close(gate[1]);		/* the child's turn */
+	gate[1] = -1;
+	ls_reach_wait(child);
+out:
+	if (gate[0] >= 0)
+		close(gate[0]);
+	if (gate[1] >= 0)
+		close(gate[1]);
+	ls_sys_unmap(th, bytes);
+}
+
 static void serve(int fd)
 {
 	char req[LS_CONTROL_MAX_REQUEST];
@@ -127,6 +232,19 @@ static void serve(int fd)
 		ls_snapwrite(fd, LSNAP_REASON_REQUEST, 0);
 	else if (!strcmp(req, LS_VERB_SNAPSHOT_BLOCKS))
 		ls_snapwrite(fd, LSNAP_REASON_REQUEST, 1);
+	else if (!strcmp(req, LS_VERB_DETACH)) {
+		char why[200];
+
+		if (!detach_fn || detach_fn(why, sizeof(why))) {
+			reply_error(fd, detach_fn ? why : "not attached");
+			return;
+		}
+		detaching = 1;
+		send_line(fd, LS_REPLY_OK, "");
+	} else if (!strcmp(req, LS_VERB_CHECK))
+		serve_check(fd, 0);
+	else if (!strcmp(req, LS_VERB_CHECK_BLOCKS))
+		serve_check(fd, 1);
 	else if (!strcmp(req, LS_VERB_PING))
 		send_line(fd, LS_REPLY_PING, "");
 	else
@@ -183,9 +301,10 @@ static void *control_main(void *arg)
 	uint64_t next = mono_ms();
 
 	ls_guard_enter();	/* for good: nothing this thread does is tracked */
+	__atomic_store_n(&control_tid, ls_gettid(), __ATOMIC_RELEASE);
 	prctl(PR_SET_NAME, "leakscope");
 	sweep_runtime_dir();
-	for (;;) {
+	while (!detaching) {
 		struct pollfd p = { .fd = listen_fd, .events = POLLIN };
 		uint64_t now = mono_ms();
 		int fd, r;
@@ -195,6 +314,9 @@ static void *control_main(void *arg)
 			ls_snapwrite_prepare();
 			ls_pm_tick();
 			ls_snapwrite_unlock();
+			/* Attached: objects loaded without our dlopen hook
+			 * (a library's own dlopen, a racing load). */
+			ls_attach_rescan();
 			next += ls_pm_period_ms();
 			if (next <= now)	/* fell behind: do not catch up */
 				next = now + ls_pm_period_ms();
@@ -213,7 +335,37 @@ static void *control_main(void *arg)
 		serve(fd);
 		close(fd);
 	}
+	if (detaching) {	/* the socket is gone: the listener goes too */
+		close(listen_fd);
+		listen_fd = -1;
+		owner = 0;
+		detaching = 0;
+	}
+	__atomic_store_n(&control_tid, 0, __ATOMIC_RELEASE);
 	return NULL;
+}
+
+pid_t ls_control_tid(void)
+{
+	return __atomic_load_n(&control_tid, __ATOMIC_ACQUIRE);
+}
+
+pid_t ls_control_tid_wait(void)
+{
+	int i;
+
+	/* Started a moment ago: give it a second to say who it is. */
+	for (i = 0; i < 1000 && !__atomic_load_n(&control_tid, __ATOMIC_ACQUIRE); i++) {
+		struct timespec ts = { 0, 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	return __atomic_load_n(&control_tid, __ATOMIC_ACQUIRE);
+}
+
+void ls_control_on_detach(int (*detach)(char *why, size_t len))
+{
+	detach_fn = detach;
 }
 
 static int open_socket(void)
@@ -274,6 +426,7 @@ void ls_control_stop(void)
 
 void ls_control_forget_child(void)
 {
+	control_tid = 0;
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;

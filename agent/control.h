@@ -12,16 +12,32 @@
 #define LEAKSCOPE_AGENT_CONTROL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include "../common/contract.h"	/* verbs, LS_CONTROL_MAX_REQUEST */
 
 /* Start the control thread; 0 or a negative errno.  Outside hooks.
  * reset serves the "reset" verb (it forgets every live block). */
 int ls_control_start(void (*reset)(void));
+/*
+ * The control thread's kernel tid, waiting up to a second for a thread
+ * just started to report it; 0 when none runs.  `leakscope attach` leaves
+ * it running while it stops the program's threads.
+ */
+pid_t ls_control_tid_wait(void);
+/*
+ * In an attached process: serve the detach verb with detach (0, or a
+ * negative errno and a reason in why); after answering OK the control
+ * thread closes its socket and ends.  Without it, detach is refused.
+ */
+void ls_control_on_detach(int (*detach)(char *why, size_t len));
 /* Remove this process's socket (at exit). */
 void ls_control_stop(void);
 /* In a fork child: the control thread did not survive; drop its state
  * without touching the parent's socket. */
 void ls_control_forget_child(void);
+
+/* The control thread's id once it runs in this process, else 0. */
+pid_t ls_control_tid(void);
 
 /* Create the runtime dir (common/runtime.h) if needed and check that it
  * is ours and private; 0 or -errno. */

@@ -278,6 +278,47 @@ size_t ls_live_max_shard(void)
 	return most;
 }
 
+/* Whether [p, p + len) is mapped, asked of the kernel (mincore fails
+ * with ENOMEM on a hole). */
+static int mapped(const void *p, size_t len)
+{
+	unsigned char vec[64];
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
+	size_t n = (uintptr_t)p + len - a, step = 64 * 4096;
+
+	for (; n; a += step, n -= n < step ? n : step)
+		if (syscall(SYS_mincore, a, n < step ? n : step, vec) &&
+		    errno == ENOMEM)
+			return 0;
+	return 1;
+}
+
+size_t ls_live_copy_shard_frozen(unsigned idx, struct ls_live_entry *buf,
+				 size_t cap, int *torn)
+{
+	const struct shard *s = &shards[idx];
+	size_t i, n = 0, k = 0, slots;
+
+	if (!s->ctrl)
+		return 0;
+	slots = (s->gmask + 1) * GROUP;
+	if (s->lock.v) {
+		/* Stopped inside an update: a rebuild may have unmapped the
+		 * arrays s->ctrl still points to. */
+		*torn = 1;
+		if (!mapped(s->ctrl, map_size(s->gmask + 1)))
+			return 0;
+	}
+	for (i = 0; i < slots; i++)
+		n += s->ctrl[i] >= 0 && s->slots[i].addr;
+	if (n > cap)
+		return n;
+	for (i = 0; i < slots; i++)
+		if (s->ctrl[i] >= 0 && s->slots[i].addr)
+			buf[k++] = s->slots[i];
+	return k;
+}
+
 size_t ls_live_count(void)
 {
 	size_t n = 0;

@@ -76,6 +76,15 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out);
  */
 size_t ls_live_copy_shard(unsigned i, struct ls_live_entry *buf, size_t cap);
 
+/*
+ * The same in a frozen copy-on-write image (reach.c), where a lock held
+ * by a thread that was stopped will never be released: reads without the
+ * lock, and sets *torn when the shard was caught mid-update (its entries
+ * are then read as they stood, once its arrays are known to be mapped).
+ */
+size_t ls_live_copy_shard_frozen(unsigned i, struct ls_live_entry *buf,
+				 size_t cap, int *torn);
+
 /* The shard addr belongs to, and the bytes shard idx has mapped (tests). */
 unsigned ls_live_shard(uint64_t addr);
 size_t ls_live_shard_mapped(unsigned idx);

@@ -127,6 +127,23 @@ size_t ls_mmaps_copy(struct ls_live_entry *buf, size_t cap)
 	return n;
 }
 
+size_t ls_mmaps_copy_frozen(struct ls_live_entry *buf, size_t cap, int *torn)
+{
+	unsigned char vec[1];
+	size_t n = nregs;
+
+	if (lock.v) {
+		*torn = 1;
+		/* reserve() may have unmapped regs before replacing it. */
+		if (n && syscall(SYS_mincore, (uintptr_t)regs & ~(uintptr_t)4095,
+				 1, vec) && errno == ENOMEM)
+			return 0;
+	}
+	if (n <= cap && n)
+		memcpy(buf, regs, n * sizeof(*buf));
+	return n;
+}
+
 void ls_mmaps_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
 {
 	size_t i;

@@ -26,6 +26,10 @@ uint64_t ls_mmaps_remove(uint64_t start, uint64_t len, ls_mmaps_fn fn,
  * ls_live_copy_shard() for the cap protocol. */
 size_t ls_mmaps_copy(struct ls_live_entry *buf, size_t cap);
 
+/* The same without the lock, in a frozen image (see
+ * ls_live_copy_shard_frozen()). */
+size_t ls_mmaps_copy_frozen(struct ls_live_entry *buf, size_t cap, int *torn);
+
 /* Forget every range; fn is called for each first. */
 void ls_mmaps_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg);
 

@@ -134,6 +134,11 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+unsigned ls_modules_count(void)
+{
+	return nmods;
+}
+
 unsigned ls_modules_refresh(void)
 {
 	unsigned i, n;

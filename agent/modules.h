@@ -30,6 +30,9 @@ uint32_t ls_modules_gen(void);
 /* Re-read the loaded objects; returns the number of modules known. */
 unsigned ls_modules_refresh(void);
 
+/* Modules known, without refreshing (a frozen image: no loader lock). */
+unsigned ls_modules_count(void);
+
 /* The i-th module known, i < the count from ls_modules_refresh(). */
 const struct ls_module_rec *ls_modules_get(unsigned i);
 

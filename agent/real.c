@@ -54,8 +54,11 @@ int ls_real_resolving(void)
 	return __atomic_load_n(&resolving, __ATOMIC_ACQUIRE);
 }
 
+/* RTLD_NEXT when preloaded; RTLD_DEFAULT once attached (real.h). */
+static void *lookup = RTLD_NEXT;
+
 #define RESOLVE(field, name) \
-	(*(void **)&ls_real.field = dlsym(RTLD_NEXT, name))
+	(*(void **)&ls_real.field = dlsym(lookup, name))
 
 void ls_real_init(void)
 {
@@ -87,10 +90,19 @@ void ls_real_init(void)
 	RESOLVE(exit_, "_exit");
 	RESOLVE(Exit_, "_Exit");
 	/* free last: its being set is what says resolution is complete. */
-	__atomic_store_n((void **)&ls_real.free, dlsym(RTLD_NEXT, "free"),
+	__atomic_store_n((void **)&ls_real.free, dlsym(lookup, "free"),
 			 __ATOMIC_RELEASE);
 	__atomic_store_n(&resolving, 0, __ATOMIC_RELEASE);
 out:
 	ls_unlock(&resolve_lock);
 	errno = saved;
+}
+
+void ls_real_rebind_default(void)
+{
+	ls_lock(&resolve_lock);
+	lookup = RTLD_DEFAULT;
+	__atomic_store_n((void **)&ls_real.free, NULL, __ATOMIC_RELEASE);
+	ls_unlock(&resolve_lock);
+	ls_real_init();
 }

@@ -41,6 +41,14 @@ extern struct ls_real ls_real;
 /* Resolve everything; idempotent, safe to call from a hook (reentrant
  * calls during resolution are served by the boot pool). */
 void ls_real_init(void);
+/*
+ * Attached to a running process (attach.h), the agent is not in the
+ * global scope, and RTLD_NEXT would name the libc it depends on even in
+ * a program linked with another allocator: resolve again, as the
+ * program's own references were bound (RTLD_DEFAULT).  Only while no
+ * hook can be reached (before the GOT switch).
+ */
+void ls_real_rebind_default(void);
 /* Nonzero while ls_real_init() is resolving. */
 int ls_real_resolving(void);
 

@@ -97,11 +97,13 @@ static void record(struct writer *w, uint32_t tag, uint32_t len)
 	w->nrecords++;
 }
 
-static void put_header(struct writer *w, enum lsnap_reason reason)
+static void put_header(struct writer *w, enum lsnap_reason reason,
+		       const struct ls_reach_result *res)
 {
 	struct lsnap_header h = {
-		.pid = (uint32_t)getpid(),
-		.ppid = (uint32_t)getppid(),
+		/* A check's child writes for the process it is an image of. */
+		.pid = res ? (uint32_t)res->pid : (uint32_t)getpid(),
+		.ppid = res ? (uint32_t)res->ppid : (uint32_t)getppid(),
 		.wall_ns = ls_now_ns(CLOCK_REALTIME),
 		.mono_ns = ls_now_ns(CLOCK_MONOTONIC),
 		.start_mono_ns = ls_agent.start_mono,
@@ -133,11 +135,14 @@ static void put_calls(struct writer *w)
 	put(w, c, sizeof(c));
 }
 
-static void put_mallinfo(struct writer *w)
+static void put_mallinfo(struct writer *w, const struct ls_reach_result *res)
 {
 	struct lsnap_mallinfo m;
 
-	ls_figures_mallinfo(&m);
+	if (res)
+		m = res->mallinfo;
+	else
+		ls_figures_mallinfo(&m);
 	record(w, LSNAP_MALLINFO, sizeof(m));
 	put(w, &m, sizeof(m));
 }
@@ -153,6 +158,19 @@ static void put_unwind(struct writer *w)
 	u.check_mismatches = ls_capture_mismatches();
 	record(w, LSNAP_UNWIND, sizeof(u));
 	put(w, &u, sizeof(u));
+}
+
+static void put_attach(struct writer *w)
+{
+	struct lsnap_attach a = {
+		.wall_ns = ls_agent.attach_wall_ns,
+		.mono_ns = ls_agent.start_mono,
+	};
+
+	if (!a.wall_ns)
+		return;
+	record(w, LSNAP_ATTACH, sizeof(a));
+	put(w, &a, sizeof(a));
 }
 
 static void put_dropped(struct writer *w, const struct sums *s)
@@ -178,9 +196,9 @@ static void put_notes(struct writer *w)
 	put(w, n, len);
 }
 
-static void put_modules(struct writer *w)
+static void put_modules(struct writer *w, const struct ls_reach_result *res)
 {
-	unsigned i, n = ls_modules_refresh();
+	unsigned i, n = res ? ls_modules_count() : ls_modules_refresh();
 
 	for (i = 0; i < n; i++) {
 		const struct ls_module_rec *m = ls_modules_get(i);
@@ -350,6 +368,71 @@ static size_t copy_mmaps(unsigned idx, struct ls_live_entry *buf, size_t cap)
 	return ls_mmaps_copy(buf, cap);
 }
 
+static int frozen_torn;
+
+static size_t copy_mmaps_frozen(unsigned idx, struct ls_live_entry *buf,
+				size_t cap)
+{
+	return ls_mmaps_copy_frozen(buf, cap, &frozen_torn);
+}
+
+/* The categories, one byte per block in BLOCKS order: the heap blocks'
+ * then LSNAP_REACH_NONE for each mapping. */
+static void put_reach_blocks(struct writer *w, const struct ls_reach_result *res,
+			     size_t nmaps)
+{
+	const uint8_t none = LSNAP_REACH_NONE;
+	size_t left = res->nblocks + nmaps, off = 0, k;
+
+	while (left) {
+		k = left < LSNAP_MAX_RECORD ? left : LSNAP_MAX_RECORD;
+		record(w, LSNAP_REACH_BLOCKS, (uint32_t)k);
+		left -= k;
+		for (; k; k--, off++)
+			put(w, off < res->nblocks ? &res->cat[off] : &none, 1);
+	}
+}
+
+/* The heap blocks of res (sorted, categorized) and the mappings, read
+ * without locks. */
+static int walk_frozen(struct writer *w, struct sums *s, int with_blocks,
+		       const struct ls_reach_result *res)
+{
+	const size_t slice = LSNAP_MAX_RECORD / sizeof(struct lsnap_block);
+	size_t off, n;
+	int ret;
+
+	for (off = 0; off < res->nblocks; off += slice)
+		put_entries(w, s, res->blocks + off,
+			    res->nblocks - off < slice ? res->nblocks - off : slice,
+			    with_blocks, 0);
+	ret = walk_one(w, s, with_blocks, copy_mmaps_frozen, 0, 1);
+	n = ls_mmaps_copy_frozen(NULL, 0, &frozen_torn);
+	if (!ret && with_blocks)
+		put_reach_blocks(w, res, n);
+	return ret;
+}
+
+static void put_reach(struct writer *w, const struct ls_reach_result *res)
+{
+	uint32_t id;
+
+	for (id = 0; id < res->nsites; id++) {
+		const struct lsnap_reach_site *r = &res->sites[id];
+		unsigned k;
+		uint64_t any = 0;
+
+		for (k = 0; k < LSNAP_REACH_KINDS; k++)
+			any |= r->blocks[k];
+		if (!any)
+			continue;
+		record(w, LSNAP_REACH_SITE, sizeof(*r));
+		put(w, r, sizeof(*r));
+	}
+	record(w, LSNAP_REACH, sizeof(res->totals));
+	put(w, &res->totals, sizeof(res->totals));
+}
+
 static int walk_live(struct writer *w, struct sums *s, int with_blocks)
 {
 	unsigned i;
@@ -460,14 +543,14 @@ static void put_end(struct writer *w)
 	put(w, &e, sizeof(e));
 }
 
-int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks)
+static int write_snapshot(int fd, enum lsnap_reason reason, int with_blocks,
+			  const struct ls_reach_result *res)
 {
 	struct writer *w = &w_static;
 	struct lsnap_totals totals = { 0 };
 	struct sums sums = { 0 };
 	int ret;
 
-	ls_snapwrite_lock();
 	memset(w, 0, offsetof(struct writer, buf));
 	w->fd = fd;
 	w->is_socket = 1;
@@ -475,24 +558,43 @@ int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks)
 	ret = sums_init(&sums);
 	if (ret)
 		goto out;
-	put_header(w, reason);
+	put_header(w, reason, res);
 	put_calls(w);
-	put_mallinfo(w);
+	put_mallinfo(w, res);
 	put_unwind(w);
+	put_attach(w);
 	put_notes(w);
-	put_modules(w);
-	ret = walk_live(w, &sums, with_blocks);
+	put_modules(w, res);
+	ret = res ? walk_frozen(w, &sums, with_blocks, res) :
+		    walk_live(w, &sums, with_blocks);
 	if (ret)
 		goto out;
 	put_dropped(w, &sums);
 	put_sites(w, &sums, &totals);
+	if (res)
+		put_reach(w, res);
 	put_history(w);
 	put_totals(w, &totals);
 	put_end(w);
 	ret = flush_out(w);
 out:
-	ls_snapwrite_unlock();
 	return ret ? ret : w->err;
+}
+
+int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks)
+{
+	int ret;
+
+	ls_snapwrite_lock();
+	ret = write_snapshot(fd, reason, with_blocks, NULL);
+	ls_snapwrite_unlock();
+	return ret;
+}
+
+int ls_snapwrite_reach(int fd, enum lsnap_reason reason, int with_blocks,
+		       const struct ls_reach_result *res)
+{
+	return write_snapshot(fd, reason, with_blocks, res);
 }
 
 void ls_snapwrite_lock(void)

@@ -9,11 +9,36 @@
 #ifndef LEAKSCOPE_AGENT_SNAPWRITE_H
 #define LEAKSCOPE_AGENT_SNAPWRITE_H
 
+#include <stddef.h>
+#include <sys/types.h>
 #include "../common/lsnap.h"
+#include "live.h"
 
 /* Write a whole snapshot to fd (file, pipe or socket: never raises
  * SIGPIPE).  Returns 0 or a negative errno. */
 int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks);
+
+/*
+ * The same in the frozen image of a reachability check (reach.h): no
+ * lock, no allocator call, the live tables read as they stood, the module
+ * map and mallinfo as ls_reach_prepare() left them; the heap blocks are
+ * res's, with their categories (LSNAP_REACH records).
+ */
+/* Per-block categories and sums of a check (reach.h), for the writer. */
+struct ls_reach_result {
+	struct ls_live_entry *blocks;	/* heap blocks sorted by address */
+	uint8_t *cat;		/* enum lsnap_reach_kind per block */
+	size_t nblocks;
+	struct lsnap_reach_site *sites;	/* indexed by site id */
+	uint32_t nsites;
+	struct lsnap_reach totals;
+	int torn;		/* tables caught mid-update */
+	pid_t pid, ppid;	/* of the process the image is of */
+	struct lsnap_mallinfo mallinfo;	/* taken before the stop */
+};
+
+int ls_snapwrite_reach(int fd, enum lsnap_reason reason, int with_blocks,
+		       const struct ls_reach_result *res);
 
 /*
  * Keep the writer's working memory (per-site sums, a shard's copy) mapped

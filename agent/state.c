@@ -179,6 +179,7 @@ void ls_state_read_config(void)
 			 d > LS_DEPTH_MAX ? LS_DEPTH_MAX : (int)d;
 	ls_agent.follow_exec = ls_state_env_u64(LS_ENV_FOLLOW_EXEC, 0) != 0;
 	ls_agent.exit_blocks = ls_state_env_u64(LS_ENV_EXIT_BLOCKS, 0) != 0;
+	ls_agent.leak_check = ls_state_env_u64(LS_ENV_LEAK_CHECK, 0) != 0;
 	ls_agent.control = ls_state_env_u64(LS_ENV_CONTROL, 1) != 0;
 	ls_agent.sample_rate = ls_state_env_u64(LS_ENV_SAMPLE_RATE, 0);
 	ls_agent.keep_pm = ls_state_env_u64(LS_ENV_KEEP, 0) != 0;

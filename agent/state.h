@@ -27,6 +27,7 @@ struct ls_agent {
 	int depth;		/* frames captured at most */
 	int follow_exec;
 	int exit_blocks;	/* block list in the exit snapshot */
+	int leak_check;		/* a reachability check at exit */
 	int control;		/* serve the control socket */
 	int keep_pm;		/* keep the post-mortem file after exit */
 	int all_children;	/* every fork child writes an exit snapshot */
@@ -41,6 +42,9 @@ struct ls_agent {
 	uint64_t start_mono;
 	char out_dir[PATH_MAX];	/* where exit snapshots go; "" = none */
 	char runtime_dir[PATH_MAX];
+	uint64_t attach_wall_ns;	/* attached (not preloaded): when
+					   tracking began, CLOCK_REALTIME;
+					   0 when preloaded */
 	char *cmdline;		/* /proc/self/cmdline, arena memory */
 	size_t cmdline_len;
 };

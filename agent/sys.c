@@ -1,11 +1,63 @@
 /*
- * sys.c - raw memory and descriptors for the agent.
+ * sys.c - raw memory and descriptors for the agent, and the register of
+ * the agent's memory.
+ *
+ * Every mapping made here is noted in a fixed open-addressing table, so
+ * that a reachability scan (reach.c) can leave the agent's own memory out
+ * of its roots: the live tables hold the address of every block and would
+ * otherwise keep them all "reachable".  Noting costs one compare-and-swap
+ * on a slot; mappings are made rarely (a table rebuild, an arena chunk).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include "sys.h"
+
+struct own_slot {
+	uint64_t start;		/* 0 = free */
+	uint64_t len;		/* 0 while being noted */
+};
+
+static struct own_slot own[LS_SYS_OWN_SLOTS];
+
+static unsigned own_home(uint64_t start)
+{
+	return (unsigned)((start >> 12) * 0x9e3779b97f4a7c15ULL >> 50) &
+	       (LS_SYS_OWN_SLOTS - 1);
+}
+
+static void own_note(void *p, size_t len)
+{
+	uint64_t a = (uint64_t)p, zero;
+	unsigned i = own_home(a), n;
+
+	for (n = 0; n < LS_SYS_OWN_SLOTS; n++, i = (i + 1) & (LS_SYS_OWN_SLOTS - 1)) {
+		zero = 0;
+		if (__atomic_load_n(&own[i].start, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(&own[i].start, &zero, a, 0,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			__atomic_store_n(&own[i].len, len, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+	/* Full: the mapping stays unnoted, and a scan treats it as the
+	 * program's (conservative: it can only hide leaks). */
+}
+
+static void own_forget(void *p)
+{
+	uint64_t a = (uint64_t)p;
+	unsigned i = own_home(a), n;
+
+	for (n = 0; n < LS_SYS_OWN_SLOTS; n++, i = (i + 1) & (LS_SYS_OWN_SLOTS - 1))
+		if (__atomic_load_n(&own[i].start, __ATOMIC_RELAXED) == a) {
+			__atomic_store_n(&own[i].len, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&own[i].start, 0, __ATOMIC_RELEASE);
+			return;
+		}
+}
 
 void *ls_sys_map(size_t len)
 {
@@ -14,16 +66,47 @@ void *ls_sys_map(size_t len)
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	errno = saved;
-	return r == -1 ? NULL : (void *)r;
+	if (r == -1)
+		return NULL;
+	own_note((void *)r, len);
+	return (void *)r;
 }
 
 void ls_sys_unmap(void *p, size_t len)
 {
 	int saved = errno;
 
-	if (p)
+	if (p) {
+		own_forget(p);
 		syscall(SYS_munmap, p, len);
+	}
 	errno = saved;
+}
+
+void ls_sys_note_own(void *p, size_t len)
+{
+	own_note(p, len);
+}
+
+void ls_sys_forget_own(void *p)
+{
+	own_forget(p);
+}
+
+size_t ls_sys_own_copy(uint64_t *starts, uint64_t *lens, size_t cap)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < LS_SYS_OWN_SLOTS && k < cap; i++) {
+		uint64_t s = __atomic_load_n(&own[i].start, __ATOMIC_ACQUIRE);
+		uint64_t l = __atomic_load_n(&own[i].len, __ATOMIC_ACQUIRE);
+
+		if (s && l) {
+			starts[k] = s;
+			lens[k++] = l;
+		}
+	}
+	return k;
 }
 
 /*

@@ -17,6 +17,10 @@
  * tracker cannot lean on them.  Everything is deterministic for a seed:
  * the checksum printed at the end must not change under a tracker.
  *
+ * With CHURN_GATE=1 in the environment it waits for a byte on stdin
+ * before the work starts (after "ready" on stderr), so that `leakscope
+ * attach` can be measured on the same work (bench/attach-bench).
+ *
  * Output, one line on stdout:
  *   churn threads=T ops=N seed=S checksum=HEX live_blocks=L work_s=SECONDS
  * work_s is CLOCK_MONOTONIC around the thread work only (no process start,
@@ -32,6 +36,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RING_SLOTS 4096
 #define MAX_RING_SLOTS (1u << 24)
@@ -286,6 +291,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, "churn: cannot map a ring of %" PRIu64 " slots\n", slots);
 			return 1;
 		}
+	}
+	if (getenv("CHURN_GATE")) {
+		char c;
+
+		fputs("ready\n", stderr);
+		if (read(0, &c, 1) != 1)
+			return 1;
 	}
 	t0 = now();
 	for (i = 0; i < nthreads; i++)

@@ -90,6 +90,19 @@ static const struct ls_option own[] = {
 	  .flags = LS_OPTF_OPTIONAL,
 	  .set_offset = A(fail_on_leak),
 	  .want = "bytes" },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "leak-check",
+	  .offset = A(leak_check),
+	  .help = "at exit, sort the blocks as valgrind does (definitely,\n"
+	  "indirectly, possibly lost, still reachable); --fail-on-leak then\n"
+	  "counts definitely and indirectly lost bytes" },
+	{ .kind = LS_OPT_STRING,
+	  .long_name = "fail-on",
+	  .offset = A(fail_on),
+	  .argh = "KINDS",
+	  .help = "what --fail-on-leak counts (implies it and --leak-check):\n"
+	  "definite, indirect, possible, reachable or all",
+	  .want = "definite, indirect, possible, reachable or all" },
 	{ .kind = LS_OPT_END },
 };
 
@@ -102,8 +115,11 @@ const struct ls_usage ls_run_usage = {
 	"on, --follow-exec) go after it, or to FILE.PID.",
 	(const struct ls_option *const[]){ ls_report_options,
 		ls_filter_options, ls_blocks_option, ls_stack_options,
-		ls_flame_options, own, NULL },
-	"Options come before COMMAND.  Exit status: the command's; 99 when\n"
+		ls_flame_options, ls_reach_options, own, NULL },
+	"Options come before COMMAND.  --fail-on-leak gates on the report as\n"
+	"shown (its filters and suppressions), never counts the C and C++\n"
+	"runtimes' own one-time allocations, and says why in one line on\n"
+	"stderr.  Exit status: the command's; 99 when\n"
 	"--fail-on-leak trips; 125 when leakscope itself fails; 126 command not\n"
 	"executable; 127 not found.",
 };
@@ -113,6 +129,8 @@ void ls_run_defaults(void *args)
 	struct ls_run_args *a = args;
 
 	a->r.depth = LS_DEPTH_DEFAULT;
+	a->r.default_supp = 1;
+	a->fail_kinds = LS_GATE_DEFAULT;
 }
 
 struct run {
@@ -124,7 +142,25 @@ struct run {
 	FILE *fp;		/* where the root's reports go */
 	pid_t child;
 	struct ls_sympool *pool;	/* shared by every report of the run */
+	struct ls_supp *gate_supp;	/* what --fail-on-leak leaves out: the
+					   files and the built-in list */
 };
+
+/* --fail-on KINDS: what the gate counts; it implies the gate and the
+ * check at exit. */
+static int fail_on_arg(struct ls_run_args *a)
+{
+	char err[256];
+
+	if (!a->fail_on)
+		return 0;
+	if (ls_reach_parse_kinds(a->fail_on, &a->fail_kinds, err, sizeof(err))) {
+		ls_usage_error(&ls_run_usage, "--fail-on: %s", err);
+		return -1;
+	}
+	a->fail_on_leak = a->leak_check = 1;
+	return 0;
+}
 
 static int check_args(struct run *r, struct ls_invocation *inv)
 {
@@ -132,6 +168,16 @@ static int check_args(struct run *r, struct ls_invocation *inv)
 
 	if (r->a->count && !r->a->interval_ns) {
 		ls_error("--count needs --interval");
+		return -1;
+	}
+	if (r->a->leak_check && r->a->sample_rate) {
+		ls_error("--leak-check needs full tracking: it cannot be "
+			 "combined with --sample-rate");
+		return -1;
+	}
+	if (r->a->r.ropts.only && !r->a->leak_check) {
+		ls_error("--only needs --leak-check (the kinds come from the "
+			 "check at exit)");
 		return -1;
 	}
 	if (!inv->argc) {
@@ -168,26 +214,37 @@ static uint64_t mono_ns(void)
  * the run's pool: the reports of one run open each library once. */
 static int render(struct run *r, FILE *fp, const char *path,
 		  const struct ls_snapshot *snap,
-		  const struct ls_report_opts *opts)
+		  const struct ls_report_opts *opts, int *tripped)
 {
 	struct ls_symbolizer *sym = NULL;
-	int err;
+	struct ls_report_opts gopts = *opts;
+	struct ls_gate gate;
+	int err, gated = tripped && r->a->fail_on_leak;
 
 	if (!r->pool)
 		r->pool = ls_sympool_new();
 	if (r->pool)
 		sym = ls_symbolizer_new_shared(snap, r->pool);
-	err = ls_write_report(fp, path, snap, opts, sym);
+	/* --fail-on-leak gates on this report as filtered, and never counts
+	 * the runtimes' own allocations; one line says why it tripped,
+	 * whatever --output is. */
+	gopts.supp = r->gate_supp;
+	err = ls_write_report_gate(fp, path, snap, opts, sym, r->a->fail_kinds,
+				   &gopts, gated ? &gate : NULL);
 	ls_symbolizer_free(sym);
 	if (!err)
 		fflush(fp);
+	if (!err && gated && gate.bytes > r->a->leak_limit) {
+		*tripped = 1;
+		ls_gate_reason((pid_t)snap->hdr.pid, &gate, r->a->fail_kinds);
+	}
 	return err;
 }
 
 /* A post-mortem file has no block list: filters that need one are
  * dropped, and the report says so. */
 static void render_plain(struct run *r, const struct ls_snapshot *snap,
-			 const struct ls_report_opts *opts)
+			 const struct ls_report_opts *opts, int *tripped)
 {
 	struct ls_report_opts plain = *opts;
 
@@ -196,7 +253,7 @@ static void render_plain(struct run *r, const struct ls_snapshot *snap,
 	ls_report_opts_finish(&plain);
 	ls_error("the post-mortem file of pid %u has no block list: "
 		 "block filters ignored", snap->hdr.pid);
-	render(r, r->fp, r->a->r.output, snap, &plain);
+	render(r, r->fp, r->a->r.output, snap, &plain, tripped);
 }
 
 static void periodic_report(struct run *r)
@@ -209,7 +266,7 @@ static void periodic_report(struct run *r)
 		ls_error("periodic report skipped: %s", err);
 		return;
 	}
-	render(r, r->fp, r->a->r.output, &snap, &r->a->r.ropts);
+	render(r, r->fp, r->a->r.output, &snap, &r->a->r.ropts, NULL);
 	ls_snapshot_release(&snap);
 }
 
@@ -319,19 +376,20 @@ static void remove_tmpdir(const char *dir)
 
 /* A report of another process: to FILE.PID with --output, else after
  * the root's on the same stream. */
-static int render_other(struct run *r, const struct ls_snapshot *snap)
+static int render_other(struct run *r, const struct ls_snapshot *snap,
+			int *tripped)
 {
 	struct ls_output of;
 	char *path;
 	int err;
 
 	if (!r->a->r.output)
-		return render(r, r->fp, NULL, snap, &r->a->r.ropts);
+		return render(r, r->fp, NULL, snap, &r->a->r.ropts, tripped);
 	if (asprintf(&path, "%s.%u", r->a->r.output, snap->hdr.pid) < 0)
 		return -ENOMEM;
 	err = ls_open_output(&of, path);
 	if (!err) {
-		err = render(r, of.fp, path, snap, &r->a->r.ropts);
+		err = render(r, of.fp, path, snap, &r->a->r.ropts, tripped);
 		if (err)
 			ls_output_abort(&of);
 		else
@@ -359,10 +417,9 @@ static int postmortem_report(struct run *r, int *tripped)
 	    ls_postmortem_load(path, &snap, err, sizeof(err)))
 		return -1;
 	unlink(path);
-	if (render(r, r->fp, r->a->r.output, &snap, &r->a->r.ropts) == -ENODATA)
-		render_plain(r, &snap, &r->a->r.ropts);
-	if (r->a->fail_on_leak && ls_report_leaks_over(&snap, r->a->leak_limit))
-		*tripped = 1;
+	if (render(r, r->fp, r->a->r.output, &snap, &r->a->r.ropts,
+		   tripped) == -ENODATA)
+		render_plain(r, &snap, &r->a->r.ropts, tripped);
 	ls_snapshot_release(&snap);
 	return 0;
 }
@@ -384,16 +441,14 @@ static int report_all(struct run *r, int status)
 		if (s->hdr.pid == (uint32_t)r->child) {
 			root_seen = 1;
 			failed |= render(r, r->fp, r->a->r.output, s,
-					 &r->a->r.ropts) != 0;
+					 &r->a->r.ropts, &tripped) != 0;
 		}
 	}
 	for (i = 0; i < c.n; i++) {
 		const struct ls_snapshot *s = &c.snaps[i];
 
 		if (s->hdr.pid != (uint32_t)r->child)
-			failed |= render_other(r, s) != 0;
-		if (r->a->fail_on_leak && ls_report_leaks_over(s, r->a->leak_limit))
-			tripped = 1;
+			failed |= render_other(r, s, &tripped) != 0;
 	}
 	for (i = 0; i < c.n; i++)
 		ls_snapshot_release(&c.snaps[i]);
@@ -477,12 +532,19 @@ static int finish(struct run *r, int status, int rep)
 
 int ls_cmd_run(struct ls_invocation *inv)
 {
-	struct run r = { .a = inv->args };
+	struct ls_run_args *a = inv->args;
+	struct run r = { .a = a };
 	char **envp;
 	int err, status = 0, rep;
 
-	if (check_args(&r, inv))
+	if (fail_on_arg(a) || check_args(&r, inv))
 		return LS_EXIT_USAGE;
+	/* Without a check, the report shows what it always showed: the
+	 * built-in list only keeps the runtimes' own allocations out of the
+	 * gate.  With one, they are suppressed as valgrind suppresses its. */
+	r.gate_supp = a->r.supp_all.n ? &a->r.supp_all : NULL;
+	if (!a->leak_check)
+		a->r.ropts.supp = a->r.supp.n ? &a->r.supp : NULL;
 	err = prepare(&r, inv->argv[0]);
 	if (err)
 		return err;

@@ -18,6 +18,15 @@ struct ls_run_args {
 	uint64_t leak_limit;
 	uint64_t sample_rate;	/* 0 = full tracking */
 	uint64_t sample_seed;
+	int leak_check;		/* --leak-check: the check at exit */
+	const char *fail_on;	/* --fail-on KINDS */
+	unsigned fail_kinds;	/* ... parsed */
+};
+
+struct ls_check_args {
+	struct ls_report_args r;	/* first: LS_CMD_REPORT */
+	int fail_on_leak;
+	const char *fail_on;	/* --fail-on KINDS */
 };
 
 struct ls_olds_args {
@@ -52,6 +61,12 @@ struct ls_trace_args {
 	int print_trace, combined_only, wa_missing_free, percpu, verbose;
 };
 
+struct ls_attach_args {
+	uint64_t sample_rate;	/* 0 = full tracking */
+	uint64_t depth;
+	uint64_t timeout_ns;	/* for a safe point */
+};
+
 struct ls_help_args {
 	int man;
 };
@@ -65,7 +80,8 @@ struct ls_beam_args {
 extern const struct ls_usage ls_run_usage, ls_report_usage, ls_olds_usage,
 	ls_stats_usage, ls_reset_usage, ls_snapshot_usage, ls_watch_usage,
 	ls_top_usage, ls_diff_usage, ls_help_usage, ls_serve_usage,
-	ls_beam_usage, ls_trace_usage;
+	ls_beam_usage, ls_trace_usage, ls_attach_usage, ls_detach_usage,
+	ls_check_usage;
 
 int ls_cmd_run(struct ls_invocation *inv);
 int ls_cmd_report(struct ls_invocation *inv);
@@ -80,12 +96,17 @@ int ls_cmd_help(struct ls_invocation *inv);
 int ls_cmd_serve(struct ls_invocation *inv);
 int ls_cmd_beam(struct ls_invocation *inv);
 int ls_cmd_trace(struct ls_invocation *inv);
+int ls_cmd_attach(struct ls_invocation *inv);
+int ls_cmd_detach(struct ls_invocation *inv);
+int ls_cmd_check(struct ls_invocation *inv);
 
 void ls_run_defaults(void *args);
 void ls_watch_defaults(void *args);
 void ls_top_defaults(void *args);
 void ls_beam_defaults(void *args);
 void ls_trace_defaults(void *args);
+void ls_attach_defaults(void *args);
+void ls_check_defaults(void *args);
 
 /* The exit statuses, as --help and the man page state them. */
 extern const char ls_exit_status_text[];

@@ -3,6 +3,7 @@
  * snapshot -> report -> file.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,42 @@ const struct ls_option ls_blocks_option[] = {
 	  .long_name = "show-allocs",
 	  .offset = RA(ropts.show_allocs),
 	  .help = "list every outstanding block: address, size, age, thread" },
+	{ .kind = LS_OPT_END },
+};
+
+/* --suppressions FILE: may be given several times. */
+static int add_supp_file(const struct ls_option *o, const char *arg, void *args)
+{
+	struct ls_report_args *a = args;
+
+	if (!*arg || a->nsupp_files == LS_SUPP_FILES_MAX)
+		return -1;
+	a->supp_files[a->nsupp_files++] = arg;
+	return 0;
+}
+
+const struct ls_option ls_reach_options[] = {
+	{ .kind = LS_OPT_STRING,
+	  .long_name = "only",
+	  .offset = RA(only),
+	  .argh = "KINDS",
+	  .help = "with a reachability check: only definite, indirect, possible,\n"
+	  "reachable (comma-separated) or all",
+	  .want = "definite, indirect, possible, reachable or all" },
+	{ .kind = LS_OPT_CALLBACK,
+	  .long_name = "suppressions",
+	  .argh = "FILE",
+	  .help = "LeakSanitizer suppressions (leak:PATTERN); several allowed",
+	  .cb = add_supp_file,
+	  .want = "a file name (at most 32 files)" },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "gen-suppressions",
+	  .offset = RA(ropts.gen_supp),
+	  .help = "print a suppression for every lost record" },
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "no-default-suppressions",
+	  .offset = RA(no_default_supp),
+	  .help = "show the C and C++ runtimes' one-time allocations too" },
 	{ .kind = LS_OPT_END },
 };
 
@@ -142,10 +179,47 @@ static int check_binary(const struct ls_renderer *r, const char *output,
 	return 0;
 }
 
+/* --only and the suppression files; the built-in list when the command
+ * asked for it (into supp_all; supp holds the files alone). */
+static int reach_finish(struct ls_report_args *a)
+{
+	char err[4400];
+	size_t i;
+
+	if (a->only && ls_reach_parse_kinds(a->only, &a->ropts.only, err,
+					    sizeof(err))) {
+		ls_error("--only: %s", err);
+		return -1;
+	}
+	for (i = 0; i < a->nsupp_files; i++)
+		if (ls_supp_load(&a->supp, a->supp_files[i], err, sizeof(err)) ||
+		    ls_supp_load(&a->supp_all, a->supp_files[i], err,
+				 sizeof(err))) {
+			ls_error("%s", err);
+			return -1;
+		}
+	if (a->default_supp && !a->no_default_supp &&
+	    ls_supp_default(&a->supp_all)) {
+		ls_error("out of memory");
+		return -1;
+	}
+	a->ropts.supp = a->supp_all.n ? &a->supp_all : NULL;
+	return 0;
+}
+
+void ls_report_args_release(struct ls_report_args *a)
+{
+	ls_supp_release(&a->supp);
+	ls_supp_release(&a->supp_all);
+	a->ropts.supp = NULL;
+}
+
 int ls_report_args_finish(struct ls_report_args *a, int many)
 {
 	const struct ls_renderer *r = ls_renderer_of(&a->ropts);
 
+	if (reach_finish(a))
+		return -1;
 	a->ropts.top = (size_t)a->top;
 	/* run's --depth is what the agent captures: its reports show all. */
 	a->ropts.depth = many ? 0 : (unsigned)a->depth;
@@ -175,7 +249,37 @@ int ls_write_report(FILE *fp, const char *path, const struct ls_snapshot *snap,
 		    const struct ls_report_opts *opts,
 		    struct ls_symbolizer *sym)
 {
-	struct ls_report rep;
+	return ls_write_report_gate(fp, path, snap, opts, sym, 0, NULL, NULL);
+}
+
+void ls_gate_reason(pid_t pid, const struct ls_gate *g, unsigned kinds)
+{
+	char what[128] = "";
+	unsigned k;
+
+	if (!g->reach) {
+		ls_error("pid %d: %" PRIu64 " bytes in %" PRIu64 " blocks "
+			 "outstanding at exit from %zu stacks (--fail-on-leak)",
+			 (int)pid, g->bytes, g->blocks, g->sites);
+		return;
+	}
+	for (k = 0; k < LSNAP_REACH_KINDS; k++)
+		if (kinds & 1u << k)
+			snprintf(what + strlen(what), sizeof(what) - strlen(what),
+				 "%s%s", *what ? " or " : "", ls_reach_kind_name(k));
+	ls_error("pid %d: %" PRIu64 " bytes in %" PRIu64 " blocks %s from %zu "
+		 "stacks (--fail-on-leak)", (int)pid, g->bytes, g->blocks, what,
+		 g->sites);
+}
+
+int ls_write_report_gate(FILE *fp, const char *path,
+			 const struct ls_snapshot *snap,
+			 const struct ls_report_opts *opts,
+			 struct ls_symbolizer *sym, unsigned kinds,
+			 const struct ls_report_opts *gate_opts,
+			 struct ls_gate *gate)
+{
+	struct ls_report rep, grep_;
 	int err = ls_report_build(snap, opts, &rep);
 
 	if (err == -ENODATA)
@@ -186,6 +290,15 @@ int ls_write_report(FILE *fp, const char *path, const struct ls_snapshot *snap,
 		return err;
 	}
 	err = ls_report_render(fp, &rep, opts, sym);
+	if (gate && (!gate_opts || gate_opts == opts)) {
+		ls_report_gate(&rep, kinds, gate);
+	} else if (gate && !err) {
+		err = ls_report_build(snap, gate_opts, &grep_);
+		if (!err) {
+			ls_report_gate(&grep_, kinds, gate);
+			ls_report_release(&grep_);
+		}
+	}
 	ls_report_release(&rep);
 	if (err && path)
 		ls_error("cannot write '%s': %s", path, strerror(-err));

@@ -250,6 +250,8 @@ char **ls_child_env(const struct ls_run_args *a, const char *agent,
 				(unsigned long long)a->sample_seed);
 	if (!err && a->r.ropts.need_blocks)
 		err = env_pushf(&e, LS_ENV_EXIT_BLOCKS "=1");
+	if (!err && a->leak_check)
+		err = env_pushf(&e, LS_ENV_LEAK_CHECK "=1");
 	if (!err && orig)
 		err = env_pushf(&e, LS_ENV_PRELOAD_ORIG "=%s", orig);
 	if (!err && !orig)

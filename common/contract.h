@@ -29,6 +29,8 @@
 #define LS_ENV_DEPTH "LEAKSCOPE_DEPTH"		/* frames per stack */
 #define LS_ENV_FOLLOW_EXEC "LEAKSCOPE_FOLLOW_EXEC"	/* 0/1 */
 #define LS_ENV_EXIT_BLOCKS "LEAKSCOPE_EXIT_BLOCKS"	/* block list at exit */
+#define LS_ENV_LEAK_CHECK "LEAKSCOPE_LEAK_CHECK"	/* 0/1: reachability
+							   check at exit */
 #define LS_ENV_SAMPLE_RATE "LEAKSCOPE_SAMPLE_RATE"	/* bytes; 0 = full */
 #define LS_ENV_SAMPLE_SEED "LEAKSCOPE_SAMPLE_SEED"
 #define LS_ENV_CONTROL "LEAKSCOPE_CONTROL"	/* 0: no control thread */
@@ -53,7 +55,8 @@
 	X(LS_ENV_RUN) X(LS_ENV_OUT_DIR) X(LS_ENV_DEPTH) X(LS_ENV_FOLLOW_EXEC) \
 	X(LS_ENV_EXIT_BLOCKS) X(LS_ENV_SAMPLE_RATE) X(LS_ENV_CONTROL) \
 	X(LS_ENV_PRELOAD_ORIG) X(LS_ENV_SAMPLE_SEED) X(LS_ENV_KEEP) \
-	X(LS_ENV_PERIOD_MS) X(LS_ENV_HISTORY) X(LS_ENV_ALL_CHILDREN)
+	X(LS_ENV_PERIOD_MS) X(LS_ENV_HISTORY) X(LS_ENV_ALL_CHILDREN) \
+	X(LS_ENV_LEAK_CHECK)
 
 /* Defaults and limits.  A value out of its limits is clamped (depth) or
  * replaced by the default (period, history) by the agent; the CLI refuses
@@ -142,6 +145,11 @@ static inline int ls_preload_splice(char *buf, size_t cap, const char *agent,
 #define LS_VERB_SNAPSHOT_BLOCKS "snapshot blocks"
 #define LS_VERB_RESET "reset"
 #define LS_VERB_PING "ping"
+#define LS_VERB_DETACH "detach"	/* only in an attached process */
+#define LS_VERB_CHECK "check"	/* reachability, docs/REACHABILITY.md */
+#define LS_VERB_CHECK_BLOCKS "check blocks"
+#define LS_REPLY_READY "READY"	/* check: "READY <control thread tid>" */
+#define LS_REPLY_CLONED "CLONED"	/* check: "CLONED <child pid>" */
 
 #define LS_REPLY_OK "OK"
 #define LS_REPLY_PING "OK leakscope 1"

@@ -48,11 +48,17 @@ enum lsnap_tag {
 	LSNAP_HISTORY = 9,	/* struct lsnap_history, at most once */
 	LSNAP_SITE_HISTORY = 10,	/* struct lsnap_site_history + n int64 */
 	LSNAP_UNWIND = 11,	/* struct lsnap_unwind, at most once */
-	/* 12-14 reachability (branch check), 16 attach (branch attach) */
-	LSNAP_DROPPED = 19,	/* struct lsnap_dropped, at most once */
+	LSNAP_REACH = 12,	/* struct lsnap_reach, at most once: the
+				   snapshot comes from a reachability check */
+	LSNAP_REACH_SITE = 13,	/* struct lsnap_reach_site, per site */
+	LSNAP_REACH_BLOCKS = 14,	/* uint8_t enum lsnap_reach_kind per
+					   block, in BLOCKS order */
+	LSNAP_ATTACH = 16,	/* struct lsnap_attach, at most once: the
+				   agent was attached to a running process */
 	LSNAP_NOTES = 18,	/* text, at most once: what the agent could
 				   not do as asked, lines ending with '\n',
 				   at most LSNAP_NOTES_MAX bytes */
+	LSNAP_DROPPED = 19,	/* struct lsnap_dropped, at most once */
 	LSNAP_END = 0xffff,	/* struct lsnap_end, last */
 };
 
@@ -130,6 +136,17 @@ struct lsnap_unwind {
 	uint64_t memo_hits;	/* captures answered by the walk memo */
 	uint64_t check_mismatches;	/* LSNAP_UNWINDER_CHECK: captures
 					 * where libunwind disagreed */
+} __attribute__((packed));
+
+/*
+ * Tracking began when `leakscope attach` loaded the agent into a process
+ * that was already running: blocks allocated before wall_ns are not
+ * known (their frees pass unseen), and allocated totals count from then.
+ * Absent when the agent was preloaded from the start.
+ */
+struct lsnap_attach {
+	uint64_t wall_ns;	/* CLOCK_REALTIME when tracking began */
+	uint64_t mono_ns;	/* CLOCK_MONOTONIC, same moment */
 } __attribute__((packed));
 
 #define LSNAP_BUILD_ID_MAX 32
@@ -215,6 +232,80 @@ struct lsnap_site_history {
 	uint32_t site;
 	uint32_t n;
 	/* int64_t live_bytes[n] follow, oldest first */
+} __attribute__((packed));
+
+/*
+ * Reachability, as valgrind's memcheck names it (docs/REACHABILITY.md).
+ * Only heap blocks are classified; anonymous mappings are roots and get
+ * LSNAP_REACH_NONE in LSNAP_REACH_BLOCKS.
+ */
+enum lsnap_reach_kind {
+	LSNAP_REACH_DEFINITE = 0,	/* no pointer to it anywhere */
+	LSNAP_REACH_INDIRECT = 1,	/* pointed to only from lost blocks */
+	LSNAP_REACH_POSSIBLE = 2,	/* only pointers into its inside */
+	LSNAP_REACH_REACHABLE = 3,	/* a pointer to its start from a root
+					   or a reachable block */
+	LSNAP_REACH_KINDS = 4,
+	LSNAP_REACH_NONE = 0xff,	/* not classified (a mapping) */
+};
+
+enum lsnap_reach_flags {
+	LSNAP_REACH_AT_EXIT = 1,	/* taken as the process exited */
+	LSNAP_REACH_NO_REGS = 2,	/* some threads scanned without their
+					   registers, their whole stacks */
+	LSNAP_REACH_TORN = 4,	/* a table was caught mid-update by the stop:
+				   its entries were read as they stood */
+	LSNAP_REACH_PARTIAL = 8,	/* the check ran out of memory: some
+					   blocks were not scanned, so some
+					   blocks may be reported lost that
+					   are not */
+};
+
+struct lsnap_reach {
+	uint64_t bytes[LSNAP_REACH_KINDS];	/* by enum lsnap_reach_kind */
+	uint64_t blocks[LSNAP_REACH_KINDS];
+	uint64_t scan_ns;	/* the scan in the copy-on-write child */
+	uint64_t root_bytes;	/* bytes of roots scanned */
+	uint64_t heap_bytes;	/* bytes of blocks scanned */
+	uint64_t mem_bytes;	/* the check's own memory at its peak */
+	uint32_t nthreads;	/* threads whose registers were scanned */
+	uint32_t flags;		/* enum lsnap_reach_flags */
+} __attribute__((packed));
+
+/*
+ * A site's blocks by category.  indirect_bytes/blocks: what the site's
+ * definitely lost blocks hold, the blocks reachable only through them
+ * (valgrind's "N (D direct, I indirect) bytes"); those blocks are also
+ * counted as indirect at their own sites.
+ */
+struct lsnap_reach_site {
+	uint32_t site;
+	uint32_t pad;
+	uint64_t bytes[LSNAP_REACH_KINDS];
+	uint64_t blocks[LSNAP_REACH_KINDS];
+	uint64_t indirect_bytes;
+	uint64_t indirect_blocks;
+} __attribute__((packed));
+
+/*
+ * The control socket's `check` request (docs/CONTROL-PROTOCOL.md): after
+ * the agent's "READY <tid>" line the client stops every other thread and
+ * sends this header and one record per stopped thread.
+ */
+#define LSNAP_CHECK_MAGIC "LSCHECK"	/* 7 chars + NUL */
+#define LSNAP_CHECK_MAX_THREADS 65536
+#define LSNAP_CHECK_NREGS 32
+struct lsnap_check_hdr {
+	char magic[8];
+	uint32_t nthreads;
+	uint32_t flags;		/* reserved, 0 */
+} __attribute__((packed));
+
+struct lsnap_check_thread {
+	uint32_t tid;
+	uint32_t nregs;		/* words of regs used */
+	uint64_t sp;		/* the stack pointer */
+	uint64_t regs[LSNAP_CHECK_NREGS];	/* every general register */
 } __attribute__((packed));
 
 struct lsnap_end {

@@ -14,6 +14,7 @@
 #include "../common/runtime.h"
 #include "client.h"
 #include "procinfo.h"
+#include "ptrace.h"
 
 #define REPLY_TIMEOUT_MS 30000
 
@@ -79,7 +80,13 @@ static int connect_agent(pid_t pid, char *err, size_t errlen)
 				 "(uid %u): only its owner or root can ask its "
 				 "agent", (int)pid, (unsigned)owner);
 			r = -EACCES;
-		} else if (r == -ENOENT && ls_proc_has_agent(pid))
+		} else if (r == -ENOENT && ls_proc_has_agent(pid) &&
+			   !ls_proc_preloaded(pid))
+			snprintf(err, errlen, "pid %d is not tracked: the agent "
+				 "an earlier 'leakscope attach' loaded is detached "
+				 "('leakscope attach %d' starts again)", (int)pid,
+				 (int)pid);
+		else if (r == -ENOENT && ls_proc_has_agent(pid))
 			snprintf(err, errlen, "pid %d has the leakscope agent "
 				 "but no control socket '%s' (it said why on "
 				 "its stderr; 'leakscope stats' cannot ask it)",
@@ -204,4 +211,145 @@ int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err, size_t errlen)
 	}
 	close(fd);
 	return r;
+}
+
+/* One reply line, byte by byte: what follows it (a snapshot) stays in the
+ * socket for the snapshot reader.  0, or -EPROTO at end of input. */
+static int read_line(int fd, char *buf, size_t cap)
+{
+	size_t len = 0;
+	ssize_t n;
+	char c;
+
+	while (len < cap - 1) {
+		n = recv(fd, &c, 1, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EPROTO;
+		if (c == '\n') {
+			buf[len] = 0;
+			return 0;
+		}
+		buf[len++] = c;
+	}
+	return -EPROTO;
+}
+
+/* The stopped threads' registers, as the agent reads them. */
+static int send_threads(int fd, const struct ls_world *w)
+{
+	struct lsnap_check_hdr h = { .magic = LSNAP_CHECK_MAGIC,
+				     .nthreads = (uint32_t)w->nthreads };
+	struct lsnap_check_thread *t = calloc(w->nthreads + 1, sizeof(*t));
+	size_t i, len = w->nthreads * sizeof(*t);
+	int ret = 0;
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < w->nthreads; i++) {
+		size_t nregs = sizeof(w->threads[i].regs) / sizeof(uint64_t);
+
+		if (nregs > LSNAP_CHECK_NREGS)
+			nregs = LSNAP_CHECK_NREGS;
+		t[i].tid = (uint32_t)w->threads[i].tid;
+		t[i].nregs = (uint32_t)nregs;
+		t[i].sp = w->threads[i].regs.rsp;
+		memcpy(t[i].regs, &w->threads[i].regs, nregs * sizeof(uint64_t));
+	}
+	if (send(fd, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h) ||
+	    send(fd, t, len, MSG_NOSIGNAL) != (ssize_t)len)
+		ret = -errno ? -errno : -EIO;
+	free(t);
+	return ret;
+}
+
+/* The agent's "ERR reason" or an unexpected line, as one line in err. */
+static int bad_reply(pid_t pid, const char *line, char *err, size_t errlen)
+{
+	if (!strncmp(line, LS_REPLY_ERR, strlen(LS_REPLY_ERR))) {
+		snprintf(err, errlen, "pid %d refused: %s", (int)pid,
+			 line + strlen(LS_REPLY_ERR));
+		return -EPROTO;
+	}
+	snprintf(err, errlen, "pid %d: unexpected answer '%.80s'", (int)pid,
+		 line);
+	return -EPROTO;
+}
+
+/* After the threads are stopped: registers out, "CLONED" back. */
+static int clone_image(int fd, pid_t pid, struct ls_world *w, char *err,
+		       size_t errlen)
+{
+	char line[256];
+	int ret = send_threads(fd, w);
+
+	if (ret) {
+		snprintf(err, errlen, "pid %d: cannot send the registers: %s",
+			 (int)pid, strerror(-ret));
+		return ret;
+	}
+	ret = read_line(fd, line, sizeof(line));
+	if (ret) {
+		snprintf(err, errlen, "pid %d exited during the check", (int)pid);
+		return -ESRCH;
+	}
+	if (strncmp(line, LS_REPLY_CLONED " ", strlen(LS_REPLY_CLONED) + 1))
+		return bad_reply(pid, line, err, errlen);
+	return 0;
+}
+
+int ls_client_check(pid_t pid, int blocks, struct ls_snapshot *snap,
+		    char *err, size_t errlen)
+{
+	struct ls_world_opts wo = { 0 };
+	struct ls_world w = { 0 };
+	char line[256], why[512];
+	long tid;
+	int fd, ret;
+
+	memset(snap, 0, sizeof(*snap));
+	fd = connect_agent(pid, err, errlen);
+	if (fd < 0)
+		return fd;
+	snprintf(line, sizeof(line), "%s\n",
+		 blocks ? LS_VERB_CHECK_BLOCKS : LS_VERB_CHECK);
+	if (send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 ||
+	    read_line(fd, line, sizeof(line))) {
+		snprintf(err, errlen, "pid %d exited during the check", (int)pid);
+		ret = -ESRCH;
+		goto out;
+	}
+	if (strncmp(line, LS_REPLY_READY " ", strlen(LS_REPLY_READY) + 1) ||
+	    (tid = strtol(line + strlen(LS_REPLY_READY) + 1, NULL, 10)) <= 0) {
+		ret = bad_reply(pid, line, err, errlen);
+		goto out;
+	}
+	wo.skip_tid = (pid_t)tid;
+	ret = ls_world_stop(pid, &wo, &w, why, sizeof(why));
+	if (ret) {
+		if (ret == -ESRCH)
+			snprintf(err, errlen, "pid %d exited during the check",
+				 (int)pid);
+		else
+			snprintf(err, errlen, "%s", why);
+		goto out;
+	}
+	ret = clone_image(fd, pid, &w, err, errlen);
+	ls_world_resume(&w);
+	if (ret)
+		goto out;
+	ret = ls_snapshot_read_fd(fd, snap, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "pid %d: the check failed: %s", (int)pid,
+			 why);
+		goto out;
+	}
+	snap->reach_pause_ns = ls_world_pause_ns(&w);
+out:
+	ls_world_release(&w);
+	close(fd);
+	return ret;
 }

@@ -48,4 +48,16 @@ int ls_client_request(pid_t pid, const char *req, char *reply, size_t cap,
 int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err,
 		    size_t errlen);
 
+/*
+ * A reachability check (docs/REACHABILITY.md): ask pid's agent to get
+ * ready, stop every thread but its control thread (lib/ptrace.h), send
+ * their registers, let them go as soon as the agent has cloned the image,
+ * and read the snapshot with categories the clone writes.  Sets
+ * snap->reach_pause_ns.  Errors as ls_client_snapshot(), plus ptrace's
+ * (-EPERM, -EBUSY, -ETIMEDOUT) and -ESRCH when the process exits midway.
+ * Not thread-safe (ptrace ties the stop to the calling thread).
+ */
+int ls_client_check(pid_t pid, int blocks, struct ls_snapshot *snap,
+		    char *err, size_t errlen);
+
 #endif

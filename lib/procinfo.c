@@ -1,6 +1,7 @@
 /*
  * procinfo.c - reading /proc for the live commands.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -81,6 +82,64 @@ int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+long ls_proc_status_long(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	size_t kl = strlen(key);
+	long v = -1;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -1;
+	while (fgets(line, sizeof(line), fp)) {
+		if (!strncmp(line, key, kl) && line[kl] == ':') {
+			v = strtol(line + kl + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(fp);
+	return v;
+}
+
+int ls_proc_thread_gone(pid_t pid, pid_t tid)
+{
+	char path[80], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	p = strrchr(buf, ')');	/* the name may hold spaces and parens */
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+int ls_proc_gone(pid_t pid)
+{
+	char path[64];
+	struct dirent *de;
+	int gone = 1;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 1;
+	while (gone && (de = readdir(d)))
+		if (atoi(de->d_name) > 0 && !ls_proc_thread_gone(pid, (pid_t)atoi(de->d_name)))
+			gone = 0;
+	closedir(d);
+	return gone;
+}
+
 int ls_proc_has_agent(pid_t pid)
 {
 	char path[64], line[4096];
@@ -95,4 +154,29 @@ int ls_proc_has_agent(pid_t pid)
 		found = strstr(line, "/libleakscope.so") != NULL;
 	fclose(f);
 	return found;
+}
+
+int ls_proc_preloaded(pid_t pid)
+{
+	char path[64], buf[1 << 16];
+	ssize_t n, i = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	while (i < n) {
+		const char *e = buf + i;
+
+		if (!strncmp(e, "LD_PRELOAD=", 11) && strstr(e, "libleakscope"))
+			return 1;
+		i += (ssize_t)strlen(e) + 1;
+	}
+	return 0;
 }

@@ -26,4 +26,20 @@ int ls_proc_has_agent(pid_t pid);
 /* "<pid's runtime dir>/<pid><suffix>" into buf (".sock", ".pm"). */
 int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap);
 
+/*
+ * The number after "key:" in /proc/PID/status ("Tgid", "TracerPid",
+ * "Uid" gives the real uid), or -1 when pid or the key is not there.
+ */
+long ls_proc_status_long(pid_t pid, const char *key);
+
+/* Whether thread tid of pid has exited or is a zombie (a leader that
+ * ended with pthread_exit while other threads run on is one). */
+int ls_proc_thread_gone(pid_t pid, pid_t tid);
+/* Whether pid has no live thread left: exited, killed, or only zombies. */
+int ls_proc_gone(pid_t pid);
+
+/* Whether pid started with the agent in LD_PRELOAD (its initial
+ * environment, which the agent's own clean-up does not change). */
+int ls_proc_preloaded(pid_t pid);
+
 #endif

@@ -20,8 +20,18 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+enum ls_world_thread_state {
+	LS_THREAD_RUNNING,	/* seized, asked to stop, not stopped yet */
+	LS_THREAD_STOPPED,
+	LS_THREAD_DETACHED,
+};
+
 struct ls_world_thread {
 	pid_t tid;
+	enum ls_world_thread_state state;
+	int pending_sig;		/* a signal the thread was about to
+					   take when it stopped: delivered
+					   when it is let go */
 	struct user_regs_struct regs;	/* as stopped; fs_base is the TLS
 					   pointer on x86-64 */
 	int regs_dirty;			/* set by the caller after changing
@@ -51,8 +61,16 @@ struct ls_world {
  * negative errno with a one-line reason in err, every thread already let
  * go: -EPERM (not allowed: the reason names Yama's ptrace_scope value and
  * what to do, or the owner), -EBUSY (another tracer is attached), -ESRCH
- * (no such process, or it exited meanwhile), -ETIMEDOUT (a thread did not
- * stop in time), -ENOMEM.
+ * (no such process, a thread id, or it exited meanwhile), -ETIMEDOUT (a
+ * thread did not stop in time), -ENOMEM.  A thread that exits during the
+ * stop is simply not in w->threads, nor is a zombie leader (one that
+ * called pthread_exit while other threads run on).
+ *
+ * A thread this process already traces is left out: its caller holds it
+ * (attach keeps the thread it runs its calls on).
+ *
+ * Signals: a thread found about to take a signal keeps it (pending_sig,
+ * delivered at resume); a process stopped by job control stays stopped.
  */
 int ls_world_stop(pid_t pid, const struct ls_world_opts *opts,
 		  struct ls_world *w, char *err, size_t errlen);
@@ -68,6 +86,13 @@ int ls_world_resume(struct ls_world *w);
 
 /* The pause in nanoseconds: resumed_ns - stopped_ns, 0 before resume. */
 uint64_t ls_world_pause_ns(const struct ls_world *w);
+
+/*
+ * The one-line reason ptrace was refused on pid, given Yama's ptrace_scope
+ * (-1: no Yama): the owner when it is another user, else the scope and
+ * what to do about it.  Exposed for the tests, which cannot set the scope.
+ */
+void ls_world_denied_reason(pid_t pid, int yama, char *err, size_t errlen);
 
 /* Free what w owns (not a resume); accepts a zeroed world. */
 void ls_world_release(struct ls_world *w);

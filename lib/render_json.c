@@ -76,11 +76,18 @@ void ls_json_process(struct ls_json *j, const struct ls_snapshot *s)
 		ls_json_bool(j, "torn", s->torn);
 	}
 	put_time(j, "time", h->wall_ns);
+	if (s->has_attach)
+		put_time(j, "attached", s->attach.wall_ns);
+	else
+		ls_json_null(j, "attached");
 	ls_json_ms(j, "uptime_ms", h->mono_ns > h->start_mono_ns ?
 		   h->mono_ns - h->start_mono_ns : 0);
 	ls_json_u64(j, "threads", h->nthreads);
 	put_notes(j, s->notes);
 }
+
+static void put_reach_figs(struct ls_json *j, const char *key,
+			   const struct ls_reach_figs *f);
 
 static void put_totals(struct ls_json *j, const struct ls_snapshot *s)
 {
@@ -96,6 +103,20 @@ static void put_totals(struct ls_json *j, const struct ls_snapshot *s)
 	ls_json_u64(j, "peak_live_bytes", t->peak_live_bytes);
 	ls_json_u64(j, "peak_slack", t->peak_slack);
 	ls_json_u64(j, "dropped", s->dropped);
+	if (s->has_reach) {
+		/* The whole check's figures: before filters and
+		 * suppressions (the report's are in "reachability"). */
+		struct ls_reach_figs f = { 0 };
+		unsigned k;
+
+		for (k = 0; k < LSNAP_REACH_KINDS; k++) {
+			f.bytes[k] = s->reach.bytes[k];
+			f.blocks[k] = s->reach.blocks[k];
+		}
+		f.indirect_bytes = s->reach.bytes[LSNAP_REACH_INDIRECT];
+		f.indirect_blocks = s->reach.blocks[LSNAP_REACH_INDIRECT];
+		put_reach_figs(j, "reachability", &f);
+	}
 	ls_json_end(j);
 }
 
@@ -169,6 +190,13 @@ void ls_json_filters(struct ls_json *j, const struct ls_report_opts *o)
 	else
 		ls_json_null(j, "top");
 	ls_json_bool(j, "growing", o->growing);
+	if (o->only) {		/* --only: the reachability kinds kept */
+		ls_json_array(j, "only");
+		for (unsigned k = 0; k < LSNAP_REACH_KINDS; k++)
+			if (o->only & 1u << k)
+				ls_json_str(j, NULL, ls_reach_kind_word(k));
+		ls_json_end(j);
+	}
 	ls_json_end(j);
 }
 
@@ -179,6 +207,57 @@ static void put_filters(struct ls_json *j, const struct ls_render_ctx *c)
 	ls_json_object(j, "matched");
 	ls_json_i64(j, "live_bytes", c->rep->live_bytes);
 	ls_json_i64(j, "live_blocks", c->rep->live_blocks);
+	ls_json_end(j);
+}
+
+/* {"definite": {"bytes", "blocks"}, ..., "held_indirect": {...}} */
+static void put_reach_figs(struct ls_json *j, const char *key,
+			   const struct ls_reach_figs *f)
+{
+	unsigned k;
+
+	ls_json_object(j, key);
+	for (k = 0; k < LSNAP_REACH_KINDS; k++) {
+		ls_json_object(j, ls_reach_kind_word(k));
+		ls_json_u64(j, "bytes", f->bytes[k]);
+		ls_json_u64(j, "blocks", f->blocks[k]);
+		ls_json_end(j);
+	}
+	ls_json_object(j, "held_indirect");
+	ls_json_u64(j, "bytes", f->indirect_bytes);
+	ls_json_u64(j, "blocks", f->indirect_blocks);
+	ls_json_end(j);
+	ls_json_end(j);
+}
+
+/* The check itself: when, how long the threads were held, its cost. */
+static void put_check(struct ls_json *j, const struct ls_render_ctx *c)
+{
+	const struct ls_snapshot *s = c->rep->snap;
+	const struct lsnap_reach *r = &s->reach;
+
+	if (!s->has_reach)
+		return;
+	ls_json_object(j, "check");
+	ls_json_bool(j, "at_exit", !!(r->flags & LSNAP_REACH_AT_EXIT));
+	ls_json_bool(j, "all_registers", !(r->flags & LSNAP_REACH_NO_REGS));
+	ls_json_bool(j, "torn", !!(r->flags & LSNAP_REACH_TORN));
+	ls_json_bool(j, "partial", !!(r->flags & LSNAP_REACH_PARTIAL));
+	ls_json_u64(j, "threads_stopped", r->nthreads);
+	if (s->reach_pause_ns)
+		ls_json_f64(j, "pause_ms", (double)s->reach_pause_ns / 1e6, 3);
+	else
+		ls_json_null(j, "pause_ms");
+	ls_json_f64(j, "scan_ms", (double)r->scan_ns / 1e6, 3);
+	ls_json_u64(j, "root_bytes", r->root_bytes);
+	ls_json_u64(j, "heap_bytes_scanned", r->heap_bytes);
+	ls_json_u64(j, "memory_bytes", r->mem_bytes);
+	ls_json_end(j);
+	put_reach_figs(j, "reachability", &c->rep->reach);
+	ls_json_object(j, "suppressed");
+	ls_json_u64(j, "bytes", c->rep->supp_bytes);
+	ls_json_u64(j, "blocks", c->rep->supp_blocks);
+	ls_json_u64(j, "sites", c->rep->supp_sites);
 	ls_json_end(j);
 }
 
@@ -235,6 +314,8 @@ static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 	ls_json_i64(j, "live_blocks", r->live_blocks);
 	ls_json_u64(j, "allocated_bytes", r->allocated_bytes);
 	ls_json_u64(j, "allocated_blocks", r->allocated_blocks);
+	if (c->rep->snap->has_reach && r->site->kind != LSNAP_KIND_MMAP)
+		put_reach_figs(j, "reachability", &r->reach);
 	if (r->has_trend) {
 		ls_json_object(j, "trend");
 		ls_json_str(j, "label", ls_trend_name(r->trend.label));
@@ -271,6 +352,7 @@ int ls_render_json(const struct ls_render_ctx *c)
 	put_mallinfo(&j, s);
 	put_unwind(&j, s);
 	put_filters(&j, c);
+	put_check(&j, c);
 	ls_json_array(&j, "sites");
 	for (i = 0; i < c->rep->nsites && !ret; i++)
 		ret = put_site(&j, c, &c->rep->sites[i], &st);

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "render.h"
 
 static int estimates(const struct ls_render_ctx *c)
@@ -84,6 +85,19 @@ static void put_filters(const struct ls_render_ctx *c)
 	fputc('\n', c->out);
 }
 
+/* Attached to a running process: what came before is not in the report. */
+static void put_attached(FILE *out, uint64_t wall_ns)
+{
+	time_t sec = (time_t)(wall_ns / 1000000000);
+	char date[40] = "?";
+	struct tm tm;
+
+	if (gmtime_r(&sec, &tm))
+		strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	fprintf(out, "Tracking since attaching at %s: blocks allocated "
+		"before are not known\n", date);
+}
+
 /* The agent's notes, each on a line of its own after "Agent: ". */
 static void put_notes(FILE *out, const char *notes)
 {
@@ -133,6 +147,8 @@ static void put_header(const struct ls_render_ctx *c)
 			"figures are estimates\n", s->hdr.sample_rate);
 	else
 		fputs(", full tracking\n", c->out);
+	if (s->has_attach)
+		put_attached(c->out, s->attach.wall_ns);
 	if (s->torn)
 		fputs("Note: the process died during an update: figures may "
 		      "mix two samples\n", c->out);
@@ -221,6 +237,17 @@ static void put_matched(const struct ls_render_ctx *c)
 	fputs(" blocks\n", c->out);
 }
 
+static void put_suppressed(const struct ls_render_ctx *c)
+{
+	const struct ls_report *rep = c->rep;
+
+	if (!rep->supp_sites)
+		return;
+	fprintf(c->out, "Suppressed: %" PRIu64 " bytes in %" PRIu64 " blocks "
+		"from %zu stacks (the C/C++ runtime's own, --suppressions)\n",
+		rep->supp_bytes, rep->supp_blocks, rep->supp_sites);
+}
+
 static void put_calls(const struct ls_render_ctx *c)
 {
 	const struct ls_snapshot *s = c->rep->snap;
@@ -239,6 +266,188 @@ static void put_calls(const struct ls_render_ctx *c)
 		fputc('\n', c->out);
 }
 
+/* --- reachability: valgrind's loss records ------------------------------ */
+
+struct loss_record {
+	const struct ls_report_site *r;
+	unsigned kind;
+	uint64_t bytes, blocks, indirect;
+};
+
+static int cmp_record(const void *a, const void *b)
+{
+	const struct loss_record *x = a, *y = b;
+	uint64_t tx = x->bytes + x->indirect, ty = y->bytes + y->indirect;
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (tx != ty)
+		return tx > ty ? -1 : 1;
+	return x->r->site->id < y->r->site->id ? -1 : x->r->site->id > y->r->site->id;
+}
+
+/* One record per site and kind, worst first: definitely lost, largest
+ * (direct + indirect) first, then indirectly, possibly, still reachable. */
+static struct loss_record *loss_records(const struct ls_report *rep, size_t *n)
+{
+	struct loss_record *v = calloc(rep->nsites * LSNAP_REACH_KINDS + 1,
+				       sizeof(*v));
+	size_t i;
+	unsigned k;
+
+	*n = 0;
+	if (!v)
+		return NULL;
+	for (i = 0; i < rep->nsites; i++)
+		for (k = 0; k < LSNAP_REACH_KINDS; k++) {
+			const struct ls_reach_figs *f = &rep->sites[i].reach;
+
+			if (!f->blocks[k])
+				continue;
+			v[*n] = (struct loss_record){
+				.r = &rep->sites[i], .kind = k,
+				.bytes = f->bytes[k], .blocks = f->blocks[k],
+				.indirect = k == LSNAP_REACH_DEFINITE ?
+					    f->indirect_bytes : 0,
+			};
+			(*n)++;
+		}
+	qsort(v, *n, sizeof(*v), cmp_record);
+	return v;
+}
+
+static void put_check(const struct ls_render_ctx *c)
+{
+	const struct ls_snapshot *s = c->rep->snap;
+	const struct lsnap_reach *r = &s->reach;
+
+	fputs("Reachability check", c->out);
+	if (r->flags & LSNAP_REACH_AT_EXIT)
+		fputs(" at exit", c->out);
+	if (s->reach_pause_ns)
+		fprintf(c->out, ": %u threads held %.3f ms", r->nthreads,
+			(double)s->reach_pause_ns / 1e6);
+	fprintf(c->out, "; scanned %" PRIu64 " bytes of roots and %" PRIu64
+		" of blocks in %.3f ms\n", r->root_bytes, r->heap_bytes,
+		(double)r->scan_ns / 1e6);
+	if (r->flags & LSNAP_REACH_NO_REGS)
+		fputs("Note: other threads were still running: their stacks "
+		      "were scanned whole, without their registers\n", c->out);
+	if (r->flags & LSNAP_REACH_PARTIAL)
+		fputs("Warning: the check ran out of memory: some blocks were "
+		      "not scanned, and some blocks reported lost may not be\n",
+		      c->out);
+	if (r->flags & LSNAP_REACH_TORN)
+		fputs("Note: a thread was stopped inside the agent's tables: "
+		      "a block being allocated or freed may be misfiled\n",
+		      c->out);
+	if (c->opts->only) {
+		unsigned k;
+		const char *sep = "Filters: only ";
+
+		for (k = 0; k < LSNAP_REACH_KINDS; k++)
+			if (c->opts->only & 1u << k) {
+				fprintf(c->out, "%s%s", sep, ls_reach_kind_name(k));
+				sep = ", ";
+			}
+		fputc('\n', c->out);
+	}
+}
+
+static void put_summary(const struct ls_render_ctx *c)
+{
+	const struct ls_report *rep = c->rep;
+	static const char *const label[LSNAP_REACH_KINDS] = {
+		"   definitely lost", "   indirectly lost",
+		"     possibly lost", "   still reachable",
+	};
+	unsigned k;
+
+	fputs("LEAK SUMMARY:\n", c->out);
+	for (k = 0; k < LSNAP_REACH_KINDS; k++)
+		fprintf(c->out, "%s: %" PRIu64 " bytes in %" PRIu64 " blocks\n",
+			label[k], rep->reach.bytes[k], rep->reach.blocks[k]);
+	fprintf(c->out, "        suppressed: %" PRIu64 " bytes in %" PRIu64
+		" blocks\n", rep->supp_bytes, rep->supp_blocks);
+}
+
+/* The first frame with a name: what a suppression of the record names. */
+static const char *supp_name(const struct ls_stack *st)
+{
+	size_t i;
+
+	for (i = 0; i < st->n; i++)
+		if (st->f[i].function)
+			return st->f[i].function;
+	return st->n && st->f[0].module ? ls_sym_basename(st->f[0].module) :
+	       NULL;
+}
+
+static void put_gen_supp(const struct ls_render_ctx *c,
+			 const struct loss_record *v, size_t n)
+{
+	struct ls_stack st = { 0 };
+	size_t i;
+
+	fputs("\nSuppressions for these records (LeakSanitizer syntax, "
+	      "for --suppressions FILE):\n", c->out);
+	for (i = 0; i < n; i++) {
+		const char *name;
+
+		if (v[i].kind == LSNAP_REACH_REACHABLE ||
+		    ls_render_stack(c, v[i].r->site, &st))
+			continue;
+		name = supp_name(&st);
+		if (!name)
+			continue;
+		fprintf(c->out, "# loss record %zu of %zu: %s\nleak:", i + 1, n,
+			ls_reach_kind_name(v[i].kind));
+		ls_text_safe(c->out, name);
+		fputc('\n', c->out);
+	}
+	ls_stack_release(&st);
+}
+
+static int render_reach(const struct ls_render_ctx *c)
+{
+	struct ls_stack st = { 0 };
+	struct loss_record *v;
+	size_t n, i, k;
+	int ret = 0;
+
+	put_header(c);
+	put_check(c);
+	v = loss_records(c->rep, &n);
+	if (!v)
+		return -ENOMEM;
+	fputc('\n', c->out);
+	for (i = 0; i < n && !ret; i++) {
+		if (v[i].indirect)
+			fprintf(c->out, "%" PRIu64 " (%" PRIu64 " direct, %" PRIu64
+				" indirect) bytes", v[i].bytes + v[i].indirect,
+				v[i].bytes, v[i].indirect);
+		else
+			fprintf(c->out, "%" PRIu64 " bytes", v[i].bytes);
+		fprintf(c->out, " in %" PRIu64 " blocks are %s in loss record "
+			"%zu of %zu\n", v[i].blocks, ls_reach_kind_name(v[i].kind),
+			i + 1, n);
+		ret = ls_render_stack(c, v[i].r->site, &st);
+		for (k = 0; !ret && k < st.n; k++)
+			ls_text_frame(c->out, &st.f[k]);
+		if (!ret && !st.n)
+			fputs("\t\t(no stack)\n", c->out);
+		fputc('\n', c->out);
+	}
+	ls_stack_release(&st);
+	if (!ret) {
+		put_summary(c);
+		if (c->opts->gen_supp)
+			put_gen_supp(c, v, n);
+	}
+	free(v);
+	return ret;
+}
+
 int ls_render_text(const struct ls_render_ctx *c)
 {
 	const struct ls_report *rep = c->rep;
@@ -246,6 +455,8 @@ int ls_render_text(const struct ls_render_ctx *c)
 	size_t i;
 	int ret = 0;
 
+	if (rep->snap->has_reach)
+		return render_reach(c);
 	put_header(c);
 	if (!rep->nsites_total)
 		fputs("No stacks with outstanding allocations.\n", c->out);
@@ -260,6 +471,7 @@ int ls_render_text(const struct ls_render_ctx *c)
 	fputc('\n', c->out);
 	put_totals(c);
 	put_matched(c);
+	put_suppressed(c);
 	put_calls(c);
 	return 0;
 }

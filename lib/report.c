@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report.h"
+#include "symbolize.h"
 #include "trend.h"
 
 /* Per-site sums over the blocks that pass the filters. */
 struct agg {
+	struct ls_reach_figs reach;
 	int64_t bytes, blocks;
 	double est_bytes, est_blocks;	/* sampled mode */
 	size_t nblk;
@@ -27,9 +29,70 @@ void ls_report_opts_finish(struct ls_report_opts *opts)
 		opts->max_size || opts->show_allocs;
 }
 
+static const char *const kind_words[LSNAP_REACH_KINDS] = {
+	"definite", "indirect", "possible", "reachable",
+};
+static const char *const kind_names[LSNAP_REACH_KINDS] = {
+	"definitely lost", "indirectly lost", "possibly lost",
+	"still reachable",
+};
+
+const char *ls_reach_kind_word(unsigned kind)
+{
+	return kind < LSNAP_REACH_KINDS ? kind_words[kind] : "none";
+}
+
+const char *ls_reach_kind_name(unsigned kind)
+{
+	return kind < LSNAP_REACH_KINDS ? kind_names[kind] : "not classified";
+}
+
+int ls_reach_parse_kinds(const char *s, unsigned *bits, char *err,
+			 size_t errlen)
+{
+	unsigned k, b = 0;
+	size_t len;
+
+	while (*s) {
+		len = strcspn(s, ",");
+		for (k = 0; k < LSNAP_REACH_KINDS; k++)
+			if (len == strlen(kind_words[k]) &&
+			    !strncmp(s, kind_words[k], len))
+				break;
+		/* valgrind's --show-leak-kinds=all */
+		if (len == 3 && !strncmp(s, "all", 3)) {
+			b = (1u << LSNAP_REACH_KINDS) - 1;
+		} else if (k == LSNAP_REACH_KINDS) {
+			snprintf(err, errlen, "unknown kind '%.*s' (expected "
+				 "definite, indirect, possible, reachable or "
+				 "all)", (int)(len > 64 ? 64 : len), s);
+			return -EINVAL;
+		} else {
+			b |= 1u << k;
+		}
+		s += len + (s[len] == ',');
+	}
+	if (!b) {
+		snprintf(err, errlen, "no kind given (expected definite, "
+			 "indirect, possible, reachable or all)");
+		return -EINVAL;
+	}
+	*bits = b;
+	return 0;
+}
+
+/* The kinds a report keeps: every kind without --only. */
+static unsigned kinds_kept(const struct ls_report_opts *o)
+{
+	return o->only ? o->only : (1u << LSNAP_REACH_KINDS) - 1;
+}
+
 static int block_passes(const struct ls_snapshot *snap,
 			const struct ls_report_opts *o, const struct ls_block *b)
 {
+	if (snap->has_reach && o->only &&
+	    (b->reach >= LSNAP_REACH_KINDS || !(o->only & 1u << b->reach)))
+		return 0;
 	if (ls_block_age_ns(snap, b) < o->min_age_ns)
 		return 0;
 	if (b->size < o->min_size)
@@ -96,6 +159,10 @@ static void add_block(struct agg *a, const struct ls_snapshot *snap,
 	a->est_bytes += w * (double)b->size;
 	a->est_blocks += w;
 	a->nblk++;
+	if (b->reach < LSNAP_REACH_KINDS) {
+		a->reach.bytes[b->reach] += b->size;
+		a->reach.blocks[b->reach]++;
+	}
 }
 
 static int site_has_live(const struct ls_site *s)
@@ -113,7 +180,40 @@ static void fill_site(struct ls_report_site *r, const struct ls_site *s)
 	r->allocated_blocks = s->allocated_blocks;
 }
 
-static int from_sites(const struct ls_snapshot *snap, struct ls_report *rep)
+/*
+ * With a check, a site's figures are those of the kinds kept; a mapping
+ * (not classified) is kept only without --only.
+ */
+static void keep_kinds(const struct ls_snapshot *snap,
+		       const struct ls_report_opts *o, struct ls_report_site *r)
+{
+	unsigned k, keep = kinds_kept(o);
+	int64_t bytes = 0, blocks = 0;
+
+	if (!snap->has_reach || r->site->kind == LSNAP_KIND_MMAP) {
+		if (snap->has_reach && o->only)
+			r->live_bytes = r->live_blocks = 0;
+		return;
+	}
+	r->reach = r->site->reach;
+	for (k = 0; k < LSNAP_REACH_KINDS; k++) {
+		if (!(keep & 1u << k)) {
+			r->reach.bytes[k] = r->reach.blocks[k] = 0;
+			continue;
+		}
+		bytes += (int64_t)r->reach.bytes[k];
+		blocks += (int64_t)r->reach.blocks[k];
+	}
+	if (!(keep & 1u << LSNAP_REACH_DEFINITE))
+		r->reach.indirect_bytes = r->reach.indirect_blocks = 0;
+	if (o->only) {
+		r->live_bytes = bytes;
+		r->live_blocks = blocks;
+	}
+}
+
+static int from_sites(const struct ls_snapshot *snap,
+		      const struct ls_report_opts *o, struct ls_report *rep)
 {
 	size_t i, n = 0;
 
@@ -122,9 +222,16 @@ static int from_sites(const struct ls_snapshot *snap, struct ls_report *rep)
 	rep->sites = calloc(n ? n : 1, sizeof(*rep->sites));
 	if (!rep->sites)
 		return -ENOMEM;
-	for (i = 0; i < snap->nsites; i++)
-		if (site_has_live(&snap->sites[i]))
-			fill_site(&rep->sites[rep->nsites++], &snap->sites[i]);
+	for (i = 0; i < snap->nsites; i++) {
+		struct ls_report_site *r;
+
+		if (!site_has_live(&snap->sites[i]))
+			continue;
+		r = &rep->sites[rep->nsites];
+		fill_site(r, &snap->sites[i]);
+		keep_kinds(snap, o, r);
+		rep->nsites += r->live_blocks > 0 || r->live_bytes > 0;
+	}
 	return 0;
 }
 
@@ -195,6 +302,13 @@ static int agg_to_sites(const struct ls_snapshot *snap, const struct agg *a,
 		r->live_bytes = sampled ? llround(a[i].est_bytes) : a[i].bytes;
 		r->live_blocks = sampled ? llround(a[i].est_blocks) : a[i].blocks;
 		r->nblocks = a[i].nblk;
+		r->reach = a[i].reach;
+		/* What a lost block holds is the check's, not filtered. */
+		if (r->reach.blocks[LSNAP_REACH_DEFINITE] ==
+		    snap->sites[i].reach.blocks[LSNAP_REACH_DEFINITE]) {
+			r->reach.indirect_bytes = snap->sites[i].reach.indirect_bytes;
+			r->reach.indirect_blocks = snap->sites[i].reach.indirect_blocks;
+		}
 	}
 	return 0;
 }
@@ -219,7 +333,7 @@ static int from_blocks(const struct ls_snapshot *snap,
 	int ret = -ENOMEM;
 
 	if (!snap->has_blocks)
-		return any_live(snap) ? -ENODATA : from_sites(snap, rep);
+		return any_live(snap) ? -ENODATA : from_sites(snap, o, rep);
 	ix = index_sites(snap);
 	a = calloc(snap->nsites ? snap->nsites : 1, sizeof(*a));
 	slot = calloc(snap->nsites ? snap->nsites : 1, sizeof(*slot));
@@ -314,6 +428,33 @@ static void apply_top(struct ls_report *rep, size_t top)
 	rep->nsites = top;
 }
 
+/* Leave out the sites a suppression matches (symbolized once here). */
+static int suppress(struct ls_report *rep, struct ls_supp *supp)
+{
+	struct ls_symbolizer *sym = ls_symbolizer_new(rep->snap);
+	size_t i, n = 0;
+
+	if (!sym)
+		return -ENOMEM;
+	for (i = 0; i < supp->n; i++)
+		supp->e[i].hits = 0;
+	for (i = 0; i < rep->nsites; i++) {
+		struct ls_report_site *r = &rep->sites[i];
+
+		if (ls_supp_match(supp, sym, r->site)) {
+			rep->supp_bytes += (uint64_t)r->live_bytes;
+			rep->supp_blocks += (uint64_t)r->live_blocks;
+			rep->supp_sites++;
+			free(r->blocks);
+			continue;
+		}
+		rep->sites[n++] = *r;
+	}
+	rep->nsites = n;
+	ls_symbolizer_free(sym);
+	return 0;
+}
+
 int ls_report_build(const struct ls_snapshot *snap,
 		    const struct ls_report_opts *opts, struct ls_report *rep)
 {
@@ -322,8 +463,11 @@ int ls_report_build(const struct ls_snapshot *snap,
 
 	memset(rep, 0, sizeof(*rep));
 	rep->snap = snap;
-	ret = opts->need_blocks ? from_blocks(snap, opts, rep) :
-		from_sites(snap, rep);
+	ret = (opts->need_blocks || (snap->has_reach && opts->only &&
+				     snap->has_blocks)) ?
+		from_blocks(snap, opts, rep) : from_sites(snap, opts, rep);
+	if (!ret && opts->supp && opts->supp->n)
+		ret = suppress(rep, opts->supp);
 	if (!ret)
 		ret = classify(snap, rep);
 	if (!ret && opts->growing)
@@ -335,8 +479,17 @@ int ls_report_build(const struct ls_snapshot *snap,
 	qsort(rep->sites, rep->nsites, sizeof(*rep->sites), cmp_report_site);
 	rep->nsites_total = rep->nsites;
 	for (i = 0; i < rep->nsites; i++) {
+		const struct ls_reach_figs *f = &rep->sites[i].reach;
+		unsigned k;
+
 		rep->live_bytes += rep->sites[i].live_bytes;
 		rep->live_blocks += rep->sites[i].live_blocks;
+		for (k = 0; k < LSNAP_REACH_KINDS; k++) {
+			rep->reach.bytes[k] += f->bytes[k];
+			rep->reach.blocks[k] += f->blocks[k];
+		}
+		rep->reach.indirect_bytes += f->indirect_bytes;
+		rep->reach.indirect_blocks += f->indirect_blocks;
 	}
 	apply_top(rep, opts->top);
 	return 0;
@@ -369,4 +522,35 @@ int ls_report_leaks_over(const struct ls_snapshot *snap, uint64_t limit)
 				total += (uint64_t)snap->sites[i].live_bytes;
 	}
 	return total > limit;
+}
+
+void ls_report_gate(const struct ls_report *rep, unsigned kinds,
+		    struct ls_gate *g)
+{
+	size_t i;
+	unsigned k;
+
+	memset(g, 0, sizeof(*g));
+	g->reach = rep->snap->has_reach;
+	/* Every site the filters kept, --top or not. */
+	for (i = 0; i < rep->nsites_total; i++) {
+		const struct ls_report_site *r = &rep->sites[i];
+		uint64_t b = 0;
+
+		if (!g->reach) {
+			if (r->live_bytes <= 0)
+				continue;
+			g->bytes += (uint64_t)r->live_bytes;
+			g->blocks += (uint64_t)r->live_blocks;
+			g->sites++;
+			continue;
+		}
+		for (k = 0; k < LSNAP_REACH_KINDS; k++)
+			if (kinds & 1u << k) {
+				b += r->reach.bytes[k];
+				g->blocks += r->reach.blocks[k];
+			}
+		g->bytes += b;
+		g->sites += b > 0;
+	}
 }

@@ -13,6 +13,7 @@
 #include "flamegraph.h"
 #include "snapshot.h"
 #include "trend.h"
+#include "suppress.h"
 
 struct ls_renderer;
 
@@ -24,6 +25,13 @@ struct ls_report_opts {
 	uint64_t max_size;	/* only blocks of at most this size; 0 = none */
 	int show_allocs;	/* list each block (addr, size, age) */
 	int growing;		/* only linear or exponential growth */
+	unsigned only;		/* with a reachability check: only blocks
+				   of these categories, bit (1 << enum
+				   lsnap_reach_kind); 0 = all */
+	struct ls_supp *supp;	/* suppressed sites are left out; NULL =
+				   none (lib/suppress.h) */
+	int gen_supp;		/* text: print suppressions for the
+				   records shown */
 	int need_blocks;	/* derived: a filter needs per-block data */
 	struct ls_flame_opts svg;	/* --format svg: title, count, inverted,
 					   colors (subtitle NULL: the process) */
@@ -45,6 +53,8 @@ struct ls_report_site {
 	size_t nblocks;
 	int has_trend;		/* the snapshot had a growth history */
 	struct ls_trend trend;
+	struct ls_reach_figs reach;	/* after filters, when the
+					   snapshot has_reach */
 };
 
 struct ls_report {
@@ -53,6 +63,9 @@ struct ls_report {
 	size_t nsites;		/* after --top */
 	size_t nsites_total;	/* sites with outstanding memory, before --top */
 	int64_t live_bytes, live_blocks;	/* of the sites kept by filters */
+	struct ls_reach_figs reach;	/* the same by category */
+	uint64_t supp_bytes, supp_blocks;	/* left out by suppressions */
+	size_t supp_sites;
 };
 
 /* Derive opts->need_blocks from the filters. */
@@ -74,6 +87,29 @@ void ls_report_opts_finish(struct ls_report_opts *opts);
 int ls_report_build(const struct ls_snapshot *snap,
 		    const struct ls_report_opts *opts, struct ls_report *rep);
 void ls_report_release(struct ls_report *rep);
+
+/*
+ * What --fail-on-leak gates on, from a built report (filters and
+ * suppressions applied).  With a reachability check: the bytes and
+ * blocks of the kinds in `kinds` (bits of enum lsnap_reach_kind);
+ * without: every outstanding byte the report kept.
+ */
+struct ls_gate {
+	uint64_t bytes, blocks;
+	size_t sites;
+	int reach;		/* the figures are by category */
+};
+void ls_report_gate(const struct ls_report *rep, unsigned kinds,
+		    struct ls_gate *g);
+
+/* "definite,indirect" -> bits of enum lsnap_reach_kind; 0 and *bits, or
+ * -EINVAL naming the bad word in err. */
+int ls_reach_parse_kinds(const char *s, unsigned *bits, char *err,
+			 size_t errlen);
+/* "definitely lost" etc., by enum lsnap_reach_kind. */
+const char *ls_reach_kind_name(unsigned kind);
+/* "definite" etc. (the words of --only). */
+const char *ls_reach_kind_word(unsigned kind);
 
 /*
  * The allocated-bytes threshold test used by --fail-on-leak: nonzero when

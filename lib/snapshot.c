@@ -49,7 +49,12 @@ struct parse {
 	unsigned char *payload;
 	size_t payload_cap;
 	int seen_header, seen_command, seen_totals, seen_mallinfo;
-	int seen_history, seen_unwind, seen_notes, seen_dropped;
+	int seen_attach, seen_reach, seen_dropped;
+	int seen_history, seen_unwind, seen_notes;
+	struct lsnap_reach_site *rsites;	/* attached after END */
+	size_t nrsites, cap_rsites;
+	uint8_t *cats;		/* LSNAP_REACH_BLOCKS, in BLOCKS order */
+	size_t ncats, cap_cats;
 	int sites_sorted;
 	size_t cap_calls, cap_modules, cap_sites, cap_blocks;
 	struct pending_hist *hist;
@@ -152,6 +157,10 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_HISTORY: return "history";
 	case LSNAP_SITE_HISTORY: return "site history";
 	case LSNAP_UNWIND: return "unwind";
+	case LSNAP_ATTACH: return "attach";
+	case LSNAP_REACH: return "reachability";
+	case LSNAP_REACH_SITE: return "site reachability";
+	case LSNAP_REACH_BLOCKS: return "block reachability";
 	case LSNAP_NOTES: return "notes";
 	case LSNAP_DROPPED: return "dropped";
 	case LSNAP_END: return "end";
@@ -448,6 +457,40 @@ static int parse_site_history(struct parse *p, uint32_t len)
 	return 0;
 }
 
+static int parse_reach_site(struct parse *p, uint32_t len)
+{
+	int ret;
+
+	if (len != sizeof(struct lsnap_reach_site))
+		return bad_len(p, LSNAP_REACH_SITE, len,
+			       sizeof(struct lsnap_reach_site));
+	ret = ls_grow(&p->rsites, &p->cap_rsites, p->nrsites + 1,
+		   sizeof(*p->rsites));
+	if (ret)
+		return ret;
+	memcpy(&p->rsites[p->nrsites++], p->payload, len);
+	return 0;
+}
+
+static int parse_reach_blocks(struct parse *p, uint32_t len)
+{
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < len; i++)
+		if (p->payload[i] >= LSNAP_REACH_KINDS &&
+		    p->payload[i] != LSNAP_REACH_NONE)
+			return fail(p, -EINVAL, "corrupt snapshot: record %u "
+				    "(block reachability) has unknown "
+				    "category %u", p->nrec + 1, p->payload[i]);
+	ret = ls_grow(&p->cats, &p->cap_cats, p->ncats + len + 1, 1);
+	if (ret)
+		return ret;
+	memcpy(p->cats + p->ncats, p->payload, len);
+	p->ncats += len;
+	return 0;
+}
+
 static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 {
 	struct ls_snapshot *s = p->snap;
@@ -483,6 +526,17 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 		return parse_fixed(p, tag, len, &p->seen_unwind,
 				   &s->has_unwind, &s->unwind,
 				   sizeof(s->unwind));
+	case LSNAP_ATTACH:
+		return parse_fixed(p, tag, len, &p->seen_attach,
+				   &s->has_attach, &s->attach,
+				   sizeof(s->attach));
+	case LSNAP_REACH:
+		return parse_fixed(p, tag, len, &p->seen_reach,
+				   &s->has_reach, &s->reach, sizeof(s->reach));
+	case LSNAP_REACH_SITE:
+		return parse_reach_site(p, len);
+	case LSNAP_REACH_BLOCKS:
+		return parse_reach_blocks(p, len);
 	case LSNAP_NOTES:
 		return parse_notes(p, len);
 	case LSNAP_DROPPED: {
@@ -589,6 +643,37 @@ static int attach_histories(struct parse *p)
 	return 0;
 }
 
+/* Per-site figures to their sites, categories to the blocks. */
+static int attach_reach(struct parse *p)
+{
+	struct ls_snapshot *s = p->snap;
+	size_t i;
+	int k;
+
+	for (i = 0; i < s->nblocks; i++)
+		s->blocks[i].reach = LSNAP_REACH_NONE;
+	if (p->ncats && p->ncats != s->nblocks)
+		return fail(p, -EINVAL, "corrupt snapshot: %zu block "
+			    "categories for %zu blocks", p->ncats, s->nblocks);
+	for (i = 0; i < p->ncats; i++)
+		s->blocks[i].reach = p->cats[i];
+	for (i = 0; i < p->nrsites; i++) {
+		const struct lsnap_reach_site *r = &p->rsites[i];
+		struct ls_site *site = (struct ls_site *)
+			ls_snapshot_site(s, r->site);
+
+		if (!site)
+			continue;	/* created after the image was taken */
+		for (k = 0; k < LSNAP_REACH_KINDS; k++) {
+			site->reach.bytes[k] = r->bytes[k];
+			site->reach.blocks[k] = r->blocks[k];
+		}
+		site->reach.indirect_bytes = r->indirect_bytes;
+		site->reach.indirect_blocks = r->indirect_blocks;
+	}
+	return 0;
+}
+
 static int read_end(struct parse *p, uint32_t len)
 {
 	struct lsnap_end e;
@@ -613,7 +698,9 @@ static int read_end(struct parse *p, uint32_t len)
 		return fail(p, -EINVAL, "corrupt snapshot: checksum mismatch "
 			    "(damaged or altered)");
 	ret = check_site_ids(p);
-	return ret ? ret : attach_histories(p);
+	if (!ret)
+		ret = attach_histories(p);
+	return ret ? ret : attach_reach(p);
 }
 
 static int read_payload(struct parse *p, uint32_t tag, uint32_t len)
@@ -703,6 +790,8 @@ int ls_snapshot_read_fd(int fd, struct ls_snapshot *snap, char *err,
 	while (p.nhist--)
 		free(p.hist[p.nhist].v);
 	free(p.hist);
+	free(p.rsites);
+	free(p.cats);
 	free(p.payload);
 	free(p.rd);
 	return ret;

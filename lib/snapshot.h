@@ -27,6 +27,15 @@ struct ls_module {
 	char *path;		/* owned */
 };
 
+/* A site's blocks by reachability category (enum lsnap_reach_kind),
+ * from a check (struct lsnap_reach_site without the id). */
+struct ls_reach_figs {
+	uint64_t bytes[LSNAP_REACH_KINDS];
+	uint64_t blocks[LSNAP_REACH_KINDS];
+	uint64_t indirect_bytes;	/* held by its definitely lost blocks */
+	uint64_t indirect_blocks;
+};
+
 struct ls_site {
 	uint32_t id;
 	uint32_t kind;		/* enum lsnap_site_kind */
@@ -40,17 +49,21 @@ struct ls_site {
 	int64_t *history;	/* owned; live bytes per growth sample,
 				   oldest first; NULL if none */
 	uint32_t nhistory;
+	struct ls_reach_figs reach;	/* zero unless the snapshot has_reach */
 };
 
 struct ls_block {
 	uint64_t addr, size, birth_ns;
 	uint32_t site;		/* ls_site.id */
 	uint32_t tid;
+	uint8_t reach;		/* enum lsnap_reach_kind; LSNAP_REACH_NONE
+				   without a check or for a mapping */
 };
 
 struct ls_snapshot {
 	struct lsnap_header hdr;
 	int has_totals, has_mallinfo, has_blocks, has_history, has_unwind;
+	int has_attach;		/* attached to a running process: attach */
 	int has_dropped;
 	uint64_t dropped;	/* events the agent could not record (out of
 				   memory): figures are low by that much */
@@ -64,6 +77,11 @@ struct ls_snapshot {
 	struct lsnap_totals totals;
 	struct lsnap_mallinfo mallinfo;
 	struct lsnap_unwind unwind;
+	struct lsnap_attach attach;
+	int has_reach;		/* from a reachability check */
+	struct lsnap_reach reach;
+	uint64_t reach_pause_ns;	/* set by the caller that stopped the
+					   threads; 0 = not measured */
 
 	char **argv;		/* owned, argc entries + NULL */
 	size_t argc;

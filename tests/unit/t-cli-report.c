@@ -95,7 +95,7 @@ static void add_block(struct ls_snapshot *s, uint64_t addr, uint64_t size,
 		      uint64_t birth, uint32_t site, uint32_t tid)
 {
 	s->blocks[s->nblocks++] = (struct ls_block){ addr, size, birth, site,
-						     tid };
+						     tid, LSNAP_REACH_NONE };
 }
 
 static void base_header(struct ls_snapshot *s)
@@ -518,7 +518,7 @@ static void test_json(void)
 		"{\"format\":\"leakscope-report\",\"version\":1,\"pid\":4242,"
 		"\"ppid\":1,\"command\":[\"a\\\"b\\\\c\",\"\\u0001\\n\\ufffd\","
 		"\"\xc3\xa9\"],\"mode\":\"full\",\"reason\":\"exit\","
-		"\"postmortem\":false,\"time\":\"2023-11-14T22:13:20.123Z\","
+		"\"postmortem\":false,\"time\":\"2023-11-14T22:13:20.123Z\",\"attached\":null,"
 		"\"uptime_ms\":10000,\"threads\":3,\"notes\":[],"
 		"\"totals\":{\"live_bytes\":4096,\"live_blocks\":1,"
 		"\"allocated_bytes\":8192,\"allocated_blocks\":2,"

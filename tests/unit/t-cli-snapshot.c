@@ -629,8 +629,81 @@ static void test_load(void)
 				     "snapshot"), "empty file: '%s'", err);
 }
 
+/* A check's records: per-site figures go to their sites, categories to
+ * the blocks in order; a category count that disagrees, an unknown
+ * category, a wrong length and a second REACH are refused. */
+static void test_reach(void)
+{
+	struct lsnap_reach r = { .bytes = { 64, 144, 300, 1000 },
+				 .blocks = { 1, 3, 1, 1 }, .nthreads = 2 };
+	struct lsnap_reach_site rs = { .site = 5, .bytes = { 64, 0, 0, 1000 },
+				       .blocks = { 1, 0, 0, 1 },
+				       .indirect_bytes = 144,
+				       .indirect_blocks = 3 };
+	struct lsnap_block b[2] = { { .addr = 0x1000, .size = 64, .site = 5 },
+				    { .addr = 0x2000, .size = 1000, .site = 5 } };
+	uint8_t cats[2] = { LSNAP_REACH_DEFINITE, LSNAP_REACH_REACHABLE };
+	uint8_t bad_cat = 7;
+	uint64_t frames[1] = { 0x1234 };
+	struct ls_snapshot s;
+	struct wbuf w = { 0 };
+	char err[256] = "";
+	int ret;
+
+	w_header(&w);
+	w_site(&w, 5, 1, 1064, frames);
+	w_rec(&w, LSNAP_BLOCKS, b, sizeof(b));
+	w_rec(&w, LSNAP_REACH_BLOCKS, cats, 1);
+	w_rec(&w, LSNAP_REACH_BLOCKS, cats + 1, 1);
+	w_rec(&w, LSNAP_REACH_SITE, &rs, sizeof(rs));
+	w_rec(&w, LSNAP_REACH, &r, sizeof(r));
+	w_end(&w);
+	ret = read_buf(w.p, w.len, &s, err, sizeof(err));
+	ok(ret == 0 && s.has_reach && s.reach.nthreads == 2 &&
+	   s.reach.bytes[LSNAP_REACH_POSSIBLE] == 300, "REACH read (%s)", err);
+	ok(ret == 0 && s.nsites == 1 &&
+	   s.sites[0].reach.bytes[LSNAP_REACH_DEFINITE] == 64 &&
+	   s.sites[0].reach.indirect_bytes == 144 &&
+	   s.sites[0].reach.indirect_blocks == 3, "REACH_SITE to its site");
+	ok(ret == 0 && s.nblocks == 2 &&
+	   s.blocks[0].reach == LSNAP_REACH_DEFINITE &&
+	   s.blocks[1].reach == LSNAP_REACH_REACHABLE,
+	   "REACH_BLOCKS in BLOCKS order, across records");
+	ls_snapshot_release(&s);
+	free(w.p);
+
+	memset(&w, 0, sizeof(w));
+	w_header(&w);
+	w_rec(&w, LSNAP_BLOCKS, b, sizeof(b));
+	w_rec(&w, LSNAP_REACH_BLOCKS, cats, 1);
+	w_end(&w);
+	ret = read_buf(w.p, w.len, &s, err, sizeof(err));
+	ls_snapshot_release(&s);
+	free(w.p);
+	expect(ret, err, "1 block categories for 2 blocks",
+	       "fewer categories than blocks");
+
+	ret = with_record(LSNAP_REACH_BLOCKS, 1, &bad_cat, 1, NULL, 0, &s, err,
+			  sizeof(err));
+	expect(ret, err, "unknown category 7", "an unknown category");
+	ret = with_record(LSNAP_REACH_SITE, sizeof(rs) - 8, &rs,
+			  sizeof(rs) - 8, NULL, 0, &s, err, sizeof(err));
+	ok(ret == -EINVAL, "a short site reachability record is refused (%s)",
+	   err);
+	memset(&w, 0, sizeof(w));
+	w_header(&w);
+	w_rec(&w, LSNAP_REACH, &r, sizeof(r));
+	w_rec(&w, LSNAP_REACH, &r, sizeof(r));
+	w_end(&w);
+	ret = read_buf(w.p, w.len, &s, err, sizeof(err));
+	ls_snapshot_release(&s);
+	free(w.p);
+	expect(ret, err, "second reachability record", "two REACH records");
+}
+
 int main(void)
 {
+	test_reach();
 	test_roundtrip();
 	test_truncations();
 	test_flips();

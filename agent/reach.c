@@ -1,0 +1,1025 @@
+/*
+ * reach.c - the reachability scan, run in a copy-on-write child.
+ *
+ * Phases (docs/REACHABILITY.md):
+ *  1. gather: every heap block of the live tables into one array, sorted
+ *     by address (radix sort), and an index of the 1 MiB granules blocks
+ *     cover, so that most words that are no heap pointer cost one probe;
+ *  2. roots: every readable, writable private mapping of /proc/self/maps,
+ *     less the agent's own memory, less the allocator's (heap_range: its
+ *     free chunks keep stale pointers; blocks are scanned only when
+ *     reached), less each stack below its thread's stack pointer minus
+ *     the 128-byte red zone; plus the stopped threads' registers.  Static TLS and the thread descriptors (with the DTV) lie
+ *     in those mappings; dynamic TLS blocks are heap blocks the DTV points
+ *     to;
+ *  3. mark, as memcheck does: a pointer to a block's start from a root or
+ *     a reachable block makes it reachable, any other pointer (into its
+ *     inside, or from a possibly lost block) possibly lost;
+ *  4. cliques: each block still unreached, in address order, floods the
+ *     unreached blocks it points to (start or inside) as indirectly lost;
+ *     a former clique leader reached this way joins the new clique (union
+ *     find), so a cycle has one definitely lost block;
+ *  5. sums per site, then the snapshot (snapwrite.c) to the caller's fd.
+ *
+ * The child's memory: 24 bytes per block (copy of the entry), 8 for the
+ * sorted addresses, 1 for the state, 4 for the clique leader, the granule
+ * index and a mark stack; never a copy of the heap.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include "state.h"
+#include "figures.h"
+#include "live.h"
+#include "mmaps.h"
+#include "modules.h"
+#include "reach.h"
+#include "site.h"
+#include "snapwrite.h"
+#include "sys.h"
+
+#define RED_ZONE 128
+#define GRANULE_SHIFT 20
+
+enum { ST_UNREACHED = 0, ST_POSSIBLE, ST_REACHABLE, ST_INDIRECT };
+
+/* A growable array of the child's own memory. */
+struct vec {
+	void *p;
+	size_t len, cap;	/* in elements */
+	size_t elem;
+};
+
+struct region {
+	uint64_t start, end;
+	unsigned readable : 1, writable : 1, shared : 1, file : 1;
+};
+
+struct gran {
+	uint64_t key;		/* granule + 1; 0 = empty */
+	uint32_t first, end;	/* blocks overlapping it */
+};
+
+struct scan {
+	struct ls_live_entry *blk;
+	uint64_t *addr;		/* blk[i].addr, dense for the search */
+	uint8_t *st;
+	uint32_t *leader;
+	size_t n;
+	uint64_t lo, hi;	/* [first block, end of the last) */
+	struct gran *gran;
+	uint64_t gmask;
+	struct vec regions;	/* struct region, sorted */
+	struct vec stack;	/* uint32_t block indices to scan */
+	uint64_t own_start[LS_SYS_OWN_SLOTS + 8], own_len[LS_SYS_OWN_SLOTS + 8];
+	size_t nown;
+	uint64_t mem, peak;	/* bytes mapped now and at most */
+	uint64_t root_bytes, heap_bytes;
+	int partial;		/* out of memory: some blocks not scanned */
+};
+
+/* Filled by ls_reach_prepare(), read by the child. */
+static struct {
+	uint64_t seg_start[8], seg_end[8];	/* the agent's own writable
+						   PT_LOAD segments */
+	unsigned nseg;
+	struct lsnap_mallinfo mallinfo;
+	pid_t pid, ppid;
+} prep;
+
+static struct scan sc_static;	/* the child's; static: no stack for 260 KiB */
+static sigjmp_buf fault_jmp;
+
+/* --- memory of the child ----------------------------------------------- */
+
+static void *grab(struct scan *sc, size_t bytes)
+{
+	void *p = ls_sys_map(bytes ? bytes : 1);
+
+	if (p && (sc->mem += bytes) > sc->peak)
+		sc->peak = sc->mem;
+	return p;
+}
+
+static void drop(struct scan *sc, void *p, size_t bytes)
+{
+	if (!p)
+		return;
+	ls_sys_unmap(p, bytes);
+	sc->mem -= bytes;
+}
+
+static int vec_push(struct scan *sc, struct vec *v, const void *e)
+{
+	if (v->len == v->cap) {
+		size_t ncap = v->cap ? v->cap * 2 : 4096;
+		void *n = grab(sc, ncap * v->elem);
+
+		if (!n)
+			return -ENOMEM;
+		if (v->len)
+			memcpy(n, v->p, v->len * v->elem);
+		drop(sc, v->p, v->cap * v->elem);
+		v->p = n;
+		v->cap = ncap;
+	}
+	memcpy((char *)v->p + v->len++ * v->elem, e, v->elem);
+	return 0;
+}
+
+/* --- 1. gather --------------------------------------------------------- */
+
+static int gather(struct scan *sc, int *torn)
+{
+	size_t cap = ls_live_count() + 4096, n = 0, k;
+	struct ls_live_entry *buf;
+	unsigned i;
+
+	buf = grab(sc, cap * sizeof(*buf));
+	if (!buf)
+		return -ENOMEM;
+	for (i = 0; i < LS_LIVE_SHARDS; i++) {
+		k = ls_live_copy_shard_frozen(i, buf + n, cap - n, torn);
+		if (n + k > cap) {
+			size_t ncap = (n + k) * 2;
+			struct ls_live_entry *b = grab(sc, ncap * sizeof(*b));
+
+			if (!b)
+				return -ENOMEM;
+			memcpy(b, buf, n * sizeof(*b));
+			drop(sc, buf, cap * sizeof(*b));
+			buf = b;
+			cap = ncap;
+			k = ls_live_copy_shard_frozen(i, buf + n, cap - n, torn);
+		}
+		n += k;
+	}
+	sc->blk = buf;
+	sc->n = n;
+	return 0;
+}
+
+/* LSD radix sort by address, 11 bits at a time over bits 4..47 (blocks
+ * are 16-byte aligned below 2^48).  O(n), no recursion, no allocator. */
+static int sort_blocks(struct scan *sc)
+{
+	struct ls_live_entry *tmp, *a = sc->blk, *b;
+	static size_t cnt[2048];
+	unsigned shift;
+	size_t i;
+
+	if (sc->n < 2)
+		return 0;
+	tmp = grab(sc, sc->n * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	b = tmp;
+	for (shift = 4; shift < 48; shift += 11) {
+		size_t sum = 0, c;
+
+		memset(cnt, 0, sizeof(cnt));
+		for (i = 0; i < sc->n; i++)
+			cnt[a[i].addr >> shift & 2047]++;
+		for (i = 0; i < 2048; i++) {
+			c = cnt[i];
+			cnt[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < sc->n; i++)
+			b[cnt[a[i].addr >> shift & 2047]++] = a[i];
+		struct ls_live_entry *t = a;
+		a = b;
+		b = t;
+	}
+	/* 4 passes: the result is back in sc->blk. */
+	drop(sc, tmp, sc->n * sizeof(*tmp));
+	return 0;
+}
+
+static struct gran *gran_slot(const struct scan *sc, uint64_t g)
+{
+	uint64_t i = (g * 0x9e3779b97f4a7c15ULL >> 20) & sc->gmask;
+
+	while (sc->gran[i].key && sc->gran[i].key != g + 1)
+		i = (i + 1) & sc->gmask;
+	return &sc->gran[i];
+}
+
+static int index_blocks(struct scan *sc)
+{
+	uint64_t ngran = 0, cap = 1024, g, last = 0;
+	size_t i;
+
+	sc->addr = grab(sc, sc->n * 8);
+	sc->st = grab(sc, sc->n);
+	if (!sc->addr || !sc->st)
+		return -ENOMEM;
+	for (i = 0; i < sc->n; i++) {
+		uint64_t end = sc->blk[i].addr + (sc->blk[i].size ?
+						  sc->blk[i].size : 1);
+
+		sc->addr[i] = sc->blk[i].addr;
+		for (g = sc->blk[i].addr >> GRANULE_SHIFT;
+		     g <= (end - 1) >> GRANULE_SHIFT; g++)
+			if (!ngran || g + 1 != last) {
+				ngran++;
+				last = g + 1;
+			}
+		if (end > sc->hi)
+			sc->hi = end;
+	}
+	sc->lo = sc->n ? sc->addr[0] : 0;
+	while (cap < ngran * 2)
+		cap *= 2;
+	sc->gmask = cap - 1;
+	sc->gran = grab(sc, cap * sizeof(*sc->gran));
+	if (!sc->gran)
+		return -ENOMEM;
+	for (i = 0; i < sc->n; i++) {
+		uint64_t end = sc->blk[i].addr + (sc->blk[i].size ?
+						  sc->blk[i].size : 1);
+
+		for (g = sc->blk[i].addr >> GRANULE_SHIFT;
+		     g <= (end - 1) >> GRANULE_SHIFT; g++) {
+			struct gran *e = gran_slot(sc, g);
+
+			if (!e->key) {
+				e->key = g + 1;
+				e->first = (uint32_t)i;
+			}
+			e->end = (uint32_t)i + 1;
+		}
+	}
+	return 0;
+}
+
+/* The block w points into, or -1; *start: to its first byte. */
+static inline int64_t lookup(const struct scan *sc, uint64_t w, int *start)
+{
+	const struct gran *e;
+	uint64_t lo, hi, mid;
+
+	if (w < sc->lo || w >= sc->hi)
+		return -1;
+	e = gran_slot(sc, w >> GRANULE_SHIFT);
+	if (!e->key)
+		return -1;
+	lo = e->first;
+	hi = e->end;
+	while (hi - lo > 1) {	/* the last block starting at or before w */
+		mid = (lo + hi) / 2;
+		if (sc->addr[mid] <= w)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (sc->addr[lo] > w)
+		return -1;
+	*start = sc->addr[lo] == w;
+	if (!*start && w - sc->addr[lo] >= sc->blk[lo].size)
+		return -1;
+	return (int64_t)lo;
+}
+
+/* --- 2. roots ------------------------------------------------------------ */
+
+static int read_maps(struct scan *sc, char **text, size_t *len)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *buf = grab(sc, cap);
+	ssize_t k;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || !buf)
+		return -EIO;
+	for (;;) {
+		if (n == cap) {
+			char *b = grab(sc, cap * 2);
+
+			if (!b) {
+				close(fd);
+				return -ENOMEM;
+			}
+			memcpy(b, buf, n);
+			drop(sc, buf, cap);
+			buf = b;
+			cap *= 2;
+		}
+		k = read(fd, buf + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	close(fd);
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+static uint64_t hex(const char **p)
+{
+	uint64_t v = 0;
+	char c;
+
+	for (; (c = **p); (*p)++) {
+		if (c >= '0' && c <= '9')
+			v = v << 4 | (uint64_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v << 4 | (uint64_t)(c - 'a' + 10);
+		else
+			break;
+	}
+	return v;
+}
+
+/* "start-end perms offset dev inode   path" */
+static int parse_maps(struct scan *sc)
+{
+	char *text;
+	const char *p, *end, *nl;
+	size_t len;
+	int r = read_maps(sc, &text, &len);
+
+	if (r)
+		return r;
+	sc->regions.elem = sizeof(struct region);
+	for (p = text, end = text + len; p < end; p = nl + 1) {
+		struct region g = { 0 };
+		const char *q;
+		int field;
+
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			break;
+		q = p;
+		g.start = hex(&q);
+		q++;
+		g.end = hex(&q);
+		q++;
+		if (q + 4 > nl)
+			continue;
+		g.readable = q[0] == 'r';
+		g.writable = q[1] == 'w';
+		g.shared = q[3] == 's';
+		/* Skip offset, dev, inode; a path follows when the inode
+		 * is not 0 or the name is a [bracket]. */
+		for (field = 0; field < 4 && q < nl; field++) {
+			while (q < nl && *q != ' ')
+				q++;
+			while (q < nl && *q == ' ')
+				q++;
+		}
+		g.file = q < nl && *q == '/';
+		r = vec_push(sc, &sc->regions, &g);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static const struct region *region_of(const struct scan *sc, uint64_t a)
+{
+	const struct region *g = sc->regions.p;
+	size_t lo = 0, hi = sc->regions.len;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (g[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sc->regions.len && g[lo].start <= a ? &g[lo] : NULL;
+}
+
+/* The end of the readable memory that starts at a (adjacent readable
+ * regions join), or a when a is not readable. */
+static uint64_t readable_until(const struct scan *sc, uint64_t a)
+{
+	const struct region *g = region_of(sc, a), *last;
+
+	if (!g || !g->readable)
+		return a;
+	last = (const struct region *)sc->regions.p + sc->regions.len;
+	while (g + 1 < last && g[1].start == g->end && g[1].readable)
+		g++;
+	return g->end;
+}
+
+static void push_block(struct scan *sc, uint64_t i)
+{
+	uint32_t v = (uint32_t)i;
+
+	/* Out of memory, the block is not scanned: what only it points to
+	 * may be reported lost, and the snapshot says so. */
+	if (vec_push(sc, &sc->stack, &v))
+		sc->partial = 1;
+}
+
+/* Mark phase: one word seen from memory whose own state is definite
+ * (a root, a reachable block) or not (a possibly lost block). */
+static inline void mark_word(struct scan *sc, uint64_t w, int definite)
+{
+	int start;
+	int64_t i = lookup(sc, w, &start);
+
+	if (i < 0)
+		return;
+	if (start && definite) {
+		if (sc->st[i] != ST_REACHABLE) {
+			sc->st[i] = ST_REACHABLE;
+			push_block(sc, (uint64_t)i);
+		}
+	} else if (sc->st[i] == ST_UNREACHED) {
+		sc->st[i] = ST_POSSIBLE;
+		push_block(sc, (uint64_t)i);
+	}
+}
+
+static void mark_range(struct scan *sc, uint64_t a, uint64_t b, int definite)
+{
+	const uint64_t *w = (const uint64_t *)((a + 7) & ~7ull);
+	const uint64_t *e = (const uint64_t *)(b & ~7ull);
+
+	for (; w < e; w++)
+		if (*w >= sc->lo && *w < sc->hi)
+			mark_word(sc, *w, definite);
+}
+
+static void on_fault(int sig)
+{
+	siglongjmp(fault_jmp, 1);
+}
+
+/* Scan [a, b) of a root region (mark_roots catches a fault). */
+static void mark_root(struct scan *sc, uint64_t a, uint64_t b)
+{
+	if (a >= b)
+		return;
+	sc->root_bytes += b - a;
+	mark_range(sc, a, b, 1);
+}
+
+static int is_own(const struct scan *sc, uint64_t a, uint64_t *end)
+{
+	size_t i;
+
+	for (i = 0; i < sc->nown; i++)
+		if (a >= sc->own_start[i] && a < sc->own_start[i] + sc->own_len[i]) {
+			*end = sc->own_start[i] + sc->own_len[i];
+			return 1;
+		}
+	return 0;
+}
+
+/* The first block at or above address a. */
+static size_t first_block_from(const struct scan *sc, uint64_t a)
+{
+	size_t lo = 0, hi = sc->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (sc->addr[mid] < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+#define HEAP_MAX_SIZE (64ull << 20)	/* glibc's arena heaps, 64-bit */
+#define CHUNK_MMAPPED 2ull
+#define CHUNK_NON_MAIN 4ull
+
+/* glibc's request2size(): the chunk a request of size bytes gets. */
+static uint64_t chunk_for(uint64_t size)
+{
+	uint64_t cs = (size + 8 + 15) & ~15ull;
+
+	return cs < 32 ? 32 : cs;
+}
+
+/*
+ * The allocator's memory around block i, in region [gs, ge): not a root
+ * (its free chunks keep stale pointers; its blocks are scanned when
+ * reached).  From glibc's chunk header before the block: a chunk of its
+ * own mapping gives exactly that mapping (kernels merge adjacent
+ * anonymous mappings, so the region may hold a thread stack or a
+ * program's arena too); a chunk of a thread arena gives the arena's heap
+ * from its 64 MiB-aligned start; a main-arena chunk the whole region.  A
+ * header that is not glibc's (jemalloc, tcmalloc...) gives the block
+ * alone: the rest of the allocator's memory stays a root, which can hide
+ * a leak behind a stale pointer but never makes one up.
+ */
+static void heap_range(const struct scan *sc, size_t i, uint64_t gs,
+		       uint64_t ge, uint64_t *xs, uint64_t *xe, int *arena)
+{
+	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre;
+
+	*arena = 0;
+	*xs = a;
+	*xe = a + (size ? size : 1);
+	if (a < gs + 16 || (a & 15))
+		return;
+	hdr = *(const uint64_t *)(a - 8);
+	cs = hdr & ~7ull;
+	if (hdr & CHUNK_MMAPPED) {
+		pre = *(const uint64_t *)(a - 16);	/* memalign's offset */
+		if ((cs & 4095) || pre > (1ull << 20) || a - 16 - pre < gs ||
+		    a - 16 + cs > ge || a - 16 + cs < a + size)
+			return;
+		*xs = a - 16 - pre;
+		*xe = a - 16 + cs;
+		return;
+	}
+	/* In use: the chunk glibc gives such a request, and the next
+	 * chunk's header says its predecessor (this one) is in use. */
+	if (cs < chunk_for(size) || cs >= chunk_for(size) + 32 ||
+	    a - 8 + cs + 8 > ge || !(*(const uint64_t *)(a - 8 + cs) & 1))
+		return;
+	*xs = gs;
+	*xe = ge;
+	*arena = 1;
+	if ((hdr & CHUNK_NON_MAIN) && (a & ~(HEAP_MAX_SIZE - 1)) > gs)
+		*xs = a & ~(HEAP_MAX_SIZE - 1);
+}
+
+static void mark_piece(struct scan *sc, uint64_t s, uint64_t e);
+
+static int is_block(const struct scan *sc, uint64_t a)
+{
+	size_t i = first_block_from(sc, a);
+
+	return i < sc->n && sc->addr[i] == a;
+}
+
+/*
+ * The chunks of a glibc heap [s, e) that are in use but not tracked
+ * (allocated before tracking began: `leakscope attach`, `reset`) are
+ * roots: memory the program uses that is neither a tracked block nor the
+ * agent's.  Chunk by chunk from s, as glibc lays them out; the walk stops
+ * at the top chunk or at the first size that makes no sense.  A chunk
+ * freed into a tcache or fastbin still looks in use: its stale words may
+ * hide a leak, never make one up.
+ */
+static void mark_untracked(struct scan *sc, uint64_t s, uint64_t e)
+{
+	uint64_t p = s, size, next;
+
+	while (p + 32 <= e) {
+		size = *(const uint64_t *)(p + 8) & ~7ull;
+		next = p + size;
+		if (size < 32 || (size & 15) || next + 16 > e)
+			break;		/* the top chunk, or not a chunk */
+		if ((*(const uint64_t *)(next + 8) & 1) && !is_block(sc, p + 16))
+			mark_piece(sc, p + 16, next + 8);
+		p = next;
+	}
+}
+
+/*
+ * Scan the piece [s, e) of a region, cutting out the agent's own ranges.
+ * Own ranges are mappings of their own (ls_sys_map) or whole pages of
+ * the agent's segments, so a cut at a range's start suffices.
+ */
+static void mark_piece(struct scan *sc, uint64_t s, uint64_t e)
+{
+	uint64_t next = e, own_end;
+	size_t i;
+
+	while (s < e) {
+		if (is_own(sc, s, &own_end)) {
+			s = own_end;
+			continue;
+		}
+		next = e;
+		for (i = 0; i < sc->nown; i++)
+			if (sc->own_start[i] > s && sc->own_start[i] < next)
+				next = sc->own_start[i];
+		mark_root(sc, s, next);
+		s = next;
+	}
+}
+
+/* Region [s, e) less the allocator's memory (heap_range), whose
+ * untracked chunks are roots all the same. */
+static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
+{
+	uint64_t cur = s, xs, xe;
+	int arena;
+	size_t i;
+
+	for (i = first_block_from(sc, g->start); i < sc->n &&
+	     sc->addr[i] < g->end && cur < g->end; i++) {
+		if (sc->addr[i] < cur)
+			continue;
+		heap_range(sc, i, g->start, g->end, &xs, &xe, &arena);
+		if (xs > cur)
+			mark_piece(sc, cur, xs);
+		/* The main arena's chunks start at its region's start; a
+		 * thread arena's after its headers (NEEDSWORK: walked from
+		 * there, they would be roots too). */
+		if (arena && xs == g->start)
+			mark_untracked(sc, xs, xe);
+		if (xe > cur)
+			cur = xe;
+	}
+	if (cur < g->end)
+		mark_piece(sc, cur, g->end);
+}
+
+/* A page that faults (a file mapping cut short) ends the region. */
+static void mark_region_guarded(struct scan *sc, const struct region *g,
+				uint64_t s)
+{
+	if (sigsetjmp(fault_jmp, 0))
+		return;
+	mark_region(sc, g, s);
+}
+
+static void mark_roots(struct scan *sc, const struct lsnap_check_thread *th,
+		       uint32_t nth, uint64_t self_sp)
+{
+	const struct region *g = sc->regions.p;
+	size_t i, k;
+
+	for (i = 0; i < sc->regions.len; i++) {
+		uint64_t s = g[i].start, e = g[i].end, sp;
+
+		if (!g[i].readable || !g[i].writable ||
+		    (g[i].shared && g[i].file))
+			continue;
+		/* A stack: only from its thread's stack pointer up. */
+		for (k = 0; k <= nth; k++) {
+			sp = k < nth ? th[k].sp : self_sp;
+			if (sp >= s && sp < e && sp - RED_ZONE > s)
+				s = sp - RED_ZONE;
+		}
+		mark_region_guarded(sc, &g[i], s);
+	}
+	for (k = 0; k < nth; k++)
+		for (i = 0; i < th[k].nregs && i < LSNAP_CHECK_NREGS; i++)
+			if (th[k].regs[i] >= sc->lo && th[k].regs[i] < sc->hi)
+				mark_word(sc, th[k].regs[i], 1);
+}
+
+static void scan_block(struct scan *sc, uint32_t i,
+		       void (*fn)(struct scan *, uint64_t, uint32_t), uint32_t arg)
+{
+	uint64_t a = sc->blk[i].addr, b = a + sc->blk[i].size, r;
+	const uint64_t *w, *e;
+
+	r = readable_until(sc, a);
+	if (r < b)
+		b = r;
+	if (b <= a)
+		return;
+	sc->heap_bytes += b - a;
+	w = (const uint64_t *)a;	/* blocks are 16-byte aligned */
+	e = (const uint64_t *)(b & ~7ull);
+	for (; w < e; w++)
+		if (*w >= sc->lo && *w < sc->hi)
+			fn(sc, *w, arg);
+}
+
+static void mark_from_block(struct scan *sc, uint64_t w, uint32_t definite)
+{
+	mark_word(sc, w, (int)definite);
+}
+
+static void mark_all(struct scan *sc)
+{
+	uint32_t *stk;
+
+	while (sc->stack.len) {
+		uint32_t i;
+
+		stk = sc->stack.p;
+		i = stk[--sc->stack.len];
+		scan_block(sc, i, mark_from_block,
+			   sc->st[i] == ST_REACHABLE);
+	}
+}
+
+/* --- 4. cliques ---------------------------------------------------------- */
+
+static uint32_t find_leader(uint32_t *leader, uint32_t x)
+{
+	uint32_t r = x, t;
+
+	while (leader[r] != r)
+		r = leader[r];
+	while (leader[x] != r) {	/* path compression */
+		t = leader[x];
+		leader[x] = r;
+		x = t;
+	}
+	return r;
+}
+
+static void clique_word(struct scan *sc, uint64_t w, uint32_t head)
+{
+	int start;
+	int64_t k = lookup(sc, w, &start);
+
+	if (k < 0 || (uint32_t)k == head || sc->st[k] != ST_UNREACHED)
+		return;
+	/* A block below head still unreached led a clique of its own:
+	 * setting its leader merges that clique into this one. */
+	sc->st[k] = ST_INDIRECT;
+	sc->leader[k] = head;
+	push_block(sc, (uint64_t)k);
+}
+
+static int cliques(struct scan *sc)
+{
+	size_t i;
+
+	sc->leader = grab(sc, sc->n * sizeof(uint32_t) + 1);
+	if (!sc->leader)
+		return -ENOMEM;
+	for (i = 0; i < sc->n; i++)
+		sc->leader[i] = (uint32_t)i;
+	for (i = 0; i < sc->n; i++) {
+		if (sc->st[i] != ST_UNREACHED)
+			continue;
+		push_block(sc, i);
+		while (sc->stack.len) {
+			uint32_t j = ((uint32_t *)sc->stack.p)[--sc->stack.len];
+
+			scan_block(sc, j, clique_word, (uint32_t)i);
+		}
+	}
+	return 0;
+}
+
+/* --- 5. sums ----------------------------------------------------------- */
+
+static int sum_up(struct scan *sc, struct ls_reach_result *res)
+{
+	static const uint8_t cat_of[] = {
+		[ST_UNREACHED] = LSNAP_REACH_DEFINITE,
+		[ST_POSSIBLE] = LSNAP_REACH_POSSIBLE,
+		[ST_REACHABLE] = LSNAP_REACH_REACHABLE,
+		[ST_INDIRECT] = LSNAP_REACH_INDIRECT,
+	};
+	uint32_t nsites = ls_site_count() + 1;
+	size_t i;
+
+	res->sites = grab(sc, nsites * sizeof(*res->sites));
+	if (!res->sites)
+		return -ENOMEM;
+	res->nsites = nsites;
+	for (i = 0; i < nsites; i++)
+		res->sites[i].site = (uint32_t)i;
+	for (i = 0; i < sc->n; i++) {
+		const struct ls_live_entry *b = &sc->blk[i];
+		uint8_t c = cat_of[sc->st[i]];
+
+		sc->st[i] = c;	/* the state array becomes the categories */
+		res->totals.bytes[c] += b->size;
+		res->totals.blocks[c]++;
+		if (b->site < nsites) {
+			res->sites[b->site].bytes[c] += b->size;
+			res->sites[b->site].blocks[c]++;
+		}
+		if (c == LSNAP_REACH_INDIRECT) {
+			uint32_t l = find_leader(sc->leader, (uint32_t)i);
+			uint32_t s = sc->blk[l].site;
+
+			if (s < nsites) {
+				res->sites[s].indirect_bytes += b->size;
+				res->sites[s].indirect_blocks++;
+			}
+		}
+	}
+	res->blocks = sc->blk;
+	res->cat = sc->st;
+	res->nblocks = sc->n;
+	return 0;
+}
+
+/* --- the child ------------------------------------------------------------ */
+
+static void note_own(struct scan *sc)
+{
+	unsigned i;
+
+	sc->nown = ls_sys_own_copy(sc->own_start, sc->own_len,
+				   LS_SYS_OWN_SLOTS);
+	for (i = 0; i < prep.nseg; i++) {
+		sc->own_start[sc->nown] = prep.seg_start[i];
+		sc->own_len[sc->nown++] = prep.seg_end[i] - prep.seg_start[i];
+	}
+}
+
+static int run_scan(struct scan *sc, const struct lsnap_check_thread *th,
+		    uint32_t nth, uint64_t self_sp, struct ls_reach_result *res)
+{
+	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC);
+	int r;
+
+	sc->stack.elem = sizeof(uint32_t);
+	r = gather(sc, &res->torn);
+	if (!r)
+		r = sort_blocks(sc);
+	if (!r)
+		r = index_blocks(sc);
+	if (!r)
+		r = parse_maps(sc);
+	if (r)
+		return r;
+	/* After parse_maps: the child's own mappings so far are noted. */
+	note_own(sc);
+	mark_roots(sc, th, nth, self_sp);
+	mark_all(sc);
+	r = cliques(sc);
+	if (!r)
+		r = sum_up(sc, res);
+	res->totals.scan_ns = ls_now_ns(CLOCK_MONOTONIC) - t0;
+	res->totals.root_bytes = sc->root_bytes;
+	res->totals.heap_bytes = sc->heap_bytes;
+	res->totals.mem_bytes = sc->peak;
+	res->totals.nthreads = nth;
+	return r;
+}
+
+static __attribute__((noinline, noreturn))
+void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
+		int with_blocks, enum lsnap_reason reason, uint32_t flags)
+{
+	static struct ls_reach_result res;
+	struct sigaction sa = { .sa_handler = on_fault, .sa_flags = SA_NODEFER };
+	volatile uint64_t here = 0;
+	sigset_t faults;
+	int r;
+
+	/* Die with the caller; take the faults the scan may meet (a
+	 * file mapping cut short, an entry caught mid-update). */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	sigemptyset(&faults);
+	sigaddset(&faults, SIGSEGV);
+	sigaddset(&faults, SIGBUS);
+	sigprocmask(SIG_UNBLOCK, &faults, NULL);
+	res.mallinfo = prep.mallinfo;
+	res.pid = prep.pid;
+	res.ppid = prep.ppid;
+	r = run_scan(&sc_static, th, nth, (uint64_t)&here, &res);
+	if (!r) {
+		res.totals.flags = flags | (res.torn ? LSNAP_REACH_TORN : 0) |
+				   (sc_static.partial ? LSNAP_REACH_PARTIAL : 0);
+		r = ls_snapwrite_reach(fd, reason, with_blocks, &res);
+	}
+	syscall(SYS_exit_group, r ? 1 : 0);
+	__builtin_unreachable();
+}
+
+/*
+ * The image holds a copy of every descriptor of the program: a peer
+ * would not see a socket or pipe close while the scan runs.  Keep only
+ * the output and the gate.
+ */
+static void keep_only(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+
+	if (lo > 0)
+		syscall(SYS_close_range, 0u, (unsigned)lo - 1, 0u);
+	if (hi > lo + 1)
+		syscall(SYS_close_range, (unsigned)lo + 1, (unsigned)hi - 1, 0u);
+	syscall(SYS_close_range, (unsigned)hi + 1, ~0u, 0u);
+}
+
+pid_t ls_reach_spawn(int fd, const struct lsnap_check_thread *th, uint32_t n,
+		     int with_blocks, enum lsnap_reason reason, uint32_t flags,
+		     const int *gate)
+{
+	long pid;
+
+	/* The caller's callee-saved registers into this frame, which the
+	 * child scans (its stack pointer is below it). */
+	__builtin_unwind_init();
+	/* No exit signal: the program gets no SIGCHLD and its wait() calls
+	 * do not see this child; ls_reach_wait() uses __WALL. */
+	pid = syscall(SYS_clone, 0UL, 0UL, NULL, NULL, 0UL);
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char c;
+
+		keep_only(fd, gate ? gate[0] : fd);
+		/* The parent's reply goes out first; then the pipe closes. */
+		if (gate) {
+			while (read(gate[0], &c, 1) < 0 && errno == EINTR)
+				;
+			close(gate[0]);
+		}
+		child_main(fd, th, n, with_blocks, reason, flags);
+	}
+	return (pid_t)pid;
+}
+
+int ls_reach_wait(pid_t child)
+{
+	int st = 0;
+	pid_t r;
+
+	do
+		r = waitpid(child, &st, __WALL);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return errno == ECHILD ? 0 : -errno;	/* SA_NOCLDWAIT reaped it */
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+/* --- the parent ------------------------------------------------------------ */
+
+static int own_segments(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uint64_t self = (uint64_t)(uintptr_t)&ls_reach_prepare;
+	int i, mine = 0;
+
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t s = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && self >= s && self < s + ph->p_memsz)
+			mine = 1;
+	}
+	if (!mine)
+		return 0;
+	prep.nseg = 0;
+	for (i = 0; i < info->dlpi_phnum && prep.nseg < 8; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t s = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+			continue;
+		prep.seg_start[prep.nseg] = s & ~4095ull;
+		prep.seg_end[prep.nseg++] = (s + ph->p_memsz + 4095) & ~4095ull;
+	}
+	return 1;
+}
+
+int ls_reach_prepare(void)
+{
+	if (ls_agent.sample_rate)
+		return -ENOTSUP;
+	ls_modules_refresh();
+	prep.pid = getpid();
+	prep.ppid = getppid();
+	dl_iterate_phdr(own_segments, NULL);
+	ls_figures_mallinfo(&prep.mallinfo);
+	return prep.nseg ? 0 : -ENOENT;
+}
+
+
+/* Threads of this process, from /proc/self/status; 0 if unknown. */
+static unsigned count_threads(void)
+{
+	char buf[4096], *p;
+	ssize_t n;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strstr(buf, "\nThreads:");
+	return p ? (unsigned)strtoul(p + 9, NULL, 10) : 0;
+}
+
+int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads)
+{
+	uint32_t flags = LSNAP_REACH_AT_EXIT;
+	pid_t child;
+	int r = ls_reach_prepare();
+
+	if (r)
+		return r;
+	/* The agent cannot stop its own process's threads (a thread group
+	 * cannot ptrace itself): the others run on in the parent, and the
+	 * image holds them as they were, without their registers. */
+	if (count_threads() != 1 + agent_threads)
+		flags |= LSNAP_REACH_NO_REGS;
+	child = ls_reach_spawn(fd, NULL, 0, with_blocks, LSNAP_REASON_EXIT,
+			       flags, NULL);
+	if (child < 0)
+		return child;
+	return ls_reach_wait(child);
+}

@@ -1,0 +1,64 @@
+/*
+ * reach.h - which live blocks the program can still reach: the scan of a
+ * copy-on-write image of the process (docs/REACHABILITY.md).
+ *
+ * The caller (the control thread, with every other thread stopped by
+ * `leakscope check`; or the exiting thread under `run --leak-check`)
+ * prepares, then spawns a child with a raw clone(): the child is a frozen
+ * image of the whole address space in which only the calling thread
+ * exists.  The child reads the live tables without their locks (a lock
+ * held by a stopped thread stays held in the image), marks what the roots
+ * reach, writes a snapshot with the categories to fd, and exits.  It uses
+ * only the agent's own mappings and system calls: no malloc, no stdio, no
+ * lock, no atfork handler (fork() would run them, and malloc's would wait
+ * for a lock a stopped thread holds).
+ *
+ * Not for allocation hooks.  One check at a time (the caller serializes:
+ * the control thread serves one request at a time; the exit path runs
+ * once).
+ */
+#ifndef LEAKSCOPE_AGENT_REACH_H
+#define LEAKSCOPE_AGENT_REACH_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "../common/lsnap.h"
+#include "live.h"
+#include "snapwrite.h"
+
+
+/*
+ * In the parent, before the world stops (takes the loader lock and the
+ * allocator's): refresh the module map, note the agent's own writable
+ * segments, take mallinfo.  Returns 0 or a negative errno.
+ */
+int ls_reach_prepare(void);
+
+/*
+ * Clone the image and start the scan in it.  th[0..n) are the stopped
+ * threads with their registers (none at exit); flags are enum
+ * lsnap_reach_flags to report.  gate, if not NULL, is a pipe: the child
+ * starts writing to fd only once it reads end of file on gate[0] (the
+ * parent closes gate[1] after its own reply).  Returns the
+ * child's pid (reap it with ls_reach_wait()) or a negative errno.
+ * Returns in the parent only.
+ */
+pid_t ls_reach_spawn(int fd, const struct lsnap_check_thread *th, uint32_t n,
+		     int with_blocks, enum lsnap_reason reason, uint32_t flags,
+		     const int *gate);
+
+/* Wait for the child; 0 when it wrote its snapshot, else -EIO. */
+int ls_reach_wait(pid_t child);
+
+/*
+ * The check at exit (`run --leak-check`), from the exiting thread after
+ * the program's atexit handlers: prepare, spawn, wait.  Other threads are
+ * not stopped (LSNAP_REACH_NO_REGS when there are any besides the caller
+ * and the agent's own agent_threads).  0 when the
+ * snapshot was written to fd, else a negative errno (the caller writes a
+ * plain snapshot instead).
+ */
+int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads);
+
+
+#endif

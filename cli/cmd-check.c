@@ -1,0 +1,103 @@
+/*
+ * cmd-check.c - `leakscope check [OPTIONS] PID`: which live blocks of a
+ * running process are still reachable, sorted as valgrind's memcheck
+ * sorts them (docs/REACHABILITY.md).
+ */
+#include <errno.h>
+#include "../lib/client.h"
+#include "cmds.h"
+
+#define A(field) LS_ARG(struct ls_check_args, field)
+
+static const struct ls_option own[] = {
+	{ .kind = LS_OPT_FLAG,
+	  .long_name = "fail-on-leak",
+	  .offset = A(fail_on_leak),
+	  .help = "exit 99 when definitely or indirectly lost bytes remain\n"
+	  "after the filters and suppressions, with a one-line reason" },
+	{ .kind = LS_OPT_STRING,
+	  .long_name = "fail-on",
+	  .offset = A(fail_on),
+	  .argh = "KINDS",
+	  .help = "what --fail-on-leak counts (implies it): definite,\n"
+	  "indirect, possible, reachable or all",
+	  .want = "definite, indirect, possible, reachable or all" },
+	{ .kind = LS_OPT_END },
+};
+
+const struct ls_usage ls_check_usage = {
+	"check", "[OPTIONS] PID",
+	"tell a running process's leaks from the memory it still uses",
+	"Stop PID's threads for a moment, take their registers, clone a\n"
+	"copy-on-write image of the process and let them go; the image is\n"
+	"scanned for pointers to every live block while the process runs on.\n"
+	"Blocks are sorted as valgrind sorts them: definitely lost (nothing\n"
+	"points to them), indirectly lost (only lost blocks do), possibly lost\n"
+	"(only pointers into their inside), still reachable.  PID must run the\n"
+	"agent in full tracking mode, and ptrace must be allowed.  The C and\n"
+	"C++ runtimes' one-time allocations are suppressed by default.",
+	(const struct ls_option *const[]){ ls_report_options,
+		ls_filter_options, ls_blocks_option, ls_stack_options,
+		ls_flame_options, ls_flame_count_option, ls_reach_options, own,
+		NULL },
+	"Exit status: 0; 99 when --fail-on-leak trips; 125 when the check\n"
+	"cannot be done (no agent, sampled, ptrace refused, the process exited).",
+};
+
+void ls_check_defaults(void *args)
+{
+	struct ls_check_args *a = args;
+
+	a->r.default_supp = 1;
+}
+
+static int write_check(struct ls_check_args *a, const struct ls_snapshot *snap,
+		       unsigned kinds, struct ls_gate *gate)
+{
+	struct ls_output out;
+	int r;
+
+	if (ls_open_output(&out, a->r.output ? a->r.output : "-"))
+		return -1;
+	r = ls_write_report_gate(out.fp, a->r.output, snap, &a->r.ropts, NULL,
+				 kinds, NULL, gate);
+	if (r) {
+		ls_output_abort(&out);
+		return -1;
+	}
+	return ls_commit_output(&out) ? -1 : 0;
+}
+
+int ls_cmd_check(struct ls_invocation *inv)
+{
+	struct ls_check_args *a = inv->args;
+	unsigned kinds = LS_GATE_DEFAULT;
+	struct ls_snapshot snap;
+	struct ls_gate gate = { 0 };
+	char err[1024];
+	int r = LS_EXIT_FAILURE;
+
+	if (a->fail_on) {
+		if (ls_reach_parse_kinds(a->fail_on, &kinds, err, sizeof(err))) {
+			ls_usage_error(&ls_check_usage, "--fail-on: %s", err);
+			goto out;
+		}
+		a->fail_on_leak = 1;
+	}
+	if (ls_client_check(inv->pid, a->r.ropts.need_blocks ||
+			    a->r.ropts.only, &snap, err, sizeof(err))) {
+		ls_error("%s", err);
+		goto out;
+	}
+	if (!write_check(a, &snap, kinds, &gate)) {
+		r = LS_EXIT_OK;
+		if (a->fail_on_leak && gate.bytes) {
+			ls_gate_reason(inv->pid, &gate, kinds);
+			r = LS_EXIT_LEAK;
+		}
+	}
+	ls_snapshot_release(&snap);
+out:
+	ls_report_args_release(&a->r);
+	return r;
+}

@@ -1,0 +1,547 @@
+"""Reachability: `leakscope check PID` on a live process, `run --leak-check`
+at exit, the CI gate, suppressions.
+
+Ground truth: tests/workloads/reach.c (every category, each held by one kind
+of root: a global, another thread's stack, another thread's TLS, a lost
+list, a lost cycle, an interior pointer), clean-stdio.c and clean-cxx.cc
+(nothing of their own outstanding, the runtimes' one-time allocations
+only).  valgrind's memcheck on the same workload is the reference.
+"""
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+
+from harness import (check, once, workload, eq, ok, contains, fail, need,
+                     run_process, leakscope, root_report, LEAKSCOPE, BUILD,
+                     Failure, Skip, shorten)
+
+AGENT = os.path.join(BUILD, "libleakscope.so")
+RUNTIME = tempfile.mkdtemp(prefix="leakscope-check-")
+os.chmod(RUNTIME, 0o700)
+
+# site -> {kind: (bytes, blocks)}, and what its lost blocks hold
+TRUTH = {
+    "site_global": {"reachable": (1000, 1)},
+    "site_tls": {"reachable": (1100, 1)},
+    "site_stack": {"reachable": (1200, 1)},
+    "site_list_head": {"definite": (64, 1)},
+    "site_list_node": {"indirect": (144, 3)},
+    "site_cycle": {"definite": (80, 1), "indirect": (80, 1)},
+    "site_interior": {"possible": (300, 1)},
+    "site_leak": {"definite": (300, 3)},
+    "site_holder": {"reachable": (64, 1)},
+}
+HELD = {"site_list_head": (144, 3), "site_cycle": (80, 1)}
+KINDS = ("definite", "indirect", "possible", "reachable")
+SUMMARY = {"definite": (444, 5), "indirect": (224, 4),
+           "possible": (300, 1), "reachable": (3364, 4)}
+
+
+def env():
+    e = dict(os.environ)
+    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
+    e.pop("LD_PRELOAD", None)
+    return e
+
+
+class Target:
+    """reach.c under the agent, preloaded by hand, held until closed."""
+
+    def __init__(self, args=()):
+        e = env()
+        e["LD_PRELOAD"] = AGENT
+        self.p = subprocess.Popen([workload("reach")] + list(args), env=e,
+                                  stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE,
+                                  start_new_session=True)
+        line = self.p.stdout.readline().decode()
+        if not line.startswith("ready"):
+            self.close()
+            raise Failure("reach did not get ready: %r" % line)
+        self.pid = self.p.pid
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+            self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def ls(*args, timeout=60):
+    return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout,
+                       env=env())
+
+
+def first_function(site):
+    for f in site["frames"]:
+        if f.get("function"):
+            return f["function"]
+    return None
+
+
+def by_site(report):
+    """site function -> its reachability object (the workload's sites)."""
+    out = {}
+    for s in report["sites"]:
+        fn = first_function(s)
+        if fn in TRUTH:
+            if fn in out:
+                fail("one site for %s" % fn, 1, "several")
+            out[fn] = s["reachability"]
+    return out
+
+
+def expect_truth(report, where):
+    got = by_site(report)
+    eq(sorted(got), sorted(TRUTH), "%s: the workload's sites" % where)
+    for fn, kinds in TRUTH.items():
+        for k in KINDS:
+            want = kinds.get(k, (0, 0))
+            have = (got[fn][k]["bytes"], got[fn][k]["blocks"])
+            eq(have, want, "%s: %s %s (bytes, blocks)" % (where, fn, k))
+        held = got[fn]["held_indirect"]
+        eq((held["bytes"], held["blocks"]), HELD.get(fn, (0, 0)),
+           "%s: %s holds indirectly (bytes, blocks)" % (where, fn))
+
+
+def check_json(t, *opts):
+    r = ls("check", "--format", "json", *opts, t.pid)
+    if r.returncode != 0:
+        fail("check exit status", 0, r.describe())
+    return json.loads(r.stdout)
+
+
+@once
+def live():
+    t = Target()
+    try:
+        j = check_json(t)
+        text = ls("check", t.pid)
+        again = check_json(t)
+        alive = t.alive()
+    finally:
+        t.close()
+    return j, text, again, alive
+
+
+@check("check PID: every category exactly per site, in a live process")
+def t_live_categories():
+    j, _, _, alive = live()
+    expect_truth(j, "live")
+    ok(alive, "the target runs on after the check")
+
+
+@check("check PID: a second check gives the same answer (nothing changed)")
+def t_live_again():
+    j, _, again, _ = live()
+    eq(by_site(again), by_site(j), "second check")
+
+
+@check("check PID: the threads were stopped and their registers scanned")
+def t_live_stats():
+    j, _, _, _ = live()
+    c = j["check"]
+    eq(c["threads_stopped"], 2, "threads stopped (main, holder; not the "
+       "agent's control thread)")
+    ok(c["all_registers"], "every thread's registers", str(c))
+    ok(not c["at_exit"], "live, not at exit")
+    ok(c["pause_ms"] is not None and c["pause_ms"] > 0, "pause measured",
+       str(c))
+    eq(j["reason"], "live", "snapshot reason")
+
+
+@check("check PID text: valgrind's loss records and LEAK SUMMARY")
+def t_live_text():
+    _, r, _, _ = live()
+    eq(r.returncode, 0, "exit status")
+    out = r.stdout.decode()
+    contains(out, "208 (64 direct, 144 indirect) bytes in 1 blocks are "
+             "definitely lost in loss record", "the list record")
+    contains(out, "160 (80 direct, 80 indirect) bytes in 1 blocks are "
+             "definitely lost in loss record", "the cycle record")
+    contains(out, "300 bytes in 1 blocks are possibly lost", "interior")
+    contains(out, "144 bytes in 3 blocks are indirectly lost", "list nodes")
+    contains(out, "LEAK SUMMARY:", "summary")
+    for k, label in (("definite", "definitely lost"),
+                     ("indirect", "indirectly lost"),
+                     ("possible", "possibly lost"),
+                     ("reachable", "still reachable")):
+        b, n = SUMMARY[k]
+        contains(out, "%s: %d bytes in %d blocks" % (label, b, n),
+                 "summary line")
+    first = re.search(r"^(\d+).*loss record 1 of", out, re.M)
+    ok(first and "definitely lost" in first.group(0),
+       "the first record is a definite leak", shorten(out, 400))
+
+
+@once
+def at_exit():
+    r = leakscope(["--leak-check", "--format", "json"], [workload("reach")],
+                  input=b"")
+    return r
+
+
+@check("run --leak-check: the same categories at exit (holder thread alive)")
+def t_exit_categories():
+    r = at_exit()
+    eq(r.returncode, 0, "exit status without --fail-on-leak")
+    rep = root_report(r)
+    expect_truth(rep, "at exit")
+    ok(rep["check"]["at_exit"], "flagged at exit")
+    ok(not rep["check"]["all_registers"],
+       "the running holder thread is said to be scanned without registers")
+
+
+def valgrind_records(text):
+    """(kind, direct, indirect, blocks) per program site from memcheck."""
+    kinds = {"definitely lost": "definite", "indirectly lost": "indirect",
+             "possibly lost": "possible", "still reachable": "reachable"}
+    recs = {}
+    head = re.compile(r"==\d+== ([\d,]+)(?: \(([\d,]+) direct, ([\d,]+) "
+                      r"indirect\))? bytes in ([\d,]+) blocks are "
+                      r"(definitely lost|indirectly lost|possibly lost|"
+                      r"still reachable) in loss record")
+    cur = None
+    for line in text.splitlines():
+        m = head.search(line)
+        if m:
+            n = lambda s: int(s.replace(",", "")) if s else 0
+            direct = n(m.group(2)) if m.group(2) else n(m.group(1))
+            cur = (kinds[m.group(5)], direct, n(m.group(3)), n(m.group(4)))
+            continue
+        m = re.search(r"by 0x[0-9A-F]+: (site_\w+) ", line)
+        if cur and m:
+            recs.setdefault(m.group(1), []).append(cur)
+            cur = None
+    return recs
+
+
+@check("valgrind --leak-check=full on the same workload: the same records")
+def t_valgrind():
+    vg = need("valgrind")
+    r = run_process([vg, "--leak-check=full", "--show-leak-kinds=all",
+                     workload("reach")], input=b"", timeout=120)
+    vrec = valgrind_records(r.stderr.decode("utf-8", "replace"))
+    ours = our_records(root_report(at_exit()))
+    eq(sorted(vrec), sorted(ours), "sites with records")
+    for fn in ours:
+        eq(sorted(ours[fn]), sorted(vrec[fn]), "records of %s" % fn)
+
+
+@check("memory no longer tracked (after reset) is a root: a block only it "
+       "points to is still reachable")
+def t_untracked_roots():
+    t = Target()
+    try:
+        r = ls("reset", t.pid)
+        eq(r.returncode, 0, "reset: " + r.describe())
+        t.p.stdin.write(b"n")
+        t.p.stdin.flush()
+        eq(t.p.stdout.readline(), b"done\n", "the workload allocated")
+        j = check_json(t)
+    finally:
+        t.close()
+    got = {}
+    for s in j["sites"]:
+        got[first_function(s)] = s["reachability"]
+    ok("site_after_reset" in got, "the new block is listed", str(list(got)))
+    f = got["site_after_reset"]
+    eq((f["reachable"]["bytes"], f["reachable"]["blocks"]), (1300, 1),
+       "site_after_reset reachable through the untracked holder")
+    eq(f["definite"]["blocks"], 0, "not reported lost")
+    ok("site_holder" not in got and "site_leak" not in got,
+       "the blocks reset forgot are not listed", str(list(got)))
+
+
+def our_records(rep):
+    ours = {}
+    for fn, figs in by_site(rep).items():
+        for k in KINDS:
+            if figs[k]["blocks"]:
+                held = figs["held_indirect"]["bytes"] if k == "definite" else 0
+                ours.setdefault(fn, []).append(
+                    (k, figs[k]["bytes"], held, figs[k]["blocks"]))
+    return ours
+
+
+@check("valgrind's live leak check (vgdb leak_check full reachable any) on "
+       "the same workload, running: the same records as check PID")
+def t_valgrind_live():
+    vg = need("valgrind")
+    vgdb = need("vgdb")
+    p = subprocess.Popen([vg, "--vgdb=yes", workload("reach")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        ok(p.stdout.readline().startswith(b"ready"), "reach under valgrind")
+        r = run_process([vgdb, "--pid=%d" % p.pid, "leak_check", "full",
+                         "reachable", "any"], timeout=60)
+    finally:
+        p.stdin.close()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    vrec = valgrind_records((r.stdout + r.stderr).decode("utf-8", "replace"))
+    j, _, _, _ = live()
+    ours = our_records(j)
+    eq(sorted(vrec), sorted(ours), "sites with records")
+    for fn in ours:
+        eq(sorted(ours[fn]), sorted(vrec[fn]), "live records of %s" % fn)
+
+
+@check("check PID while a thread allocates without pause: no crash, no hang")
+def t_busy():
+    t = Target(["busy"])
+    try:
+        for i in range(6):
+            j = check_json(t)
+            got = by_site(j)
+            eq(got["site_leak"]["definite"]["blocks"], 3,
+               "check %d: site_leak still definitely lost" % i)
+            eq(got["site_global"]["reachable"]["blocks"], 1,
+               "check %d: site_global still reachable" % i)
+            eq(j["check"]["threads_stopped"], 3, "three threads stopped")
+            ok(t.alive(), "the target survives check %d" % i)
+    finally:
+        t.close()
+    eq(t.p.returncode, 0, "the busy target's exit status")
+
+
+@check("check on a process that exits midway: one line, status 125, never a "
+       "half report")
+def t_exits_midway():
+    outcomes = set()
+    for delay in (0.0, 0.001, 0.003, 0.01, 0.03):
+        t = Target(["busy"])
+        p = subprocess.Popen([LEAKSCOPE, "check", str(t.pid)], env=env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        t.p.kill()
+        out, err = p.communicate(timeout=30)
+        t.p.wait()
+        if p.returncode == 0:
+            contains(out.decode(), "LEAK SUMMARY:", "a whole report")
+            outcomes.add("done")
+            continue
+        eq(p.returncode, 125, "exit status of a failed check")
+        lines = err.decode().strip().splitlines()
+        eq(len(lines), 1, "error lines: %r" % lines)
+        ok(lines[0].startswith("leakscope: "), "one leakscope line",
+           lines[0])
+        eq(out, b"", "nothing on stdout")
+        outcomes.add("error")
+    r = ls("check", "999999")
+    eq(r.returncode, 125, "a pid that does not exist")
+    eq(r.stderr.decode().strip().count("\n"), 0, "one line")
+    contains(r.stderr.decode(), "no process with pid 999999", "reason")
+
+
+@check("check refuses a process sampled by the agent, in one line")
+def t_sampled():
+    e = env()
+    e["LD_PRELOAD"] = AGENT
+    e["LEAKSCOPE_SAMPLE_RATE"] = "4096"
+    p = subprocess.Popen([workload("reach")], env=e, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        p.stdout.readline()
+        r = ls("check", p.pid)
+    finally:
+        p.stdin.close()
+        p.wait(timeout=10)
+    eq(r.returncode, 125, "exit status")
+    contains(r.stderr.decode(), "check needs full tracking", "reason")
+    eq(r.stderr.decode().strip().count("\n"), 0, "one line")
+
+
+def gate(opts, name, input=b""):
+    return leakscope(opts, [workload(name)], input=input)
+
+
+@check("clean C and C++ programs pass run --leak-check --fail-on-leak and "
+       "run --fail-on-leak (the runtimes' own allocations suppressed)")
+def t_clean_pass():
+    for name in ("clean-stdio", "clean-cxx"):
+        for opts in (["--leak-check", "--fail-on-leak"], ["--fail-on-leak"]):
+            r = gate(opts, name)
+            eq(r.returncode, 0, "%s %s: %s" % (name, " ".join(opts),
+                                               r.describe()))
+            eq(r.stderr, b"", "%s %s: nothing on stderr" % (name, opts))
+
+
+@check("a leaking program fails run --leak-check --fail-on-leak with one "
+       "line saying why, also with --output")
+def t_leak_fails():
+    r = gate(["--leak-check", "--fail-on-leak"], "reach")
+    eq(r.returncode, 99, "exit status")
+    lines = r.stderr.decode().strip().splitlines()
+    eq(len(lines), 1, "stderr lines %r" % lines)
+    ok(re.match(r"leakscope: pid \d+: 668 bytes in 9 blocks definitely lost "
+                r"or indirectly lost from 4 stacks \(--fail-on-leak\)$",
+                lines[0]), "the reason", lines[0])
+
+
+@check("--fail-on possible: the gate counts what it is told; --fail-on "
+       "reachable trips on reachable bytes only")
+def t_fail_on_kinds():
+    r = gate(["--fail-on", "possible"], "reach")
+    eq(r.returncode, 99, "exit status")
+    contains(r.stderr.decode(), ": 300 bytes in 1 blocks possibly lost",
+             "reason")
+    r = gate(["--fail-on", "reachable", "--suppressions",
+              write_supp("leak:site_global\nleak:site_tls\nleak:site_stack\n"
+                         "leak:site_holder\n")],
+             "reach")
+    eq(r.returncode, 0, "nothing reachable left after suppressions: " +
+       r.describe())
+
+
+@check("--fail-on-leak honours the report's filters (--min-size)")
+def t_gate_filters():
+    r = gate(["--leak-check", "--fail-on-leak", "--min-size", "100"], "reach")
+    eq(r.returncode, 99, "site_leak's 100-byte blocks count")
+    contains(r.stderr.decode(), ": 300 bytes in 3 blocks definitely lost",
+             "only the blocks of 100 bytes or more")
+    r = gate(["--leak-check", "--fail-on-leak", "--min-size", "101"], "reach")
+    eq(r.returncode, 0, "no lost block of 101 bytes or more: " + r.describe())
+    r = gate(["--fail-on-leak", "--min-size", "65536"], "basic")
+    eq(r.returncode, 99, "without --leak-check: site_large's block counts")
+    contains(r.stderr.decode(), ": 65536 bytes in 1 blocks outstanding",
+             "only blocks of 64 KiB or more")
+    r = gate(["--fail-on-leak", "--min-size", "65537"], "basic")
+    eq(r.returncode, 0, "without --leak-check, none that large: " +
+       r.describe())
+
+
+def write_supp(text):
+    fd, path = tempfile.mkstemp(prefix="leakscope-supp-", dir=RUNTIME)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+@check("an LSan suppression file removes exactly the suppressed records")
+def t_suppressions():
+    supp = write_supp("# list and leaks\n  leak:site_list_head  \n\n"
+                      "leak:^site_leak$\n")
+    supp2 = write_supp("leak:reach.c:9*\nleak:*interi?r\n")
+    r = gate(["--leak-check", "--format", "json", "--suppressions", supp,
+              "--suppressions", write_supp("leak:site_interior\n")], "reach")
+    rep = root_report(r)
+    got = by_site(rep)
+    eq(sorted(got), sorted(set(TRUTH) - {"site_list_head", "site_leak",
+                                         "site_interior"}),
+       "sites left")
+    for fn in got:
+        for k in KINDS:
+            eq((got[fn][k]["bytes"], got[fn][k]["blocks"]),
+               TRUTH[fn].get(k, (0, 0)), "%s %s unchanged" % (fn, k))
+    eq(rep["suppressed"]["sites"] >= 3, True, "suppressed sites")
+    s = rep["reachability"]
+    eq((s["definite"]["bytes"], s["definite"]["blocks"]), (80, 1),
+       "definite left: the cycle")
+    # a pattern that matches nothing changes nothing
+    r = gate(["--leak-check", "--format", "json", "--suppressions", supp2],
+             "reach")
+    expect_truth(root_report(r), "non-matching suppressions")
+
+
+@check("bad suppression files: one line naming the file and line, status "
+       "125, no report")
+def t_bad_suppressions():
+    for text, line, why in (("leak:ok\nrace:foo\n", 2, "unknown suppression"),
+                            ("\n\nleak:\n", 3, "empty pattern"),
+                            ("leak\n", 1, "expected TYPE:PATTERN")):
+        path = write_supp(text)
+        r = gate(["--leak-check", "--suppressions", path], "reach")
+        eq(r.returncode, 125, "exit status")
+        msg = r.stderr.decode().strip()
+        eq(msg.count("\n"), 0, "one line: %r" % msg)
+        contains(msg, "%s:%d: %s" % (path, line, why), "reason")
+        eq(r.files, {}, "no report written")
+    r = ls("check", "--suppressions", "/nonexistent/supp", "1")
+    eq(r.returncode, 125, "check with a missing file")
+    contains(r.stderr.decode(), "cannot read suppressions "
+             "'/nonexistent/supp'", "reason")
+
+
+@check("--gen-suppressions prints ready-made entries that suppress them")
+def t_gen_suppressions():
+    r = gate(["--leak-check", "--gen-suppressions"], "reach")
+    text = r.files["report"]
+    entries = re.findall(r"^leak:(.*)$", text, re.M)
+    for fn in ("site_leak", "site_list_head", "site_cycle", "site_list_node",
+               "site_interior"):
+        ok(fn in entries, "an entry for %s" % fn, str(entries))
+    ok("site_global" not in entries, "none for reachable blocks",
+       str(entries))
+    path = write_supp(text[text.index("Suppressions for"):].split("\n", 1)[1])
+    r = gate(["--leak-check", "--fail-on-leak", "--suppressions", path],
+             "reach")
+    eq(r.returncode, 0, "the generated file silences the gate: " +
+       r.describe())
+
+
+@check("--only definite,indirect: only lost bytes, in JSON, folded and the "
+       "SVG flame graph")
+def t_only():
+    r = gate(["--leak-check", "--only", "definite,indirect", "--format",
+              "json"], "reach")
+    rep = root_report(r)
+    got = by_site(rep)
+    eq(sorted(got), ["site_cycle", "site_leak", "site_list_head",
+                     "site_list_node"], "sites")
+    eq(sum(s["live_bytes"] for s in rep["sites"]), 668, "live bytes shown")
+    r = gate(["--leak-check", "--only", "definite,indirect", "--format",
+              "folded"], "reach")
+    total = sum(int(l.rsplit(" ", 1)[1]) for l in
+                r.files["report"].splitlines() if l.strip())
+    eq(total, 668, "folded weights: the lost bytes")
+    r = gate(["--leak-check", "--only", "definite,indirect", "--format",
+              "svg"], "reach")
+    svg = r.files["report"]
+    contains(svg, "668 bytes", "the flame graph's root: the lost bytes")
+    ok("site_global" not in svg and "site_leak" in svg,
+       "the flame graph holds the lost sites only")
+    r = gate(["--only", "definite"], "reach")
+    eq(r.returncode, 125, "--only without --leak-check")
+    r = gate(["--leak-check", "--only", "lost"], "reach")
+    eq(r.returncode, 125, "an unknown kind")
+    contains(r.stderr.decode(), "unknown kind 'lost'", "reason")
+
+
+@check("check on a real program (python3): runs on, answers whole")
+def t_python():
+    py = need("python3")
+    e = env()
+    e["LD_PRELOAD"] = AGENT
+    p = subprocess.Popen([py, "-c", "import sys, json\n"
+                          "keep = [bytes(1000) for i in range(20000)]\n"
+                          "print('ready', flush=True)\nsys.stdin.read()\n"
+                          "print(len(keep))"], env=e, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        eq(p.stdout.readline().strip(), b"ready", "python ready")
+        r = ls("check", "--format", "json", p.pid)
+        eq(r.returncode, 0, "check status: " + r.describe())
+        j = json.loads(r.stdout)
+        reach = j["totals"]["reachability"]
+        ok(reach["reachable"]["blocks"] > 20000,
+           "the 20000 byte strings are reachable", str(reach))
+        out, _ = p.communicate(input=b"", timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    eq(out.split()[-1], b"20000", "python finished its work")
