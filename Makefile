@@ -192,9 +192,9 @@ $(B)/tests/unit/t-web-%: tests/unit/t-web-%.c $(WEB_LIB) $(REPORT_LIB) tests/uni
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(WEB_LIB) $(REPORT_LIB) $(CLI_LDLIBS) $(WEB_LDLIBS)
 
-$(B)/tests/unit/t-erlang-%: tests/unit/t-erlang-%.c $(B)/erlang/term.o tests/unit/tap.h
+$(B)/tests/unit/t-erlang-%: tests/unit/t-erlang-%.c $(CNODE_OBJ) $(REPORT_LIB) tests/unit/tap.h
 	@mkdir -p $(@D)
-	$(CC) $(CLI_CFLAGS) -D_REENTRANT -I$(ERL_INC) -o $@ $< $(B)/erlang/term.o $(EI_LIB) -lpthread
+	$(CC) $(CLI_CFLAGS) -D_REENTRANT -I$(ERL_INC) -o $@ $< $(CNODE_OBJ) $(REPORT_LIB) $(EI_LIB) $(CLI_LDLIBS)
 
 $(B)/tests/workloads/lib%.so: tests/workloads/lib%.c tests/workloads/wl.h
 	@mkdir -p $(@D)

@@ -223,9 +223,9 @@ char **ls_child_env(const struct ls_run_args *a, const char *agent,
 	int err = 0;
 
 	for (p = environ; *p && !err; p++) {
-		/* Our own settings come from the options; the runtime
-		 * directory, the agent and the unwinder (a diagnostic:
-		 * docs/UNWINDING.md) pass through. */
+		/* Our own settings come from the options; those `run` has
+		 * no option for (runtime dir, agent, unwinder, growth
+		 * sampling, keeping the post-mortem file) pass through. */
 		if (!strncmp(*p, LS_ENV_PREFIX, sizeof(LS_ENV_PREFIX) - 1) &&
 		    !ls_env_passes_through(*p))
 			continue;

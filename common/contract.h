@@ -41,7 +41,8 @@
 /* LD_PRELOAD as it was before `leakscope run` put the agent first. */
 #define LS_ENV_PRELOAD_ORIG "LEAKSCOPE_PRELOAD_ORIG"
 
-/* Settings the user sets, which `leakscope run` passes through. */
+/* Settings the user sets, which `leakscope run` passes through (with
+ * PERIOD_MS, HISTORY and KEEP above: ls_env_passes_through). */
 #define LS_ENV_UNWIND "LEAKSCOPE_UNWIND"	/* libunwind | check | none */
 #define LS_ENV_RUNTIME_DIR "LEAKSCOPE_RUNTIME_DIR"	/* common/runtime.h */
 #define LS_ENV_AGENT "LEAKSCOPE_AGENT"		/* the CLI's agent path */
@@ -92,7 +93,10 @@ static inline int ls_env_passes_through(const char *entry)
 {
 	return ls_env_is(entry, LS_ENV_RUNTIME_DIR) ||
 	       ls_env_is(entry, LS_ENV_AGENT) ||
-	       ls_env_is(entry, LS_ENV_UNWIND);
+	       ls_env_is(entry, LS_ENV_UNWIND) ||
+	       ls_env_is(entry, LS_ENV_PERIOD_MS) ||
+	       ls_env_is(entry, LS_ENV_HISTORY) ||
+	       ls_env_is(entry, LS_ENV_KEEP);
 }
 
 /* --- LD_PRELOAD ------------------------------------------------------- */

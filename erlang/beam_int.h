@@ -81,7 +81,8 @@ struct beam_gc {
 struct beam_data {
 	unsigned count;		/* samples asked for */
 	unsigned taken;		/* samples taken */
-	double interval_s;
+	double interval_s;	/* asked for */
+	double period_s;	/* the mean spacing of the samples taken */
 	char node[512];
 	char otp[32];
 	long os_pid;		/* 0 when unknown */

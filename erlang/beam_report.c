@@ -173,7 +173,7 @@ static int add(struct analysis *a, const struct beam_data *d,
 	f->limit = limit;
 	f->vals = vals;
 	f->n = n;
-	if (ls_trend_classify(vals, n, d->interval_s, &f->trend))
+	if (ls_trend_classify(vals, n, d->period_s, &f->trend))
 		f->trend.label = LS_TREND_UNKNOWN;
 	f->growing = (f->trend.label == LS_TREND_LINEAR ||
 		      f->trend.label == LS_TREND_EXPONENTIAL) &&
@@ -603,8 +603,12 @@ static int report_text(FILE *out, const struct beam_data *d,
 	if (!buf)
 		return -ENOMEM;
 	fprintf(out, "leakscope beam: node %s, OTP %s, os pid %ld, %u samples "
-		"every %gs\n\n", d->node, d->otp, d->os_pid, d->taken,
+		"every %gs", d->node, d->otp, d->os_pid, d->taken,
 		d->interval_s);
+	if (d->period_s > 1.05 * d->interval_s)
+		fprintf(out, " (%.3gs measured: a sample takes longer than "
+			"the interval)", d->period_s);
+	fputs("\n\n", out);
 	for (i = 0; i < a->n; i++)
 		ngrow += a->f[i].growing;
 	if (ngrow) {
@@ -750,6 +754,7 @@ static int report_json(FILE *out, const struct beam_data *d,
 	ls_json_str(&j, "otp_release", d->otp);
 	ls_json_i64(&j, "os_pid", d->os_pid);
 	ls_json_f64(&j, "interval_s", d->interval_s, 3);
+	ls_json_f64(&j, "period_s", d->period_s, 3);
 	ls_json_u64(&j, "samples", d->taken);
 	ls_json_array(&j, "series");
 	for (i = 0; i < a->n; i++)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "beam_int.h"
 #include "redact.h"
@@ -768,13 +769,38 @@ done:
 	return 0;
 }
 
-/* Is pid a BEAM on this host?  Then its RSS and its agent are ours to
- * read. */
-static int local_beam(long pid)
+/* Does the node's host part name this machine? */
+static int host_is_local(const char *node)
+{
+	const char *at = strchr(node, '@');
+	char here[256] = "";
+	size_t n;
+
+	if (!at)
+		return 0;
+	at++;
+	if (!strcmp(at, "localhost") || !strncmp(at, "127.", 4) ||
+	    !strcmp(at, "::1"))
+		return 1;
+	if (gethostname(here, sizeof(here) - 1))
+		return 0;
+	n = strcspn(here, ".");
+	return !strcmp(at, here) || (strlen(at) == n && !strncmp(at, here, n)) ||
+	       (!strncmp(at, here, n) && at[n] == '.');
+}
+
+/*
+ * Is the node this host's process pid, a BEAM?  Then its RSS and its agent
+ * are ours to read.  The host is checked too: a pid from another machine
+ * (or another pid namespace) may exist here as something else.
+ */
+static int local_beam(const char *node, long pid)
 {
 	char path[64], exe[4096];
 	ssize_t n;
 
+	if (!host_is_local(node))
+		return 0;
 	snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
 	if (n <= 0)
@@ -811,7 +837,8 @@ static int setup(struct sampler *s)
 	if (t.root->type == LS_TERM_STRING)
 		s->d->os_pid = atol(t.root->s);
 	ls_term_free(&t);
-	s->d->rss_local = s->d->os_pid > 0 && local_beam(s->d->os_pid);
+	s->d->rss_local = s->d->os_pid > 0 &&
+			  local_beam(s->d->node, s->d->os_pid);
 	return setup_allocators(s);
 }
 
@@ -915,11 +942,38 @@ static void native_sites(struct beam_data *d)
 	d->has_native = 1;
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Wait, answering ticks, until the monotonic time `at` (ms). */
+static int idle_until(struct sampler *s, uint64_t at)
+{
+	uint64_t now = mono_ms();
+
+	if (at > now && ls_cnode_idle(s->c, (unsigned)(at - now))) {
+		snprintf(s->err, s->errlen, "node '%s': connection lost",
+			 s->d->node);
+		return -EPIPE;
+	}
+	return 0;
+}
+
+/*
+ * Samples start on a fixed schedule, one interval apart, whatever each
+ * took (the trends' rates divide by the spacing); when a sample takes
+ * longer than the interval the next starts at once, and the spacing the
+ * trends use is the mean one actually measured.
+ */
 int ls_beam_sample_all(struct ls_cnode *c, const struct ls_beam_opts *o,
 		       struct beam_data *d, char *err, size_t errlen)
 {
 	struct sampler s = { .c = c, .d = d, .err = err, .errlen = errlen };
-	unsigned ms = (unsigned)(o->interval_s * 1000 + 0.5);
+	uint64_t ms = (uint64_t)(o->interval_s * 1000 + 0.5), start = 0, last = 0;
 	int r;
 
 	d->phash = calloc(PHASH, sizeof(*d->phash));
@@ -934,18 +988,21 @@ int ls_beam_sample_all(struct ls_cnode *c, const struct ls_beam_opts *o,
 	if (!r)
 		r = sample_one(&s);
 	drop_samples(d);
-	if (!r && (r = ls_cnode_idle(c, ms)))
-		snprintf(err, errlen, "node '%s': connection lost", d->node);
+	if (!r)
+		r = idle_until(&s, mono_ms() + ms);
 	for (s.i = 0; !r && s.i < d->count; s.i++) {
-		if (s.i && (r = ls_cnode_idle(c, ms))) {
-			snprintf(err, errlen, "node '%s': connection lost",
-				 d->node);
+		if (s.i && (r = idle_until(&s, start + s.i * ms)))
 			break;
-		}
+		last = mono_ms();
+		if (!s.i)
+			start = last;
 		r = sample_one(&s);
 		if (!r)
 			d->taken = s.i + 1;
 	}
+	if (!r && d->taken > 1 && last > start)
+		d->period_s = (double)(last - start) / 1000.0 /
+			      (double)(d->taken - 1);
 	if (!r && o->gc_check)
 		r = gc_check(&s);
 	if (!r)
@@ -1031,6 +1088,7 @@ int ls_beam_run(const struct ls_beam_opts *o, FILE *out, char *err,
 		return r;
 	d.count = o->count;
 	d.interval_s = o->interval_s;
+	d.period_s = o->interval_s;
 	snprintf(d.node, sizeof(d.node), "%s", c.node);
 	r = ls_beam_sample_all(&c, o, &d, err, errlen);
 	ls_cnode_close(&c);

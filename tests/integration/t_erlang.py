@@ -30,9 +30,16 @@ import subprocess
 import tempfile
 import time
 
-from harness import (check, once, eq, ok, ge, contains, fail, run_process,
+from harness import (check, once, eq, ge, contains, fail, run_process,
                      marker_line, LEAKSCOPE, BUILD, ROOT, Failure, Skip,
                      shorten)
+from harness import ok as harness_ok
+
+
+def ok(cond, what, detail=""):
+    """harness.ok with any detail (a rate, a list) printed as it is."""
+    harness_ok(cond, what, detail if isinstance(detail, str) else
+               repr(detail))
 
 EBIN = os.path.join(BUILD, "erlang", "ebin")
 TEST_EBIN = os.path.join(BUILD, "erlang", "test")
@@ -384,17 +391,21 @@ def cookie_file():
 
 
 def beam(*args, extra=None, timeout=40):
-    e = dict(extra or {})
-    e.update(epmd().env())
+    e = dict(epmd().env())
+    e.update(extra or {})
     return run_process([LEAKSCOPE, "beam"] + [str(a) for a in args],
                        timeout=timeout, env=env(e))
 
 
-def start_node(name, eval_expr, under_agent=False):
-    """A node named name on this host, registered with the private epmd."""
+def start_node(name, eval_expr, under_agent=False, dist_port=None):
+    """A node named name on this host, registered with the private epmd
+    (and listening at dist_port when given)."""
     e = epmd().env()
     argv = ["erl", "-sname", name, "-setcookie", COOKIE, "-noshell",
             "-pa", TEST_EBIN, "-eval", eval_expr]
+    if dist_port:
+        argv[1:1] = ["-kernel", "inet_dist_listen_min", str(dist_port),
+                     "inet_dist_listen_max", str(dist_port)]
     if under_agent:
         # By hand rather than `leakscope run`, which keeps its own agent
         # settings: growth samples every 100 ms give the agent's trends
@@ -446,7 +457,7 @@ def ticks_per_s(rep):
           "bl_mailbox" in s["subject"]]
     ok(mq, "bl_mailbox's series", "")
     tick = mq[0]["rate_per_s"] / 20
-    ok(2 <= tick <= 11, "ticks per second (10 nominal)", tick)
+    ok(2 <= tick <= 11, "ticks per second (10 nominal)", str(tick))
     return tick
 
 
@@ -455,7 +466,7 @@ def expect_rate(rep, rate, per_tick, what):
     want = per_tick * ticks_per_s(rep)
     ok(0.65 * want <= rate <= 1.35 * want,
        "%s: %.1f/s for %s a tick at %.2f ticks/s" % (
-           what, rate, per_tick, ticks_per_s(rep)), rate)
+           what, rate, per_tick, ticks_per_s(rep)), str(rate))
 
 
 def expect_growing(rep, kind, subject_part, metric):
@@ -757,3 +768,42 @@ def t_nif_concurrent():
         timeout=NODE_TIMEOUT + 10, env=env())
     eq(results(r.stdout.decode()).get("concurrent"), "ok",
        "every call answered\n  " + r.describe())
+
+
+@check("beam: a node that dies while sampled gives status 4, one line, no report")
+def t_beam_node_dies():
+    need_erlang()
+    p = start_node("lsdies", "ok.")
+    e = env(epmd().env())
+    q = subprocess.Popen([LEAKSCOPE, "beam", "lsdies", "--cookie-file",
+                          cookie_file(), "--interval", "0.5", "--count", "20"],
+                         env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    _CHILDREN.append(q)
+    try:
+        time.sleep(1.5)
+        stop(p)
+        out, err = q.communicate(timeout=30)
+    finally:
+        stop(q)
+    eq(q.returncode, 4, "status\n  stderr: " + err.decode())
+    eq(out, b"", "nothing on stdout")
+    eq(err.decode().count("\n"), 1, "one line")
+    contains(err.decode(), "connection lost", "message")
+
+
+@check("beam --port: the node reached at its distribution port, no epmd asked")
+def t_beam_port():
+    need_erlang()
+    port = free_port()
+    p = start_node("lsport", "ok.", dist_port=port)
+    try:
+        # ERL_EPMD_PORT names a port where nothing listens: only --port
+        # can reach the node.
+        r = beam("lsport", "--port", port, "--cookie-file", cookie_file(),
+                 "--interval", "0.1", "--count", "2",
+                 extra={"ERL_EPMD_PORT": str(free_port())})
+    finally:
+        stop(p)
+    eq(r.returncode, 0, "status\n  " + r.describe())
+    contains(r.stdout.decode(), "leakscope beam: node lsport@", "report")

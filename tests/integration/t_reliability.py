@@ -303,3 +303,11 @@ def t_pressure_sampled():
     # next to nothing (its caches for the thread used to take 6%).
     ok(made >= want * 0.99, "successful mallocs, sampled %d vs native %d" % (made, want))
     eq(rep["totals"]["dropped"], 0, "nothing dropped in sampled mode")
+
+
+@check("run passes the user's LEAKSCOPE_PERIOD_MS / HISTORY / KEEP through (a bad HISTORY is said)")
+def t_run_passes_settings():
+    env = dict(os.environ, LEAKSCOPE_HISTORY="3")
+    r = leakscope([], [workload("basic")], env=env)
+    expect_status(r, 0, "basic exit status")
+    contains(r.stderr.decode(), "LEAKSCOPE_HISTORY=3 is outside", "the agent saw the setting")
