@@ -18,28 +18,6 @@
 #include "cli.h"
 #include "cmds.h"
 
-#ifndef LS_HAVE_BPF
-const struct ls_usage ls_trace_usage = {
-	"trace", "[OPTIONS] [-p PID | -c CMD | -- CMD [ARGS...]] [INTERVAL [COUNT]]",
-	"trace allocations or growth with eBPF, from outside the process",
-	"Not available: this leakscope was built without eBPF.",
-	(const struct ls_option *const[]){ NULL }, NULL,
-};
-
-void ls_trace_defaults(void *args)
-{
-	(void)args;
-}
-
-int ls_cmd_trace(struct ls_invocation *inv)
-{
-	(void)inv;
-	ls_error("this leakscope was built without eBPF tracing (clang, "
-		 "bpftool, libbpf-dev or the kernel's BTF were missing at "
-		 "build time)");
-	return LS_EXIT_ERROR;
-}
-#else
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -58,6 +36,7 @@ int ls_cmd_trace(struct ls_invocation *inv)
 #include "../bpf/tracemodel.h"
 #include "../lib/util.h"
 
+#ifdef LS_HAVE_BPF
 struct trace {
 	struct ls_tracer_opts t;
 	struct ls_trace_args *a;
@@ -83,6 +62,8 @@ static void on_stop(int sig)
 	(void)sig;
 	stop_requested = 1;
 }
+
+#endif
 
 #define TA(field) LS_ARG(struct ls_trace_args, field)
 
@@ -192,7 +173,12 @@ const struct ls_usage ls_trace_usage = {
 					   ls_view_options,
 					   ls_stack_options, ls_flame_options,
 					   ls_flame_count_option, NULL },
+#ifdef LS_HAVE_BPF
 	"docs/EBPF.md describes the design and its costs.",
+#else
+	"Not available in this build: clang, bpftool, libbpf-dev or the\n"
+	"kernel's BTF were missing when leakscope was built.",
+#endif
 };
 
 void ls_trace_defaults(void *args)
@@ -203,6 +189,16 @@ void ls_trace_defaults(void *args)
 	a->stack_bytes = 8192;
 }
 
+#ifndef LS_HAVE_BPF
+int ls_cmd_trace(struct ls_invocation *inv)
+{
+	(void)inv;
+	ls_error("this leakscope was built without eBPF tracing (clang, "
+		 "bpftool, libbpf-dev or the kernel's BTF were missing at "
+		 "build time)");
+	return LS_EXIT_ERROR;
+}
+#else
 static int bad(const char *opt, const char *arg, const char *want)
 {
 	ls_usage_error(&ls_trace_usage, "invalid value '%s' for %s: expected %s",

@@ -14,6 +14,7 @@
 #include "../common/runtime.h"
 #include "client.h"
 #include "procinfo.h"
+#include "util.h"
 #include "ptrace.h"
 
 #define REPLY_TIMEOUT_MS 30000
@@ -23,6 +24,30 @@ static _Atomic unsigned timeout_ms = REPLY_TIMEOUT_MS;
 void ls_client_set_timeout(unsigned ms)
 {
 	timeout_ms = ms ? ms : REPLY_TIMEOUT_MS;
+}
+
+/*
+ * The whole of one request's reply must come within this: each read also
+ * has the per-call timeout, but an agent that trickles a byte at a time
+ * would otherwise hold the client for ever.  Four per-call timeouts leave
+ * room for the snapshot of a very large process.
+ */
+static uint64_t reply_deadline(void)
+{
+	return ls_mono_ns() + (uint64_t)timeout_ms * 4 * 1000000;
+}
+
+/* recv() within deadline: its result, or -1 with errno ETIMEDOUT. */
+static ssize_t recv_by(int fd, void *buf, size_t len, int flags,
+		       uint64_t deadline)
+{
+	int r = ls_wait_readable(fd, deadline);
+
+	if (r) {
+		errno = -r;
+		return -1;
+	}
+	return recv(fd, buf, len, flags);
 }
 
 int ls_client_socket_path(pid_t pid, char *buf, size_t cap)
@@ -156,7 +181,7 @@ int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,
 		 err, errlen);
 	if (fd < 0)
 		return fd;
-	r = ls_snapshot_read_fd(fd, snap, err, errlen);
+	r = ls_snapshot_read_fd_until(fd, reply_deadline(), snap, err, errlen);
 	close(fd);
 	return r;
 }
@@ -165,6 +190,7 @@ int ls_client_request(pid_t pid, const char *req, char *reply, size_t cap,
 		      char *err, size_t errlen)
 {
 	char line[LS_CONTROL_MAX_REQUEST];
+	uint64_t deadline;
 	size_t len = 0;
 	ssize_t n;
 	int fd;
@@ -176,7 +202,9 @@ int ls_client_request(pid_t pid, const char *req, char *reply, size_t cap,
 	fd = ask(pid, line, err, errlen);
 	if (fd < 0)
 		return fd;
-	while (len < cap - 1 && (n = recv(fd, reply + len, cap - 1 - len, 0)) != 0) {
+	deadline = reply_deadline();
+	while (len < cap - 1 &&
+	       (n = recv_by(fd, reply + len, cap - 1 - len, 0, deadline)) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -192,6 +220,7 @@ int ls_client_request(pid_t pid, const char *req, char *reply, size_t cap,
 int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err, size_t errlen)
 {
 	char buf[65536];
+	uint64_t deadline;
 	ssize_t n;
 	int fd, r = 0;
 
@@ -199,7 +228,8 @@ int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err, size_t errlen)
 		 err, errlen);
 	if (fd < 0)
 		return fd;
-	while ((n = recv(fd, buf, sizeof(buf), 0)) != 0) {
+	deadline = reply_deadline();
+	while ((n = recv_by(fd, buf, sizeof(buf), 0, deadline)) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 || write(out_fd, buf, (size_t)n) != n) {
@@ -341,7 +371,8 @@ int ls_client_check(pid_t pid, int blocks, struct ls_snapshot *snap,
 	ls_world_resume(&w);
 	if (ret)
 		goto out;
-	ret = ls_snapshot_read_fd(fd, snap, why, sizeof(why));
+	ret = ls_snapshot_read_fd_until(fd, reply_deadline(), snap, why,
+					sizeof(why));
 	if (ret) {
 		snprintf(err, errlen, "pid %d: the check failed: %s", (int)pid,
 			 why);

@@ -13,8 +13,9 @@
  * Bound every connect, send and receive on an agent's socket to ms
  * milliseconds (0: the default, 30 s), so that a stuck agent cannot hold
  * its caller longer.  Process-wide; safe to call from any thread, meant to
- * be called once at start.  A slow agent that keeps sending a byte now and
- * then is not cut off: the bound is per call, not per request.
+ * be called once at start.  A whole reply must also come within four
+ * times that: an agent that trickles its bytes is cut off with
+ * -ETIMEDOUT.
  *
  * The other functions are thread-safe: they share no state.
  */

@@ -241,6 +241,10 @@ static int preflight(struct ctx *c)
 	if (!k.has_interp)
 		return FAIL(c, -ENOEXEC, "pid %d is statically linked: it has no "
 			    "dynamic loader to load the agent with", (int)c->pid);
+	if (ls_proc_state(c->pid, c->pid) == 'T')
+		return FAIL(c, -EAGAIN, "pid %d is stopped (SIGSTOP or SIGTSTP): "
+			    "attaching would have to run it; 'kill -CONT %d' first",
+			    (int)c->pid, (int)c->pid);
 	r = read_maps(c);
 	if (r)
 		return r;

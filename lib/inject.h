@@ -51,7 +51,8 @@ struct ls_inject_result {
  * Attach to pid.  Returns 0, or a negative errno with a one-line reason
  * in err: those of ls_world_stop, -ENOEXEC (32-bit, statically linked,
  * no dynamic loader or libc), -EEXIST (the agent is already there:
- * preloaded, or attached and active), -ETIMEDOUT (no safe point in time;
+ * preloaded, or attached and active), -EAGAIN (stopped by job control:
+ * attaching would run it), -ETIMEDOUT (no safe point in time;
  * the target is as it was), -ESRCH (it exited meanwhile), -EIO (a call in
  * the target failed; reason says which).  When the agent had started but
  * the switch failed, it is asked to detach again before returning.

@@ -103,7 +103,7 @@ long ls_proc_status_long(pid_t pid, const char *key)
 	return v;
 }
 
-int ls_proc_thread_gone(pid_t pid, pid_t tid)
+char ls_proc_state(pid_t pid, pid_t tid)
 {
 	char path[80], buf[512], *p;
 	ssize_t n;
@@ -112,14 +112,21 @@ int ls_proc_thread_gone(pid_t pid, pid_t tid)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 1;
+		return 0;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return 1;
+		return 0;
 	buf[n] = 0;
 	p = strrchr(buf, ')');	/* the name may hold spaces and parens */
-	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+int ls_proc_thread_gone(pid_t pid, pid_t tid)
+{
+	char st = ls_proc_state(pid, tid);
+
+	return !st || st == 'Z' || st == 'X';
 }
 
 int ls_proc_gone(pid_t pid)

@@ -32,6 +32,9 @@ int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap);
  */
 long ls_proc_status_long(pid_t pid, const char *key);
 
+/* The state letter of thread tid of pid in /proc ('R', 'S', 'T' stopped
+ * by job control, 't' traced, 'Z' ...), 0 when it is gone. */
+char ls_proc_state(pid_t pid, pid_t tid);
 /* Whether thread tid of pid has exited or is a zombie (a leader that
  * ended with pthread_exit while other threads run on is one). */
 int ls_proc_thread_gone(pid_t pid, pid_t tid);

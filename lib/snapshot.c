@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "snapshot.h"
 #include "util.h"
+#include "util.h"
 
 #define RD_BUF (64u << 10)
 
@@ -30,6 +31,7 @@
 struct reader {
 	int fd;
 	int bounded;
+	uint64_t deadline_ns;	/* CLOCK_MONOTONIC; 0 = none */
 	uint64_t allowed;
 	size_t pos, len;
 	unsigned char buf[RD_BUF];
@@ -94,6 +96,8 @@ static ssize_t fill_from_fd(struct reader *r, void *dst, size_t want)
 		want = (size_t)r->allowed;
 	if (want == 0)
 		return 0;
+	if (r->deadline_ns && (n = ls_wait_readable(r->fd, r->deadline_ns)))
+		return n;
 	do
 		n = read(r->fd, dst, want);
 	while (n < 0 && errno == EINTR);
@@ -810,6 +814,13 @@ static int parse_all(struct parse *p)
 int ls_snapshot_read_fd(int fd, struct ls_snapshot *snap, char *err,
 			size_t errlen)
 {
+	return ls_snapshot_read_fd_until(fd, 0, snap, err, errlen);
+}
+
+int ls_snapshot_read_fd_until(int fd, uint64_t deadline_ns,
+			      struct ls_snapshot *snap, char *err,
+			      size_t errlen)
+{
 	struct parse p = { .snap = snap, .err = err, .errlen = errlen,
 			   .sites_sorted = 1 };
 	struct stat st;
@@ -822,6 +833,7 @@ int ls_snapshot_read_fd(int fd, struct ls_snapshot *snap, char *err,
 	if (!p.rd)
 		return fail(&p, -ENOMEM, "cannot read snapshot: out of memory");
 	p.rd->fd = fd;
+	p.rd->deadline_ns = deadline_ns;
 	p.rd->bounded = fstat(fd, &st) || !S_ISREG(st.st_mode);
 	p.rd->allowed = sizeof(struct lsnap_file_hdr) +
 		sizeof(struct lsnap_rec_hdr);

@@ -120,6 +120,12 @@ struct ls_snapshot {
  */
 int ls_snapshot_read_fd(int fd, struct ls_snapshot *snap, char *err,
 			size_t errlen);
+/* Same, giving up with -ETIMEDOUT when the whole snapshot has not come by
+ * deadline_ns (CLOCK_MONOTONIC; 0: no deadline): a peer that trickles
+ * its bytes cannot hold the reader, as a timeout per read would let it. */
+int ls_snapshot_read_fd_until(int fd, uint64_t deadline_ns,
+			      struct ls_snapshot *snap, char *err,
+			      size_t errlen);
 /* Same, from a file path; the reason names the file. */
 int ls_snapshot_load(const char *path, struct ls_snapshot *snap, char *err,
 		     size_t errlen);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
+#include <time.h>
 #include "util.h"
 
 int ls_parse_count(const char *s, uint64_t *out)
@@ -96,4 +98,30 @@ int ls_grow(void *arr, size_t *cap, size_t need, size_t el)
 	*a = p;
 	*cap = ncap;
 	return 0;
+}
+
+uint64_t ls_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int ls_wait_readable(int fd, uint64_t deadline_ns)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint64_t now;
+	int r;
+
+	for (;;) {
+		now = ls_mono_ns();
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		r = poll(&p, 1, (int)((deadline_ns - now + 999999) / 1000000));
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
 }

@@ -28,4 +28,13 @@ int ls_grow(void *arr, size_t *cap, size_t need, size_t el);
 /* LS_GROW(p, need, cap) for an array p of any element type. */
 #define LS_GROW(p, need, cap) ls_grow(&(p), &(cap), (need), sizeof(*(p)))
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t ls_mono_ns(void);
+
+/*
+ * Wait until fd is readable or deadline_ns (CLOCK_MONOTONIC) passes:
+ * 0, -ETIMEDOUT, or the poll error.
+ */
+int ls_wait_readable(int fd, uint64_t deadline_ns);
+
 #endif

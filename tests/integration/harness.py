@@ -179,8 +179,9 @@ def bpf_missing():
         return "the kernel has no uprobes"
     r = subprocess.run([LEAKSCOPE, "trace", "--help"], capture_output=True,
                        timeout=30)
-    if r.returncode != 0:
-        return "leakscope was built without eBPF: %s" % r.stderr.decode().strip()
+    if r.returncode != 0 or b"Not available in this build" in r.stdout:
+        return "leakscope was built without eBPF (clang, bpftool, " \
+               "libbpf-dev or BTF missing at build time)"
     return None
 
 

@@ -426,6 +426,23 @@ def t_preloaded():
         t.kill()
 
 
+@check("attach: refuses a process stopped by SIGSTOP (it would have to run it); it stays stopped")
+def t_job_stopped():
+    ptrace_allowed()
+    t = Target()
+    try:
+        t.cmd("p")
+        os.kill(t.pid, signal.SIGSTOP)
+        os.waitpid(t.pid, os.WUNTRACED)
+        expect_error(ls("attach", t.pid), FAILED, "is stopped", "attach to a stopped process")
+        with open("/proc/%d/stat" % t.pid) as f:
+            eq(f.read().rsplit(")", 1)[1].split()[0], "T", "its state afterwards")
+        os.kill(t.pid, signal.SIGCONT)
+        t.still_fine()
+    finally:
+        t.kill()
+
+
 @check("attach: refuses a statically linked program, which runs on")
 def t_static():
     p = subprocess.Popen([workload("static-wait")], stdin=subprocess.PIPE,
