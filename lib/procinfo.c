@@ -45,27 +45,48 @@ static const char *env_value(const char *env, size_t len, const char *name)
  * web server's threads can call this at once. */
 #define ENV_MAX (1 << 20)
 
-int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap)
+/* Up to cap - 1 bytes of path, NUL-terminated: the length, or -1. */
+static ssize_t read_whole(const char *path, char *buf, size_t cap)
 {
-	char path[64], *env = NULL;
-	uid_t uid;
 	ssize_t n, len = 0;
-	int fd, r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || ls_proc_uid(pid, &uid) || !(env = malloc(ENV_MAX))) {
-		if (fd >= 0)
-			close(fd);
-		return ls_runtime_dir(buf, cap);
-	}
-	while (len < ENV_MAX - 1 &&
-	       (n = read(fd, env + len, ENV_MAX - 1 - (size_t)len)) > 0)
+	if (fd < 0)
+		return -1;
+	while ((size_t)len < cap - 1 &&
+	       (n = read(fd, buf + len, cap - 1 - (size_t)len)) > 0)
 		len += n;
 	close(fd);
-	env[len] = 0;
-	r = ls_runtime_dir_from(env_value(env, (size_t)len, LS_ENV_RUNTIME_DIR),
-				env_value(env, (size_t)len, "XDG_RUNTIME_DIR"),
+	buf[len] = 0;
+	return len;
+}
+
+/* pid's initial environment (malloc()ed, *len bytes), or NULL. */
+static char *read_environ(pid_t pid, size_t *len)
+{
+	char path[64], *env = malloc(ENV_MAX);
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	if (!env || (n = read_whole(path, env, ENV_MAX)) < 0) {
+		free(env);
+		return NULL;
+	}
+	*len = (size_t)n;
+	return env;
+}
+
+int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap)
+{
+	size_t len;
+	char *env;
+	uid_t uid;
+	int r;
+
+	if (ls_proc_uid(pid, &uid) || !(env = read_environ(pid, &len)))
+		return ls_runtime_dir(buf, cap);
+	r = ls_runtime_dir_from(env_value(env, len, LS_ENV_RUNTIME_DIR),
+				env_value(env, len, "XDG_RUNTIME_DIR"),
 				(unsigned)uid, buf, cap);
 	free(env);
 	return r;
@@ -106,18 +127,10 @@ long ls_proc_status_long(pid_t pid, const char *key)
 char ls_proc_state(pid_t pid, pid_t tid)
 {
 	char path[80], buf[512], *p;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_whole(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	p = strrchr(buf, ')');	/* the name may hold spaces and parens */
 	return p && p[1] == ' ' ? p[2] : 0;
 }
@@ -165,25 +178,11 @@ int ls_proc_has_agent(pid_t pid)
 
 int ls_proc_preloaded(pid_t pid)
 {
-	char path[64], buf[1 << 16];
-	ssize_t n, i = 0;
-	int fd;
+	size_t len;
+	char *env = read_environ(pid, &len);
+	const char *v = env ? env_value(env, len, "LD_PRELOAD") : NULL;
+	int found = v && strstr(v, "libleakscope") != NULL;
 
-	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	while (i < n) {
-		const char *e = buf + i;
-
-		if (!strncmp(e, "LD_PRELOAD=", 11) && strstr(e, "libleakscope"))
-			return 1;
-		i += (ssize_t)strlen(e) + 1;
-	}
-	return 0;
+	free(env);
+	return found;
 }
