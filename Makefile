@@ -260,6 +260,11 @@ $(B)/tests/workloads/early-ctor: tests/workloads/early-ctor.c tests/workloads/wl
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $< -L$(@D) -learly -Wl,-rpath,'$$ORIGIN'
 
+# Linked with its own allocator: malloc resolves to libtinyalloc (issue 12).
+$(B)/tests/workloads/mapped-totals: tests/workloads/mapped-totals.c tests/workloads/wl.h $(B)/tests/workloads/libtinyalloc.so
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -o $@ $< -L$(@D) -ltinyalloc -Wl,-rpath,'$$ORIGIN'
+
 $(B)/tests/workloads/%: tests/workloads/%.cc tests/workloads/wl.h
 	@mkdir -p $(@D)
 	$(CXX) $(filter-out -D_GNU_SOURCE,$(WL_CFLAGS)) -o $@ $<

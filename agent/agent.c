@@ -212,9 +212,27 @@ void ls_track_restore(struct ls_thread *t, const void *saved)
 	ls_thread_site_delta(t, s->id, s, b, k, 0, 0, 0);
 }
 
-void ls_track_mmap(struct ls_thread *t, void *p, size_t len)
+/*
+ * A change of a mapping site.  Allocator chunks and reservations are
+ * not live memory: their sites keep their bytes, but the global live
+ * figure (and so the peak) never sees them.  The slow path updates the
+ * site alone (the inline one adds to live_delta).
+ */
+static void mapping_delta(struct ls_thread *t, struct ls_site_rec *s,
+			  int64_t dbytes, int64_t dblocks, uint64_t abytes,
+			  uint64_t ablocks, unsigned ev)
 {
-	struct ls_site_rec *s = capture_site(t, LSNAP_KIND_MMAP);
+	if (lsnap_kind_live(s->kind))
+		ls_thread_site_delta(t, s->id, s, dbytes, dblocks, abytes,
+				     ablocks, ev);
+	else
+		ls_thread_site_delta_slow(t, s->id, s, dbytes, dblocks,
+					  abytes, ablocks, ev);
+}
+
+void ls_track_mmap(struct ls_thread *t, void *p, size_t len, uint32_t kind)
+{
+	struct ls_site_rec *s = capture_site(t, kind);
 	struct ls_live_entry e = {
 		.addr = (uint64_t)(uintptr_t)p,
 		.size = len,
@@ -232,12 +250,11 @@ void ls_track_mmap(struct ls_thread *t, void *p, size_t len)
 	if (ls_mmaps_add(&e))
 		ls_agent_drop();
 	else
-		ls_thread_site_delta(t, s->id, s,
-				     (int64_t)len * ls_sample_scale(),
-				     ls_sample_scale(),
-				     len * (uint64_t)ls_sample_scale(),
-				     (uint64_t)ls_sample_scale(),
-				     LS_EV_SIZE(ls_hist_bucket(len)));
+		mapping_delta(t, s, (int64_t)len * ls_sample_scale(),
+			      ls_sample_scale(),
+			      len * (uint64_t)ls_sample_scale(),
+			      (uint64_t)ls_sample_scale(),
+			      LS_EV_SIZE(ls_hist_bucket(len)));
 }
 
 static void mmap_changed(uint32_t site, int64_t dbytes, int64_t dblocks,
@@ -246,8 +263,8 @@ static void mmap_changed(uint32_t site, int64_t dbytes, int64_t dblocks,
 	struct ls_site_rec *s = ls_site_get(site);
 
 	if (s)
-		ls_thread_site_delta(arg, s->id, s, dbytes * ls_sample_scale(),
-				     dblocks * ls_sample_scale(), 0, 0, 0);
+		mapping_delta(arg, s, dbytes * ls_sample_scale(),
+			      dblocks * ls_sample_scale(), 0, 0, 0);
 }
 
 void ls_track_munmap(struct ls_thread *t, void *p, size_t len)
@@ -256,11 +273,11 @@ void ls_track_munmap(struct ls_thread *t, void *p, size_t len)
 }
 
 int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
-		    size_t newlen)
+		    size_t newlen, uint32_t kind)
 {
 	if (!ls_mmaps_remove((uint64_t)(uintptr_t)old, oldlen, mmap_changed, t))
 		return 0;
-	ls_track_mmap(t, p, newlen);
+	ls_track_mmap(t, p, newlen, kind);
 	return 1;
 }
 
@@ -372,6 +389,7 @@ int ls_agent_core_start(void)
 	if (ls_sample_init(ls_agent.sample_rate,
 			   ls_state_env_u64(LS_ENV_SAMPLE_SEED, 0)))
 		ls_agent.sample_rate = 0;
+	ls_real_find_allocator();
 	ls_modules_refresh();
 	ls_capture_init();
 	ls_state_read_cmdline();

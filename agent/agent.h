@@ -23,11 +23,12 @@ void ls_track_free(struct ls_thread *t, void *p);
 int ls_track_take(struct ls_thread *t, void *p, void *saved);
 /* Put back what ls_track_take() removed (the realloc failed). */
 void ls_track_restore(struct ls_thread *t, const void *saved);
-void ls_track_mmap(struct ls_thread *t, void *p, size_t len);
+/* kind: LSNAP_KIND_MMAP, _ALLOCATOR or _RESERVED, as the hook chose. */
+void ls_track_mmap(struct ls_thread *t, void *p, size_t len, uint32_t kind);
 void ls_track_munmap(struct ls_thread *t, void *p, size_t len);
 /* Returns nonzero if [old, old+len) held tracked anonymous memory. */
 int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
-		    size_t newlen);
+		    size_t newlen, uint32_t kind);
 
 /*
  * Start tracking, if nothing has yet: real functions, settings, tables,

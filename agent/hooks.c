@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "../common/lsnap.h"
 #include "agent.h"
 #include "exec.h"
 #include "guard.h"
@@ -365,6 +366,26 @@ LS_EXPORT size_t malloc_usable_size(void *p)
 		errno = e_;						\
 	} while (0)
 
+/*
+ * Whose anonymous mapping is it?  Made by the allocator behind malloc
+ * (the caller, the hook's return address, is in its object): chunks the
+ * heap blocks are carved from, which the blocks already count.  No
+ * access at all: a reservation of address space.  Else the program's.
+ *
+ * NEEDSWORK: an allocator that tail-calls mmap leaves its own caller as
+ * the return address (counted as the program's); mprotect() making part
+ * of a reservation accessible is not hooked (still reserved); mremap
+ * keeps no prot, so a moved reservation becomes a program mapping.
+ */
+static uint32_t mapping_kind(uintptr_t caller, int prot)
+{
+	if (ls_real_by_allocator(caller))
+		return LSNAP_KIND_ALLOCATOR;
+	if (prot == PROT_NONE)
+		return LSNAP_KIND_RESERVED;
+	return LSNAP_KIND_MMAP;
+}
+
 LS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 		     off_t off)
 {
@@ -381,7 +402,10 @@ LS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 				ls_track_munmap(t, p, page_round(len));
 			if (flags & MAP_ANONYMOUS) {
 				t->start = LS_UNWIND_HERE();
-				ls_track_mmap(t, p, page_round(len));
+				ls_track_mmap(t, p, page_round(len),
+					      mapping_kind((uintptr_t)
+					      __builtin_return_address(0),
+					      prot));
 			}
 		});
 	return p;
@@ -422,7 +446,10 @@ LS_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	if (t && p != MAP_FAILED)
 		GUARDED(t->start = LS_UNWIND_HERE();
 			ls_track_mremap(t, old, page_round(oldlen), p,
-					page_round(newlen)));
+					page_round(newlen),
+					mapping_kind((uintptr_t)
+					__builtin_return_address(0),
+					PROT_READ)));
 	return p;
 }
 

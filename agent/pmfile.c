@@ -255,6 +255,8 @@ static void sample_sites(uint64_t slot, struct lsnap_totals *t)
 			rows[id] = row = ++hdr->rows_used;
 		if (row)
 			hist[(uint64_t)(row - 1) * hdr->hist_len + slot] = lb;
+		if (!lsnap_kind_live(s->kind))
+			continue;	/* apart, as in snapshots */
 		t->live_bytes += (uint64_t)(lb > 0 ? lb : 0);
 		t->live_blocks += (uint64_t)(lk > 0 ? lk : 0);
 		t->allocated_bytes += d[id].allocated_bytes;

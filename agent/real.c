@@ -2,6 +2,7 @@
  * real.c - finding the real allocator behind the agent.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -98,6 +99,64 @@ out:
 	errno = saved;
 }
 
+uintptr_t ls_real_alloc_lo, ls_real_alloc_hi;
+
+struct alloc_find {
+	uintptr_t malloc_pc, libc_pc;	/* what to look for */
+	uintptr_t lo, hi;		/* the span of the object holding malloc */
+	int malloc_in, libc_in;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct alloc_find *f = arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	int has_malloc = 0, has_libc = 0;
+	size_t i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		lo = a < lo ? a : lo;
+		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+		has_malloc |= f->malloc_pc - a < ph->p_memsz;
+		has_libc |= f->libc_pc - a < ph->p_memsz;
+	}
+	if (!has_malloc)
+		return 0;
+	f->lo = lo;
+	f->hi = hi;
+	f->malloc_in = 1;
+	f->libc_in = has_libc;
+	return 1;
+}
+
+/*
+ * Where does malloc live?  libc's own mmap (ls_real.mmap) tells libc
+ * apart without matching a name: if malloc shares its object, the
+ * allocator is libc's and there is nothing to tell apart.
+ */
+void ls_real_find_allocator(void)
+{
+	struct alloc_find f = {
+		.malloc_pc = (uintptr_t)ls_real.malloc,
+		.libc_pc = (uintptr_t)ls_real.mmap,
+	};
+
+	ls_real_alloc_lo = ls_real_alloc_hi = 0;
+	if (!f.malloc_pc || !f.libc_pc)
+		return;
+	dl_iterate_phdr(find_object, &f);
+	if (!f.malloc_in || f.libc_in)
+		return;
+	ls_real_alloc_lo = f.lo;
+	ls_real_alloc_hi = f.hi;
+}
+
 void ls_real_rebind_default(void)
 {
 	ls_lock(&resolve_lock);
@@ -105,4 +164,5 @@ void ls_real_rebind_default(void)
 	__atomic_store_n((void **)&ls_real.free, NULL, __ATOMIC_RELEASE);
 	ls_unlock(&resolve_lock);
 	ls_real_init();
+	ls_real_find_allocator();
 }

@@ -11,6 +11,7 @@
 #define LEAKSCOPE_AGENT_REAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct ls_real {
@@ -51,6 +52,24 @@ void ls_real_init(void);
 void ls_real_rebind_default(void);
 /* Nonzero while ls_real_init() is resolving. */
 int ls_real_resolving(void);
+
+/*
+ * The object behind ls_real.malloc, when it is not libc (jemalloc,
+ * tcmalloc, a program's own allocator): the span of its PT_LOAD segments,
+ * found once by ls_real_find_allocator() after ls_real_init() (and again
+ * after ls_real_rebind_default()).  Both 0 when malloc is libc's: its
+ * internal mmaps never reach the hooks.  Read without a lock from the
+ * mmap hooks: set before the agent is on.
+ */
+extern uintptr_t ls_real_alloc_lo, ls_real_alloc_hi;
+
+void ls_real_find_allocator(void);
+
+/* Did the return address pc come from the allocator's own code? */
+static inline int ls_real_by_allocator(uintptr_t pc)
+{
+	return pc - ls_real_alloc_lo < ls_real_alloc_hi - ls_real_alloc_lo;
+}
 
 #define LS_BOOT_POOL (64 << 10)
 extern char ls_boot_pool[LS_BOOT_POOL];

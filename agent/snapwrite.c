@@ -521,10 +521,14 @@ static void put_sites(struct writer *w, struct sums *s, struct lsnap_totals *t)
 			__atomic_load_n(&site->alloc_bytes, __ATOMIC_RELAXED)));
 		r.allocated_blocks = (uint64_t)ls_sample_unscale((int64_t)(s->alloc_blocks[id] +
 			__atomic_load_n(&site->alloc_blocks, __ATOMIC_RELAXED)));
-		t->live_bytes += (uint64_t)r.live_bytes;
-		t->live_blocks += (uint64_t)r.live_blocks;
-		t->allocated_bytes += r.allocated_bytes;
-		t->allocated_blocks += r.allocated_blocks;
+		/* Allocator chunks and reservations are apart: the
+		 * reader sums their sites (lsnap_kind_live). */
+		if (lsnap_kind_live(r.kind)) {
+			t->live_bytes += (uint64_t)r.live_bytes;
+			t->live_blocks += (uint64_t)r.live_blocks;
+			t->allocated_bytes += r.allocated_bytes;
+			t->allocated_blocks += r.allocated_blocks;
+		}
 		record(w, LSNAP_SITE, sizeof(r) + r.nframes * sizeof(uint64_t));
 		put(w, &r, sizeof(r));
 		put(w, site->frames, r.nframes * sizeof(uint64_t));

@@ -184,8 +184,23 @@ enum lsnap_site_kind {
 	LSNAP_KIND_BRK = 2,	/* heap growth by brk(): bytes, calls */
 	LSNAP_KIND_FAULT = 3,	/* user page faults: bytes, pages */
 	LSNAP_KIND_KERNEL = 4,	/* kernel allocations: kernel stacks */
-	LSNAP_KIND_MAX = LSNAP_KIND_KERNEL,
+	/* Mappings that are not the program's live memory, kept apart:
+	 * not in the live totals nor in the peak, left out of the
+	 * default report, their bytes shown apart. */
+	LSNAP_KIND_ALLOCATOR = 5,	/* anonymous mmap/mremap made by the
+					   allocator behind malloc (not libc):
+					   the chunks the heap blocks are
+					   carved from */
+	LSNAP_KIND_RESERVED = 6,	/* PROT_NONE anonymous mmap: address
+					   space reserved, not memory */
+	LSNAP_KIND_MAX = LSNAP_KIND_RESERVED,
 };
+
+/* Does a site of this kind count as live memory of the program? */
+static inline int lsnap_kind_live(uint32_t kind)
+{
+	return kind != LSNAP_KIND_ALLOCATOR && kind != LSNAP_KIND_RESERVED;
+}
 
 /*
  * One allocation site: a distinct call stack.  frames[0] is the return

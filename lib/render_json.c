@@ -102,6 +102,10 @@ static void put_totals(struct ls_json *j, const struct ls_snapshot *s)
 	ls_json_u64(j, "allocated_blocks", t->allocated_blocks);
 	ls_json_u64(j, "peak_live_bytes", t->peak_live_bytes);
 	ls_json_u64(j, "peak_slack", t->peak_slack);
+	ls_json_u64(j, "allocator_mapped_bytes",
+		    ls_snapshot_apart_bytes(s, LSNAP_KIND_ALLOCATOR));
+	ls_json_u64(j, "reserved_bytes",
+		    ls_snapshot_apart_bytes(s, LSNAP_KIND_RESERVED));
 	ls_json_u64(j, "dropped", s->dropped);
 	if (s->has_reach) {
 		/* The whole check's figures: before filters and

@@ -289,6 +289,22 @@ static void put_totals(const struct ls_render_ctx *c)
 	fputc('\n', c->out);
 }
 
+/* Mappings not counted as live: the allocator's chunks, reservations. */
+static void put_apart(const struct ls_render_ctx *c)
+{
+	const struct ls_snapshot *s = c->rep->snap;
+	uint64_t a = ls_snapshot_apart_bytes(s, LSNAP_KIND_ALLOCATOR);
+	uint64_t r = ls_snapshot_apart_bytes(s, LSNAP_KIND_RESERVED);
+
+	if (!a && !r)
+		return;
+	fputs("Not counted as live: ", c->out);
+	put_unum(c, a);
+	fputs(" bytes mapped by the allocator, ", c->out);
+	put_unum(c, r);
+	fputs(" bytes reserved (PROT_NONE)\n", c->out);
+}
+
 static void put_matched(const struct ls_render_ctx *c)
 {
 	const struct ls_report_opts *o = c->opts;
@@ -565,6 +581,7 @@ int ls_render_text(const struct ls_render_ctx *c)
 		return ret;
 	fputc('\n', c->out);
 	put_totals(c);
+	put_apart(c);
 	put_matched(c);
 	put_suppressed(c);
 	put_calls(c);

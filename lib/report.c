@@ -183,7 +183,7 @@ static double sample_weight(const struct ls_snapshot *snap,
 	double p;
 
 	if (snap->hdr.mode != LSNAP_MODE_SAMPLED || !snap->hdr.sample_rate ||
-	    site->kind == LSNAP_KIND_MMAP)
+	    site->kind != LSNAP_KIND_HEAP)
 		return 1.0;
 	p = -expm1(-(double)size / (double)snap->hdr.sample_rate);
 	return p > 0 ? 1.0 / p : 1.0;
@@ -209,6 +209,9 @@ int ls_report_site_listed(const struct ls_site *s, int by)
 {
 	int64_t b, k;
 
+	/* Allocator chunks and reservations: in the totals, apart. */
+	if (!lsnap_kind_live(s->kind))
+		return 0;
 	site_key(s, by, &b, &k);
 	return k > 0 || b > 0;
 }
@@ -335,7 +338,7 @@ static int agg_to_sites(const struct ls_snapshot *snap, const struct agg *a,
 	size_t i, n = 0;
 
 	for (i = 0; i < snap->nsites; i++)
-		n += a[i].nblk > 0;
+		n += a[i].nblk > 0 && lsnap_kind_live(snap->sites[i].kind);
 	rep->sites = calloc(n ? n : 1, sizeof(*rep->sites));
 	if (!rep->sites)
 		return -ENOMEM;
@@ -343,7 +346,7 @@ static int agg_to_sites(const struct ls_snapshot *snap, const struct agg *a,
 		struct ls_report_site *r;
 
 		slot[i] = -1;
-		if (!a[i].nblk)
+		if (!a[i].nblk || !lsnap_kind_live(snap->sites[i].kind))
 			continue;
 		slot[i] = (long)rep->nsites;
 		r = &rep->sites[rep->nsites++];
@@ -598,7 +601,8 @@ int ls_report_leaks_over(const struct ls_snapshot *snap, uint64_t limit)
 		total = snap->totals.live_bytes;
 	} else {
 		for (i = 0; i < snap->nsites; i++)
-			if (snap->sites[i].live_bytes > 0)
+			if (snap->sites[i].live_bytes > 0 &&
+			    lsnap_kind_live(snap->sites[i].kind))
 				total += (uint64_t)snap->sites[i].live_bytes;
 	}
 	return total > limit;

@@ -360,7 +360,9 @@ static int check_site(struct parse *p, const struct lsnap_site *r,
 	if (len != sizeof(*r) + (size_t)r->nframes * sizeof(uint64_t))
 		return bad_len(p, LSNAP_SITE, len, sizeof(*r) +
 			       (size_t)r->nframes * sizeof(uint64_t));
-	if (r->kind > LSNAP_KIND_MMAP)
+	/* The tracer's kinds (2-4) never come in a file. */
+	if (r->kind > LSNAP_KIND_MMAP && r->kind != LSNAP_KIND_ALLOCATOR &&
+	    r->kind != LSNAP_KIND_RESERVED)
 		return fail(p, -EINVAL, "corrupt snapshot: record %u (site) "
 			    "has unknown kind %u", p->nrec + 1, r->kind);
 	return 0;
@@ -925,10 +927,23 @@ uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
 		snap->hdr.mono_ns - b->birth_ns : 0;
 }
 
+uint64_t ls_snapshot_apart_bytes(const struct ls_snapshot *snap,
+				 uint32_t kind)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < snap->nsites; i++)
+		if (snap->sites[i].kind == kind && snap->sites[i].live_bytes > 0)
+			sum += (uint64_t)snap->sites[i].live_bytes;
+	return sum;
+}
+
 const char *ls_site_kind_name(uint32_t kind)
 {
 	static const char *const names[] = { "heap", "mmap", "brk", "fault",
-					      "kernel" };
+					      "kernel", "allocator",
+					      "reserved" };
 
 	return kind <= LSNAP_KIND_MAX ? names[kind] : "unknown";
 }

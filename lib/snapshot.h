@@ -141,7 +141,16 @@ const struct ls_site *ls_snapshot_site(const struct ls_snapshot *snap,
 uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
 			 const struct ls_block *b);
 
-/* "heap", "mmap", "brk", "fault", "kernel" (enum lsnap_site_kind). */
+/*
+ * Live bytes of the sites of one kind kept apart from the live totals
+ * (LSNAP_KIND_ALLOCATOR, LSNAP_KIND_RESERVED): what the totals show as
+ * allocator-mapped and reserved bytes.
+ */
+uint64_t ls_snapshot_apart_bytes(const struct ls_snapshot *snap,
+				 uint32_t kind);
+
+/* "heap", "mmap", "brk", "fault", "kernel", "allocator", "reserved"
+ * (enum lsnap_site_kind). */
 const char *ls_site_kind_name(uint32_t kind);
 
 #endif /* LEAKSCOPE_SNAPSHOT_H */

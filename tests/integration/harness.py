@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import traceback
@@ -128,6 +129,15 @@ def marker_line(source, marker):
             if re.search(r"/\*\s*@%s\s*\*/" % re.escape(marker), line):
                 return n
     raise Failure("no @%s marker in %s" % (marker, source))
+
+
+def free_port():
+    """A loopback TCP port free a moment ago, for a server under test."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def need(program):

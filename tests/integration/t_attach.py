@@ -12,7 +12,6 @@ import os
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -20,7 +19,8 @@ import time
 from harness import (check, once, workload, eq, ok, contains, fail,
                      run_process, expect_site, expect_no_site,
                      expect_no_temporaries, expect_totals_consistent,
-                     outer_functions, site_text, sites_text, need, LEAKSCOPE,
+                     outer_functions, site_text, sites_text, need, free_port,
+                     LEAKSCOPE,
                      BUILD, Failure, Skip)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-attach-")
@@ -671,14 +671,6 @@ def t_sqlite():
     finally:
         if p.poll() is None:
             p.kill()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @check("attach: redis-server under redis-benchmark (127.0.0.1): attached, reported, detached, still serving")

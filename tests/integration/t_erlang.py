@@ -32,6 +32,7 @@ import time
 
 from harness import (check, once, eq, ge, contains, fail, run_process,
                      marker_line, LEAKSCOPE, BUILD, ROOT, Failure, Skip,
+                     free_port,
                      shorten)
 from harness import ok as harness_ok
 
@@ -73,14 +74,6 @@ def need_erlang():
         raise Skip("the NIF module is not built (Debian erlang-dev)")
     if not os.path.exists(os.path.join(TEST_EBIN, "leaky_nif.so")):
         raise Skip("the Erlang test workloads are not built (make tests)")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def env(extra=None):
