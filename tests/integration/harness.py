@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import traceback
@@ -136,6 +137,15 @@ def need(program):
     if not path:
         raise Skip("%s is not installed" % program)
     return path
+
+
+def free_port():
+    """A loopback TCP port free at the time of the call."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def agent_env(runtime, extra=None):

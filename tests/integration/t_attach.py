@@ -12,12 +12,11 @@ import os
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 
-from harness import (check, once, workload, eq, ok, contains, fail,
+from harness import (check, once, free_port, workload, eq, ok, contains, fail,
                      run_process, expect_site, expect_no_site,
                      expect_no_temporaries, expect_totals_consistent,
                      outer_functions, site_text, sites_text, need, LEAKSCOPE,
@@ -671,14 +670,6 @@ def t_sqlite():
     finally:
         if p.poll() is None:
             p.kill()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @check("attach: redis-server under redis-benchmark (127.0.0.1): attached, reported, detached, still serving")

@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (check, once, eq, ge, contains, fail, run_process,
+from harness import (check, once, free_port, eq, ge, contains, fail, run_process,
                      marker_line, LEAKSCOPE, BUILD, ROOT, Failure, Skip,
                      shorten)
 from harness import ok as harness_ok
@@ -73,14 +73,6 @@ def need_erlang():
         raise Skip("the NIF module is not built (Debian erlang-dev)")
     if not os.path.exists(os.path.join(TEST_EBIN, "leaky_nif.so")):
         raise Skip("the Erlang test workloads are not built (make tests)")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def env(extra=None):
