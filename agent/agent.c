@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "../common/attach.h"
 #include "../common/lsnap.h"
 #include "../common/contract.h"
+#include "../common/runtime.h"
 #include "agent.h"
 #include "arena.h"
 #include "attach.h"
@@ -283,6 +285,57 @@ int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
 
 /* --- fork ---------------------------------------------------------------- */
 
+/*
+ * A pre-fork worker may never allocate again after fork (it sits in
+ * epoll_wait), so a hook cannot be relied on to give it a control
+ * socket.  The fork child handler therefore starts one small thread that
+ * sleeps until the child has lived LS_CHILD_MIN_LIFE_NS and then does
+ * what the first hook after that would do (ls_agent_child_control: the
+ * first of the two wins).  Why a thread created here is safe: glibc runs
+ * pthread_atfork child handlers after it has reset its own locks (malloc
+ * arenas, the thread-stack cache, stdio) in the child, so pthread_create
+ * and the real malloc work, and the guard is held, so nothing the
+ * thread's creation allocates is tracked.  A timer signal would need a
+ * signal taken from the program; SIGEV_THREAD timers create their thread
+ * the same way, only later.  A child that execs loses the thread with
+ * the rest of its image, one that exits sooner kills it in exit_group():
+ * neither leaves a file.  The thread takes no signal meant for the
+ * program.  NEEDSWORK: the child is multi-threaded for that second, so
+ * a child that needs to be single-threaded (unshare(CLONE_NEWUSER),
+ * setns into a mount namespace) fails with EINVAL during it.
+ */
+static void *child_waker(void *arg)
+{
+	struct timespec at;
+	uint64_t due = ls_agent.fork_mono + LS_CHILD_MIN_LIFE_NS;
+
+	(void)arg;
+	ls_guard_enter();	/* for good: nothing this thread does is tracked */
+	at.tv_sec = (time_t)(due / 1000000000ull);
+	at.tv_nsec = (long)(due % 1000000000ull);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
+		;
+	ls_agent_child_control();
+	return NULL;
+}
+
+static void start_child_waker(void)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t th;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 128 << 10);
+	/* On failure the first hook after LS_CHILD_MIN_LIFE_NS does it. */
+	pthread_create(&th, &attr, child_waker, NULL);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static void fork_prepare(void)
 {
 	/* Not the snapshot lock: a slow reader of a snapshot must not be
@@ -321,10 +374,10 @@ static void fork_child(void)
 	ls_agent.pid = getpid();
 	ls_control_forget_child();
 	ls_pm_forget_child();
-	/* No thread may be started here (only async-signal-safe calls are
-	 * allowed in a fork child): a hook starts it later. */
 	ls_agent.fork_mono = ls_now_ns(CLOCK_MONOTONIC);
 	ls_agent.control_pending = ls_agent.control && ls_agent.runtime_dir[0];
+	if (ls_agent.control_pending)
+		start_child_waker();
 	ls_guard_leave();
 }
 
@@ -337,6 +390,12 @@ static void start_control(void)
 	const char *dir = ls_agent.runtime_dir;
 	int r;
 
+	/* A worker that setuid()ed since its dir was chosen (common/runtime.h):
+	 * the CLI looks in the new user's dir too. */
+	if (dir[0] && ls_runtime_dir_owned((unsigned)geteuid(),
+					   ls_agent.runtime_dir,
+					   sizeof(ls_agent.runtime_dir)) < 0)
+		ls_agent.runtime_dir[0] = 0;
 	if (!dir[0]) {
 		ls_state_note("no control socket, no post-mortem file: the "
 			      "runtime dir's path is too long");
@@ -483,7 +542,7 @@ static int wants_exit_snapshot(void)
 
 void ls_agent_exit_report(void)
 {
-	int expect = LS_ON, saved = errno;
+	int expect = LS_ON, saved = errno, want, keep;
 
 	if (getpid() != ls_agent.pid)
 		return;
@@ -491,11 +550,17 @@ void ls_agent_exit_report(void)
 	if (!__atomic_compare_exchange_n(&ls_agent.state, &expect, LS_DONE, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		goto out;
+	/* A worker that became another user cannot write into the out dir
+	 * `leakscope run` made as root (0700): its post-mortem file in its
+	 * own runtime dir stays instead, so the exit state is not lost. */
+	want = wants_exit_snapshot();
+	keep = ls_agent.keep_pm ||
+	       (want && access(ls_agent.out_dir, W_OK | X_OK));
 	ls_snapwrite_lock();
 	ls_pm_tick();
-	ls_pm_close(ls_agent.keep_pm);
+	ls_pm_close(keep);
 	ls_snapwrite_unlock();
-	if (wants_exit_snapshot())
+	if (want)
 		write_exit_snapshot();
 	ls_control_stop();
 out:
@@ -547,7 +612,8 @@ void ls_agent_child_control(void)
 	if (ls_now_ns(CLOCK_MONOTONIC) - ls_agent.fork_mono <
 	    LS_CHILD_MIN_LIFE_NS || ls_agent.pid != getpid())
 		return;
-	if (!__atomic_exchange_n(&ls_agent.control_pending, 0, __ATOMIC_ACQ_REL))
+	if (!__atomic_exchange_n(&ls_agent.control_pending, 0, __ATOMIC_ACQ_REL) ||
+	    !ls_agent_on())
 		return;
 	ls_guard_enter();
 	start_control();

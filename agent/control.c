@@ -46,7 +46,7 @@ int ls_control_prepare_dir(const char *dir)
 		return -errno;
 	if (lstat(dir, &st))
 		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
 	    (st.st_mode & 022))
 		return -EPERM;
 	return 0;

@@ -33,6 +33,22 @@ static inline int ls_runtime_dir_from(const char *rt, const char *xdg,
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
+/*
+ * A dir chosen for a process that has since become another user (a
+ * pre-fork worker that setuid()s) exists but is owned by someone else:
+ * that user can create nothing there, so the user's default dir (the
+ * rules above without the environment) is used instead.  Returns 1 when
+ * buf was replaced, 0 when it stands, -ENAMETOOLONG.
+ */
+static inline int ls_runtime_dir_owned(unsigned uid, char *buf, size_t cap)
+{
+	struct stat st;
+
+	if (stat(buf, &st) || st.st_uid == uid)
+		return 0;
+	return ls_runtime_dir_from(NULL, NULL, uid, buf, cap) ?: 1;
+}
+
 /* This process's runtime dir. */
 static inline int ls_runtime_dir(char *buf, size_t cap)
 {

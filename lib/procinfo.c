@@ -89,6 +89,8 @@ int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap)
 				env_value(env, len, "XDG_RUNTIME_DIR"),
 				(unsigned)uid, buf, cap);
 	free(env);
+	if (!r && ls_runtime_dir_owned((unsigned)uid, buf, cap) < 0)
+		r = -ENAMETOOLONG;
 	return r;
 }
 

@@ -148,6 +148,15 @@ def need(program):
     return path
 
 
+def free_port():
+    """A loopback TCP port free at the time of the call."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def agent_env(runtime, extra=None):
     """This environment for a test's own agents: LEAKSCOPE_RUNTIME_DIR set
     to the test's private runtime dir, no inherited LD_PRELOAD, plus

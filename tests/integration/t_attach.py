@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (check, once, workload, eq, ok, contains, fail,
+from harness import (check, once, free_port, workload, eq, ok, contains, fail,
                      run_process, expect_site, expect_no_site,
                      expect_no_temporaries, expect_totals_consistent,
                      outer_functions, site_text, sites_text, need, free_port,

@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (check, once, eq, ge, contains, fail, run_process,
+from harness import (check, once, free_port, eq, ge, contains, fail, run_process,
                      marker_line, LEAKSCOPE, BUILD, ROOT, Failure, Skip,
                      free_port,
                      shorten)
