@@ -131,15 +131,6 @@ def marker_line(source, marker):
     raise Failure("no @%s marker in %s" % (marker, source))
 
 
-def free_port():
-    """A loopback TCP port free a moment ago, for a server under test."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def need(program):
     """The path of an installed program; skips the check without it."""
     path = shutil.which(program)

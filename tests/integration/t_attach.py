@@ -19,8 +19,7 @@ import time
 from harness import (check, once, free_port, workload, eq, ok, contains, fail,
                      run_process, expect_site, expect_no_site,
                      expect_no_temporaries, expect_totals_consistent,
-                     outer_functions, site_text, sites_text, need, free_port,
-                     LEAKSCOPE,
+                     outer_functions, site_text, sites_text, need, LEAKSCOPE,
                      BUILD, Failure, Skip)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-attach-")

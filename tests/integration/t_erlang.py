@@ -32,7 +32,6 @@ import time
 
 from harness import (check, once, free_port, eq, ge, contains, fail, run_process,
                      marker_line, LEAKSCOPE, BUILD, ROOT, Failure, Skip,
-                     free_port,
                      shorten)
 from harness import ok as harness_ok
 
