@@ -103,6 +103,10 @@ int ls_flame_add_symstack(struct ls_flame *fg, const struct ls_stack *st,
  * of docs/JSON-REPORT.md; ls_json_filters: its "filters" object.
  */
 void ls_text_frame(FILE *out, const struct ls_symframe *f);
+/* indent, then "function+0x1e [module]" ("0xADDR" when unnamed, no
+ * offset for an inlined frame): the head of every text frame line. */
+void ls_text_frame_name(FILE *out, const char *indent,
+			const struct ls_symframe *f);
 void ls_text_safe(FILE *out, const char *s);
 void ls_json_frame(struct ls_json *j, const struct ls_symframe *f);
 void ls_json_process(struct ls_json *j, const struct ls_snapshot *s);

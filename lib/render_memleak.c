@@ -32,17 +32,8 @@ static const char *unit(uint32_t kind, int64_t n)
 /* memleak's frame: "function+0xOFF [module]", no source line. */
 static void put_frame(FILE *out, const struct ls_symframe *f)
 {
-	fputs("\t\t ", out);
-	if (f->function) {
-		ls_text_safe(out, f->function);
-		if (!f->inlined)
-			fprintf(out, "+0x%" PRIx64, f->offset);
-	} else {
-		fprintf(out, "0x%" PRIx64, f->addr);
-	}
-	fputs(" [", out);
-	ls_text_safe(out, f->module ? ls_sym_basename(f->module) : "unknown");
-	fputs(f->inlined ? "] (inlined)\n" : "]\n", out);
+	ls_text_frame_name(out, "\t\t ", f);
+	fputs(f->inlined ? " (inlined)\n" : "\n", out);
 }
 
 static int put_site(const struct ls_render_ctx *c,

@@ -22,10 +22,10 @@ void ls_text_safe(FILE *out, const char *s)
 		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
 }
 
-/* The one way every text output prints a frame (reports, olds, diffs). */
-void ls_text_frame(FILE *out, const struct ls_symframe *f)
+void ls_text_frame_name(FILE *out, const char *indent,
+			const struct ls_symframe *f)
 {
-	fputs("\t\t", out);
+	fputs(indent, out);
 	if (f->function) {
 		ls_text_safe(out, f->function);
 		if (!f->inlined)
@@ -36,6 +36,12 @@ void ls_text_frame(FILE *out, const struct ls_symframe *f)
 	fputs(" [", out);
 	ls_text_safe(out, f->module ? ls_sym_basename(f->module) : "unknown");
 	fputc(']', out);
+}
+
+/* The one way every text output prints a frame (reports, olds, diffs). */
+void ls_text_frame(FILE *out, const struct ls_symframe *f)
+{
+	ls_text_frame_name(out, "\t\t", f);
 	if (f->file) {
 		fputc(' ', out);
 		ls_text_safe(out, ls_sym_basename(f->file));
