@@ -287,9 +287,9 @@ void ls_pm_tick(void)
 	if (scratch_fit(n + 1024))
 		return;
 	/* Under the snapshot lock, grown ahead by ls_snapwrite_prepare();
-	 * short of memory, the stats of sites beyond what it holds come from
-	 * their flushed counters only. */
-	ls_stats_fit(ls_stats_shared(), n + 1024);
+	 * short of memory, the stats of sites whose pending entries it has
+	 * no room for come from their flushed counters only. */
+	ls_stats_fit(ls_stats_shared());
 	ls_thread_peak_settle();
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
 	copy_modules();

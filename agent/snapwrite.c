@@ -259,17 +259,17 @@ static int sums_init(struct sums *s)
 	s->live_blocks = s->live_bytes + n;
 	s->alloc_bytes = (uint64_t *)(s->live_blocks + n);
 	s->alloc_blocks = s->alloc_bytes + n;
-	/* Short of memory, the stats of sites beyond what it holds come
-	 * from their flushed counters only. */
+	/* Short of memory, the stats of sites whose pending entries it
+	 * has no room for come from their flushed counters only. */
 	s->stats = ls_stats_shared();
-	ls_stats_fit(s->stats, n);
+	ls_stats_fit(s->stats);
 	return 0;
 }
 
 void ls_snapwrite_prepare(void)
 {
 	keep_grow(&keep_sums, SUMS_BYTES(ls_site_count() + 1024));
-	ls_stats_fit(ls_stats_shared(), ls_site_count() + 1024);
+	ls_stats_fit(ls_stats_shared());
 	keep_grow(&keep_scratch, (ls_live_max_shard() + 1024) *
 		  sizeof(struct ls_live_entry));
 }
