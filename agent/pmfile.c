@@ -354,6 +354,16 @@ const int64_t *ls_pm_history(uint32_t site)
 	       (uint64_t)(row - 1) * hdr->hist_len;
 }
 
+size_t ls_pm_mapped(void)
+{
+	return ls_pm_header() ? map_len : 0;
+}
+
+size_t ls_pm_resident(void)
+{
+	return ls_pm_header() ? ls_sys_resident(hdr, map_len) : 0;
+}
+
 uint32_t ls_pm_period_ms(void)
 {
 	return period;

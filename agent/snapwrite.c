@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "state.h"
+#include "arena.h"
 #include "live.h"
 #include "mmaps.h"
 #include "modules.h"
@@ -185,6 +186,28 @@ static void put_dropped(struct writer *w, const struct sums *s)
 
 	record(w, LSNAP_DROPPED, sizeof(d));
 	put(w, &d, sizeof(d));
+}
+
+/* The agent's own memory (a syscall per 256 KiB of its mappings). */
+static void put_agent_memory(struct writer *w)
+{
+	struct lsnap_agent_memory m = {
+		.live_mapped = ls_live_mapped(),
+		.live_resident = ls_live_resident(),
+		.live_entries = ls_live_count(),
+		.arena_mapped = ls_arena_mapped(),
+		.postmortem_resident = ls_pm_resident(),
+		.thread_records = ls_thread_records(),
+	};
+	size_t mapped;
+
+	_Static_assert(sizeof(m) == 64, "AGENT_MEMORY is 64 bytes");
+	m.resident = ls_sys_own_resident(&mapped) + m.postmortem_resident;
+	m.mapped = mapped;
+	if (ls_pm_header())
+		m.mapped += ls_pm_mapped();
+	record(w, LSNAP_AGENT_MEMORY, sizeof(m));
+	put(w, &m, sizeof(m));
 }
 
 /* What the agent could not do as asked (state.h), when anything. */
@@ -617,6 +640,8 @@ static int write_snapshot(int fd, enum lsnap_reason reason, int with_blocks,
 	if (ret)
 		goto out;
 	put_dropped(w, &sums);
+	if (!res)	/* a frozen image's tables are the clone's */
+		put_agent_memory(w);
 	put_sites(w, &sums, &totals);
 	if (res)
 		put_reach(w, res);
