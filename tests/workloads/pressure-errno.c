@@ -43,22 +43,6 @@ static long shown[MAX_SHOWN];
 static char shown_fn[MAX_SHOWN];
 static int done[MAX_THREADS];
 
-static long vm_kib(void)
-{
-	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	char *v;
-
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	v = strstr(buf, "VmSize:");
-	return v ? atol(v + 7) : -1;
-}
-
 WL_SITE static void *site_errno_malloc(size_t n)
 {
 	void *p = malloc(n);
@@ -184,7 +168,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < nthreads && nthreads > 1; i++)
 		WL_CHECK(pthread_create(&th[i], &attr, worker, (void *)(long)i) == 0,
 			 "pthread_create");
-	vm = vm_kib();
+	vm = wl_vm_kib();
 	WL_CHECK(vm > 0, "no VmSize");
 	rl.rlim_cur = rl.rlim_max = (rlim_t)(vm + headroom) * 1024;
 	WL_CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit: %d", errno);
