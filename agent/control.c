@@ -285,9 +285,9 @@ static void sweep_entry(int dir, const char *name, time_t now)
  * exists, even as another user's process, keeps its files.  Runs once, in
  * this thread, off the program's path.  getdents64 into a stack buffer,
  * not opendir: opendir mallocs its buffer, and this thread's first malloc
- * would make glibc map an arena of its own (64 MiB of the program's
- * address space, and one more arena for the program's mallocs to retry
- * in when theirs is exhausted: success with errno changed).
+ * would make glibc map an arena of its own, 64 MiB of the program's
+ * address space (under a program's RLIMIT_AS, or against `ulimit -v`).
+ * Nothing in this thread may call the program's allocator.
  */
 static void sweep_runtime_dir(void)
 {
