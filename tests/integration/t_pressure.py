@@ -5,8 +5,10 @@ Ground truth: tests/workloads/pressure.c (mallocs made until the limit),
 tests/workloads/pressure-errno.c (which successful calls changed errno,
 in an order the same in every run), each run natively and traced."""
 
+import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -86,9 +88,10 @@ def compare_errno(threads, env_extra=None, options=()):
     if env_extra is None:
         r = leakscope(list(options), [workload("pressure-errno"), str(threads), "2048"])
     else:
-        env = agent_env(tempfile.mkdtemp(prefix="leakscope-pressure-"),
-                        dict(env_extra, LD_PRELOAD=os.path.join(BUILD, "libleakscope.so")))
+        rt = tempfile.mkdtemp(prefix="leakscope-pressure-")
+        env = agent_env(rt, dict(env_extra, LD_PRELOAD=os.path.join(BUILD, "libleakscope.so")))
         r = run_process([workload("pressure-errno"), str(threads), "2048"], env=env)
+        shutil.rmtree(rt, ignore_errors=True)
     expect_status(r, 0, "pressure-errno exit status")
     made, tfail, tlist = changed_turns(r.stdout.decode())
     # Up to the first call that failed in either run (the turns are the
@@ -148,6 +151,7 @@ def t_agent_vm():
         finally:
             os.kill(p.pid, signal.SIGKILL)
             p.wait(timeout=30)
+            shutil.rmtree(rt, ignore_errors=True)
     ok(sizes[1] - sizes[0] <= 16 << 10, "VmSize traced %d KiB, native %d KiB"
        % (sizes[1], sizes[0]))
 
@@ -170,8 +174,8 @@ def t_pm_under_limit():
     ok(os.path.exists(pm), "post-mortem file %s exists (agent said: %r)" % (pm, err))
     r = run_process([os.path.join(BUILD, "leakscope"), "report", "--format", "json",
                      "--postmortem", pm])
+    shutil.rmtree(rt, ignore_errors=True)
     eq(r.returncode, 0, "report --postmortem status: " + r.stderr.decode())
-    import json
     rep = json.loads(r.stdout.decode())
     rep = rep.get("report", rep) if "sites" not in rep else rep
     ge(len(find_sites(rep, "site_g_linear", workload("growth"))), 1,
