@@ -489,14 +489,30 @@ const int64_t *ls_pm_history(uint32_t site)
 	       (uint64_t)(row - 1) * hdr->hist_len;
 }
 
+/* The header and the mapped part of each region. */
+static size_t pm_bytes(int resident)
+{
+	size_t n;
+	int i;
+
+	if (!ls_pm_header())
+		return 0;
+	n = resident ? ls_sys_resident(hdr, LSPM_HEADER_SIZE) : LSPM_HEADER_SIZE;
+	for (i = 0; i < R_COUNT; i++)
+		if (reg[i].base)
+			n += resident ? ls_sys_resident(reg[i].base, reg[i].len) :
+			     reg[i].len;
+	return n;
+}
+
 size_t ls_pm_mapped(void)
 {
-	return ls_pm_header() ? map_len : 0;
+	return pm_bytes(0);
 }
 
 size_t ls_pm_resident(void)
 {
-	return ls_pm_header() ? ls_sys_resident(hdr, map_len) : 0;
+	return pm_bytes(1);
 }
 
 uint32_t ls_pm_period_ms(void)
