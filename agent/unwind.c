@@ -607,8 +607,8 @@ static inline void uw_rec_word(struct uw_rec *rc, uint64_t at, uint64_t val)
  * and a walk that never uses it does not depend on it.  A step that uses
  * the %rbp the walk started with makes the memo match %rbp too.
  */
-__attribute__((noinline))
-static void uw_rec_step(struct uw_rec *rc, uint64_t rule, uint64_t dat,
+static inline __attribute__((always_inline))
+void uw_rec_step_in(struct uw_rec *rc, uint64_t rule, uint64_t dat,
 			uint64_t cfa, uint64_t ra_at, uint64_t npc,
 			uint64_t xat, uint64_t xval)
 {
@@ -632,6 +632,16 @@ static void uw_rec_step(struct uw_rec *rc, uint64_t rule, uint64_t dat,
 		rc->rbp_at = xat;
 		rc->rbp_val = xval;
 	}
+}
+
+/* Out of line for the walk, whose loop keeps its state in registers;
+ * inline in the chain, which records every frame it takes. */
+__attribute__((noinline))
+static void uw_rec_step(struct uw_rec *rc, uint64_t rule, uint64_t dat,
+			uint64_t cfa, uint64_t ra_at, uint64_t npc,
+			uint64_t xat, uint64_t xval)
+{
+	uw_rec_step_in(rc, rule, dat, cfa, ra_at, npc, xat, xval);
 }
 
 static inline uint32_t uw_node_hash(uint64_t pc, uint64_t sp)
@@ -707,7 +717,7 @@ static uint32_t uw_chain(const struct uw_tcache *tc, uint32_t id,
 		    !uw_node_deref_holds(n, p->sp))
 			break;
 		if (rc)
-			uw_rec_step(rc, rule.word,
+			uw_rec_step_in(rc, rule.word,
 				    rule.f.bits & LS_CFI_CFA_DEREF ?
 				    (rule.f.bits & LS_CFI_CFA_RBP ? n->rbp :
 				     n->sp) + (uint64_t)(int64_t)rule.f.cfa_off :
