@@ -377,6 +377,15 @@ static size_t copy_mmaps(unsigned idx, struct ls_live_entry *buf, size_t cap)
 }
 
 static int frozen_torn;
+static size_t mmaps_seen;	/* by copy_mmaps_counted(), for the categories */
+
+/* A concurrent check writes from the live process: the mappings' table
+ * under its lock, and the count the walk wrote. */
+static size_t copy_mmaps_counted(unsigned idx, struct ls_live_entry *buf,
+				 size_t cap)
+{
+	return mmaps_seen = ls_mmaps_copy(buf, cap);
+}
 
 static size_t copy_mmaps_frozen(unsigned idx, struct ls_live_entry *buf,
 				size_t cap)
@@ -414,8 +423,13 @@ static int walk_frozen(struct writer *w, struct sums *s, int with_blocks,
 		put_entries(w, s, res->blocks + off,
 			    res->nblocks - off < slice ? res->nblocks - off : slice,
 			    with_blocks, 0);
-	ret = walk_one(w, s, with_blocks, copy_mmaps_frozen, 0, 1);
-	n = ls_mmaps_copy_frozen(NULL, 0, &frozen_torn);
+	if (res->live) {
+		ret = walk_one(w, s, with_blocks, copy_mmaps_counted, 0, 1);
+		n = mmaps_seen;
+	} else {
+		ret = walk_one(w, s, with_blocks, copy_mmaps_frozen, 0, 1);
+		n = ls_mmaps_copy_frozen(NULL, 0, &frozen_torn);
+	}
 	if (!ret && with_blocks)
 		put_reach_blocks(w, res, n);
 	return ret;

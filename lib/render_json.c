@@ -244,6 +244,8 @@ static void put_check(struct ls_json *j, const struct ls_render_ctx *c)
 		return;
 	ls_json_object(j, "check");
 	ls_json_bool(j, "at_exit", !!(r->flags & LSNAP_REACH_AT_EXIT));
+	ls_json_str(j, "method", r->flags & LSNAP_REACH_CONCURRENT ?
+		    "concurrent" : "fork");
 	ls_json_bool(j, "all_registers", !(r->flags & LSNAP_REACH_NO_REGS));
 	ls_json_bool(j, "torn", !!(r->flags & LSNAP_REACH_TORN));
 	ls_json_bool(j, "partial", !!(r->flags & LSNAP_REACH_PARTIAL));
