@@ -343,6 +343,7 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 	struct ls_world_opts wo = { 0 };
 	struct ls_world w = { 0 };
 	char line[256], why[512];
+	uint64_t t_stopped, t_answer;
 	long tid;
 	int fd, ret;
 
@@ -376,7 +377,9 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 			snprintf(err, errlen, "%s", why);
 		goto out;
 	}
+	t_stopped = ls_mono_ns();
 	ret = clone_image(fd, pid, &w, err, errlen);
+	t_answer = ls_mono_ns();
 	ls_world_resume(&w);
 	if (ret)
 		goto out;
@@ -388,6 +391,8 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 		goto out;
 	}
 	snap->reach_pause_ns = ls_world_pause_ns(&w);
+	snap->reach_stop_ns = t_stopped - w.stopped_ns;
+	snap->reach_agent_ns = t_answer - t_stopped;
 out:
 	ls_world_release(&w);
 	close(fd);
