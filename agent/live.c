@@ -447,4 +447,7 @@ void ls_live_reset_child(void)
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
 		ls_lock_reset(&shards[i].lock);
+	/* A check that was running belongs to the parent: the child's
+	 * hooks must not fill its copy of the log. */
+	log_buf = NULL;
 }

@@ -1556,6 +1556,36 @@ static void scan_unprotected(struct scan *sc, const struct lsnap_check_thread *t
 	}
 }
 
+/*
+ * A stack the protection covered (a thread's stack without a guard page
+ * below it, which the mark could not tell from other memory): its words
+ * from the stopped thread's stack pointer up are scanned again whole.
+ * The mark read it from wherever the stack pointer was then (or all of
+ * it), and the written-page rescan covers only what the mark read.
+ */
+static void scan_protected_stacks(struct scan *sc,
+				  const struct lsnap_check_thread *th,
+				  uint32_t nth)
+{
+	const struct span *p = sc->regd.p;
+	uint64_t sp, s;
+	size_t i, k;
+
+	for (k = 0; k < nth; k++) {
+		const struct region *g;
+
+		sp = th[k].sp;
+		for (i = 0; i < sc->regd.len; i++)
+			if (sp >= p[i].start && sp < p[i].end)
+				break;
+		g = i < sc->regd.len ? region_of(sc, sp) : NULL;
+		if (!g)
+			continue;
+		s = sp - RED_ZONE > g->start ? sp - RED_ZONE : g->start;
+		mark_region(sc, g, s);
+	}
+}
+
 int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
 {
 	struct scan *sc = &sc_static;
@@ -1578,6 +1608,7 @@ int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
 	if (r)
 		return r;
 	scan_unprotected(sc, th, nth, (uint64_t)&here);
+	scan_protected_stacks(sc, th, nth);
 	for (k = 0; k < nth; k++)
 		for (i = 0; i < th[k].nregs && i < LSNAP_CHECK_NREGS; i++)
 			if (th[k].regs[i] >= sc->lo && th[k].regs[i] < sc->hi)

@@ -201,7 +201,10 @@ static void put_notes(struct writer *w)
 
 static void put_modules(struct writer *w, const struct ls_reach_result *res)
 {
-	unsigned i, n = res ? ls_modules_count() : ls_modules_refresh();
+	/* A frozen image must not refresh (no lock, no allocator); a
+	 * concurrent check writes from the live process, as a snapshot. */
+	unsigned i, n = res && !res->live ? ls_modules_count() :
+					    ls_modules_refresh();
 
 	for (i = 0; i < n; i++) {
 		const struct ls_module_rec *m = ls_modules_get(i);
