@@ -252,6 +252,26 @@ def t_concurrent_moves():
     ok(alive, "the target runs on")
 
 
+@check("concurrent mark: more allocations during the mark than its change "
+       "log holds: the check falls back to the fork method, exact")
+def t_concurrent_overflow():
+    need_concurrent()
+    t = Target(["flood"], name="reach-move")
+    try:
+        j = check_json(t, "--top", "100")
+        alive = t.alive()
+    finally:
+        t.close()
+    eq(j["check"]["method"], "fork", "the method after the overflow")
+    eq(move_sites(j), {"site_box": {"reachable": 2},
+                       "site_moved_root": {"reachable": 1},
+                       "site_moved_new": {"reachable": 1},
+                       "site_moved_late": {"definite": 1},
+                       "site_freed": {"reachable": 1}},
+       "nothing moved: the table as it was")
+    ok(alive, "the target runs on")
+
+
 @check("check PID text: valgrind's loss records and LEAK SUMMARY")
 def t_live_text():
     _, r, _, _ = live()

@@ -36,6 +36,13 @@
  *                                    definitely lost
  *   site_freed            -     0    (freed)
  *
+ * With argument "flood", phase '1' moves nothing but allocates and frees
+ * 1,100,000 blocks (site_flood), more changes than the agent's change
+ * log holds: the check must fall back to the fork method, and report the
+ * table above as it stood before any move (site_born_lost absent,
+ * site_freed reachable, site_moved_late definitely lost: the mover only
+ * ever holds it masked).
+ *
  * Protocol: "ready <pid>\n" on fd 1, then reads fd 0 until end of file.
  * A check without the phases (--method fork) moves nothing.  No stdio
  * streams.
@@ -45,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "wl.h"
@@ -67,6 +75,7 @@ static void *volatile freed_keep, *volatile arena_keep;
 static int to_wl[2], from_wl[2];
 static volatile int go_late, late_done;
 static volatile uintptr_t late_masked;
+static int flood;
 
 WL_SITE static struct box *site_box(void)
 {
@@ -133,6 +142,15 @@ WL_HELPER static uint64_t scrub_regs(uint64_t v)
 	return a + b + c + d;
 }
 
+WL_SITE static void site_flood(void)
+{
+	for (int i = 0; i < 1100000; i++) {
+		wl_sink = malloc(24); /* @site_flood */
+		free(wl_sink);
+	}
+	wl_sink = NULL;
+}
+
 /* Phase '1': every move happens between the roots and the blocks. */
 WL_HELPER static void moves_early(void)
 {
@@ -161,10 +179,13 @@ static void *phase_thread(void *arg)
 	arena_keep = malloc(32);
 
 	while (read(to_wl[0], &c, 1) == 1) {
-		if (c == '1' && !early_done) {
+		if (c == '1' && !early_done && flood) {
+			site_flood();
+			early_done = 1;
+		} else if (c == '1' && !early_done) {
 			moves_early();
 			early_done = 1;
-		} else if (c == '2' && !go_late) {
+		} else if (c == '2' && !go_late && !flood) {
 			go_late = 1;
 			while (!late_done)
 				__asm__ __volatile__("pause");
@@ -218,11 +239,12 @@ WL_HELPER static void set_up(void)
 	wl_sink = NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	pthread_t th;
 	char env[64], c;
 
+	flood = argc > 1 && !strcmp(argv[1], "flood");
 	WL_CHECK(pipe(to_wl) == 0 && pipe(from_wl) == 0, "pipe");
 	set_up();
 	snprintf(env, sizeof(env), "%d,%d", to_wl[1], from_wl[0]);
