@@ -27,9 +27,9 @@ static const struct ls_option own[] = {
 	  .offset = A(method),
 	  .argh = "HOW",
 	  .choices = (const char *const[]){ "concurrent", "fork", NULL },
-	  .help = "concurrent (the default): mark while the process runs,\n"
-	  "then stop it only to rescan what it wrote; fork: stop it to\n"
-	  "clone a copy-on-write image and scan that" },
+	  .help = "how: mark while the process runs, then stop it only to\n"
+	  "rescan what it wrote (the default), or stop it to clone a\n"
+	  "copy-on-write image and scan that" },
 	{ .kind = LS_OPT_END },
 };
 
