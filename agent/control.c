@@ -149,18 +149,22 @@ static int recv_threads(int fd, struct lsnap_check_thread **th, uint32_t *n,
 }
 
 /*
- * `check`: the client stops every other thread once we say READY, sends
- * their registers; we clone the image, say CLONED (the client lets the
- * threads go), and the child sends the snapshot.  The child waits on a
- * pipe for our CLONED line to be out first.  docs/CONTROL-PROTOCOL.md.
+ * `check`: by default we first mark while the program runs
+ * (ls_reach_cm_begin); then the client stops every other thread once we
+ * say READY, sends their registers; we finish the mark, say MARKED (the
+ * client lets the threads go) and send the snapshot.  By the fork method
+ * (`check fork`, or when the kernel cannot do the concurrent one, or
+ * when the mark's log overflowed) we clone the image instead, say
+ * CLONED, and the child sends the snapshot; it waits on a pipe for our
+ * CLONED line to be out first.  docs/CONTROL-PROTOCOL.md.
  */
-static void serve_check(int fd, int with_blocks)
+static void serve_check(int fd, int with_blocks, int fork_method)
 {
 	struct lsnap_check_thread *th = NULL;
 	size_t bytes = 0;
 	uint32_t n = 0;
 	char line[64];
-	int r, len, gate[2] = { -1, -1 };
+	int r, len, gate[2] = { -1, -1 }, cm = 0;
 	pid_t child;
 
 	r = ls_reach_prepare();
@@ -173,13 +177,21 @@ static void serve_check(int fd, int with_blocks)
 		reply_error(fd, "cannot prepare the check");
 		return;
 	}
+	cm = !fork_method && !ls_reach_cm_begin();
 	len = snprintf(line, sizeof(line), "READY %d\n", (int)ls_gettid());
 	if (send(fd, line, (size_t)len, MSG_NOSIGNAL) != len)
-		return;
+		goto out;
 	r = recv_threads(fd, &th, &n, &bytes);
 	if (r) {
 		reply_error(fd, r == -ENOMEM ? "out of memory" :
 			    "malformed register list");
+		goto out;
+	}
+	if (cm && !ls_reach_cm_pause(th, n)) {
+		len = snprintf(line, sizeof(line), "%s\n", LS_REPLY_MARKED);
+		send(fd, line, (size_t)len, MSG_NOSIGNAL);
+		cm = 0;		/* finish frees it all */
+		ls_reach_cm_finish(fd, with_blocks);
 		goto out;
 	}
 	if (pipe2(gate, O_CLOEXEC)) {
@@ -196,8 +208,14 @@ static void serve_check(int fd, int with_blocks)
 	send(fd, line, (size_t)len, MSG_NOSIGNAL);
 	close(gate[1]);		/* the child's turn */
 	gate[1] = -1;
+	if (cm) {	/* the threads run again: undo the mark */
+		ls_reach_cm_abort();
+		cm = 0;
+	}
 	ls_reach_wait(child);
 out:
+	if (cm)
+		ls_reach_cm_abort();
 	if (gate[0] >= 0)
 		close(gate[0]);
 	if (gate[1] >= 0)
@@ -242,9 +260,13 @@ static void serve(int fd)
 		detaching = 1;
 		send_line(fd, LS_REPLY_OK, "");
 	} else if (!strcmp(req, LS_VERB_CHECK))
-		serve_check(fd, 0);
+		serve_check(fd, 0, 0);
 	else if (!strcmp(req, LS_VERB_CHECK_BLOCKS))
-		serve_check(fd, 1);
+		serve_check(fd, 1, 0);
+	else if (!strcmp(req, LS_VERB_CHECK_FORK))
+		serve_check(fd, 0, 1);
+	else if (!strcmp(req, LS_VERB_CHECK_FORK_BLOCKS))
+		serve_check(fd, 1, 1);
 	else if (!strcmp(req, LS_VERB_PING))
 		send_line(fd, LS_REPLY_PING, "");
 	else

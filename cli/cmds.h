@@ -27,6 +27,7 @@ struct ls_check_args {
 	struct ls_report_args r;	/* first: LS_CMD_REPORT */
 	int fail_on_leak;
 	const char *fail_on;	/* --fail-on KINDS */
+	int method;		/* --method: enum ls_check_method */
 };
 
 struct ls_olds_args {
