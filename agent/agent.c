@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "../common/attach.h"
 #include "../common/lsnap.h"
@@ -274,13 +275,60 @@ void ls_track_munmap(struct ls_thread *t, void *p, size_t len)
 	ls_mmaps_remove((uint64_t)(uintptr_t)p, len, mmap_changed, t);
 }
 
+static int kind_of(uint32_t site, uint32_t kind)
+{
+	struct ls_site_rec *s = ls_site_get(site);
+
+	return s && s->kind == kind;
+}
+
+static int is_reserved(uint32_t site)
+{
+	return kind_of(site, LSNAP_KIND_RESERVED);
+}
+
+static int is_program_map(uint32_t site)
+{
+	return kind_of(site, LSNAP_KIND_MMAP);
+}
+
 int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
 		    size_t newlen, uint32_t kind)
 {
+	uint32_t site;
+
+	/* A moved or grown reservation stays one: mremap keeps the
+	 * protection, and the new pages get it too. */
+	if (ls_mmaps_site_at((uint64_t)(uintptr_t)old, &site) &&
+	    is_reserved(site) && kind == LSNAP_KIND_MMAP)
+		kind = LSNAP_KIND_RESERVED;
 	if (!ls_mmaps_remove((uint64_t)(uintptr_t)old, oldlen, mmap_changed, t))
 		return 0;
 	ls_track_mmap(t, p, newlen, kind);
 	return 1;
+}
+
+/*
+ * Committing part of a reservation with mprotect() (V8, wasm runtimes,
+ * glibc's own heaps) is the same as mapping over it with MAP_FIXED: the
+ * pieces become the program's mappings, at the mprotect call's site;
+ * making the program's mapping inaccessible (decommit, a guard area)
+ * turns it into reserved address space.  Protection changes between
+ * accessible modes, and allocator chunks, change nothing.
+ */
+void ls_track_mprotect(struct ls_thread *t, void *p, size_t len, int prot)
+{
+	int none = prot == PROT_NONE;
+	uint64_t at = (uint64_t)(uintptr_t)p, end = at + len, lo, hi;
+	struct ls_unwind_start start = t->start;
+
+	while (at < end && ls_mmaps_take(at, end - at, none ? is_program_map :
+					 is_reserved, mmap_changed, t, &lo, &hi)) {
+		t->start = start;	/* each piece from the caller */
+		ls_track_mmap(t, (void *)(uintptr_t)lo, hi - lo, none ?
+			      LSNAP_KIND_RESERVED : LSNAP_KIND_MMAP);
+		at = hi;
+	}
 }
 
 /* --- fork ---------------------------------------------------------------- */

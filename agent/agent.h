@@ -29,6 +29,8 @@ void ls_track_munmap(struct ls_thread *t, void *p, size_t len);
 /* Returns nonzero if [old, old+len) held tracked anonymous memory. */
 int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
 		    size_t newlen, uint32_t kind);
+/* A successful mprotect(p, len, prot): reserved <-> program mapping. */
+void ls_track_mprotect(struct ls_thread *t, void *p, size_t len, int prot);
 
 /*
  * Start tracking, if nothing has yet: real functions, settings, tables,

@@ -84,6 +84,7 @@ void ls_real_init(void)
 	RESOLVE(mmap, "mmap");
 	RESOLVE(munmap, "munmap");
 	RESOLVE(mremap, "mremap");
+	RESOLVE(mprotect, "mprotect");
 	RESOLVE(dlclose, "dlclose");
 	RESOLVE(execve, "execve");
 	RESOLVE(execvpe, "execvpe");

@@ -29,6 +29,7 @@ struct ls_real {
 	void *(*mmap)(void *, size_t, int, int, int, off_t);
 	int (*munmap)(void *, size_t);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
+	int (*mprotect)(void *, size_t, int);
 	int (*dlclose)(void *);
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
