@@ -17,6 +17,9 @@
  *
  * These are no allocation hooks: rare calls, full work allowed, guarded
  * so that what the agent allocates here is not tracked.
+ *
+ * NEEDSWORK: `leakscope attach` (agent/attach.c) does not redirect these
+ * calls; seteuid() alone (a temporary drop, euid only) is not followed.
  */
 #include <errno.h>
 #include <sched.h>
