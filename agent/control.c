@@ -444,9 +444,12 @@ static void wake(void)
 
 int ls_control_pause(void)
 {
-	pid_t tid = ls_control_tid();
+	pid_t tid;
 
-	if (!tid || wake_fd < 0 || owner != getpid())
+	if (listen_fd < 0 || wake_fd < 0 || owner != getpid())
+		return 0;
+	tid = ls_control_tid_wait();	/* one started a moment ago */
+	if (!tid)
 		return 0;
 	__atomic_store_n(&pausing, 1, __ATOMIC_RELEASE);
 	wake();
@@ -457,7 +460,9 @@ int ls_control_pause(void)
 void ls_control_resume(void)
 {
 	__atomic_store_n(&pausing, 0, __ATOMIC_RELEASE);
-	if (listen_fd >= 0 && owner == getpid())
+	/* A thread that did not end in time (a long request) goes on
+	 * serving: no second one. */
+	if (listen_fd >= 0 && owner == getpid() && !ls_control_tid())
 		start_thread();
 }
 
