@@ -259,41 +259,56 @@ static uint64_t mono_ms(void)
 	return ls_now_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
+/* One entry of the runtime directory: remove it if it is a leftover. */
+static void sweep_entry(int dir, const char *name, time_t now)
+{
+	const time_t keep = LS_PM_KEEP_DAYS * 86400;
+	struct stat st;
+	long pid;
+	char *end;
+
+	errno = 0;
+	pid = strtol(name, &end, 10);
+	if (end == name || pid <= 0 || errno || pid == (long)getpid() ||
+	    (strcmp(end, LS_SUFFIX_SOCKET) && strcmp(end, LS_SUFFIX_PM)))
+		return;
+	if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		return;		/* alive, or not ours to judge */
+	if (!strcmp(end, LS_SUFFIX_PM) &&
+	    (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) ||
+	     now - st.st_mtime < keep))
+		return;
+	unlinkat(dir, name, 0);
+}
+
 /*
  * Leftovers of processes that are gone, in our runtime directory: their
  * sockets at once (nobody can connect to them), their post-mortem files
  * once LS_PM_KEEP_DAYS old (long enough to look at a crash).  A pid that
  * exists, even as another user's process, keeps its files.  Runs once, in
- * this thread, off the program's path.
+ * this thread, off the program's path.  getdents64 into a stack buffer,
+ * not opendir: opendir mallocs its buffer, and this thread's first malloc
+ * would make glibc map an arena of its own, 64 MiB of the program's
+ * address space (under a program's RLIMIT_AS, or against `ulimit -v`).
+ * Nothing in this thread may call the program's allocator.
  */
 static void sweep_runtime_dir(void)
 {
-	DIR *d = opendir(ls_agent.runtime_dir);
-	const time_t keep = LS_PM_KEEP_DAYS * 86400;
+	char buf[4096] __attribute__((aligned(8)));
 	time_t now = time(NULL);
-	struct dirent *e;
-	struct stat st;
-	long pid;
-	char *end;
+	int fd = open(ls_agent.runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ssize_t n, off;
 
-	if (!d)
+	if (fd < 0)
 		return;
-	while ((e = readdir(d))) {
-		errno = 0;
-		pid = strtol(e->d_name, &end, 10);
-		if (end == e->d_name || pid <= 0 || errno ||
-		    pid == (long)getpid() ||
-		    (strcmp(end, LS_SUFFIX_SOCKET) && strcmp(end, LS_SUFFIX_PM)))
-			continue;
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;	/* alive, or not ours to judge */
-		if (!strcmp(end, LS_SUFFIX_PM) &&
-		    (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		     now - st.st_mtime < keep))
-			continue;
-		unlinkat(dirfd(d), e->d_name, 0);
-	}
-	closedir(d);
+	while ((n = getdents64(fd, buf, sizeof(buf))) > 0)
+		for (off = 0; off < n;) {
+			struct dirent64 *e = (struct dirent64 *)(buf + off);
+
+			sweep_entry(fd, e->d_name, now);
+			off += e->d_reclen;
+		}
+	close(fd);
 }
 
 /* Serve requests; between them, take a growth sample every period. */

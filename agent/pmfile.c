@@ -21,8 +21,25 @@
 #define SITES_CAP (256u << 10)
 #define FRAMES_CAP (4u << 20)
 
+/*
+ * The file has its full size from the start (sparse: no page of it exists
+ * until written), but only what is in use is mapped: the header, and each
+ * region as a mapping of its own at its offset, grown with mremap as
+ * sites, frames and history rows come.  A region that cannot grow (an
+ * exhausted RLIMIT_AS) keeps what it has; what the file could not hold
+ * is counted in its header's `dropped`.
+ */
+enum { R_MODULES, R_SITES, R_FRAMES, R_ROWS, R_HIST, R_STATS, R_COUNT };
+
+#define REGION_FIRST (16u << 10)	/* mapped at open, per region */
+#define REGION_STEP (64u << 10)		/* at least this much more */
+
+static struct region {
+	char *base;
+	uint64_t off, len, cap;		/* len: mapped bytes */
+} reg[R_COUNT];
+
 static struct lspm_header *hdr;
-static size_t map_len;
 static pid_t owner;
 static char path[4200];
 static uint32_t period = 1000;
@@ -34,14 +51,104 @@ static struct {
 	uint32_t cap;
 } scratch;
 
-static inline void *at(uint64_t off)
+static uint64_t page_up(uint64_t n)
 {
-	return (char *)hdr + off;
+	return (n + 4095) & ~4095ull;
+}
+
+/* The region's first `bytes` are mapped (grown if need be); 0 when they
+ * cannot be: past its capacity or refused by the kernel. */
+static int region_fit(int i, uint64_t bytes)
+{
+	struct region *r = &reg[i];
+	uint64_t len;
+	long p;
+	int e;
+
+	if (bytes <= r->len)
+		return 1;
+	if (bytes > r->cap)
+		return 0;
+	len = page_up(bytes > r->len + REGION_STEP ? bytes : r->len + REGION_STEP);
+	if (len > r->cap)
+		len = r->cap;
+	e = errno;
+	p = syscall(SYS_mremap, r->base, r->len, len, MREMAP_MAYMOVE);
+	errno = e;
+	if (p == -1)
+		return 0;
+	r->base = (char *)p;
+	r->len = len;
+	return 1;
+}
+
+static inline void *at(int i)
+{
+	return reg[i].base;
+}
+
+/* Map the header and the first bytes of every region; 0 or -ENOMEM. */
+static int map_regions(int fd)
+{
+	long p;
+	int i;
+
+	p = syscall(SYS_mmap, NULL, LSPM_HEADER_SIZE, PROT_READ | PROT_WRITE,
+		    MAP_SHARED, fd, 0);
+	if (p == -1)
+		return -ENOMEM;
+	hdr = (struct lspm_header *)p;
+	for (i = 0; i < R_COUNT; i++) {
+		reg[i].len = reg[i].cap < REGION_FIRST ? reg[i].cap : REGION_FIRST;
+		p = syscall(SYS_mmap, NULL, reg[i].len, PROT_READ | PROT_WRITE,
+			    MAP_SHARED, fd, (off_t)reg[i].off);
+		if (p == -1)
+			return -ENOMEM;
+		reg[i].base = (char *)p;
+	}
+	return 0;
+}
+
+static void unmap_regions(void)
+{
+	int i;
+
+	for (i = 0; i < R_COUNT; i++)
+		if (reg[i].base)
+			syscall(SYS_munmap, reg[i].base, reg[i].len);
+	if (hdr)
+		syscall(SYS_munmap, hdr, LSPM_HEADER_SIZE);
+	memset(reg, 0, sizeof(reg));
+	hdr = NULL;
+}
+
+/* The regions' offsets and capacities, page-aligned; the file's size. */
+static uint64_t lay_out(uint32_t hist_len)
+{
+	const uint64_t cap[R_COUNT] = {
+		[R_MODULES] = MODULES_CAP * sizeof(struct lspm_module),
+		[R_SITES] = SITES_CAP * sizeof(struct lspm_site),
+		[R_FRAMES] = FRAMES_CAP * 8ull,
+		[R_ROWS] = SITES_CAP * 4ull,
+		[R_HIST] = (uint64_t)SITES_CAP * hist_len * 8,
+		[R_STATS] = SITES_CAP * (uint64_t)sizeof(struct lspm_site_stats),
+	};
+	uint64_t off = LSPM_HEADER_SIZE;
+	int i;
+
+	for (i = 0; i < R_COUNT; i++) {
+		reg[i].off = off;
+		reg[i].cap = cap[i];
+		reg[i].len = 0;
+		reg[i].base = NULL;
+		off = page_up(off + cap[i]);
+	}
+	return off;
 }
 
 int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 {
-	uint64_t off = LSPM_HEADER_SIZE;
+	uint64_t size = lay_out(hist_len);
 	int fd, n;
 
 	period = period_ms;
@@ -51,21 +158,13 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	map_len = off + MODULES_CAP * sizeof(struct lspm_module) +
-		  SITES_CAP * sizeof(struct lspm_site) + FRAMES_CAP * 8ull +
-		  SITES_CAP * 4ull + (uint64_t)SITES_CAP * hist_len * 8 +
-		  SITES_CAP * (uint64_t)sizeof(struct lspm_site_stats);
-	if (ftruncate(fd, (off_t)map_len)) {
+	if (ftruncate(fd, (off_t)size)) {
 		n = -errno;
 		goto fail;
 	}
-	hdr = (void *)syscall(SYS_mmap, NULL, map_len, PROT_READ | PROT_WRITE,
-			      MAP_SHARED, fd, 0);
-	if (hdr == MAP_FAILED) {
-		hdr = NULL;
-		n = -ENOMEM;
+	n = map_regions(fd);
+	if (n)
 		goto fail;
-	}
 	close(fd);
 	memcpy(hdr->magic, LSPM_MAGIC, sizeof(LSPM_MAGIC));
 	hdr->version = LSPM_VERSION;
@@ -82,18 +181,13 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 	hdr->modules_cap = MODULES_CAP;
 	hdr->sites_cap = SITES_CAP;
 	hdr->frames_cap = FRAMES_CAP;
-	hdr->modules_off = off;
-	off += MODULES_CAP * sizeof(struct lspm_module);
-	hdr->sites_off = off;
-	off += SITES_CAP * sizeof(struct lspm_site);
-	hdr->frames_off = off;
-	off += FRAMES_CAP * 8ull;
-	hdr->rows_off = off;
 	hdr->rows_cap = SITES_CAP;
-	off += SITES_CAP * 4ull;
-	hdr->hist_off = off;
-	off += (uint64_t)SITES_CAP * hist_len * 8;
-	hdr->stats_off = off;
+	hdr->modules_off = reg[R_MODULES].off;
+	hdr->sites_off = reg[R_SITES].off;
+	hdr->frames_off = reg[R_FRAMES].off;
+	hdr->rows_off = reg[R_ROWS].off;
+	hdr->hist_off = reg[R_HIST].off;
+	hdr->stats_off = reg[R_STATS].off;
 	n = ls_agent.cmdline_len < LSPM_CMDLINE_MAX ? (int)ls_agent.cmdline_len
 						   : LSPM_CMDLINE_MAX;
 	memcpy(hdr->cmdline, ls_agent.cmdline, (size_t)n);
@@ -101,6 +195,7 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 	owner = getpid();
 	return 0;
 fail:
+	unmap_regions();
 	close(fd);
 	unlink(path);
 	return n;
@@ -113,9 +208,13 @@ static void copy_modules(void)
 
 	if (gen == modules_gen_seen && hdr->nmodules == n)
 		return;
-	for (i = 0; i < n && i < hdr->modules_cap; i++) {
+	if (n > hdr->modules_cap)
+		n = hdr->modules_cap;
+	if (!region_fit(R_MODULES, n * (uint64_t)sizeof(struct lspm_module)))
+		n = (unsigned)(reg[R_MODULES].len / sizeof(struct lspm_module));
+	for (i = 0; i < n; i++) {
 		const struct ls_module_rec *m = ls_modules_get(i);
-		struct lspm_module *d = (struct lspm_module *)at(hdr->modules_off) + i;
+		struct lspm_module *d = (struct lspm_module *)at(R_MODULES) + i;
 		uint32_t len = m->m.path_len < LSPM_PATH_MAX ? m->m.path_len
 							      : LSPM_PATH_MAX;
 
@@ -128,18 +227,42 @@ static void copy_modules(void)
 	modules_gen_seen = gen;
 }
 
-/* Sites created since the last sample: record and frames, once. */
+/* How many of n sites the site, row and stats regions can hold. */
+static uint32_t sites_fit(uint32_t n)
+{
+	static const struct { int r; uint64_t size; } per[] = {
+		{ R_SITES, sizeof(struct lspm_site) },
+		{ R_ROWS, 4 },
+		{ R_STATS, sizeof(struct lspm_site_stats) },
+	};
+	unsigned i;
+
+	if (n > hdr->sites_cap)
+		n = hdr->sites_cap;
+	for (i = 0; i < sizeof(per) / sizeof(per[0]); i++)
+		if (!region_fit(per[i].r, n * per[i].size) &&
+		    reg[per[i].r].len / per[i].size < n)
+			n = (uint32_t)(reg[per[i].r].len / per[i].size);
+	return n;
+}
+
+/* Sites created since the last sample: record and frames, once.  Sites
+ * the file cannot hold wait for a later sample (counted as dropped). */
 static void copy_new_sites(uint32_t n)
 {
-	struct lspm_site *d = at(hdr->sites_off);
-	uint64_t *frames = at(hdr->frames_off);
+	struct lspm_site *d;
+	uint64_t *frames;
 	uint32_t id;
 
-	for (id = hdr->nsites; id < n && id < hdr->sites_cap; id++) {
+	n = sites_fit(n);
+	d = at(R_SITES);
+	for (id = hdr->nsites; id < n; id++) {
 		struct ls_site_rec *s = ls_site_get(id);
 
-		if (!s || hdr->frames_used + s->nframes > hdr->frames_cap)
+		if (!s || hdr->frames_used + s->nframes > hdr->frames_cap ||
+		    !region_fit(R_FRAMES, (hdr->frames_used + s->nframes) * 8))
 			break;
+		frames = at(R_FRAMES);
 		d[id].id = id;
 		d[id].kind = s->kind;
 		d[id].gen = s->gen;
@@ -192,7 +315,7 @@ static void add_pending(const struct ls_pending *p, void *arg)
  * its last figures if the sums could not grow). */
 static void sample_stats(void)
 {
-	struct lspm_site_stats *d = at(hdr->stats_off);
+	struct lspm_site_stats *d = at(R_STATS);
 	uint64_t h[2 * LS_HIST_BUCKETS];
 	struct lsnap_site_stats r;
 	int64_t sum_b = 0, sum_k = 0;
@@ -218,6 +341,13 @@ static void sample_stats(void)
 	hdr->peak.sites_blocks = sum_k;
 }
 
+/* Room for one more history row. */
+static int row_fit(void)
+{
+	return hdr->rows_used < hdr->rows_cap &&
+	       region_fit(R_HIST, (hdr->rows_used + 1ull) * hdr->hist_len * 8);
+}
+
 /*
  * A site gets a history row the first time it holds memory at a sample:
  * before that its samples were all 0, which an untouched (sparse, zero)
@@ -225,14 +355,14 @@ static void sample_stats(void)
  * sample (a Python run: 19k sites, 8k holding memory at its end), and a
  * row costs hist_len * 8 bytes of shared memory.
  */
-static void sample_sites(uint64_t slot, struct lsnap_totals *t)
+static void sample_sites(uint32_t n, uint64_t slot, struct lsnap_totals *t)
 {
-	struct lspm_site *d = at(hdr->sites_off);
-	uint32_t *rows = at(hdr->rows_off);
-	int64_t *hist = at(hdr->hist_off);
+	struct lspm_site *d = at(R_SITES);
+	uint32_t *rows = at(R_ROWS);
 	uint32_t id, row;
+	uint64_t missing = 0;
 
-	for (id = 0; id < hdr->nsites; id++) {
+	for (id = 0; id < n; id++) {
 		struct ls_site_rec *s = ls_site_get(id);
 		int64_t lb, lk;
 
@@ -242,6 +372,10 @@ static void sample_sites(uint64_t slot, struct lsnap_totals *t)
 			     scratch.live_b[id]);
 		lk = ls_sample_unscale(__atomic_load_n(&s->live_blocks, __ATOMIC_RELAXED) +
 			     scratch.live_k[id]);
+		if (id >= hdr->nsites) {	/* not in the file */
+			missing += (uint64_t)(lk > 0 ? lk : 0);
+			continue;
+		}
 		d[id].live_bytes = lb;
 		d[id].live_blocks = lk;
 		d[id].allocated_bytes = (uint64_t)ls_sample_unscale((int64_t)
@@ -251,10 +385,11 @@ static void sample_sites(uint64_t slot, struct lsnap_totals *t)
 			__atomic_load_n(&s->alloc_blocks, __ATOMIC_RELAXED) +
 			scratch.alloc_k[id]);
 		row = rows[id];
-		if (!row && lb && hdr->rows_used < hdr->rows_cap)
+		if (!row && lb && row_fit())
 			rows[id] = row = ++hdr->rows_used;
 		if (row)
-			hist[(uint64_t)(row - 1) * hdr->hist_len + slot] = lb;
+			((int64_t *)at(R_HIST))[(uint64_t)(row - 1) * hdr->hist_len +
+						slot] = lb;
 		if (!lsnap_kind_live(s->kind))
 			continue;	/* apart, as in snapshots */
 		t->live_bytes += (uint64_t)(lb > 0 ? lb : 0);
@@ -262,6 +397,8 @@ static void sample_sites(uint64_t slot, struct lsnap_totals *t)
 		t->allocated_bytes += d[id].allocated_bytes;
 		t->allocated_blocks += d[id].allocated_blocks;
 	}
+	hdr->dropped = __atomic_load_n(&ls_agent_dropped, __ATOMIC_RELAXED) +
+		       missing;
 }
 
 static void sample_process(struct lsnap_totals *t)
@@ -296,7 +433,7 @@ void ls_pm_tick(void)
 	copy_new_sites(n);
 	ls_thread_each_pending(add_pending, NULL);
 	slot = hdr->ticks % hdr->hist_len;
-	sample_sites(slot, &t);
+	sample_sites(n, slot, &t);
 	sample_stats();
 	sample_process(&t);
 	hdr->last_mono_ns = ls_now_ns(CLOCK_MONOTONIC);
@@ -312,7 +449,7 @@ void ls_pm_restart(void)
 	if (!hdr || owner != getpid())
 		return;
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
-	memset(at(hdr->hist_off), 0,
+	memset(at(R_HIST), 0,
 	       (uint64_t)hdr->rows_used * hdr->hist_len * 8);
 	hdr->ticks = 0;
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
@@ -329,9 +466,7 @@ void ls_pm_close(int keep)
 
 void ls_pm_forget_child(void)
 {
-	if (hdr)
-		syscall(SYS_munmap, hdr, map_len);
-	hdr = NULL;
+	unmap_regions();
 	owner = 0;
 	scratch.cap = 0;	/* the child's copy stays mapped: never reused */
 }
@@ -347,10 +482,10 @@ const int64_t *ls_pm_history(uint32_t site)
 
 	if (!hdr || owner != getpid() || site >= hdr->nsites)
 		return NULL;
-	row = ((const uint32_t *)at(hdr->rows_off))[site];
+	row = ((const uint32_t *)at(R_ROWS))[site];
 	if (!row)
 		return NULL;	/* never held memory at a sample */
-	return (const int64_t *)at(hdr->hist_off) +
+	return (const int64_t *)at(R_HIST) +
 	       (uint64_t)(row - 1) * hdr->hist_len;
 }
 

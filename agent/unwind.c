@@ -124,8 +124,12 @@ struct uw_node {
 #define UW_MEMO_SET_BITS 7
 #define UW_MEMO_SETS (1u << UW_MEMO_SET_BITS)
 #define UW_MEMO_WAYS 8
-#define UW_POOL (1u << 12)	/* words in the ring */
+#define UW_POOL (1u << 13)	/* words in the ring */
 #define UW_MEMO_MAXW 512	/* words one walk may record */
+/* Words checked per test.  A walk's words are padded to a multiple of
+ * this with uw_pad_word, which always holds 0, so the check has no tail
+ * and each group of four is one 64-byte line of the ring. */
+#define UW_MEMO_GROUP 4
 
 struct uw_word {
 	uint64_t at, val;
@@ -135,9 +139,9 @@ struct uw_memo {
 	uint64_t pc, sp, rbp, key, hint;
 	void *val;		/* NULL: empty */
 	uint64_t pos;		/* ring position of its first word */
-	uint32_t nw;		/* words */
+	uint32_t nw;		/* words, a multiple of UW_MEMO_GROUP */
 	uint32_t need_rbp;	/* the walk used the %rbp it started with */
-};
+};	/* 64 bytes: one line */
 
 /*
  * Walks from the same pc and sp (a hook called at the same depth from
@@ -185,10 +189,11 @@ struct uw_tcache {
 	struct uw_fsz fsz[UW_FSZ];	/* pc -> where its return address is */
 	uint64_t tag[UW_MEMO_SETS][UW_MEMO_WAYS];	/* uw_memo_hash; 0: empty */
 	struct uw_memo memo[UW_MEMO_SETS][UW_MEMO_WAYS];
-	struct uw_word pool[UW_POOL];
+	struct uw_word pool[UW_POOL] __attribute__((aligned(64)));
 };
 
 static struct uw_slot *uw_tab;
+static const uint64_t uw_pad_word;	/* the memo's padding reads it */
 static uint32_t uw_seq;		/* odd while an invalidation runs */
 static struct uw_tcache *uw_registry;
 static pthread_key_t uw_key;
@@ -602,8 +607,8 @@ static inline void uw_rec_word(struct uw_rec *rc, uint64_t at, uint64_t val)
  * and a walk that never uses it does not depend on it.  A step that uses
  * the %rbp the walk started with makes the memo match %rbp too.
  */
-__attribute__((noinline))
-static void uw_rec_step(struct uw_rec *rc, uint64_t rule, uint64_t dat,
+static inline __attribute__((always_inline))
+void uw_rec_step_in(struct uw_rec *rc, uint64_t rule, uint64_t dat,
 			uint64_t cfa, uint64_t ra_at, uint64_t npc,
 			uint64_t xat, uint64_t xval)
 {
@@ -627,6 +632,16 @@ static void uw_rec_step(struct uw_rec *rc, uint64_t rule, uint64_t dat,
 		rc->rbp_at = xat;
 		rc->rbp_val = xval;
 	}
+}
+
+/* Out of line for the walk, whose loop keeps its state in registers;
+ * inline in the chain, which records every frame it takes. */
+__attribute__((noinline))
+static void uw_rec_step(struct uw_rec *rc, uint64_t rule, uint64_t dat,
+			uint64_t cfa, uint64_t ra_at, uint64_t npc,
+			uint64_t xat, uint64_t xval)
+{
+	uw_rec_step_in(rc, rule, dat, cfa, ra_at, npc, xat, xval);
 }
 
 static inline uint32_t uw_node_hash(uint64_t pc, uint64_t sp)
@@ -702,7 +717,7 @@ static uint32_t uw_chain(const struct uw_tcache *tc, uint32_t id,
 		    !uw_node_deref_holds(n, p->sp))
 			break;
 		if (rc)
-			uw_rec_step(rc, rule.word,
+			uw_rec_step_in(rc, rule.word,
 				    rule.f.bits & LS_CFI_CFA_DEREF ?
 				    (rule.f.bits & LS_CFI_CFA_RBP ? n->rbp :
 				     n->sp) + (uint64_t)(int64_t)rule.f.cfa_off :
@@ -932,7 +947,7 @@ static void uw_rec_open(struct uw_tcache *tc, struct uw_rec *rc,
 		p = (p | (UW_POOL - 1)) + 1;
 	*pos = p;
 	rc->w = &tc->pool[p & (UW_POOL - 1)];
-	rc->end = rc->w + UW_MEMO_MAXW;
+	rc->end = rc->w + UW_MEMO_MAXW - (UW_MEMO_GROUP - 1);	/* pad room */
 	rc->rbp_from = UW_RBP_START;
 	rc->need_rbp = 0;
 	rc->bad = 0;
@@ -973,6 +988,11 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 	}
 	n = uw_walk(&w, o);
 	if (w.rec) {
+		while ((rec.w - tc->pool) % UW_MEMO_GROUP) {
+			rec.w->at = (uint64_t)(uintptr_t)&uw_pad_word;
+			rec.w->val = 0;
+			rec.w++;
+		}
 		used = (uint64_t)(rec.w - &tc->pool[pos & (UW_POOL - 1)]);
 		if (tc->dirty < pos + used)
 			tc->dirty = pos + used;
@@ -1025,16 +1045,18 @@ static inline int uw_memo_holds(const struct uw_tcache *tc,
 				const struct uw_memo *m)
 {
 	const struct uw_word *wd = &tc->pool[m->pos & (UW_POOL - 1)];
-	uint32_t i, n = m->nw;
+	const struct uw_word *end = wd + m->nw;
 
-	/* Two words per test: independent loads, half the branches; most
-	 * checks hold (2.02x -> 1.89x native on the churn against a test
-	 * per word, docs/PERFORMANCE.md). */
-	for (i = 0; i + 2 <= n; i += 2)
-		if ((uw_load(wd[i].at) ^ wd[i].val) |
-		    (uw_load(wd[i + 1].at) ^ wd[i + 1].val))
+	/* Four words per test, no tail (the padding): independent loads, a
+	 * quarter of the branches; most checks hold.  Two per test with a
+	 * tail cost 8.5 instructions a word, this 5 (docs/PERFORMANCE.md). */
+	for (; wd < end; wd += UW_MEMO_GROUP)
+		if ((uw_load(wd[0].at) ^ wd[0].val) |
+		    (uw_load(wd[1].at) ^ wd[1].val) |
+		    (uw_load(wd[2].at) ^ wd[2].val) |
+		    (uw_load(wd[3].at) ^ wd[3].val))
 			return 0;
-	return i == n || uw_load(wd[i].at) == wd[i].val;
+	return 1;
 }
 
 /*

@@ -61,6 +61,11 @@ struct lspm_header {
 	 * as lsnap_peak (all zero in older versions). */
 	uint64_t stats_off;
 	struct lsnap_peak peak;
+	/* Allocation events missing from the figures: those the agent could
+	 * not record, and the live blocks of sites the file could not hold
+	 * (its regions are mapped as they fill, and can run out of address
+	 * space).  0 in files written before it existed. */
+	uint64_t dropped;
 } __attribute__((packed));
 
 /* A site's peak, temporaries and histograms (lsnap.h), fixed size. */

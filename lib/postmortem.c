@@ -194,6 +194,7 @@ static void fill_header(const struct lspm_header *h, struct ls_snapshot *s)
 	s->mallinfo = h->mallinfo;
 	s->has_peak = h->version >= 3;
 	s->peak = h->peak;
+	s->dropped = h->dropped;
 	s->history = (struct lsnap_history){
 		.period_ms = h->period_ms, .hist_len = h->hist_len,
 		.ticks = h->ticks, .first_mono_ns = h->first_mono_ns,

@@ -50,8 +50,8 @@ def t_counts():
        "LEAKSCOPE_UNWIND=check", repr(u))
 
 
-def cross_checked(command, what, min_hits=1):
-    rep = report(command, {"LEAKSCOPE_UNWIND": "check"})
+def cross_checked(command, what, min_hits=1, env=None):
+    rep = report(command, dict(env or {}, LEAKSCOPE_UNWIND="check"))
     u = unwind_of(rep, what)
     eq(u["unwinder"], "check", "%s: unwinder" % what)
     eq(u["check_mismatches"], 0, "%s: stacks that differ from libunwind's "
@@ -86,6 +86,40 @@ def t_check_python():
     py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") \
         else need("python3")
     cross_checked([py, "-c", PY_SCRIPT], "python3", min_hits=1000)
+
+
+# Every object through malloc, from 1 to 150 interpreter calls deep, three
+# times over: ~150 distinct walks of up to 80 words each, more than the
+# memo's ring holds (8192 words), so entries are recorded, padded, pushed
+# out by the ring and recorded again while others are answered.
+PY_DEEP = r"""
+import sys
+sys.setrecursionlimit(5000)
+def down(n):
+    if n == 0:
+        return [str(i) * 3 for i in range(20)]
+    return down(n - 1) + [(n, "x" * (n % 17))]
+total = 0
+for rnd in range(3):
+    for depth in range(1, 151):
+        total += len(down(depth))
+print(total)
+"""
+
+
+@check("LEAKSCOPE_UNWIND=check: python3 with PYTHONMALLOC=malloc, stacks "
+       "1-150 calls deep (the memo's ring wraps)")
+def t_check_python_malloc():
+    py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") \
+        else need("python3")
+    rep = cross_checked([py, "-c", PY_DEEP], "python3 (malloc)",
+                        min_hits=100000, env={"PYTHONMALLOC": "malloc"})
+    u = rep["unwind"]
+    # 150 depths x 3 rounds with the ring holding a fraction of them:
+    # hundreds of walks at the least, yet far fewer than captures.
+    ge(u["walks"], 300, "walks (entries pushed out by the ring, redone)")
+    ok(u["walks"] * 10 < u["memo_hits"], "most captures from the memo",
+       repr(u))
 
 
 @check("LEAKSCOPE_UNWIND=check: perl, sqlite3 and git")

@@ -132,6 +132,28 @@ static void test_v2(void)
 	free(l.buf);
 }
 
+/* What the agent could not record, or its file could not hold, is said. */
+static void test_dropped(void)
+{
+	struct layout l;
+	struct ls_snapshot s;
+	char err[256] = "";
+	int r;
+
+	build(&l, 2);
+	l.h->dropped = 1234;
+	r = load(&l, &s, err, sizeof(err));
+	ok(r == 0 && s.dropped == 1234,
+	   "the header's dropped events reach the snapshot (%d, %llu)", r,
+	   (unsigned long long)s.dropped);
+	ls_snapshot_release(&s);
+	l.h->dropped = 0;
+	ok(load(&l, &s, err, sizeof(err)) == 0 && s.dropped == 0,
+	   "none dropped: 0 (files written before the field read so)");
+	ls_snapshot_release(&s);
+	free(l.buf);
+}
+
 static void test_v1(void)
 {
 	struct layout l;
@@ -184,6 +206,7 @@ static void test_bad(void)
 int main(void)
 {
 	test_v2();
+	test_dropped();
 	test_v1();
 	test_bad();
 	return tap_done();

@@ -8,6 +8,7 @@
  * or /proc reports, never a duration.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -157,6 +158,31 @@ static int threads_not_traced_stop(pid_t pid, int *total)
 	return bad;
 }
 
+/* Wait (up to 2 s) until the target's main thread blocks in read():
+ * after answering a round it loops back to read() on its own time, and a
+ * stop that lands before it gets there sees it elsewhere. */
+static void wait_in_read(pid_t pid)
+{
+	char path[64], buf[64];
+	int i, fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	for (i = 0; i < 2000; i++) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = 0;
+			if (atol(buf) == SYS_read && buf[0] != 'r')
+				return;
+		}
+		usleep(1000);
+	}
+}
+
 static void test_stop_resume(void)
 {
 	struct target t;
@@ -174,6 +200,7 @@ static void test_stop_resume(void)
 		int total, r;
 		size_t i;
 
+		wait_in_read(t.pid);
 		r = ls_world_stop(t.pid, NULL, &w, err, sizeof(err));
 		if (r) {
 			printf("# round %d: stop: %d %s\n", round, r, err);

@@ -20,22 +20,6 @@
 #include <sys/resource.h>
 #include "wl.h"
 
-static long vm_kib(void)
-{
-	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	char *v;
-
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	v = strstr(buf, "VmSize:");
-	return v ? atol(v + 7) : -1;
-}
-
 WL_SITE static void **site_pressure(size_t size)
 {
 	void **p = malloc(size); /* @site_pressure */
@@ -46,7 +30,7 @@ WL_SITE static void **site_pressure(size_t size)
 
 int main(int argc, char **argv)
 {
-	long headroom = argc > 1 ? atol(argv[1]) : 2048, vm = vm_kib(), ok = 0;
+	long headroom = argc > 1 ? atol(argv[1]) : 2048, vm = wl_vm_kib(), ok = 0;
 	struct rlimit rl;
 	void *keep = NULL;
 

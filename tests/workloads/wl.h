@@ -27,6 +27,7 @@
 #ifndef LEAKSCOPE_WL_H
 #define LEAKSCOPE_WL_H
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,24 @@ void wl_say(int fd, const char *fmt, ...)
 		n = sizeof(buf) - 1;
 	ssize_t w = write(fd, buf, (size_t)n);
 	(void)w;
+}
+
+/* The process's address space in KiB (VmSize), -1 if unknown; read
+ * without stdio (the pressure workloads' limits are set from it). */
+static inline long wl_vm_kib(void)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	char *v;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	v = strstr(buf, "VmSize:");
+	return v ? atol(v + 7) : -1;
 }
 
 #define WL_CHECK(cond, ...)						\
