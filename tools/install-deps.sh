@@ -6,13 +6,16 @@ set -e
 # (clang, libbpf, bpftool; bpftrace for bench/trace-cost); the Erlang NIF and C node (erlang-dev, elixir);
 # the web view (libmicrohttpd, Chart.js).  Tests: the real programs traced,
 # a browser and go tool pprof to open what users open, valgrind to compare
-# leak categories with.
+# leak categories with.  Bench (make bench): heaptrack, the peer it compares
+# with, and zstd, which heaptrack compresses its trace with; redis-server and
+# redis-tools (redis-benchmark) for the server workload.
 PKGS="gcc g++ make pkg-config libc6-dev libdw-dev libelf-dev libiberty-dev \
 zlib1g-dev libunwind8 python3 perl git sqlite3 tmux \
 clang llvm libbpf-dev bpftool bpftrace \
 erlang-nox erlang-dev elixir \
 libmicrohttpd-dev libjs-chart.js \
-chromium fonts-dejavu-core golang-go valgrind redis-server redis-tools nginx-light"
+chromium fonts-dejavu-core golang-go valgrind redis-server redis-tools nginx-light \
+heaptrack zstd"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

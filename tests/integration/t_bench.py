@@ -1,0 +1,104 @@
+"""The benchmark's own workloads and runner (bench/, docs/PERFORMANCE.md):
+the C++ containers workload leaves exactly what its opening comment says
+and its deep template stacks equal libunwind's, and bench/run-bench runs a
+workload under full tracking with its stack check and says so in its
+table.  Built by `make -C bench build`, which the checks run (a few
+seconds the first time)."""
+
+import os
+import re
+import subprocess
+
+from harness import (ROOT, BUILD, Failure, check, once, leakscope, root_report,
+                     expect_status, expect_site, module_is, need, eq, ok, ge, contains)
+
+BENCH_BIN = os.path.join(BUILD, "bench")
+CXX = os.path.join(BENCH_BIN, "cxx-containers")
+ROUNDS = 10		# 2000 items a round: items 999, 1999, ... leak
+LEAKED = ROUNDS * 2000 // 1000
+KEPT_SIZE = 64		# sizeof(struct kept_item)
+
+
+@once
+def built():
+    need("g++")
+    p = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "bench"), "build"],
+                       capture_output=True, text=True, timeout=240)
+    if p.returncode or not os.access(CXX, os.X_OK):
+        raise Failure("make -C bench build failed:\n" + (p.stdout + p.stderr)[-1500:])
+    return CXX
+
+
+@once
+def cxx_report():
+    env = dict(os.environ, LEAKSCOPE_UNWIND="check")
+    env.pop("LD_PRELOAD", None)
+    r = leakscope(["--format", "json", "--by", "allocated", "--top", "100000",
+                   "--depth", "128", "--full-names"], [built(), str(ROUNDS), "42"], env=env, timeout=120)
+    expect_status(r, 0, "cxx-containers exit status")
+    return r, root_report(r)
+
+
+@check("cxx-containers: its known leak, %d blocks of %d bytes from keep_forever(), "
+       "nothing else of its own left" % (LEAKED, KEPT_SIZE))
+def t_cxx_leak():
+    r, rep = cxx_report()
+    contains(r.stdout.decode(errors="replace"), "leaked=%d leaked_bytes=%d" % (LEAKED, LEAKED * KEPT_SIZE),
+             "the program's own count")
+    site = expect_site(rep, "(anonymous namespace)::keep_forever(unsigned long, "
+                       "std::__cxx11::basic_string<char, std::char_traits<char>, "
+                       "std::allocator<char> > const&)", built(),
+                       LEAKED * KEPT_SIZE, LEAKED)
+    eq(site["allocated_blocks"], LEAKED, "blocks keep_forever allocated")
+    own = [s for s in rep["sites"] if s["live_blocks"] and s is not site and
+           any(module_is(f, built()) for f in s["frames"])]
+    eq(len(own), 0, "other sites of cxx-containers with live blocks")
+
+
+@check("cxx-containers: deep template stacks (Builder<24> down to Builder<0>, "
+       "over 30 frames) and every stack equal to libunwind's (LEAKSCOPE_UNWIND=check)")
+def t_cxx_stacks():
+    _, rep = cxx_report()
+    u = rep["unwind"]
+    eq(u["unwinder"], "check", "unwinder")
+    eq(u["check_mismatches"], 0, "stacks that differ from libunwind's (of %d walked, "
+       "%d from the memo)" % (u["walks"], u["memo_hits"]))
+    ge(u["walks"] + u["memo_hits"], 300000, "captures")
+    deepest = max(rep["sites"], key=lambda s: len([f for f in s["frames"]
+                                                   if not f.get("inlined")]))
+    names = [f.get("function") or "" for f in deepest["frames"] if not f.get("inlined")]
+    ge(len(names), 30, "frames of the deepest stack")
+    for level in (24, 0):
+        ok(any("Builder<%d>::grow" % level in n for n in names),
+           "Builder<%d>::grow in the deepest stack" % level, "\n    ".join(names))
+
+
+def run_bench(args, timeout=120):
+    built()
+    return subprocess.run([os.path.join(ROOT, "bench", "run-bench"), "--no-install",
+                           "--json", os.path.join(BENCH_BIN, "t_bench.json")] + args,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@check("run-bench --quick --only cxx-containers: a full-tracking row with its "
+       "stack check, 0 stacks differing")
+def t_run_bench():
+    p = run_bench(["--quick", "--reps", "1", "--only", "cxx-containers",
+                   "--configs", "leakscope"])
+    eq(p.returncode, 0, "run-bench exit status (stderr: %s)" % p.stderr[-600:])
+    row = [l for l in p.stdout.splitlines() if re.match(r"cxx-containers\s+leakscope\s", l)]
+    eq(len(row), 1, "cxx-containers leakscope rows in:\n" + p.stdout)
+    m = re.search(r"\s(\d+) of (\d+)$", row[0])
+    ok(m, "a stack diffs cell 'N of M' at the row's end", row[0])
+    eq(int(m.group(1)), 0, "stacks that differ")
+    ge(int(m.group(2)), 300000, "stacks compared")
+    contains(p.stdout, "0 differences in %s captures over 1 workloads" % m.group(2),
+             "the stack check's verdict")
+
+
+@check("run-bench: an unknown workload is a one-line error, exit status 1")
+def t_run_bench_unknown():
+    p = run_bench(["--quick", "--only", "nosuch"], timeout=60)
+    eq(p.returncode, 1, "exit status")
+    eq(p.stderr.strip().splitlines()[-1][:38], "run-bench: unknown workload: nosuch (h",
+       "last stderr line")
