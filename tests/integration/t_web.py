@@ -537,12 +537,28 @@ def t_malformed():
        "the agent still answers through the server")
 
 
+def proc_environ(pid):
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def stuck_agent():
     """A process whose "agent" socket accepts and never answers: the
     sleeper and the listening socket (the test accepts on it)."""
     sleeper = subprocess.Popen(["sleep", "60"], env=env(),
                                start_new_session=True)
     _STARTED.append(sleeper)
+    # Popen returns once exec has closed its pipe, but the kernel fills in
+    # the new environment after that: a server reading /proc/PID/environ
+    # in between sees none, no LEAKSCOPE_RUNTIME_DIR, and looks for the
+    # socket in the default runtime dir (a 404 instead of the 504).
+    deadline = time.monotonic() + 10
+    while b"LEAKSCOPE_RUNTIME_DIR=" not in proc_environ(sleeper.pid):
+        ok(time.monotonic() < deadline, "sleep's environment within 10 s")
+        time.sleep(0.01)
     path = os.path.join(RUNTIME, "%d.sock" % sleeper.pid)
     stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stuck.bind(path)
@@ -580,7 +596,7 @@ def t_stuck_agent():
         end_stuck(sleeper, stuck, path)
 
 
-# Flaked under load when the others were asked 0.3 s after the stuck
+# Could flake under load when the others were asked 0.3 s after the stuck
 # request on the 3 s timeout: now the others are asked once the server is
 # known to wait on the stuck agent (its connection accepted, its request
 # read), and the server waits until the test lets the request go.
