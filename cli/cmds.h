@@ -49,6 +49,7 @@ struct ls_serve_args {
 	const char *listen;
 	int allow_remote;
 	const char *snapshot_dir;
+	uint64_t agent_timeout_ns;	/* 0: the default */
 };
 
 /* `leakscope trace` (cmd-trace.c): memleak's options and the tracer's. */
