@@ -126,10 +126,15 @@ def t_beam():
     t = root_report(r)["totals"]
     why = "VmHWM %d, totals %s" % (hwm[0], t)
     # Counting the reservation made live 1.23 GB of a 628 MB peak RSS.
-    ok(50000000 <= t["live_bytes"] <= hwm[0], "50 MB binary <= live <= VmHWM",
-       why)
-    ok(t["peak_live_bytes"] <= hwm[0] + t["peak_slack"],
-       "peak live <= VmHWM", why)
+    # Live may pass VmHWM a little, never by the reservation: beam reads
+    # VmHWM before its last allocations (printing, halt), and pages it
+    # committed with MAP_FIXED but never touched are live, not resident
+    # (seen: peak live 161.8 MB against VmHWM 158.1 MB, 1 run in ~3).
+    bound = hwm[0] + hwm[0] // 8 + 16 * MIB
+    ok(50000000 <= t["live_bytes"] <= bound,
+       "50 MB binary <= live <= VmHWM + 12.5% + 16 MiB", why)
+    ok(t["peak_live_bytes"] <= bound + t["peak_slack"],
+       "peak live <= VmHWM + 12.5% + 16 MiB", why)
     ok(t["reserved_bytes"] >= (1 << 30) - 64 * MIB, "the literal area "
        "(1 GiB less what is committed) is reserved", why)
 
