@@ -341,6 +341,22 @@ size_t ls_live_mapped(void)
 	return n;
 }
 
+size_t ls_live_resident(void)
+{
+	size_t n = 0;
+	unsigned i;
+
+	for (i = 0; i < LS_LIVE_SHARDS; i++) {
+		struct shard *s = &shards[i];
+
+		ls_lock(&s->lock);	/* a rebuild would unmap the arrays */
+		if (s->ctrl)
+			n += ls_sys_resident(s->ctrl, map_size(s->gmask + 1));
+		ls_unlock(&s->lock);
+	}
+	return n;
+}
+
 void ls_live_visit_shard(unsigned idx,
 			 void (*fn)(const struct ls_live_entry *, void *),
 			 void *arg)

@@ -103,8 +103,10 @@ void ls_live_visit_shard(unsigned idx,
 
 /* Entries in the fullest shard, read without locks. */
 size_t ls_live_max_shard(void);
-/* Bytes of slot arrays currently mapped. */
+/* Bytes of slot arrays currently mapped, and of them resident (not in
+ * hooks: mincore). */
 size_t ls_live_mapped(void);
+size_t ls_live_resident(void);
 
 /* Remove every entry (reset); calls fn for each removed entry first. */
 void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg);

@@ -424,9 +424,9 @@ void ls_pm_tick(void)
 	if (scratch_fit(n + 1024))
 		return;
 	/* Under the snapshot lock, grown ahead by ls_snapwrite_prepare();
-	 * short of memory, the stats of sites beyond what it holds come from
-	 * their flushed counters only. */
-	ls_stats_fit(ls_stats_shared(), n + 1024);
+	 * short of memory, the stats of sites whose pending entries it has
+	 * no room for come from their flushed counters only. */
+	ls_stats_fit(ls_stats_shared());
 	ls_thread_peak_settle();
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
 	copy_modules();
@@ -487,6 +487,32 @@ const int64_t *ls_pm_history(uint32_t site)
 		return NULL;	/* never held memory at a sample */
 	return (const int64_t *)at(R_HIST) +
 	       (uint64_t)(row - 1) * hdr->hist_len;
+}
+
+/* The header and the mapped part of each region. */
+static size_t pm_bytes(int resident)
+{
+	size_t n;
+	int i;
+
+	if (!ls_pm_header())
+		return 0;
+	n = resident ? ls_sys_resident(hdr, LSPM_HEADER_SIZE) : LSPM_HEADER_SIZE;
+	for (i = 0; i < R_COUNT; i++)
+		if (reg[i].base)
+			n += resident ? ls_sys_resident(reg[i].base, reg[i].len) :
+			     reg[i].len;
+	return n;
+}
+
+size_t ls_pm_mapped(void)
+{
+	return pm_bytes(0);
+}
+
+size_t ls_pm_resident(void)
+{
+	return pm_bytes(1);
 }
 
 uint32_t ls_pm_period_ms(void)

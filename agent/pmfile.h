@@ -40,5 +40,8 @@ const struct lspm_header *ls_pm_header(void);
 const int64_t *ls_pm_history(uint32_t site);
 /* Milliseconds between samples. */
 uint32_t ls_pm_period_ms(void);
+/* Bytes of the file's mapping, and of them in RAM (0 without a file). */
+size_t ls_pm_mapped(void);
+size_t ls_pm_resident(void);
 
 #endif

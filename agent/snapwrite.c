@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "state.h"
+#include "arena.h"
 #include "live.h"
 #include "mmaps.h"
 #include "modules.h"
@@ -187,6 +188,28 @@ static void put_dropped(struct writer *w, const struct sums *s)
 	put(w, &d, sizeof(d));
 }
 
+/* The agent's own memory (a syscall per 256 KiB of its mappings). */
+static void put_agent_memory(struct writer *w)
+{
+	struct lsnap_agent_memory m = {
+		.live_mapped = ls_live_mapped(),
+		.live_resident = ls_live_resident(),
+		.live_entries = ls_live_count(),
+		.arena_mapped = ls_arena_mapped(),
+		.postmortem_resident = ls_pm_resident(),
+		.thread_records = ls_thread_records(),
+	};
+	size_t mapped;
+
+	_Static_assert(sizeof(m) == 64, "AGENT_MEMORY is 64 bytes");
+	m.resident = ls_sys_own_resident(&mapped) + m.postmortem_resident;
+	m.mapped = mapped;
+	if (ls_pm_header())
+		m.mapped += ls_pm_mapped();
+	record(w, LSNAP_AGENT_MEMORY, sizeof(m));
+	put(w, &m, sizeof(m));
+}
+
 /* What the agent could not do as asked (state.h), when anything. */
 static void put_notes(struct writer *w)
 {
@@ -259,17 +282,17 @@ static int sums_init(struct sums *s)
 	s->live_blocks = s->live_bytes + n;
 	s->alloc_bytes = (uint64_t *)(s->live_blocks + n);
 	s->alloc_blocks = s->alloc_bytes + n;
-	/* Short of memory, the stats of sites beyond what it holds come
-	 * from their flushed counters only. */
+	/* Short of memory, the stats of sites whose pending entries it
+	 * has no room for come from their flushed counters only. */
 	s->stats = ls_stats_shared();
-	ls_stats_fit(s->stats, n);
+	ls_stats_fit(s->stats);
 	return 0;
 }
 
 void ls_snapwrite_prepare(void)
 {
 	keep_grow(&keep_sums, SUMS_BYTES(ls_site_count() + 1024));
-	ls_stats_fit(ls_stats_shared(), ls_site_count() + 1024);
+	ls_stats_fit(ls_stats_shared());
 	keep_grow(&keep_scratch, (ls_live_max_shard() + 1024) *
 		  sizeof(struct ls_live_entry));
 }
@@ -617,6 +640,8 @@ static int write_snapshot(int fd, enum lsnap_reason reason, int with_blocks,
 	if (ret)
 		goto out;
 	put_dropped(w, &sums);
+	if (!res)	/* a frozen image's tables are the clone's */
+		put_agent_memory(w);
 	put_sites(w, &sums, &totals);
 	if (res)
 		put_reach(w, res);

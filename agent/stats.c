@@ -7,8 +7,6 @@
 #include "stats.h"
 #include "sys.h"
 
-#define WORDS (4 + 2 * LS_PENDING_HIST)	/* uint64_t per site */
-
 static struct ls_stats_sums shared;
 
 struct ls_stats_sums *ls_stats_shared(void)
@@ -16,59 +14,101 @@ struct ls_stats_sums *ls_stats_shared(void)
 	return &shared;
 }
 
-int ls_stats_fit(struct ls_stats_sums *s, uint32_t n)
+size_t ls_stats_mapped(void)
 {
-	uint32_t cap = n + n / 2;	/* room to grow, as the snapshot's
-					   other working memory (snapwrite.c) */
-	uint64_t *p;
+	return shared.mapped;
+}
+
+static size_t sums_bytes(uint32_t nslots, uint32_t cap)
+{
+	return (size_t)nslots * 2 * sizeof(uint32_t) +
+	       (size_t)cap * sizeof(struct ls_stats_row);
+}
+
+int ls_stats_fit(struct ls_stats_sums *s)
+{
+	/* Records may be claimed while the caller sums: room for a few
+	 * more, and half the index slots free. */
+	uint32_t cap = (ls_thread_records() + 4) * LS_PENDING, nslots = 1024;
+	char *p;
 	int ret = 0;
 
-	if (n <= s->cap)
+	while (nslots < cap * 2)
+		nslots *= 2;
+	if (cap <= s->cap)
 		goto zero;
-	p = ls_sys_map((size_t)cap * WORDS * 8);
+	p = ls_sys_map(sums_bytes(nslots, cap));
 	if (!p) {
 		ret = -ENOMEM;
 		goto zero;
 	}
 	ls_stats_release(s);
+	s->nslots = nslots;
 	s->cap = cap;
-	s->mapped = (size_t)cap * WORDS * 8;
-	s->peak_b = (int64_t *)p;
-	s->peak_k = s->peak_b + cap;
-	s->temp_b = (uint64_t *)(s->peak_k + cap);
-	s->temp_k = s->temp_b + cap;
-	s->hist = s->temp_k + cap;
+	s->mapped = sums_bytes(nslots, cap);
+	s->rows = (struct ls_stats_row *)(void *)p;
+	s->index = (uint32_t *)(void *)(s->rows + cap);
+	s->row_of = s->index + nslots;
 zero:
-	if (s->mapped)
-		memset(s->peak_b, 0, s->mapped);
+	if (s->mapped) {
+		memset(s->rows, 0, s->used * sizeof(struct ls_stats_row));
+		memset(s->index, 0, s->nslots * sizeof(uint32_t));
+	}
+	s->used = 0;
 	return ret;
 }
 
 void ls_stats_release(struct ls_stats_sums *s)
 {
 	if (s->mapped)
-		ls_sys_unmap(s->peak_b, s->mapped);
+		ls_sys_unmap(s->rows, s->mapped);
 	memset(s, 0, sizeof(*s));
+}
+
+static inline uint32_t home(const struct ls_stats_sums *s, uint32_t id)
+{
+	return (uint32_t)(((uint64_t)id * 0x9e3779b97f4a7c15ULL) >> 40) &
+	       (s->nslots - 1);
+}
+
+/* Site id's row, created when create is set and there is room; NULL. */
+static struct ls_stats_row *row(struct ls_stats_sums *s, uint32_t id,
+				int create)
+{
+	uint32_t i, n;
+
+	if (!s->nslots)
+		return NULL;
+	for (i = home(s, id), n = 0; n < s->nslots;
+	     i = (i + 1) & (s->nslots - 1), n++) {
+		if (s->index[i] == id + 1)
+			return &s->rows[s->row_of[i]];
+		if (!s->index[i])
+			break;
+	}
+	if (!create || n == s->nslots || s->used == s->cap)
+		return NULL;
+	s->index[i] = id + 1;
+	s->row_of[i] = s->used;
+	return &s->rows[s->used++];
 }
 
 void ls_stats_add_pending(struct ls_stats_sums *s, const struct ls_pending *p)
 {
-	uint32_t id = p->site->id;
-	uint64_t *h;
+	struct ls_stats_row *r = row(s, p->site->id, 1);
 	int64_t pb, pk;
 	unsigned i;
 
-	if (id >= s->cap)
+	if (!r)
 		return;
 	ls_pending_at_peak(p, &pb, &pk);
-	s->peak_b[id] += pb;
-	s->peak_k[id] += pk;
-	s->temp_b[id] += p->temp_bytes;
-	s->temp_k[id] += p->temp_blocks;
-	h = s->hist + (size_t)id * 2 * LS_PENDING_HIST;
+	r->peak_b += pb;
+	r->peak_k += pk;
+	r->temp_b += p->temp_bytes;
+	r->temp_k += p->temp_blocks;
 	for (i = 0; i < LS_PENDING_HIST; i++) {
-		h[i] += p->size_hist[i];
-		h[LS_PENDING_HIST + i] += p->life_hist[i];
+		r->hist[i] += p->size_hist[i];
+		r->hist[LS_PENDING_HIST + i] += p->life_hist[i];
 	}
 }
 
@@ -80,30 +120,28 @@ static uint64_t load(const uint64_t *p)
 int ls_stats_site(const struct ls_stats_sums *s, const struct ls_site_rec *site,
 		  struct lsnap_site_stats *r, uint64_t hist[2 * LS_HIST_BUCKETS])
 {
-	uint32_t id = site->id;
-	int in = id < s->cap;
-	const uint64_t *h = in ? s->hist + (size_t)id * 2 * LS_PENDING_HIST :
-				 NULL;
+	const struct ls_stats_row *p = row((struct ls_stats_sums *)s,
+					   site->id, 0);
 	int64_t pb, pk;
 	uint64_t any = 0;
 	unsigned i;
 
 	ls_site_at_peak(site, &pb, &pk);
 	memset(r, 0, sizeof(*r));
-	r->site = id;
+	r->site = site->id;
 	r->nbuckets = LS_HIST_BUCKETS;
-	r->peak_bytes = ls_sample_unscale(pb + (in ? s->peak_b[id] : 0));
-	r->peak_blocks = ls_sample_unscale(pk + (in ? s->peak_k[id] : 0));
+	r->peak_bytes = ls_sample_unscale(pb + (p ? p->peak_b : 0));
+	r->peak_blocks = ls_sample_unscale(pk + (p ? p->peak_k : 0));
 	r->temp_bytes = (uint64_t)ls_sample_unscale((int64_t)
-		(load(&site->temp_bytes) + (in ? s->temp_b[id] : 0)));
+		(load(&site->temp_bytes) + (p ? p->temp_b : 0)));
 	r->temp_blocks = (uint64_t)ls_sample_unscale((int64_t)
-		(load(&site->temp_blocks) + (in ? s->temp_k[id] : 0)));
+		(load(&site->temp_blocks) + (p ? p->temp_k : 0)));
 	for (i = 0; i < LS_HIST_BUCKETS; i++) {
-		int pend = h && i < LS_PENDING_HIST;
+		int pend = p && i < LS_PENDING_HIST;
 
-		hist[i] = load(&site->size_hist[i]) + (pend ? h[i] : 0);
+		hist[i] = load(&site->size_hist[i]) + (pend ? p->hist[i] : 0);
 		hist[LS_HIST_BUCKETS + i] = load(&site->life_hist[i]) +
-			(pend ? h[LS_PENDING_HIST + i] : 0);
+			(pend ? p->hist[LS_PENDING_HIST + i] : 0);
 		any |= hist[i] | hist[LS_HIST_BUCKETS + i];
 	}
 	return any || r->peak_bytes || r->peak_blocks || r->temp_blocks;

@@ -16,27 +16,37 @@
 #include "site.h"
 #include "thread.h"
 
-/* Per-site sums of the threads' pending entries, in counter units. */
+/*
+ * The threads' pending entries summed by site.  Only sites that have a
+ * pending entry get a row: at most LS_PENDING per thread record, found
+ * through a small open-addressing index by site id.  (It used to be an
+ * array by site id, 384 bytes for every site of the process: 11 MiB for
+ * the 20k sites of a Python run, most of them with nothing pending.)
+ */
+struct ls_stats_row {
+	int64_t peak_b, peak_k;
+	uint64_t temp_b, temp_k;
+	uint64_t hist[2 * LS_PENDING_HIST];	/* pending entries count no
+						   higher buckets */
+};
+
 struct ls_stats_sums {
-	uint32_t cap;
-	int64_t *peak_b, *peak_k;
-	uint64_t *temp_b, *temp_k;
-	uint64_t *hist;		/* [cap][2 * LS_PENDING_HIST]: pending
-				   entries count no higher buckets */
+	uint32_t nslots;	/* index slots, a power of two */
+	uint32_t cap, used;	/* rows */
+	uint32_t *index;	/* site id + 1, or 0 */
+	uint32_t *row_of;	/* the row of each index slot */
+	struct ls_stats_row *rows;
 	size_t mapped;
 };
 
-/* Room for n sites, all zero.  0, or -ENOMEM when it could not grow:
- * the sums are then zeroed at their old size (sites beyond it count
- * nothing there: ls_stats_add_pending skips them). */
-int ls_stats_fit(struct ls_stats_sums *s, uint32_t n);
+/* Room for the pending entries of every thread record, all zero.  0, or
+ * -ENOMEM when it could not grow: the sums are then zeroed at their old
+ * size (entries beyond it count nothing there: ls_stats_add_pending
+ * skips them, and those sites show their flushed counters only). */
+int ls_stats_fit(struct ls_stats_sums *s);
 void ls_stats_release(struct ls_stats_sums *s);
-/*
- * The sums the snapshot writer and the post-mortem sampler share: both
- * run under the snapshot lock (snapwrite.h), never at once.  Grown ahead
- * by ls_snapwrite_prepare(), from the agent's start, so that neither
- * needs memory the program may have used up.
- */
+/* Bytes mapped by the sums (ls_agent_memory). */
+size_t ls_stats_mapped(void);
 struct ls_stats_sums *ls_stats_shared(void);
 /* Add one pending entry (an ls_thread_each_pending callback's work). */
 void ls_stats_add_pending(struct ls_stats_sums *s, const struct ls_pending *p);

@@ -93,6 +93,42 @@ void ls_sys_forget_own(void *p)
 	own_forget(p);
 }
 
+size_t ls_sys_resident(const void *p, size_t len)
+{
+	unsigned char vec[64];
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095;
+	size_t n = (uintptr_t)p + len - a, step = 64 * 4096, k, pages, in = 0;
+	int saved = errno;
+
+	for (; p && n; a += step, n -= n < step ? n : step) {
+		pages = ((n < step ? n : step) + 4095) / 4096;
+		if (syscall(SYS_mincore, a, pages * 4096, vec))
+			continue;	/* a hole: nothing resident there */
+		for (k = 0; k < pages; k++)
+			in += vec[k] & 1;
+	}
+	errno = saved;
+	return in * 4096;
+}
+
+size_t ls_sys_own_resident(size_t *mapped)
+{
+	size_t i, in = 0, all = 0;
+
+	for (i = 0; i < LS_SYS_OWN_SLOTS; i++) {
+		uint64_t s = __atomic_load_n(&own[i].start, __ATOMIC_ACQUIRE);
+		uint64_t l = __atomic_load_n(&own[i].len, __ATOMIC_ACQUIRE);
+
+		if (s && l) {
+			all += l;
+			in += ls_sys_resident((const void *)s, l);
+		}
+	}
+	if (mapped)
+		*mapped = all;
+	return in;
+}
+
 size_t ls_sys_own_copy(uint64_t *starts, uint64_t *lens, size_t cap)
 {
 	size_t i, k = 0;

@@ -21,6 +21,7 @@ static struct ls_thread *registry;
 static ls_lock_t registry_lock = LS_LOCK_INIT;
 static pthread_key_t exit_key;
 static uint32_t threads_seen;
+static uint32_t nrecords;
 
 /* Counters of threads that have exited. */
 static uint64_t retired_calls[LS_FN_COUNT];
@@ -261,6 +262,7 @@ static struct ls_thread *claim(void)
 	ls_lock(&registry_lock);
 	t->next = registry;
 	__atomic_store_n(&registry, t, __ATOMIC_RELEASE);
+	__atomic_store_n(&nrecords, nrecords + 1, __ATOMIC_RELAXED);
 	ls_unlock(&registry_lock);
 	return t;
 }
@@ -370,6 +372,11 @@ void ls_thread_peak_settle(void)
 uint32_t ls_thread_seen(void)
 {
 	return __atomic_load_n(&threads_seen, __ATOMIC_RELAXED);
+}
+
+uint32_t ls_thread_records(void)
+{
+	return __atomic_load_n(&nrecords, __ATOMIC_RELAXED);
 }
 
 int ls_thread_init(void)

@@ -254,6 +254,8 @@ void ls_thread_live_adjust(int64_t delta);
 void ls_thread_reset_peak(void);
 /* Threads the agent has seen (records ever used). */
 uint32_t ls_thread_seen(void);
+/* Thread records in the registry (in use or waiting for reuse). */
+uint32_t ls_thread_records(void);
 
 /* At the agent's start, outside any hook. */
 int ls_thread_init(void);

@@ -64,6 +64,8 @@ enum lsnap_tag {
 				   not do as asked, lines ending with '\n',
 				   at most LSNAP_NOTES_MAX bytes */
 	LSNAP_DROPPED = 19,	/* struct lsnap_dropped, at most once */
+	LSNAP_AGENT_MEMORY = 30,	/* struct lsnap_agent_memory, at most
+					   once: the agent's own memory */
 	LSNAP_END = 0xffff,	/* struct lsnap_end, last */
 };
 
@@ -141,6 +143,22 @@ struct lsnap_unwind {
 	uint64_t memo_hits;	/* captures answered by the walk memo */
 	uint64_t check_mismatches;	/* LSNAP_UNWINDER_CHECK: captures
 					 * where libunwind disagreed */
+} __attribute__((packed));
+
+/*
+ * What the agent itself holds in the process, when the snapshot was
+ * written: every mapping it made for itself (tables, records, caches,
+ * the post-mortem file), and its main parts.  Resident = in RAM, which
+ * is what adds to the program's RSS (mincore()).
+ */
+struct lsnap_agent_memory {
+	uint64_t mapped, resident;	/* all of the agent's mappings */
+	uint64_t live_mapped, live_resident;	/* the live-block table */
+	uint64_t live_entries;	/* blocks in it */
+	uint64_t arena_mapped;	/* site records with their frames, thread
+				   records, module paths */
+	uint64_t postmortem_resident;	/* the post-mortem file's pages */
+	uint64_t thread_records;
 } __attribute__((packed));
 
 /*

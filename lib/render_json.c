@@ -180,6 +180,24 @@ static void put_unwind(struct ls_json *j, const struct ls_snapshot *s)
 	ls_json_end(j);
 }
 
+static void put_agent_memory(struct ls_json *j, const struct ls_snapshot *s)
+{
+	const struct lsnap_agent_memory *m = &s->agent_memory;
+
+	if (!s->has_agent_memory)
+		return;
+	ls_json_object(j, "agent_memory");
+	ls_json_u64(j, "mapped", m->mapped);
+	ls_json_u64(j, "resident", m->resident);
+	ls_json_u64(j, "live_table_mapped", m->live_mapped);
+	ls_json_u64(j, "live_table_resident", m->live_resident);
+	ls_json_u64(j, "live_table_entries", m->live_entries);
+	ls_json_u64(j, "arena_mapped", m->arena_mapped);
+	ls_json_u64(j, "postmortem_resident", m->postmortem_resident);
+	ls_json_u64(j, "thread_records", m->thread_records);
+	ls_json_end(j);
+}
+
 void ls_json_filters(struct ls_json *j, const struct ls_report_opts *o)
 {
 	ls_json_object(j, "filters");
@@ -448,6 +466,7 @@ int ls_render_stats_json(FILE *out, const struct ls_snapshot *s)
 	put_calls(&j, s);
 	put_mallinfo(&j, s);
 	put_unwind(&j, s);
+	put_agent_memory(&j, s);
 	ls_json_end(&j);
 	fputc('\n', out);
 	return ls_json_finish(&j);

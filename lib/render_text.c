@@ -626,6 +626,21 @@ static void stats_unwind(FILE *fp, const struct lsnap_unwind *u)
 	fputc('\n', fp);
 }
 
+#define MIB(n) ((double)(n) / 1048576.0)
+
+/* What the agent itself holds: in all, for the live blocks, the rest. */
+static void stats_agent(FILE *fp, const struct lsnap_agent_memory *m)
+{
+	fprintf(fp, "agent:     %.1f MiB resident of %.1f MiB mapped; "
+		"live table %.1f MiB", MIB(m->resident), MIB(m->mapped),
+		MIB(m->live_resident));
+	if (m->live_entries)
+		fprintf(fp, " (%.1f bytes a live block)",
+			(double)m->live_resident / (double)m->live_entries);
+	fprintf(fp, ", sites and threads %.1f MiB, post-mortem file %.1f "
+		"MiB\n", MIB(m->arena_mapped), MIB(m->postmortem_resident));
+}
+
 int ls_render_stats_text(FILE *fp, const struct ls_snapshot *s)
 {
 	const struct lsnap_totals *t = &s->totals;
@@ -654,6 +669,8 @@ int ls_render_stats_text(FILE *fp, const struct ls_snapshot *s)
 			m->fordblks, m->hblkhd, m->hblks, m->keepcost);
 	if (s->has_unwind)
 		stats_unwind(fp, &s->unwind);
+	if (s->has_agent_memory)
+		stats_agent(fp, &s->agent_memory);
 	put_notes(fp, s->notes);
 	put_dropped(fp, s);
 	return 0;

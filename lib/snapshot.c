@@ -51,7 +51,7 @@ struct parse {
 	unsigned char *payload;
 	size_t payload_cap;
 	int seen_header, seen_command, seen_totals, seen_peak, seen_mallinfo;
-	int seen_attach, seen_reach, seen_dropped;
+	int seen_attach, seen_reach, seen_dropped, seen_agent_memory;
 	int seen_history, seen_unwind, seen_notes;
 	struct lsnap_reach_site *rsites;	/* attached after END */
 	size_t nrsites, cap_rsites;
@@ -169,6 +169,7 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_PEAK: return "peak";
 	case LSNAP_SITE_STATS: return "site stats";
 	case LSNAP_DROPPED: return "dropped";
+	case LSNAP_AGENT_MEMORY: return "agent memory";
 	case LSNAP_END: return "end";
 	}
 	return "unknown type";
@@ -586,6 +587,10 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 				   &s->peak, sizeof(s->peak));
 	case LSNAP_SITE_STATS:
 		return parse_site_stats(p, len);
+	case LSNAP_AGENT_MEMORY:
+		return parse_fixed(p, tag, len, &p->seen_agent_memory,
+				   &s->has_agent_memory, &s->agent_memory,
+				   sizeof(s->agent_memory));
 	case LSNAP_DROPPED: {
 		struct lsnap_dropped d;
 		int ret = parse_fixed(p, tag, len, &p->seen_dropped,

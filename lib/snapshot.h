@@ -77,6 +77,8 @@ struct ls_snapshot {
 	struct lsnap_peak peak;
 	int has_attach;		/* attached to a running process: attach */
 	int has_dropped;
+	int has_agent_memory;	/* agent_memory below */
+	struct lsnap_agent_memory agent_memory;
 	uint64_t dropped;	/* events the agent could not record (out of
 				   memory): figures are low by that much */
 	char *notes;		/* owned: what the agent could not do as
