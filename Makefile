@@ -53,7 +53,7 @@ AGENT_SRC = $(wildcard agent/*.c)
 # tracer's (lib/stackcopy.c): built once, with the agent's flags.
 AGENT_OBJ = $(AGENT_SRC:%.c=$(B)/%.o) $(B)/common/cfi.o
 # Everything but the interposed entry points, for unit tests.
-AGENT_CORE_OBJ = $(filter-out $(B)/agent/hooks.o,$(AGENT_OBJ))
+AGENT_CORE_OBJ = $(filter-out $(B)/agent/hooks.o $(B)/agent/switch.o,$(AGENT_OBJ))
 
 # lib/: the report library (sources, model, analysis, symbolization,
 # renderers); never prints to the terminal nor exits.  cli/: the commands.

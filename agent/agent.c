@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "../common/attach.h"
 #include "../common/lsnap.h"
@@ -274,16 +277,67 @@ void ls_track_munmap(struct ls_thread *t, void *p, size_t len)
 	ls_mmaps_remove((uint64_t)(uintptr_t)p, len, mmap_changed, t);
 }
 
+static int kind_of(uint32_t site, uint32_t kind)
+{
+	struct ls_site_rec *s = ls_site_get(site);
+
+	return s && s->kind == kind;
+}
+
+static int is_reserved(uint32_t site)
+{
+	return kind_of(site, LSNAP_KIND_RESERVED);
+}
+
+static int is_program_map(uint32_t site)
+{
+	return kind_of(site, LSNAP_KIND_MMAP);
+}
+
 int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
 		    size_t newlen, uint32_t kind)
 {
+	uint32_t site;
+
+	/* A moved or grown reservation stays one: mremap keeps the
+	 * protection, and the new pages get it too. */
+	if (ls_mmaps_site_at((uint64_t)(uintptr_t)old, &site) &&
+	    is_reserved(site) && kind == LSNAP_KIND_MMAP)
+		kind = LSNAP_KIND_RESERVED;
 	if (!ls_mmaps_remove((uint64_t)(uintptr_t)old, oldlen, mmap_changed, t))
 		return 0;
 	ls_track_mmap(t, p, newlen, kind);
 	return 1;
 }
 
+/*
+ * Committing part of a reservation with mprotect() (V8, wasm runtimes,
+ * glibc's own heaps) is the same as mapping over it with MAP_FIXED: the
+ * pieces become the program's mappings, at the mprotect call's site;
+ * making the program's mapping inaccessible (decommit, a guard area)
+ * turns it into reserved address space.  Protection changes between
+ * accessible modes, and allocator chunks, change nothing.
+ */
+void ls_track_mprotect(struct ls_thread *t, void *p, size_t len, int prot)
+{
+	int none = prot == PROT_NONE;
+	uint64_t at = (uint64_t)(uintptr_t)p, end = at + len, lo, hi;
+	struct ls_unwind_start start = t->start;
+
+	while (at < end && ls_mmaps_take(at, end - at, none ? is_program_map :
+					 is_reserved, mmap_changed, t, &lo, &hi)) {
+		t->start = start;	/* each piece from the caller */
+		ls_track_mmap(t, (void *)(uintptr_t)lo, hi - lo, none ?
+			      LSNAP_KIND_RESERVED : LSNAP_KIND_MMAP);
+		at = hi;
+	}
+}
+
 /* --- fork ---------------------------------------------------------------- */
+
+/* The exit snapshot's file, opened before the process became a user
+ * who cannot write into the out dir; -1 when it was not. */
+static int exit_fd = -1;
 
 /*
  * A pre-fork worker may never allocate again after fork (it sits in
@@ -300,23 +354,57 @@ int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
  * the same way, only later.  A child that execs loses the thread with
  * the rest of its image, one that exits sooner kills it in exit_group():
  * neither leaves a file.  The thread takes no signal meant for the
- * program.  NEEDSWORK: the child is multi-threaded for that second, so
- * a child that needs to be single-threaded (unshare(CLONE_NEWUSER),
- * setns into a mount namespace) fails with EINVAL during it.
+ * program.  The child is two-threaded for that second: a call that needs
+ * a single-threaded process (unshare(CLONE_NEWUSER), setns) would fail
+ * with EINVAL, so those calls retire the waker first (switch.c,
+ * ls_agent_threads_pause()).
  */
+static int waker_state;		/* WAKER_*; the futex the waker sleeps on */
+static pid_t waker_tid;		/* its kernel tid, once it runs */
+
+enum { WAKER_NONE, WAKER_SLEEPING, WAKER_RETIRE };
+
 static void *child_waker(void *arg)
 {
 	struct timespec at;
 	uint64_t due = ls_agent.fork_mono + LS_CHILD_MIN_LIFE_NS;
+	int expect = WAKER_SLEEPING;
 
 	(void)arg;
 	ls_guard_enter();	/* for good: nothing this thread does is tracked */
+	__atomic_store_n(&waker_tid, ls_gettid(), __ATOMIC_RELEASE);
 	at.tv_sec = (time_t)(due / 1000000000ull);
 	at.tv_nsec = (long)(due % 1000000000ull);
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
-		;
-	ls_agent_child_control();
+	/* Until due, or until told to retire (a FUTEX_WAKE). */
+	while (__atomic_load_n(&waker_state, __ATOMIC_ACQUIRE) == WAKER_SLEEPING &&
+	       ls_now_ns(CLOCK_MONOTONIC) < due)
+		syscall(SYS_futex, &waker_state, FUTEX_WAIT_BITSET_PRIVATE,
+			WAKER_SLEEPING, &at, NULL, FUTEX_BITSET_MATCH_ANY);
+	if (__atomic_load_n(&waker_state, __ATOMIC_ACQUIRE) == WAKER_SLEEPING)
+		ls_agent_child_control();
+	__atomic_compare_exchange_n(&waker_state, &expect, WAKER_NONE, 0,
+				    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	return NULL;
+}
+
+/* End the waker (if it runs) and wait until the kernel has let it go. */
+static void retire_waker(void)
+{
+	int old = __atomic_exchange_n(&waker_state, WAKER_RETIRE,
+				      __ATOMIC_ACQ_REL);
+	int i;
+
+	if (old == WAKER_SLEEPING) {
+		syscall(SYS_futex, &waker_state, FUTEX_WAKE_PRIVATE, 1);
+		/* Created a moment ago: it may not have said who it is. */
+		for (i = 0; i < 1000 && !__atomic_load_n(&waker_tid,
+							 __ATOMIC_ACQUIRE); i++)
+			ls_sys_sleep_ms(1);
+	}
+	if (__atomic_load_n(&waker_tid, __ATOMIC_ACQUIRE))
+		ls_sys_wait_thread_gone(waker_tid);
+	__atomic_store_n(&waker_tid, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&waker_state, WAKER_NONE, __ATOMIC_RELEASE);
 }
 
 static void start_child_waker(void)
@@ -330,8 +418,11 @@ static void start_child_waker(void)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 128 << 10);
+	__atomic_store_n(&waker_tid, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&waker_state, WAKER_SLEEPING, __ATOMIC_RELEASE);
 	/* On failure the first hook after LS_CHILD_MIN_LIFE_NS does it. */
-	pthread_create(&th, &attr, child_waker, NULL);
+	if (pthread_create(&th, &attr, child_waker, NULL))
+		__atomic_store_n(&waker_state, WAKER_NONE, __ATOMIC_RELEASE);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
@@ -372,6 +463,9 @@ static void fork_child(void)
 	ls_capture_atfork_child();
 	ls_attach_reset_child();
 	ls_agent.pid = getpid();
+	if (exit_fd >= 0)	/* the parent's report */
+		close(exit_fd);
+	exit_fd = -1;
 	ls_control_forget_child();
 	ls_pm_forget_child();
 	ls_agent.fork_mono = ls_now_ns(CLOCK_MONOTONIC);
@@ -506,13 +600,43 @@ static int write_checked(int fd)
 	return ls_snapwrite(fd, LSNAP_REASON_EXIT, ls_agent.exit_blocks);
 }
 
+static void exit_snapshot_path(char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s/%d-%llu" LS_SUFFIX_SNAP, ls_agent.out_dir,
+		 (int)ls_agent.pid, (unsigned long long)ls_agent.start_mono);
+}
+
+/*
+ * A worker about to setuid() away from the user that made the out dir
+ * (`leakscope run` as root makes it 0700) could create nothing there at
+ * exit: the file is created now, under its final name, since no rename
+ * will be possible then.  Until the exit it is empty, and `leakscope
+ * run` skips an empty one (a worker killed before its exit).
+ */
+void ls_agent_open_exit_report(void)
+{
+	char path[PATH_MAX + 64];
+
+	if (exit_fd >= 0 || !ls_agent.out_dir[0])
+		return;
+	exit_snapshot_path(path, sizeof(path));
+	exit_fd = ls_sys_fd_high(open(path, O_WRONLY | O_CREAT | O_TRUNC |
+				      O_CLOEXEC, 0600));
+}
+
 static void write_exit_snapshot(void)
 {
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 80];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%d-%llu" LS_SUFFIX_SNAP, ls_agent.out_dir,
-		 (int)ls_agent.pid, (unsigned long long)ls_agent.start_mono);
+	if (exit_fd >= 0) {	/* opened before a user switch */
+		if (write_checked(exit_fd))
+			(void)!ftruncate(exit_fd, 0);
+		close(exit_fd);
+		exit_fd = -1;
+		return;
+	}
+	exit_snapshot_path(path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s" LS_SUFFIX_TMP, path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -554,14 +678,16 @@ void ls_agent_exit_report(void)
 	 * `leakscope run` made as root (0700): its post-mortem file in its
 	 * own runtime dir stays instead, so the exit state is not lost. */
 	want = wants_exit_snapshot();
-	keep = ls_agent.keep_pm ||
-	       (want && access(ls_agent.out_dir, W_OK | X_OK));
+	keep = ls_agent.keep_pm || (want && exit_fd < 0 &&
+				    access(ls_agent.out_dir, W_OK | X_OK));
 	ls_snapwrite_lock();
 	ls_pm_tick();
 	ls_pm_close(keep);
 	ls_snapwrite_unlock();
 	if (want)
 		write_exit_snapshot();
+	else if (exit_fd >= 0)	/* left empty: skipped */
+		close(exit_fd);
 	ls_control_stop();
 out:
 	ls_guard_leave();
@@ -784,4 +910,23 @@ void ls_agent_modules_changed(void)
 {
 	ls_modules_refresh();
 	ls_capture_invalidate();
+}
+
+/* --- single-threaded moments and user switches (switch.c) ----------------- */
+
+int ls_agent_threads_pause(void)
+{
+	retire_waker();
+	return ls_control_pause();
+}
+
+void ls_agent_threads_resume(int paused)
+{
+	if (paused)
+		ls_control_resume();
+	/* A child younger than LS_CHILD_MIN_LIFE_NS still waits for its
+	 * control socket: a new waker. */
+	if (ls_agent.control_pending && ls_agent.fork_mono &&
+	    ls_agent.pid == getpid())
+		start_child_waker();
 }

@@ -23,12 +23,25 @@ void ls_track_free(struct ls_thread *t, void *p);
 int ls_track_take(struct ls_thread *t, void *p, void *saved);
 /* Put back what ls_track_take() removed (the realloc failed). */
 void ls_track_restore(struct ls_thread *t, const void *saved);
+/*
+ * Around a call that needs a single-threaded process: end the agent's
+ * threads (the fork child's waker, the control thread), returning what
+ * ls_agent_threads_resume() needs to start them again.  Not in a hook.
+ */
+int ls_agent_threads_pause(void);
+void ls_agent_threads_resume(int paused);
+/* Before the process becomes another user: create the exit snapshot's
+ * file while the out dir is still writable.  Not in a hook. */
+void ls_agent_open_exit_report(void);
+
 /* kind: LSNAP_KIND_MMAP, _ALLOCATOR or _RESERVED, as the hook chose. */
 void ls_track_mmap(struct ls_thread *t, void *p, size_t len, uint32_t kind);
 void ls_track_munmap(struct ls_thread *t, void *p, size_t len);
 /* Returns nonzero if [old, old+len) held tracked anonymous memory. */
 int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
 		    size_t newlen, uint32_t kind);
+/* A successful mprotect(p, len, prot): reserved <-> program mapping. */
+void ls_track_mprotect(struct ls_thread *t, void *p, size_t len, int prot);
 
 /*
  * Start tracking, if nothing has yet: real functions, settings, tables,

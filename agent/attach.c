@@ -52,6 +52,7 @@ static struct {
 	FN("reallocarray"), FN("posix_memalign"), FN("aligned_alloc"),
 	FN("memalign"), FN("valloc"), FN("pvalloc"), FN("malloc_usable_size"),
 	FN("mmap"), FN("mmap64"), FN("munmap"), FN("mremap"),
+	FN("mprotect"),
 	FN("dlclose"), FN("dlopen"),
 #undef FN
 };

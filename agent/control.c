@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -36,6 +37,8 @@ static int (*detach_fn)(char *why, size_t len);
 static pid_t owner;		/* the pid whose socket path we hold */
 static struct sockaddr_un addr;
 static void (*reset_fn)(void);	/* the "reset" verb: agent.c's */
+static int wake_fd = -1;	/* an eventfd: ends the control thread's poll */
+static int pausing;		/* the thread is to end, the socket to stay */
 
 /* mkdir -m 0700, then make sure nobody else owns or can write it. */
 int ls_control_prepare_dir(const char *dir)
@@ -149,18 +152,22 @@ static int recv_threads(int fd, struct lsnap_check_thread **th, uint32_t *n,
 }
 
 /*
- * `check`: the client stops every other thread once we say READY, sends
- * their registers; we clone the image, say CLONED (the client lets the
- * threads go), and the child sends the snapshot.  The child waits on a
- * pipe for our CLONED line to be out first.  docs/CONTROL-PROTOCOL.md.
+ * `check`: by default we first mark while the program runs
+ * (ls_reach_cm_begin); then the client stops every other thread once we
+ * say READY, sends their registers; we finish the mark, say MARKED (the
+ * client lets the threads go) and send the snapshot.  By the fork method
+ * (`check fork`, or when the kernel cannot do the concurrent one, or
+ * when the mark's log overflowed) we clone the image instead, say
+ * CLONED, and the child sends the snapshot; it waits on a pipe for our
+ * CLONED line to be out first.  docs/CONTROL-PROTOCOL.md.
  */
-static void serve_check(int fd, int with_blocks)
+static void serve_check(int fd, int with_blocks, int fork_method)
 {
 	struct lsnap_check_thread *th = NULL;
 	size_t bytes = 0;
 	uint32_t n = 0;
 	char line[64];
-	int r, len, gate[2] = { -1, -1 };
+	int r, len, gate[2] = { -1, -1 }, cm = 0;
 	pid_t child;
 
 	r = ls_reach_prepare();
@@ -173,13 +180,21 @@ static void serve_check(int fd, int with_blocks)
 		reply_error(fd, "cannot prepare the check");
 		return;
 	}
+	cm = !fork_method && !ls_reach_cm_begin();
 	len = snprintf(line, sizeof(line), "READY %d\n", (int)ls_gettid());
 	if (send(fd, line, (size_t)len, MSG_NOSIGNAL) != len)
-		return;
+		goto out;
 	r = recv_threads(fd, &th, &n, &bytes);
 	if (r) {
 		reply_error(fd, r == -ENOMEM ? "out of memory" :
 			    "malformed register list");
+		goto out;
+	}
+	if (cm && !ls_reach_cm_pause(th, n)) {
+		len = snprintf(line, sizeof(line), "%s\n", LS_REPLY_MARKED);
+		send(fd, line, (size_t)len, MSG_NOSIGNAL);
+		cm = 0;		/* finish frees it all */
+		ls_reach_cm_finish(fd, with_blocks);
 		goto out;
 	}
 	if (pipe2(gate, O_CLOEXEC)) {
@@ -196,8 +211,14 @@ static void serve_check(int fd, int with_blocks)
 	send(fd, line, (size_t)len, MSG_NOSIGNAL);
 	close(gate[1]);		/* the child's turn */
 	gate[1] = -1;
+	if (cm) {	/* the threads run again: undo the mark */
+		ls_reach_cm_abort();
+		cm = 0;
+	}
 	ls_reach_wait(child);
 out:
+	if (cm)
+		ls_reach_cm_abort();
 	if (gate[0] >= 0)
 		close(gate[0]);
 	if (gate[1] >= 0)
@@ -242,9 +263,13 @@ static void serve(int fd)
 		detaching = 1;
 		send_line(fd, LS_REPLY_OK, "");
 	} else if (!strcmp(req, LS_VERB_CHECK))
-		serve_check(fd, 0);
+		serve_check(fd, 0, 0);
 	else if (!strcmp(req, LS_VERB_CHECK_BLOCKS))
-		serve_check(fd, 1);
+		serve_check(fd, 1, 0);
+	else if (!strcmp(req, LS_VERB_CHECK_FORK))
+		serve_check(fd, 0, 1);
+	else if (!strcmp(req, LS_VERB_CHECK_FORK_BLOCKS))
+		serve_check(fd, 1, 1);
 	else if (!strcmp(req, LS_VERB_PING))
 		send_line(fd, LS_REPLY_PING, "");
 	else
@@ -319,9 +344,11 @@ static void *control_main(void *arg)
 	__atomic_store_n(&control_tid, ls_gettid(), __ATOMIC_RELEASE);
 	prctl(PR_SET_NAME, "leakscope");
 	sweep_runtime_dir();
-	while (!detaching) {
-		struct pollfd p = { .fd = listen_fd, .events = POLLIN };
+	while (!detaching && !__atomic_load_n(&pausing, __ATOMIC_ACQUIRE)) {
+		struct pollfd p[2] = { { .fd = listen_fd, .events = POLLIN },
+				       { .fd = wake_fd, .events = POLLIN } };
 		uint64_t now = mono_ms();
+		uint64_t n;
 		int fd, r;
 
 		if (now >= next) {
@@ -337,8 +364,10 @@ static void *control_main(void *arg)
 				next = now + ls_pm_period_ms();
 			continue;
 		}
-		r = poll(&p, 1, (int)(next - now));
-		if (r <= 0)
+		r = poll(p, wake_fd >= 0 ? 2 : 1, (int)(next - now));
+		if (r > 0 && p[1].revents & POLLIN)
+			(void)!read(wake_fd, &n, sizeof(n));
+		if (r <= 0 || !p[0].revents)
 			continue;
 		fd = ls_sys_fd_high(accept4(listen_fd, NULL, NULL,
 					    SOCK_CLOEXEC));
@@ -408,16 +437,13 @@ static int open_socket(void)
 	return 0;
 }
 
-int ls_control_start(void (*reset)(void))
+static int start_thread(void)
 {
 	sigset_t all, old;
 	pthread_attr_t attr;
 	pthread_t th;
-	int r = open_socket();
+	int r;
 
-	if (r)
-		return r;
-	reset_fn = reset;
 	/* The thread takes no signal meant for the program. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -427,8 +453,90 @@ int ls_control_start(void (*reset)(void))
 	r = -pthread_create(&th, &attr, control_main, NULL);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+int ls_control_start(void (*reset)(void))
+{
+	int r = open_socket();
+
+	if (r)
+		return r;
+	reset_fn = reset;
+	if (wake_fd < 0)
+		wake_fd = ls_sys_fd_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	r = start_thread();
 	if (r)
 		ls_control_stop();
+	return r;
+}
+
+static void wake(void)
+{
+	uint64_t one = 1;
+
+	if (wake_fd >= 0)
+		(void)!write(wake_fd, &one, sizeof(one));
+}
+
+int ls_control_pause(void)
+{
+	pid_t tid;
+
+	if (listen_fd < 0 || wake_fd < 0 || owner != getpid())
+		return 0;
+	tid = ls_control_tid_wait();	/* one started a moment ago */
+	if (!tid)
+		return 0;
+	__atomic_store_n(&pausing, 1, __ATOMIC_RELEASE);
+	wake();
+	ls_sys_wait_thread_gone(tid);
+	return 1;
+}
+
+void ls_control_resume(void)
+{
+	__atomic_store_n(&pausing, 0, __ATOMIC_RELEASE);
+	/* A thread that did not end in time (a long request) goes on
+	 * serving: no second one. */
+	if (listen_fd >= 0 && owner == getpid() && !ls_control_tid())
+		start_thread();
+}
+
+int ls_control_move(const char *dir, uid_t uid, gid_t gid)
+{
+	struct sockaddr_un to = { .sun_family = AF_UNIX };
+	int fd, n, r = 0;
+
+	if (listen_fd < 0 || owner != getpid())
+		return -ENOTCONN;
+	n = snprintf(to.sun_path, sizeof(to.sun_path), "%s/%d" LS_SUFFIX_SOCKET,
+		     dir, (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(to.sun_path))
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(to.sun_path);	/* stale, from a dead process of this pid */
+	if (bind(fd, (struct sockaddr *)&to, sizeof(to)) ||
+	    chmod(to.sun_path, 0600) || chown(to.sun_path, uid, gid) ||
+	    listen(fd, 8)) {
+		r = -errno;
+		unlink(to.sun_path);
+		goto out;
+	}
+	/* The control thread polls listen_fd: the same number, now the new
+	 * socket; the wake makes it poll that at once. */
+	if (dup3(fd, listen_fd, O_CLOEXEC) < 0) {
+		r = -errno;
+		unlink(to.sun_path);
+		goto out;
+	}
+	unlink(addr.sun_path);
+	addr = to;
+	wake();
+out:
+	close(fd);
 	return r;
 }
 
@@ -442,6 +550,10 @@ void ls_control_stop(void)
 void ls_control_forget_child(void)
 {
 	control_tid = 0;
+	pausing = 0;
+	if (wake_fd >= 0)	/* the parent's: a write would wake its thread */
+		close(wake_fd);
+	wake_fd = -1;
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;

@@ -36,6 +36,22 @@ void ls_control_stop(void);
  * without touching the parent's socket. */
 void ls_control_forget_child(void);
 
+/*
+ * Around a call that needs a single-threaded process (unshare of a user
+ * namespace, setns): end the control thread, keeping its socket (returns
+ * 1; 0 when none ran), then start a new one on the same socket.
+ * Connections made meanwhile wait in the socket's backlog.
+ */
+int ls_control_pause(void);
+void ls_control_resume(void);
+/*
+ * Move the socket into dir, owned by uid:gid (a process about to become
+ * that user, still privileged): a new socket there takes the listening
+ * descriptor's number, the old path goes.  0 or a negative errno (the old
+ * socket stays).
+ */
+int ls_control_move(const char *dir, uid_t uid, gid_t gid);
+
 /* The control thread's id once it runs in this process, else 0. */
 pid_t ls_control_tid(void);
 

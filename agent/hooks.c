@@ -50,12 +50,13 @@ static inline int ready(void)
 }
 
 /*
- * The thread record when this call is to be tracked, its call counted;
+ * The thread record when this call is to be tracked (tracking() counts
+ * the call too);
  * NULL when it should just pass through.  Takes no guard: the real
  * allocator is called unguarded, and only the agent's own bookkeeping
  * runs under the guard.
  */
-static inline struct ls_thread *tracking(enum ls_fn fn)
+static inline struct ls_thread *tracking_uncounted(void)
 {
 	struct ls_thread *t;
 
@@ -76,7 +77,15 @@ static inline struct ls_thread *tracking(enum ls_fn fn)
 			return NULL;
 		}
 	}
-	ls_thread_count(t, fn);
+	return t;
+}
+
+static inline struct ls_thread *tracking(enum ls_fn fn)
+{
+	struct ls_thread *t = tracking_uncounted();
+
+	if (t)
+		ls_thread_count(t, fn);
 	return t;
 }
 
@@ -372,10 +381,11 @@ LS_EXPORT size_t malloc_usable_size(void *p)
  * heap blocks are carved from, which the blocks already count.  No
  * access at all: a reservation of address space.  Else the program's.
  *
+ * mprotect() moves pieces between reserved and the program's (see
+ * ls_track_mprotect()); mremap keeps a reservation one.
+ *
  * NEEDSWORK: an allocator that tail-calls mmap leaves its own caller as
- * the return address (counted as the program's); mprotect() making part
- * of a reservation accessible is not hooked (still reserved); mremap
- * keeps no prot, so a moved reservation becomes a program mapping.
+ * the return address (counted as the program's).
  */
 static uint32_t mapping_kind(uintptr_t caller, int prot)
 {
@@ -425,6 +435,26 @@ LS_EXPORT int munmap(void *addr, size_t len)
 	r = ls_real.munmap(addr, len);
 	if (t && !r)
 		GUARDED(ls_track_munmap(t, addr, page_round(len)));
+	return r;
+}
+
+/*
+ * Not counted among the allocation calls (stats): most mprotect() calls
+ * are the loader's and a JIT's, on memory that is not tracked.
+ */
+LS_EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	struct ls_thread *t;
+	int r;
+
+	if (ls_unlikely(!ready()) || !ls_real.mprotect)
+		return (int)syscall(SYS_mprotect, addr, len, prot);
+	t = tracking_uncounted();
+	r = ls_real.mprotect(addr, len, prot);
+	if (r || !t)
+		return r;
+	GUARDED(t->start = LS_UNWIND_HERE();
+		ls_track_mprotect(t, addr, page_round(len), prot));
 	return r;
 }
 

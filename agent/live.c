@@ -39,6 +39,48 @@ struct shard {
 
 static struct shard shards[LS_LIVE_SHARDS];
 
+/*
+ * The change log of a concurrent reachability check (reach.c): while it
+ * is on, every insert and removal is appended, under the shard's lock,
+ * so that the entries of one address come in the order the table saw
+ * them.  The rec's op is stored last (release): a record whose op is
+ * still 0 belongs to a thread stopped while appending.
+ */
+static struct ls_live_log_rec *log_buf;	/* NULL: off */
+static size_t log_cap;
+static uint64_t log_next;	/* records claimed, may pass log_cap */
+
+static void log_put(uint32_t op, const struct ls_live_entry *e)
+{
+	struct ls_live_log_rec *buf = __atomic_load_n(&log_buf, __ATOMIC_ACQUIRE);
+	uint64_t i;
+
+	if (!buf)
+		return;
+	i = __atomic_fetch_add(&log_next, 1, __ATOMIC_RELAXED);
+	if (i >= log_cap)
+		return;		/* overflow: the reader sees next > cap */
+	buf[i].e = *e;
+	__atomic_store_n(&buf[i].op, op, __ATOMIC_RELEASE);
+}
+
+void ls_live_log_start(struct ls_live_log_rec *buf, size_t cap)
+{
+	log_cap = cap;
+	__atomic_store_n(&log_next, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&log_buf, buf, __ATOMIC_RELEASE);
+}
+
+uint64_t ls_live_log_count(void)
+{
+	return __atomic_load_n(&log_next, __ATOMIC_ACQUIRE);
+}
+
+void ls_live_log_stop(void)
+{
+	__atomic_store_n(&log_buf, NULL, __ATOMIC_RELEASE);
+}
+
 /* Block addresses are 16-byte aligned with structure in the high bits:
  * a multiplicative hash spreads them.  Its top bits pick the shard within
  * a group, the next 7 bits are the control byte, bits from 20 up the
@@ -214,10 +256,12 @@ int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 	if (i >= 0) {
 		*old = s->slots[i];
 		s->slots[i] = *e;
+		log_put(LS_LIVE_LOG_REMOVE, old);
 		ret = 1;
 	} else {
 		put_at(s, free >= 0 ? (uint64_t)free : find_free(s, h), e, h);
 	}
+	log_put(LS_LIVE_LOG_INSERT, e);
 out:
 	ls_unlock(&s->lock);
 	return ret;
@@ -245,6 +289,7 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 	}
 	s->count--;
 	found = 1;
+	log_put(LS_LIVE_LOG_REMOVE, out);
 out:
 	ls_unlock(&s->lock);
 	return found;
@@ -377,6 +422,8 @@ void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
 	unsigned i;
 	uint64_t j, slots;
 
+	/* A concurrent check cannot follow a reset: it sees an overflow. */
+	__atomic_store_n(&log_next, UINT64_MAX / 2, __ATOMIC_RELEASE);
 	for (i = 0; i < LS_LIVE_SHARDS; i++) {
 		struct shard *s = &shards[i];
 
@@ -416,4 +463,7 @@ void ls_live_reset_child(void)
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
 		ls_lock_reset(&shards[i].lock);
+	/* A check that was running belongs to the parent: the child's
+	 * hooks must not fill its copy of the log. */
+	log_buf = NULL;
 }

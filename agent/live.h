@@ -111,6 +111,24 @@ size_t ls_live_resident(void);
 /* Remove every entry (reset); calls fn for each removed entry first. */
 void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg);
 
+/*
+ * The change log of a concurrent reachability check (reach.c): between
+ * start and stop every insert (and the entry it replaced) and every
+ * removal is appended to buf, at most cap records; ls_live_log_count()
+ * says how many were claimed (more than cap: some were lost, as after a
+ * reset).  A record whose op is still 0 was being written by a thread
+ * that was stopped.  Start and stop from one thread (the control
+ * thread); appends are safe from any hook.
+ */
+enum { LS_LIVE_LOG_INSERT = 1, LS_LIVE_LOG_REMOVE = 2 };
+struct ls_live_log_rec {
+	struct ls_live_entry e;
+	uint32_t op;		/* 0 until written */
+	uint32_t pad;
+};
+void ls_live_log_start(struct ls_live_log_rec *buf, size_t cap);
+uint64_t ls_live_log_count(void);
+void ls_live_log_stop(void);
 void ls_live_lock_all(void);
 void ls_live_unlock_all(void);
 void ls_live_reset_child(void);

@@ -115,6 +115,43 @@ uint64_t ls_mmaps_remove(uint64_t start, uint64_t len, ls_mmaps_fn fn,
 	return gone;
 }
 
+int ls_mmaps_take(uint64_t start, uint64_t len, int (*want)(uint32_t site),
+		  ls_mmaps_fn fn, void *arg, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t end = start + len;
+	int found = 0;
+	size_t i;
+
+	ls_lock(&lock);
+	for (i = lower(start); i < nregs && regs[i].addr < end; i++) {
+		if (!want(regs[i].site))
+			continue;
+		*lo = regs[i].addr > start ? regs[i].addr : start;
+		*hi = regs[i].addr + regs[i].size < end ?
+		      regs[i].addr + regs[i].size : end;
+		found = 1;
+		break;
+	}
+	ls_unlock(&lock);
+	if (found)
+		ls_mmaps_remove(*lo, *hi - *lo, fn, arg);
+	return found;
+}
+
+int ls_mmaps_site_at(uint64_t addr, uint32_t *site)
+{
+	size_t i;
+	int found;
+
+	ls_lock(&lock);
+	i = lower(addr);
+	found = i < nregs && regs[i].addr <= addr;
+	if (found)
+		*site = regs[i].site;
+	ls_unlock(&lock);
+	return found;
+}
+
 size_t ls_mmaps_copy(struct ls_live_entry *buf, size_t cap)
 {
 	size_t n;

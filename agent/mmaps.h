@@ -22,6 +22,16 @@ int ls_mmaps_add(const struct ls_live_entry *e);
 /* Remove [start, start+len); returns the bytes that were tracked. */
 uint64_t ls_mmaps_remove(uint64_t start, uint64_t len, ls_mmaps_fn fn,
 			 void *arg);
+/*
+ * Remove the first tracked piece of [start, start+len) whose site want()
+ * accepts (fn is told, as by ls_mmaps_remove()) and give its bounds in
+ * *lo, *hi.  Returns 1, or 0 when no piece is wanted.  want() runs under
+ * the lock: it must not call back into this module.
+ */
+int ls_mmaps_take(uint64_t start, uint64_t len, int (*want)(uint32_t site),
+		  ls_mmaps_fn fn, void *arg, uint64_t *lo, uint64_t *hi);
+/* The site of the range holding addr: 1, or 0 when none does. */
+int ls_mmaps_site_at(uint64_t addr, uint32_t *site);
 /* Copy the ranges as entries (addr, size = length); see
  * ls_live_copy_shard() for the cap protocol. */
 size_t ls_mmaps_copy(struct ls_live_entry *buf, size_t cap);

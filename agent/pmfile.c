@@ -460,7 +460,7 @@ void ls_pm_close(int keep)
 	if (!hdr || owner != getpid())
 		return;
 	hdr->exited = 1;
-	if (!keep)
+	if (!keep && path[0])
 		unlink(path);
 }
 
@@ -518,4 +518,33 @@ size_t ls_pm_resident(void)
 uint32_t ls_pm_period_ms(void)
 {
 	return period;
+}
+
+int ls_pm_move(const char *dir, uid_t uid, gid_t gid)
+{
+	char to[sizeof(path)];
+	int n;
+
+	if (!hdr || owner != getpid())
+		return -ENOENT;
+	n = snprintf(to, sizeof(to), "%s/%d.pm", dir, (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(to))
+		return -ENAMETOOLONG;
+	/* The mapping stays: only the name and the owner change.  Across
+	 * file systems the file cannot follow, and the new user could not
+	 * remove it at exit: it goes now (no post-mortem file after the
+	 * switch; the mapping keeps serving the samples). */
+	if (rename(path, to)) {
+		n = -errno;
+		if (n == -EXDEV && !unlink(path))
+			path[0] = 0;
+		return n;
+	}
+	if (chown(to, uid, gid)) {
+		n = -errno;
+		rename(to, path);
+		return n;
+	}
+	memcpy(path, to, sizeof(to));
+	return 0;
 }

@@ -15,6 +15,7 @@
 #define LEAKSCOPE_AGENT_PMFILE_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include "../common/lspm.h"
 
 /* Create and map the file; 0 or -errno (then there is no post-mortem
@@ -33,6 +34,10 @@ void ls_pm_restart(void);
 void ls_pm_close(int keep);
 /* In a fork child: the mapping is the parent's; let go of it. */
 void ls_pm_forget_child(void);
+/* Rename the file into dir, owned by uid:gid (a process about to become
+ * that user, still privileged); 0 or a negative errno: it stays, except
+ * on another file system (-EXDEV), where it is removed. */
+int ls_pm_move(const char *dir, uid_t uid, gid_t gid);
 
 /* The header, or NULL when there is no file. */
 const struct lspm_header *ls_pm_header(void);

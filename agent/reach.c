@@ -1,5 +1,8 @@
 /*
- * reach.c - the reachability scan, run in a copy-on-write child.
+ * reach.c - the reachability scan: by default a mostly-concurrent mark in
+ * the live process (cm_*: marked while the program runs, finished with
+ * its threads stopped, see "a mostly-concurrent mark" below), or the
+ * fork method, a copy-on-write child scanning a frozen image.
  *
  * Phases (docs/REACHABILITY.md):
  *  1. gather: every heap block of the live tables into one array, sorted
@@ -28,12 +31,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <poll.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
+#include <linux/userfaultfd.h>
+#include "../common/contract.h"
 #include "state.h"
 #include "figures.h"
 #include "live.h"
@@ -47,7 +56,8 @@
 #define RED_ZONE 128
 #define GRANULE_SHIFT 20
 
-enum { ST_UNREACHED = 0, ST_POSSIBLE, ST_REACHABLE, ST_INDIRECT };
+/* ST_GONE: freed during a concurrent mark (not in the result). */
+enum { ST_UNREACHED = 0, ST_POSSIBLE, ST_REACHABLE, ST_INDIRECT, ST_GONE };
 
 /* A growable array of the child's own memory. */
 struct vec {
@@ -58,8 +68,15 @@ struct vec {
 
 struct region {
 	uint64_t start, end;
-	unsigned readable : 1, writable : 1, shared : 1, file : 1;
+	unsigned readable : 1, writable : 1, shared : 1, file : 1, stack : 1;
 };
+
+struct span {
+	uint64_t start, end;
+};
+
+#define WIN_BYTES (64u << 10)	/* the safe reader's window */
+#define MAX_GRABS 256
 
 struct gran {
 	uint64_t key;		/* granule + 1; 0 = empty */
@@ -82,6 +99,27 @@ struct scan {
 	uint64_t mem, peak;	/* bytes mapped now and at most */
 	uint64_t root_bytes, heap_bytes;
 	int partial;		/* out of memory: some blocks not scanned */
+	/* A concurrent mark (cm_*) runs in the live process: memory is
+	 * read through process_vm_readv() into a window, never in place,
+	 * since a block or a mapping may go away under the reader. */
+	int safe;
+	pid_t self;
+	uint8_t *win;
+	uint64_t wbase, wlen;
+	int record;		/* note the root pieces scanned in rootp */
+	struct vec rootp;	/* struct span, ascending */
+	struct vec regd;	/* struct span: ranges write-protected */
+	int uffd;
+	struct ls_live_log_rec *log;
+	size_t log_cap;
+	struct ls_live_entry *nb;	/* blocks allocated during the mark */
+	size_t nnb;
+	void *grabs[MAX_GRABS];	/* every mapping, to give it back */
+	size_t grab_len[MAX_GRABS];
+	size_t ngrabs;
+	uint64_t scan_ns;	/* so far */
+	uint32_t nth;
+	int torn;
 };
 
 /* Filled by ls_reach_prepare(), read by the child. */
@@ -100,19 +138,99 @@ static sigjmp_buf fault_jmp;
 
 static void *grab(struct scan *sc, size_t bytes)
 {
-	void *p = ls_sys_map(bytes ? bytes : 1);
+	void *p;
 
-	if (p && (sc->mem += bytes) > sc->peak)
+	if (sc->ngrabs == MAX_GRABS)
+		return NULL;
+	p = ls_sys_map(bytes ? bytes : 1);
+	if (!p)
+		return NULL;
+	sc->grabs[sc->ngrabs] = p;
+	sc->grab_len[sc->ngrabs++] = bytes ? bytes : 1;
+	if ((sc->mem += bytes) > sc->peak)
 		sc->peak = sc->mem;
 	return p;
 }
 
 static void drop(struct scan *sc, void *p, size_t bytes)
 {
+	size_t i;
+
 	if (!p)
 		return;
-	ls_sys_unmap(p, bytes);
+	for (i = 0; i < sc->ngrabs; i++)
+		if (sc->grabs[i] == p) {
+			sc->grabs[i] = sc->grabs[--sc->ngrabs];
+			sc->grab_len[i] = sc->grab_len[sc->ngrabs];
+			break;
+		}
+	ls_sys_unmap(p, bytes ? bytes : 1);
 	sc->mem -= bytes;
+}
+
+/* Every mapping of the scan back to the kernel (a concurrent check runs
+ * in the live process); the scan is zeroed. */
+static void drop_all(struct scan *sc)
+{
+	while (sc->ngrabs) {
+		sc->ngrabs--;
+		ls_sys_unmap(sc->grabs[sc->ngrabs], sc->grab_len[sc->ngrabs]);
+	}
+	memset(sc, 0, sizeof(*sc));
+}
+
+/* --- reading memory ------------------------------------------------------ */
+
+/* [a, a + len) into dst through the kernel: the bytes copied, 0 when
+ * the first page is not there.  Never faults. */
+static size_t read_safe(const struct scan *sc, uint64_t a, void *dst,
+			size_t len)
+{
+	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)a, len };
+	long n = syscall(SYS_process_vm_readv, sc->self, &l, 1UL, &r, 1UL, 0UL);
+
+	return n > 0 ? (size_t)n : 0;
+}
+
+/*
+ * [a, a + len) readable as words: in place in a frozen image (the
+ * child's fault handler catches the rest), else through the window,
+ * which is refilled from a little below a (marks walk chains downward
+ * as often as upward).  NULL when some of it cannot be read.
+ */
+static const uint64_t *view(struct scan *sc, uint64_t a, uint64_t len)
+{
+	uint64_t base;
+
+	if (!sc->safe)
+		return (const uint64_t *)(uintptr_t)a;
+	if (a >= sc->wbase && a + len <= sc->wbase + sc->wlen)
+		return (const uint64_t *)(sc->win + (a - sc->wbase));
+	if (len > WIN_BYTES / 2)
+		return NULL;
+	base = (a > WIN_BYTES / 8 ? a - WIN_BYTES / 8 : a) & ~4095ull;
+	if (base > a)
+		base = a;
+	sc->wbase = base;
+	sc->wlen = read_safe(sc, base, sc->win, WIN_BYTES);
+	if (a + len > sc->wbase + sc->wlen) {
+		sc->wbase = a;
+		sc->wlen = read_safe(sc, a, sc->win, WIN_BYTES);
+		if (len > sc->wlen)
+			return NULL;
+	}
+	return (const uint64_t *)(sc->win + (a - sc->wbase));
+}
+
+/* One word at a (8-aligned); 0 or -1 when it cannot be read. */
+static int peek(struct scan *sc, uint64_t a, uint64_t *v)
+{
+	const uint64_t *w = view(sc, a, 8);
+
+	if (!w)
+		return -1;
+	*v = *w;
+	return 0;
 }
 
 static int vec_push(struct scan *sc, struct vec *v, const void *e)
@@ -135,6 +253,16 @@ static int vec_push(struct scan *sc, struct vec *v, const void *e)
 
 /* --- 1. gather --------------------------------------------------------- */
 
+/* Shard i into buf: under its lock in the live process, without in a
+ * frozen image. */
+static size_t copy_shard(const struct scan *sc, unsigned i,
+			 struct ls_live_entry *buf, size_t cap, int *torn)
+{
+	if (sc->safe)
+		return ls_live_copy_shard(i, buf, cap);
+	return ls_live_copy_shard_frozen(i, buf, cap, torn);
+}
+
 static int gather(struct scan *sc, int *torn)
 {
 	size_t cap = ls_live_count() + 4096, n = 0, k;
@@ -145,7 +273,7 @@ static int gather(struct scan *sc, int *torn)
 	if (!buf)
 		return -ENOMEM;
 	for (i = 0; i < LS_LIVE_SHARDS; i++) {
-		k = ls_live_copy_shard_frozen(i, buf + n, cap - n, torn);
+		k = copy_shard(sc, i, buf + n, cap - n, torn);
 		if (n + k > cap) {
 			size_t ncap = (n + k) * 2;
 			struct ls_live_entry *b = grab(sc, ncap * sizeof(*b));
@@ -156,7 +284,7 @@ static int gather(struct scan *sc, int *torn)
 			drop(sc, buf, cap * sizeof(*b));
 			buf = b;
 			cap = ncap;
-			k = ls_live_copy_shard_frozen(i, buf + n, cap - n, torn);
+			k = copy_shard(sc, i, buf + n, cap - n, torn);
 		}
 		n += k;
 	}
@@ -167,16 +295,16 @@ static int gather(struct scan *sc, int *torn)
 
 /* LSD radix sort by address, 11 bits at a time over bits 4..47 (blocks
  * are 16-byte aligned below 2^48).  O(n), no recursion, no allocator. */
-static int sort_blocks(struct scan *sc)
+static int radix_sort(struct scan *sc, struct ls_live_entry *a, size_t n)
 {
-	struct ls_live_entry *tmp, *a = sc->blk, *b;
+	struct ls_live_entry *tmp, *b;
 	static size_t cnt[2048];
 	unsigned shift;
 	size_t i;
 
-	if (sc->n < 2)
+	if (n < 2)
 		return 0;
-	tmp = grab(sc, sc->n * sizeof(*tmp));
+	tmp = grab(sc, n * sizeof(*tmp));
 	if (!tmp)
 		return -ENOMEM;
 	b = tmp;
@@ -184,22 +312,27 @@ static int sort_blocks(struct scan *sc)
 		size_t sum = 0, c;
 
 		memset(cnt, 0, sizeof(cnt));
-		for (i = 0; i < sc->n; i++)
+		for (i = 0; i < n; i++)
 			cnt[a[i].addr >> shift & 2047]++;
 		for (i = 0; i < 2048; i++) {
 			c = cnt[i];
 			cnt[i] = sum;
 			sum += c;
 		}
-		for (i = 0; i < sc->n; i++)
+		for (i = 0; i < n; i++)
 			b[cnt[a[i].addr >> shift & 2047]++] = a[i];
 		struct ls_live_entry *t = a;
 		a = b;
 		b = t;
 	}
-	/* 4 passes: the result is back in sc->blk. */
-	drop(sc, tmp, sc->n * sizeof(*tmp));
+	/* 4 passes: the result is back in the caller's array. */
+	drop(sc, tmp, n * sizeof(*tmp));
 	return 0;
+}
+
+static int sort_blocks(struct scan *sc)
+{
+	return radix_sort(sc, sc->blk, sc->n);
 }
 
 static struct gran *gran_slot(const struct scan *sc, uint64_t g)
@@ -350,6 +483,9 @@ static int parse_maps(struct scan *sc)
 
 	if (r)
 		return r;
+	if (sc->regions.p)	/* again, at the stop of a concurrent mark */
+		drop(sc, sc->regions.p, sc->regions.cap * sc->regions.elem);
+	memset(&sc->regions, 0, sizeof(sc->regions));
 	sc->regions.elem = sizeof(struct region);
 	for (p = text, end = text + len; p < end; p = nl + 1) {
 		struct region g = { 0 };
@@ -378,6 +514,7 @@ static int parse_maps(struct scan *sc)
 				q++;
 		}
 		g.file = q < nl && *q == '/';
+		g.stack = nl - q == 7 && !memcmp(q, "[stack]", 7);
 		r = vec_push(sc, &sc->regions, &g);
 		if (r)
 			return r;
@@ -434,6 +571,8 @@ static inline void mark_word(struct scan *sc, uint64_t w, int definite)
 
 	if (i < 0)
 		return;
+	if (sc->st[i] == ST_GONE)
+		return;
 	if (start && definite) {
 		if (sc->st[i] != ST_REACHABLE) {
 			sc->st[i] = ST_REACHABLE;
@@ -445,11 +584,52 @@ static inline void mark_word(struct scan *sc, uint64_t w, int definite)
 	}
 }
 
+/*
+ * fn on every aligned word of [a, b) that may point into the heap.  In
+ * the live process the words are read piece by piece through the window;
+ * a page that cannot be read (unmapped meanwhile) is skipped.
+ */
+static void scan_words(struct scan *sc, uint64_t a, uint64_t b,
+		       void (*fn)(struct scan *, uint64_t, uint32_t),
+		       uint32_t arg)
+{
+	const uint64_t *w, *e;
+	uint64_t n;
+
+	a = (a + 7) & ~7ull;
+	b &= ~7ull;
+	while (a < b) {
+		n = sc->safe && b - a > WIN_BYTES / 2 ? WIN_BYTES / 2 : b - a;
+		w = view(sc, a, n);
+		if (!w) {	/* up to the end of a's page, or skip it */
+			n = ((a | 4095) + 1) - a;
+			if (n > b - a)
+				n = b - a;
+			w = view(sc, a, n);
+		}
+		if (w)
+			for (e = w + n / 8; w < e; w++)
+				if (*w >= sc->lo && *w < sc->hi)
+					fn(sc, *w, arg);
+		a += n;
+	}
+}
+
+static void mark_from_block(struct scan *sc, uint64_t w, uint32_t definite)
+{
+	mark_word(sc, w, (int)definite);
+}
+
 static void mark_range(struct scan *sc, uint64_t a, uint64_t b, int definite)
 {
-	const uint64_t *w = (const uint64_t *)((a + 7) & ~7ull);
-	const uint64_t *e = (const uint64_t *)(b & ~7ull);
+	const uint64_t *w, *e;
 
+	if (sc->safe) {
+		scan_words(sc, a, b, mark_from_block, (uint32_t)definite);
+		return;
+	}
+	w = (const uint64_t *)((a + 7) & ~7ull);
+	e = (const uint64_t *)(b & ~7ull);
 	for (; w < e; w++)
 		if (*w >= sc->lo && *w < sc->hi)
 			mark_word(sc, *w, definite);
@@ -463,9 +643,13 @@ static void on_fault(int sig)
 /* Scan [a, b) of a root region (mark_roots catches a fault). */
 static void mark_root(struct scan *sc, uint64_t a, uint64_t b)
 {
+	struct span sp = { a, b };
+
 	if (a >= b)
 		return;
 	sc->root_bytes += b - a;
+	if (sc->record && vec_push(sc, &sc->rootp, &sp))
+		sc->partial = 1;
 	mark_range(sc, a, b, 1);
 }
 
@@ -521,20 +705,21 @@ static uint64_t chunk_for(uint64_t size)
  * alone: the rest of the allocator's memory stays a root, which can hide
  * a leak behind a stale pointer but never makes one up.
  */
-static void heap_range(const struct scan *sc, size_t i, uint64_t gs,
+static void heap_range(struct scan *sc, size_t i, uint64_t gs,
 		       uint64_t ge, uint64_t *xs, uint64_t *xe, int *arena)
 {
-	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre;
+	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre, nx;
 
 	*arena = 0;
 	*xs = a;
 	*xe = a + (size ? size : 1);
-	if (a < gs + 16 || (a & 15))
+	if (a < gs + 16 || (a & 15) || peek(sc, a - 8, &hdr))
 		return;
-	hdr = *(const uint64_t *)(a - 8);
 	cs = hdr & ~7ull;
 	if (hdr & CHUNK_MMAPPED) {
-		pre = *(const uint64_t *)(a - 16);	/* memalign's offset */
+		/* memalign's offset */
+		if (peek(sc, a - 16, &pre))
+			return;
 		if ((cs & 4095) || pre > (1ull << 20) || a - 16 - pre < gs ||
 		    a - 16 + cs > ge || a - 16 + cs < a + size)
 			return;
@@ -545,11 +730,11 @@ static void heap_range(const struct scan *sc, size_t i, uint64_t gs,
 	/* In use: the chunk glibc gives such a request, and the next
 	 * chunk's header says its predecessor (this one) is in use. */
 	if (cs < chunk_for(size) || cs >= chunk_for(size) + 32 ||
-	    a - 8 + cs + 8 > ge || !(*(const uint64_t *)(a - 8 + cs) & 1))
+	    a - 8 + cs + 8 > ge || peek(sc, a - 8 + cs, &nx) || !(nx & 1))
 		return;
 	*xs = gs;
 	*xe = ge;
-	*arena = 1;
+	*arena = hdr & CHUNK_NON_MAIN ? 2 : 1;	/* a thread's, the main one */
 	if ((hdr & CHUNK_NON_MAIN) && (a & ~(HEAP_MAX_SIZE - 1)) > gs)
 		*xs = a & ~(HEAP_MAX_SIZE - 1);
 }
@@ -574,14 +759,17 @@ static int is_block(const struct scan *sc, uint64_t a)
  */
 static void mark_untracked(struct scan *sc, uint64_t s, uint64_t e)
 {
-	uint64_t p = s, size, next;
+	uint64_t p = s, size, next, nx;
 
 	while (p + 32 <= e) {
-		size = *(const uint64_t *)(p + 8) & ~7ull;
+		if (peek(sc, p + 8, &size))
+			break;
+		size &= ~7ull;
 		next = p + size;
-		if (size < 32 || (size & 15) || next + 16 > e)
+		if (size < 32 || (size & 15) || next + 16 > e ||
+		    peek(sc, next + 8, &nx))
 			break;		/* the top chunk, or not a chunk */
-		if ((*(const uint64_t *)(next + 8) & 1) && !is_block(sc, p + 16))
+		if ((nx & 1) && !is_block(sc, p + 16))
 			mark_piece(sc, p + 16, next + 8);
 		p = next;
 	}
@@ -629,7 +817,7 @@ static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
 		/* The main arena's chunks start at its region's start; a
 		 * thread arena's after its headers (NEEDSWORK: walked from
 		 * there, they would be roots too). */
-		if (arena && xs == g->start)
+		if (arena == 1 && xs == g->start)
 			mark_untracked(sc, xs, xe);
 		if (xe > cur)
 			cur = xe;
@@ -642,7 +830,7 @@ static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
 static void mark_region_guarded(struct scan *sc, const struct region *g,
 				uint64_t s)
 {
-	if (sigsetjmp(fault_jmp, 0))
+	if (!sc->safe && sigsetjmp(fault_jmp, 0))
 		return;
 	mark_region(sc, g, s);
 }
@@ -679,6 +867,11 @@ static void scan_block(struct scan *sc, uint32_t i,
 	uint64_t a = sc->blk[i].addr, b = a + sc->blk[i].size, r;
 	const uint64_t *w, *e;
 
+	if (sc->safe) {		/* the reader skips what went away */
+		sc->heap_bytes += b - a;
+		scan_words(sc, a, b, fn, arg);
+		return;
+	}
 	r = readable_until(sc, a);
 	if (r < b)
 		b = r;
@@ -690,11 +883,6 @@ static void scan_block(struct scan *sc, uint32_t i,
 	for (; w < e; w++)
 		if (*w >= sc->lo && *w < sc->hi)
 			fn(sc, *w, arg);
-}
-
-static void mark_from_block(struct scan *sc, uint64_t w, uint32_t definite)
-{
-	mark_word(sc, w, (int)definite);
 }
 
 static void mark_all(struct scan *sc)
@@ -765,6 +953,58 @@ static int cliques(struct scan *sc)
 
 /* --- 5. sums ----------------------------------------------------------- */
 
+static void count_block(struct ls_reach_result *res,
+			const struct ls_live_entry *b, uint8_t c)
+{
+	res->totals.bytes[c] += b->size;
+	res->totals.blocks[c]++;
+	if (b->site < res->nsites) {
+		res->sites[b->site].bytes[c] += b->size;
+		res->sites[b->site].blocks[c]++;
+	}
+}
+
+/*
+ * After a concurrent mark: the blocks freed meanwhile out, those
+ * allocated meanwhile in (reachable), in address order, as the writer
+ * lists them.
+ */
+static int merge_new(struct scan *sc, struct ls_reach_result *res)
+{
+	size_t i, j = 0, k = 0, nb = 0, cap;
+	struct ls_live_entry *blk;
+	uint8_t *cat;
+
+	for (i = 0; i < sc->nnb; i++)
+		if (sc->nb[i].addr)
+			sc->nb[nb++] = sc->nb[i];
+	sc->nnb = nb;
+	if (radix_sort(sc, sc->nb, nb))
+		return -ENOMEM;
+	cap = sc->n + nb;
+	blk = grab(sc, cap * sizeof(*blk));
+	cat = grab(sc, cap);
+	if (!blk || !cat)
+		return -ENOMEM;
+	for (i = 0; i < sc->n || j < nb;) {
+		if (i < sc->n && sc->st[i] == ST_GONE) {
+			i++;
+			continue;
+		}
+		if (j < nb && (i == sc->n || sc->nb[j].addr < sc->blk[i].addr)) {
+			blk[k] = sc->nb[j++];
+			cat[k++] = LSNAP_REACH_REACHABLE;
+		} else {
+			blk[k] = sc->blk[i];
+			cat[k++] = sc->st[i++];
+		}
+	}
+	res->blocks = blk;
+	res->cat = cat;
+	res->nblocks = k;
+	return 0;
+}
+
 static int sum_up(struct scan *sc, struct ls_reach_result *res)
 {
 	static const uint8_t cat_of[] = {
@@ -774,7 +1014,7 @@ static int sum_up(struct scan *sc, struct ls_reach_result *res)
 		[ST_INDIRECT] = LSNAP_REACH_INDIRECT,
 	};
 	uint32_t nsites = ls_site_count() + 1;
-	size_t i;
+	size_t i, gone = 0;
 
 	res->sites = grab(sc, nsites * sizeof(*res->sites));
 	if (!res->sites)
@@ -782,17 +1022,20 @@ static int sum_up(struct scan *sc, struct ls_reach_result *res)
 	res->nsites = nsites;
 	for (i = 0; i < nsites; i++)
 		res->sites[i].site = (uint32_t)i;
+	for (i = 0; i < sc->nnb; i++)	/* allocated during the mark */
+		if (sc->nb[i].addr)
+			count_block(res, &sc->nb[i], LSNAP_REACH_REACHABLE);
 	for (i = 0; i < sc->n; i++) {
 		const struct ls_live_entry *b = &sc->blk[i];
-		uint8_t c = cat_of[sc->st[i]];
+		uint8_t c;
 
-		sc->st[i] = c;	/* the state array becomes the categories */
-		res->totals.bytes[c] += b->size;
-		res->totals.blocks[c]++;
-		if (b->site < nsites) {
-			res->sites[b->site].bytes[c] += b->size;
-			res->sites[b->site].blocks[c]++;
+		if (sc->st[i] == ST_GONE) {
+			gone++;
+			continue;
 		}
+		c = cat_of[sc->st[i]];
+		sc->st[i] = c;	/* the state array becomes the categories */
+		count_block(res, b, c);
 		if (c == LSNAP_REACH_INDIRECT) {
 			uint32_t l = find_leader(sc->leader, (uint32_t)i);
 			uint32_t s = sc->blk[l].site;
@@ -806,7 +1049,657 @@ static int sum_up(struct scan *sc, struct ls_reach_result *res)
 	res->blocks = sc->blk;
 	res->cat = sc->st;
 	res->nblocks = sc->n;
+	return gone || sc->nnb ? merge_new(sc, res) : 0;
+}
+
+/* --- a mostly-concurrent mark ------------------------------------------ */
+
+static int take_inventory(struct scan *sc, int *torn);
+static void note_own(struct scan *sc);
+
+/* Kernel ABI (linux/fs.h and linux/userfaultfd.h of 6.7+), for older
+ * headers. */
+#ifndef PAGEMAP_SCAN
+struct page_region {
+	uint64_t start, end, categories;
+};
+struct pm_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask;
+	uint64_t return_mask;
+};
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#define PAGE_IS_WPALLOWED (1 << 0)
+#define PAGE_IS_WRITTEN (1 << 1)
+#endif
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
+#endif
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
+#endif
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+
+#define LOG_RECORDS (2u << 20)	/* 64 MiB of address space, touched as used */
+
+/*
+ * A userfaultfd in asynchronous write-protect mode: the kernel resolves
+ * the program's first write to each protected page by itself (no handler
+ * thread, no stall) and clears the page's protection bit, which
+ * PAGEMAP_SCAN reports as PAGE_IS_WRITTEN.  The soft-dirty bits would do
+ * the same where the kernel has CONFIG_MEM_SOFT_DIRTY; this one works
+ * on every 6.7+ kernel built with userfaultfd.  -ENOTSUP when missing.
+ */
+static int uffd_open(struct scan *sc)
+{
+	struct uffdio_api api = { .api = UFFD_API,
+		.features = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED };
+	int fd = (int)syscall(SYS_userfaultfd,
+			      O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+
+	if (fd < 0)
+		return -ENOTSUP;
+	if (ioctl(fd, UFFDIO_API, &api) ||
+	    !(api.ioctls & (1ull << _UFFDIO_REGISTER))) {
+		close(fd);
+		return -ENOTSUP;
+	}
+	sc->uffd = fd;
 	return 0;
+}
+
+/* Only the runtime's own memory whose words we can trust to stay put
+ * until they are written is protected; the rest waits for the stop:
+ * file-backed data (userfaultfd protects anonymous memory only), the
+ * main stack and whatever sits above a guard page (a thread's stack:
+ * its words below the stack pointer are stale, and which those are is
+ * known only once the thread is stopped). */
+static int protectable(const struct scan *sc, size_t i)
+{
+	const struct region *g = (const struct region *)sc->regions.p + i;
+	uint64_t own_end;
+
+	if (!g->readable || !g->writable || g->shared || g->file || g->stack)
+		return 0;
+	if (i > 0 && g[-1].end == g->start && !g[-1].readable && !g[-1].writable)
+		return 0;
+	return !(is_own(sc, g->start, &own_end) && own_end >= g->end);
+}
+
+#define PROTECT_STEP (16ull << 20)
+
+/*
+ * Register [start, end) for asynchronous write-protection and protect
+ * it, 16 MiB at a time: each step walks its page tables under the mmap
+ * lock, and the program's threads that map or fault wait for it (a GiB
+ * at once held them 80 to 170 ms here).  0, or -1 with nothing left
+ * registered.
+ */
+static int protect(struct scan *sc, uint64_t start, uint64_t end)
+{
+	struct uffdio_register reg = {
+		.range = { .start = start, .len = end - start },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	struct span sp = { start, end };
+	uint64_t a;
+
+	if (ioctl(sc->uffd, UFFDIO_REGISTER, &reg))
+		return -1;
+	for (a = start; a < end; a += PROTECT_STEP) {
+		struct uffdio_writeprotect wp = {
+			.range = { .start = a, .len = end - a },
+			.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+		};
+
+		if (wp.range.len > PROTECT_STEP)
+			wp.range.len = PROTECT_STEP;
+		if (ioctl(sc->uffd, UFFDIO_WRITEPROTECT, &wp))
+			break;
+	}
+	if (a < end || vec_push(sc, &sc->regd, &sp)) {
+		struct uffdio_range r = { start, end - start };
+
+		ioctl(sc->uffd, UFFDIO_UNREGISTER, &r);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The test hook of docs/REACHABILITY.md: with LEAKSCOPE_CHECK_PHASE_FDS
+ * "W,R" set in the program's environment, write the phase's byte to fd
+ * W and wait (10 s at most) for one byte on fd R, so that a workload can
+ * change its pointers at a known point of the mark.
+ */
+static void phase(char c)
+{
+	const char *v = getenv(LS_ENV_CHECK_PHASE_FDS);
+	struct pollfd pf = { .events = POLLIN };
+	char *end;
+	long w, r;
+
+	if (!v)
+		return;
+	w = strtol(v, &end, 10);
+	if (*end != ',')
+		return;
+	r = strtol(end + 1, NULL, 10);
+	pf.fd = (int)r;
+	if (write((int)w, &c, 1) == 1 && poll(&pf, 1, 10000) == 1)
+		(void)!read((int)r, &c, 1);
+}
+
+/* The start of a small /proc file, NUL-terminated: its length, or -1. */
+static ssize_t read_proc(const char *path, char *buf, size_t cap)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+/* The stack pointer of thread tid when it waits in a system call (from
+ * /proc: "NR args... sp pc"), or 0 when it runs. */
+static uint64_t blocked_sp(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	n = read_proc(path, buf, sizeof(buf));
+	if (n <= 0)
+		return 0;
+	if (buf[0] < '0' || buf[0] > '9')	/* "running" */
+		return 0;
+	/* The next-to-last field. */
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = 0;
+	p = strrchr(buf, ' ');
+	if (!p)
+		return 0;
+	*p = 0;
+	p = strrchr(buf, ' ');
+	return p ? strtoull(p + 1, NULL, 16) : 0;
+}
+
+/* The stack pointers of the threads that wait in a system call, and
+ * ours; up to cap. */
+static size_t blocked_sps(uint64_t *sps, size_t cap, uint64_t self_sp)
+{
+	char buf[4096];
+	size_t n = 0;
+	long k, off;
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (cap)
+		sps[n++] = self_sp;
+	if (fd < 0)
+		return n;
+	while ((k = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (off = 0; off < k;) {
+			const char *name = buf + off + 19;	/* d_name */
+			unsigned short reclen;
+			pid_t tid = (pid_t)strtol(name, NULL, 10);
+			uint64_t sp;
+
+			memcpy(&reclen, buf + off + 16, sizeof(reclen));
+			off += reclen;
+			if (tid > 0 && tid != ls_gettid() && n < cap &&
+			    (sp = blocked_sp(tid)))
+				sps[n++] = sp;
+		}
+	close(fd);
+	return n;
+}
+
+/*
+ * The roots, while the program runs: protected regions whole (their
+ * pieces recorded for the rescan of written pages), unprotected ones
+ * too (the stop scans them again whole), stacks from the stack pointer
+ * of a thread waiting in a system call; the stack of a thread that runs
+ * (a region above a guard page holding no known stack pointer, the main
+ * stack) waits for the stop.  What a thread's stack held here but no
+ * longer holds at the stop is only ever taken as reachable.
+ */
+static void mark_roots_cm(struct scan *sc)
+{
+	const struct region *g = sc->regions.p;
+	const struct span *p = sc->regd.p;
+	volatile uint64_t here = 0;
+	uint64_t sps[256], s;
+	size_t nsp = blocked_sps(sps, 256, (uint64_t)&here), i, j = 0, k;
+	int stack_like, known;
+
+	for (i = 0; i < sc->regions.len; i++) {
+		if (!g[i].readable || !g[i].writable ||
+		    (g[i].shared && g[i].file))
+			continue;
+		while (j < sc->regd.len && p[j].end <= g[i].start)
+			j++;
+		s = g[i].start;
+		known = 0;
+		for (k = 0; k < nsp; k++)
+			if (sps[k] >= s && sps[k] < g[i].end) {
+				known = 1;
+				if (sps[k] - RED_ZONE > s)
+					s = sps[k] - RED_ZONE;
+			}
+		stack_like = g[i].stack || (i > 0 && g[i - 1].end == g[i].start &&
+					    !g[i - 1].readable && !g[i - 1].writable);
+		if (stack_like && !known)
+			continue;
+		sc->record = j < sc->regd.len && p[j].start == g[i].start;
+		mark_region(sc, &g[i], s);
+		sc->record = 0;
+	}
+}
+
+/*
+ * The change log's memory is the agent's for good: a thread stopped
+ * inside ls_live_insert() may still write its record after the log is
+ * stopped, so it is never unmapped, only emptied after each check
+ * (MADV_DONTNEED: a late record lands on a fresh zero page).
+ */
+static struct ls_live_log_rec *log_buffer(void)
+{
+	static struct ls_live_log_rec *buf;
+
+	if (!buf)
+		buf = ls_sys_map(LOG_RECORDS * sizeof(*buf));
+	return buf;
+}
+
+static void log_empty(void)
+{
+	struct ls_live_log_rec *buf = log_buffer();
+
+	ls_live_log_stop();
+	if (buf)
+		madvise(buf, LOG_RECORDS * sizeof(*buf), MADV_DONTNEED);
+}
+
+int ls_reach_cm_begin(void)
+{
+	struct scan *sc = &sc_static;
+	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC);
+	const struct region *g;
+	size_t i;
+	int r, torn = 0;
+
+	drop_all(sc);
+	sc->safe = 1;
+	sc->self = getpid();
+	sc->uffd = -1;
+	sc->stack.elem = sizeof(uint32_t);
+	sc->rootp.elem = sc->regd.elem = sizeof(struct span);
+	sc->win = grab(sc, WIN_BYTES);
+	sc->log_cap = LOG_RECORDS;
+	sc->log = log_buffer();
+	if (!sc->win || !sc->log) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = uffd_open(sc);
+	if (r)
+		goto fail;
+	/* The log first: a block allocated from here on is "new", even if
+	 * the gather sees it too. */
+	ls_live_log_start(sc->log, sc->log_cap);
+	r = take_inventory(sc, &torn);
+	if (r)
+		goto fail;
+	/* Protect, then read: a word read afterwards and never written
+	 * again is the word at the stop. */
+	g = sc->regions.p;
+	for (i = 0; i < sc->regions.len; i++)
+		if (protectable(sc, i))
+			protect(sc, g[i].start, g[i].end);
+	mark_roots_cm(sc);
+	phase('1');
+	mark_all(sc);
+	phase('2');
+	sc->scan_ns = ls_now_ns(CLOCK_MONOTONIC) - t0;
+	return 0;
+fail:
+	ls_reach_cm_abort();
+	return r;
+}
+
+/* The old block at a, if any, is no longer: freed, or replaced. */
+static void old_gone(struct scan *sc, uint64_t a)
+{
+	size_t i = first_block_from(sc, a);
+
+	if (i < sc->n && sc->addr[i] == a)
+		sc->st[i] = ST_GONE;
+}
+
+struct nb_slot {
+	uint64_t addr;		/* 0 = empty */
+	uint64_t idx;		/* into nb */
+};
+
+/* The blocks allocated and freed since the log started: freed ones are
+ * gone, allocated ones still live go to nb (a freed one keeps its slot
+ * in nb with address 0). */
+static int apply_log(struct scan *sc, uint64_t count)
+{
+	size_t i, k, cap = 64, mask;
+	struct nb_slot *slot;
+
+	while (cap < count * 2)
+		cap *= 2;
+	mask = cap - 1;
+	slot = grab(sc, cap * sizeof(*slot));
+	sc->nb = grab(sc, (count + 1) * sizeof(*sc->nb));
+	if (!slot || !sc->nb)
+		return -ENOMEM;
+	for (i = 0; i < count; i++) {
+		const struct ls_live_log_rec *rec = &sc->log[i];
+		uint32_t op = __atomic_load_n(&rec->op, __ATOMIC_ACQUIRE);
+		uint64_t a = rec->e.addr;
+
+		if (!op) {	/* a thread stopped while writing it */
+			sc->torn = 1;
+			continue;
+		}
+		old_gone(sc, a);
+		k = (a >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & mask;
+		while (slot[k].addr && slot[k].addr != a)
+			k = (k + 1) & mask;
+		if (!slot[k].addr) {
+			if (op != LS_LIVE_LOG_INSERT)
+				continue;	/* an old block's end */
+			slot[k].addr = a;
+			slot[k].idx = sc->nnb++;
+		}
+		sc->nb[slot[k].idx] = rec->e;
+		if (op != LS_LIVE_LOG_INSERT)
+			sc->nb[slot[k].idx].addr = 0;
+	}
+	return 0;
+}
+/* The recorded root pieces within [a, b), scanned again. */
+static void rescan_roots(struct scan *sc, uint64_t a, uint64_t b)
+{
+	const struct span *p = sc->rootp.p;
+	size_t lo = 0, hi = sc->rootp.len;
+
+	while (lo < hi) {	/* the first piece ending after a */
+		size_t mid = (lo + hi) / 2;
+
+		if (p[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < sc->rootp.len && p[lo].start < b; lo++)
+		mark_range(sc, p[lo].start > a ? p[lo].start : a,
+			   p[lo].end < b ? p[lo].end : b, 1);
+}
+
+/* The marked blocks' words within [a, b), scanned again. */
+static void rescan_blocks(struct scan *sc, uint64_t a, uint64_t b)
+{
+	size_t i = first_block_from(sc, a);
+	uint64_t s, e;
+
+	if (i > 0 && sc->addr[i - 1] + sc->blk[i - 1].size > a)
+		i--;
+	for (; i < sc->n && sc->addr[i] < b; i++) {
+		if (sc->st[i] != ST_REACHABLE && sc->st[i] != ST_POSSIBLE)
+			continue;
+		s = sc->addr[i] > a ? sc->addr[i] : a;
+		e = sc->addr[i] + sc->blk[i].size;
+		if (e > b)
+			e = b;
+		sc->heap_bytes += e > s ? e - s : 0;
+		mark_range(sc, s, e, sc->st[i] == ST_REACHABLE);
+	}
+}
+
+/*
+ * Every page of the protected ranges written since it was protected
+ * (or no longer protected: its mapping was replaced) has its roots and
+ * its marked blocks' words scanned again.  -errno when the kernel cannot
+ * say (then nothing is known and the caller falls back).
+ */
+static int rescan_written(struct scan *sc)
+{
+	static struct page_region vec[512];
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	size_t i;
+	long k, n;
+
+	if (fd < 0)
+		return -errno;
+	for (i = 0; i < sc->regd.len; i++) {
+		const struct span *p = (const struct span *)sc->regd.p + i;
+		struct pm_scan_arg a = {
+			.size = sizeof(a), .start = p->start, .end = p->end,
+			.vec = (uint64_t)(uintptr_t)vec, .vec_len = 512,
+			/* written, or not protectable any more */
+			.category_inverted = PAGE_IS_WPALLOWED,
+			.category_anyof_mask = PAGE_IS_WRITTEN | PAGE_IS_WPALLOWED,
+			.return_mask = PAGE_IS_WRITTEN | PAGE_IS_WPALLOWED,
+		};
+
+		while (a.start < p->end) {
+			n = ioctl(fd, PAGEMAP_SCAN, &a);
+			if (n < 0) {
+				close(fd);
+				return -errno;
+			}
+			for (k = 0; k < n; k++) {
+				rescan_roots(sc, vec[k].start, vec[k].end);
+				rescan_blocks(sc, vec[k].start, vec[k].end);
+				/* Not protected any more: a new mapping
+				 * there, whose words are roots (the
+				 * categories come back uninverted). */
+				if (!(vec[k].categories & PAGE_IS_WPALLOWED))
+					mark_piece(sc, vec[k].start, vec[k].end);
+			}
+			if (a.walk_end <= a.start)
+				break;
+			a.start = a.walk_end;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+/* The pieces of the current maps the protection did not cover: stacks
+ * from their thread's stack pointer, file-backed data, mappings made
+ * during the mark.  Scanned whole, as the fork method scans. */
+static void scan_unprotected(struct scan *sc, const struct lsnap_check_thread *th,
+			     uint32_t nth, uint64_t self_sp)
+{
+	const struct region *g = sc->regions.p;
+	const struct span *p = sc->regd.p;
+	size_t i, j = 0, k;
+
+	for (i = 0; i < sc->regions.len; i++) {
+		struct region piece = g[i];
+		uint64_t s, sp;
+
+		if (!g[i].readable || !g[i].writable ||
+		    (g[i].shared && g[i].file))
+			continue;
+		while (piece.start < g[i].end) {
+			while (j < sc->regd.len && p[j].end <= piece.start)
+				j++;
+			if (j < sc->regd.len && p[j].start <= piece.start) {
+				piece.start = p[j].end;		/* covered */
+				continue;
+			}
+			piece.end = j < sc->regd.len && p[j].start < g[i].end ?
+				    p[j].start : g[i].end;
+			s = piece.start;
+			for (k = 0; k <= nth; k++) {
+				sp = k < nth ? th[k].sp : self_sp;
+				if (sp >= s && sp < piece.end && sp - RED_ZONE > s)
+					s = sp - RED_ZONE;
+			}
+			mark_region(sc, &piece, s);
+			piece.start = piece.end;
+		}
+	}
+}
+
+/*
+ * A stack the protection covered (a thread's stack without a guard page
+ * below it, which the mark could not tell from other memory): its words
+ * from the stopped thread's stack pointer up are scanned again whole.
+ * The mark read it from wherever the stack pointer was then (or all of
+ * it), and the written-page rescan covers only what the mark read.
+ */
+static void scan_protected_stacks(struct scan *sc,
+				  const struct lsnap_check_thread *th,
+				  uint32_t nth)
+{
+	const struct span *p = sc->regd.p;
+	uint64_t sp, s;
+	size_t i, k;
+
+	for (k = 0; k < nth; k++) {
+		const struct region *g;
+
+		sp = th[k].sp;
+		for (i = 0; i < sc->regd.len; i++)
+			if (sp >= p[i].start && sp < p[i].end)
+				break;
+		g = i < sc->regd.len ? region_of(sc, sp) : NULL;
+		if (!g)
+			continue;
+		s = sp - RED_ZONE > g->start ? sp - RED_ZONE : g->start;
+		mark_region(sc, g, s);
+	}
+}
+
+int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
+{
+	struct scan *sc = &sc_static;
+	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC), count;
+	volatile uint64_t here = 0;
+	size_t i, k;
+	int r;
+
+	count = ls_live_log_count();
+	ls_live_log_stop();
+	if (count > sc->log_cap)
+		return -EOVERFLOW;	/* too busy, or reset meanwhile */
+	r = apply_log(sc, count);
+	if (!r)
+		r = parse_maps(sc);
+	if (r)
+		return r;
+	note_own(sc);	/* the mappings made since */
+	r = rescan_written(sc);
+	if (r)
+		return r;
+	scan_unprotected(sc, th, nth, (uint64_t)&here);
+	scan_protected_stacks(sc, th, nth);
+	for (k = 0; k < nth; k++)
+		for (i = 0; i < th[k].nregs && i < LSNAP_CHECK_NREGS; i++)
+			if (th[k].regs[i] >= sc->lo && th[k].regs[i] < sc->hi)
+				mark_word(sc, th[k].regs[i], 1);
+	/* Allocated black, but what they hold is followed. */
+	for (i = 0; i < sc->nnb; i++)
+		if (sc->nb[i].addr) {
+			sc->heap_bytes += sc->nb[i].size;
+			mark_range(sc, sc->nb[i].addr,
+				   sc->nb[i].addr + sc->nb[i].size, 1);
+		}
+	mark_all(sc);
+	sc->nth = nth;
+	sc->scan_ns += ls_now_ns(CLOCK_MONOTONIC) - t0;
+	return 0;
+}
+
+#define UNPROTECT_STEP (16ull << 20)
+
+/*
+ * Lift the protection and close the userfaultfd.  Closing alone would
+ * clear a whole GiB's page tables under the mmap lock at once (50 ms
+ * here), stalling every thread of the program that faults or maps
+ * meanwhile; unregistering 16 MiB at a time bounds each hold to a
+ * fraction of a millisecond.
+ */
+static void unprotect(struct scan *sc)
+{
+	const struct span *p = sc->regd.p;
+	size_t i;
+	if (sc->uffd <= 0)
+		return;
+	for (i = 0; i < sc->regd.len; i++) {
+		uint64_t a;
+
+		for (a = p[i].start; a < p[i].end; a += UNPROTECT_STEP) {
+			struct uffdio_range r = { a, p[i].end - a };
+
+			if (r.len > UNPROTECT_STEP)
+				r.len = UNPROTECT_STEP;
+			/* Fails where the mapping went away: nothing to do. */
+			ioctl(sc->uffd, UFFDIO_UNREGISTER, &r);
+		}
+	}
+	close(sc->uffd);
+	sc->uffd = -1;
+}
+
+void ls_reach_cm_abort(void)
+{
+	struct scan *sc = &sc_static;
+
+	log_empty();
+	unprotect(sc);
+	drop_all(sc);
+}
+
+int ls_reach_cm_finish(int fd, int with_blocks)
+{
+	static struct ls_reach_result res;
+	struct scan *sc = &sc_static;
+	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC);
+	int r;
+
+	unprotect(sc);		/* the program's writes are free again */
+	memset(&res, 0, sizeof(res));
+	res.mallinfo = prep.mallinfo;
+	res.pid = prep.pid;
+	res.ppid = prep.ppid;
+	res.live = 1;
+	r = cliques(sc);
+	if (!r)
+		r = sum_up(sc, &res);
+	res.totals.scan_ns = sc->scan_ns + ls_now_ns(CLOCK_MONOTONIC) - t0;
+	res.totals.root_bytes = sc->root_bytes;
+	res.totals.heap_bytes = sc->heap_bytes;
+	res.totals.mem_bytes = sc->peak;
+	res.totals.nthreads = sc->nth;
+	res.torn = sc->torn;
+	if (!r) {
+		res.totals.flags = LSNAP_REACH_CONCURRENT |
+				   (res.torn ? LSNAP_REACH_TORN : 0) |
+				   (sc->partial ? LSNAP_REACH_PARTIAL : 0);
+		ls_snapwrite_lock();
+		r = ls_snapwrite_reach(fd, LSNAP_REASON_REQUEST, with_blocks,
+				       &res);
+		ls_snapwrite_unlock();
+	}
+	log_empty();
+	drop_all(sc);
+	return r;
 }
 
 /* --- the child ------------------------------------------------------------ */
@@ -823,6 +1716,22 @@ static void note_own(struct scan *sc)
 	}
 }
 
+/* The blocks, sorted and indexed, the maps, the agent's own memory. */
+static int take_inventory(struct scan *sc, int *torn)
+{
+	int r = gather(sc, torn);
+
+	if (!r)
+		r = sort_blocks(sc);
+	if (!r)
+		r = index_blocks(sc);
+	if (!r)
+		r = parse_maps(sc);
+	if (!r)		/* after parse_maps: our mappings so far are noted */
+		note_own(sc);
+	return r;
+}
+
 static int run_scan(struct scan *sc, const struct lsnap_check_thread *th,
 		    uint32_t nth, uint64_t self_sp, struct ls_reach_result *res)
 {
@@ -830,17 +1739,9 @@ static int run_scan(struct scan *sc, const struct lsnap_check_thread *th,
 	int r;
 
 	sc->stack.elem = sizeof(uint32_t);
-	r = gather(sc, &res->torn);
-	if (!r)
-		r = sort_blocks(sc);
-	if (!r)
-		r = index_blocks(sc);
-	if (!r)
-		r = parse_maps(sc);
+	r = take_inventory(sc, &res->torn);
 	if (r)
 		return r;
-	/* After parse_maps: the child's own mappings so far are noted. */
-	note_own(sc);
 	mark_roots(sc, th, nth, self_sp);
 	mark_all(sc);
 	r = cliques(sc);
@@ -866,6 +1767,9 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 
 	/* Die with the caller; take the faults the scan may meet (a
 	 * file mapping cut short, an entry caught mid-update). */
+	/* A concurrent mark that fell back leaves its state: the image's
+	 * copy of those mappings is simply not used. */
+	memset(&sc_static, 0, sizeof(sc_static));
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGBUS, &sa, NULL);
@@ -990,16 +1894,9 @@ int ls_reach_prepare(void)
 static unsigned count_threads(void)
 {
 	char buf[4096], *p;
-	ssize_t n;
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (read_proc("/proc/self/status", buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	p = strstr(buf, "\nThreads:");
 	return p ? (unsigned)strtoul(p + 9, NULL, 10) : 0;
 }

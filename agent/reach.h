@@ -60,5 +60,30 @@ int ls_reach_wait(pid_t child);
  */
 int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads);
 
+/*
+ * The mostly-concurrent check (docs/REACHABILITY.md), in the live
+ * process, from the control thread, after ls_reach_prepare():
+ *
+ *  - ls_reach_cm_begin(), while the program runs: write-protect its
+ *    anonymous memory (userfaultfd, asynchronous: the kernel only notes
+ *    which pages get written), log the allocations and frees, mark what
+ *    the protected roots reach, reading through process_vm_readv (a
+ *    block or a mapping may go away: never a fault).  -ENOTSUP when the
+ *    kernel lacks userfaultfd's asynchronous write-protection; on any
+ *    error everything is undone.
+ *  - ls_reach_cm_pause(), with every other thread stopped (th, n):
+ *    rescan the written pages, the unprotected roots (stacks from their
+ *    stack pointers, file-backed data, new mappings), the registers and
+ *    the blocks allocated meanwhile, and finish the closure.  On error
+ *    (-EOVERFLOW: more allocations than the log holds) call
+ *    ls_reach_cm_abort() and check by the fork method instead.
+ *  - ls_reach_cm_finish(), the threads let go: lift the protection,
+ *    cliques, sums, the snapshot to fd; frees everything.
+ */
+int ls_reach_cm_begin(void);
+int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t n);
+int ls_reach_cm_finish(int fd, int with_blocks);
+void ls_reach_cm_abort(void);
+
 
 #endif

@@ -84,6 +84,12 @@ void ls_real_init(void)
 	RESOLVE(mmap, "mmap");
 	RESOLVE(munmap, "munmap");
 	RESOLVE(mremap, "mremap");
+	RESOLVE(mprotect, "mprotect");
+	RESOLVE(setuid, "setuid");
+	RESOLVE(setreuid, "setreuid");
+	RESOLVE(setresuid, "setresuid");
+	RESOLVE(unshare, "unshare");
+	RESOLVE(setns, "setns");
 	RESOLVE(dlclose, "dlclose");
 	RESOLVE(execve, "execve");
 	RESOLVE(execvpe, "execvpe");

@@ -29,6 +29,12 @@ struct ls_real {
 	void *(*mmap)(void *, size_t, int, int, int, off_t);
 	int (*munmap)(void *, size_t);
 	void *(*mremap)(void *, size_t, size_t, int, ...);
+	int (*mprotect)(void *, size_t, int);
+	int (*setuid)(uid_t);
+	int (*setreuid)(uid_t, uid_t);
+	int (*setresuid)(uid_t, uid_t, uid_t);
+	int (*unshare)(int);
+	int (*setns)(int, int);
 	int (*dlclose)(void *);
 	int (*execve)(const char *, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);

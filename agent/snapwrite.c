@@ -224,7 +224,10 @@ static void put_notes(struct writer *w)
 
 static void put_modules(struct writer *w, const struct ls_reach_result *res)
 {
-	unsigned i, n = res ? ls_modules_count() : ls_modules_refresh();
+	/* A frozen image must not refresh (no lock, no allocator); a
+	 * concurrent check writes from the live process, as a snapshot. */
+	unsigned i, n = res && !res->live ? ls_modules_count() :
+					    ls_modules_refresh();
 
 	for (i = 0; i < n; i++) {
 		const struct ls_module_rec *m = ls_modules_get(i);
@@ -400,6 +403,15 @@ static size_t copy_mmaps(unsigned idx, struct ls_live_entry *buf, size_t cap)
 }
 
 static int frozen_torn;
+static size_t mmaps_seen;	/* by copy_mmaps_counted(), for the categories */
+
+/* A concurrent check writes from the live process: the mappings' table
+ * under its lock, and the count the walk wrote. */
+static size_t copy_mmaps_counted(unsigned idx, struct ls_live_entry *buf,
+				 size_t cap)
+{
+	return mmaps_seen = ls_mmaps_copy(buf, cap);
+}
 
 static size_t copy_mmaps_frozen(unsigned idx, struct ls_live_entry *buf,
 				size_t cap)
@@ -437,8 +449,13 @@ static int walk_frozen(struct writer *w, struct sums *s, int with_blocks,
 		put_entries(w, s, res->blocks + off,
 			    res->nblocks - off < slice ? res->nblocks - off : slice,
 			    with_blocks, 0);
-	ret = walk_one(w, s, with_blocks, copy_mmaps_frozen, 0, 1);
-	n = ls_mmaps_copy_frozen(NULL, 0, &frozen_torn);
+	if (res->live) {
+		ret = walk_one(w, s, with_blocks, copy_mmaps_counted, 0, 1);
+		n = mmaps_seen;
+	} else {
+		ret = walk_one(w, s, with_blocks, copy_mmaps_frozen, 0, 1);
+		n = ls_mmaps_copy_frozen(NULL, 0, &frozen_torn);
+	}
 	if (!ret && with_blocks)
 		put_reach_blocks(w, res, n);
 	return ret;

@@ -33,6 +33,8 @@ struct ls_reach_result {
 	uint32_t nsites;
 	struct lsnap_reach totals;
 	int torn;		/* tables caught mid-update */
+	int live;		/* written from the live process (a concurrent
+				   check), not from a frozen image */
 	pid_t pid, ppid;	/* of the process the image is of */
 	struct lsnap_mallinfo mallinfo;	/* taken before the stop */
 };

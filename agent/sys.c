@@ -169,3 +169,18 @@ int ls_sys_fd_high(int fd)
 	close(fd);
 	return hi;
 }
+
+void ls_sys_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+void ls_sys_wait_thread_gone(pid_t tid)
+{
+	int i;
+
+	for (i = 0; i < 5000 && !syscall(SYS_tgkill, getpid(), tid, 0); i++)
+		ls_sys_sleep_ms(1);
+}

@@ -61,6 +61,13 @@ static inline uint64_t ls_now_ns(clockid_t clk)
 #define LS_FD_SPARE 32
 int ls_sys_fd_high(int fd);
 
+/* Sleep ms milliseconds (nanosleep; EINTR ends it early). */
+void ls_sys_sleep_ms(unsigned ms);
+/* Wait, in 1 ms steps and at most about 5 s, until thread tid of this
+ * process has left the kernel's thread group (not only its start
+ * routine): a call that needs a single-threaded process may follow. */
+void ls_sys_wait_thread_gone(pid_t tid);
+
 static inline pid_t ls_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);

@@ -22,15 +22,24 @@ static const struct ls_option own[] = {
 	  .help = "what --fail-on-leak counts (implies it): definite,\n"
 	  "indirect, possible, reachable or all",
 	  .want = "definite, indirect, possible, reachable or all" },
+	{ .kind = LS_OPT_CHOICE,
+	  .long_name = "method",
+	  .offset = A(method),
+	  .argh = "HOW",
+	  .choices = (const char *const[]){ "concurrent", "fork", NULL },
+	  .help = "how: mark while the process runs, then stop it only to\n"
+	  "rescan what it wrote (the default), or stop it to clone a\n"
+	  "copy-on-write image and scan that" },
 	{ .kind = LS_OPT_END },
 };
 
 const struct ls_usage ls_check_usage = {
 	"check", "[OPTIONS] PID",
 	"tell a running process's leaks from the memory it still uses",
-	"Stop PID's threads for a moment, take their registers, clone a\n"
-	"copy-on-write image of the process and let them go; the image is\n"
-	"scanned for pointers to every live block while the process runs on.\n"
+	"Mark every live block PID's memory points to while it runs, then stop\n"
+	"its threads for a moment to rescan the pages they wrote meanwhile,\n"
+	"their stacks and registers (--method fork: clone a copy-on-write\n"
+	"image while they are stopped, and scan that).\n"
 	"Blocks are sorted as valgrind sorts them: definitely lost (nothing\n"
 	"points to them), indirectly lost (only lost blocks do), possibly lost\n"
 	"(only pointers into their inside), still reachable.  PID must run the\n"
@@ -85,7 +94,8 @@ int ls_cmd_check(struct ls_invocation *inv)
 		a->fail_on_leak = 1;
 	}
 	if (ls_client_check(inv->pid, a->r.ropts.need_blocks ||
-			    a->r.ropts.only, &snap, err, sizeof(err))) {
+			    a->r.ropts.only, (enum ls_check_method)a->method,
+			    &snap, err, sizeof(err))) {
 		ls_error("%s", err);
 		goto out;
 	}

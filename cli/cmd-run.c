@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -336,11 +337,16 @@ static void collect(const char *dir, struct collected *c)
 		size_t len = strlen(de->d_name);
 		char path[PATH_MAX + 256], err[512];
 		struct ls_snapshot snap;
+		struct stat st;
 
 		if (len <= strlen(LS_SUFFIX_SNAP) ||
 		    strcmp(de->d_name + len - strlen(LS_SUFFIX_SNAP), LS_SUFFIX_SNAP))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		/* Empty: made by a worker before it setuid()ed, for a report
+		 * it never wrote (killed, or too short-lived). */
+		if (!stat(path, &st) && st.st_size == 0)
+			continue;
 		if (ls_snapshot_load(path, &snap, err, sizeof(err))) {
 			ls_error("%s", err);
 			continue;

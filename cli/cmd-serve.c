@@ -35,11 +35,20 @@ static const struct ls_option own[] = {
 		  "(default $XDG_STATE_HOME/leakscope/snapshots,\n"
 		  "else ~/.local/state/leakscope/snapshots)",
 	  .want = "a directory" },
+	{ .kind = LS_OPT_SECONDS,
+	  .long_name = "agent-timeout",
+	  .offset = A(agent_timeout_ns),
+	  .argh = "SECONDS",
+	  .help = "wait at most this long for an agent's answer\n"
+		  "before 504 (default 3)",
+	  .flags = LS_OPTF_NONZERO,
+	  .max = 600000000000ull,
+	  .want = "seconds, at most 600" },
 	{ .kind = LS_OPT_END },
 };
 
 const struct ls_usage ls_serve_usage = {
-	"serve", "[--listen ADDR:PORT] [--snapshot-dir DIR]",
+	"serve", "[--listen ADDR:PORT] [--snapshot-dir DIR] [--agent-timeout S]",
 	"a live web view and JSON API of the traced processes",
 	"Serve a web page showing every traced process this user may query\n"
 	"(root: every user's): live memory, sites with their growth, charts,\n"
@@ -56,7 +65,9 @@ int ls_cmd_serve(struct ls_invocation *inv)
 	struct ls_serve_args *a = inv->args;
 	struct ls_web_opts opts = { .listen = a->listen,
 				    .allow_remote = a->allow_remote,
-				    .snapshot_dir = a->snapshot_dir };
+				    .snapshot_dir = a->snapshot_dir,
+				    .agent_timeout_ms = (unsigned)
+					((a->agent_timeout_ns + 999999) / 1000000) };
 	struct ls_web *w;
 	sigset_t set;
 	char err[1024];

@@ -27,6 +27,7 @@ struct ls_check_args {
 	struct ls_report_args r;	/* first: LS_CMD_REPORT */
 	int fail_on_leak;
 	const char *fail_on;	/* --fail-on KINDS */
+	int method;		/* --method: enum ls_check_method */
 };
 
 struct ls_olds_args {
@@ -48,6 +49,7 @@ struct ls_serve_args {
 	const char *listen;
 	int allow_remote;
 	const char *snapshot_dir;
+	uint64_t agent_timeout_ns;	/* 0: the default */
 };
 
 /* `leakscope trace` (cmd-trace.c): memleak's options and the tracer's. */

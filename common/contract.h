@@ -28,6 +28,8 @@
 #define LS_ENV_OUT_DIR "LEAKSCOPE_OUT_DIR"	/* exit snapshots go here */
 #define LS_ENV_DEPTH "LEAKSCOPE_DEPTH"		/* frames per stack */
 #define LS_ENV_FOLLOW_EXEC "LEAKSCOPE_FOLLOW_EXEC"	/* 0/1 */
+/* Test hook of a concurrent check: "W,R" fds (docs/REACHABILITY.md). */
+#define LS_ENV_CHECK_PHASE_FDS "LEAKSCOPE_CHECK_PHASE_FDS"
 #define LS_ENV_EXIT_BLOCKS "LEAKSCOPE_EXIT_BLOCKS"	/* block list at exit */
 #define LS_ENV_LEAK_CHECK "LEAKSCOPE_LEAK_CHECK"	/* 0/1: reachability
 							   check at exit */
@@ -148,8 +150,11 @@ static inline int ls_preload_splice(char *buf, size_t cap, const char *agent,
 #define LS_VERB_DETACH "detach"	/* only in an attached process */
 #define LS_VERB_CHECK "check"	/* reachability, docs/REACHABILITY.md */
 #define LS_VERB_CHECK_BLOCKS "check blocks"
+#define LS_VERB_CHECK_FORK "check fork"	/* the same by the fork method */
+#define LS_VERB_CHECK_FORK_BLOCKS "check fork blocks"
 #define LS_REPLY_READY "READY"	/* check: "READY <control thread tid>" */
 #define LS_REPLY_CLONED "CLONED"	/* check: "CLONED <child pid>" */
+#define LS_REPLY_MARKED "MARKED"	/* concurrent check: marked, let go */
 
 #define LS_REPLY_OK "OK"
 #define LS_REPLY_PING "OK leakscope 1"

@@ -339,6 +339,9 @@ enum lsnap_reach_flags {
 					   blocks were not scanned, so some
 					   blocks may be reported lost that
 					   are not */
+	LSNAP_REACH_CONCURRENT = 16,	/* marked while the program ran, then
+					   finished with the threads stopped
+					   (docs/REACHABILITY.md) */
 };
 
 struct lsnap_reach {

@@ -309,7 +309,8 @@ static int bad_reply(pid_t pid, const char *line, char *err, size_t errlen)
 	return -EPROTO;
 }
 
-/* After the threads are stopped: registers out, "CLONED" back. */
+/* After the threads are stopped: registers out, "CLONED" (the image is
+ * taken) or "MARKED" (the concurrent mark is finished) back. */
 static int clone_image(int fd, pid_t pid, struct ls_world *w, char *err,
 		       size_t errlen)
 {
@@ -326,17 +327,23 @@ static int clone_image(int fd, pid_t pid, struct ls_world *w, char *err,
 		snprintf(err, errlen, "pid %d exited during the check", (int)pid);
 		return -ESRCH;
 	}
-	if (strncmp(line, LS_REPLY_CLONED " ", strlen(LS_REPLY_CLONED) + 1))
+	if (strncmp(line, LS_REPLY_CLONED " ", strlen(LS_REPLY_CLONED) + 1) &&
+	    strcmp(line, LS_REPLY_MARKED))
 		return bad_reply(pid, line, err, errlen);
 	return 0;
 }
 
-int ls_client_check(pid_t pid, int blocks, struct ls_snapshot *snap,
-		    char *err, size_t errlen)
+int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
+		    struct ls_snapshot *snap, char *err, size_t errlen)
 {
+	static const char *const verbs[2][2] = {
+		{ LS_VERB_CHECK, LS_VERB_CHECK_BLOCKS },
+		{ LS_VERB_CHECK_FORK, LS_VERB_CHECK_FORK_BLOCKS },
+	};
 	struct ls_world_opts wo = { 0 };
 	struct ls_world w = { 0 };
 	char line[256], why[512];
+	uint64_t t_stopped, t_answer;
 	long tid;
 	int fd, ret;
 
@@ -345,8 +352,11 @@ int ls_client_check(pid_t pid, int blocks, struct ls_snapshot *snap,
 	if (fd < 0)
 		return fd;
 	snprintf(line, sizeof(line), "%s\n",
-		 blocks ? LS_VERB_CHECK_BLOCKS : LS_VERB_CHECK);
+		 verbs[method == LS_CHECK_FORK][!!blocks]);
+	/* READY comes after the concurrent mark: seconds for a large heap,
+	 * within the reply deadline. */
 	if (send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 ||
+	    ls_wait_readable(fd, reply_deadline()) ||
 	    read_line(fd, line, sizeof(line))) {
 		snprintf(err, errlen, "pid %d exited during the check", (int)pid);
 		ret = -ESRCH;
@@ -367,7 +377,9 @@ int ls_client_check(pid_t pid, int blocks, struct ls_snapshot *snap,
 			snprintf(err, errlen, "%s", why);
 		goto out;
 	}
+	t_stopped = ls_mono_ns();
 	ret = clone_image(fd, pid, &w, err, errlen);
+	t_answer = ls_mono_ns();
 	ls_world_resume(&w);
 	if (ret)
 		goto out;
@@ -379,6 +391,8 @@ int ls_client_check(pid_t pid, int blocks, struct ls_snapshot *snap,
 		goto out;
 	}
 	snap->reach_pause_ns = ls_world_pause_ns(&w);
+	snap->reach_stop_ns = t_stopped - w.stopped_ns;
+	snap->reach_agent_ns = t_answer - t_stopped;
 out:
 	ls_world_release(&w);
 	close(fd);

@@ -51,14 +51,17 @@ int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err,
 
 /*
  * A reachability check (docs/REACHABILITY.md): ask pid's agent to get
- * ready, stop every thread but its control thread (lib/ptrace.h), send
- * their registers, let them go as soon as the agent has cloned the image,
- * and read the snapshot with categories the clone writes.  Sets
- * snap->reach_pause_ns.  Errors as ls_client_snapshot(), plus ptrace's
- * (-EPERM, -EBUSY, -ETIMEDOUT) and -ESRCH when the process exits midway.
- * Not thread-safe (ptrace ties the stop to the calling thread).
+ * ready (by method LS_CHECK_CONCURRENT it first marks while the program
+ * runs), stop every thread but its control thread (lib/ptrace.h), send
+ * their registers, let them go as soon as the agent has finished the
+ * mark or cloned the image (LS_CHECK_FORK, and the agent's fallback), and
+ * read the snapshot with categories.  Sets snap->reach_pause_ns.  Errors
+ * as ls_client_snapshot(), plus ptrace's (-EPERM, -EBUSY, -ETIMEDOUT) and
+ * -ESRCH when the process exits midway.  Not thread-safe (ptrace ties the
+ * stop to the calling thread).
  */
-int ls_client_check(pid_t pid, int blocks, struct ls_snapshot *snap,
-		    char *err, size_t errlen);
+enum ls_check_method { LS_CHECK_CONCURRENT = 0, LS_CHECK_FORK = 1 };
+int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
+		    struct ls_snapshot *snap, char *err, size_t errlen);
 
 #endif

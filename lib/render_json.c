@@ -262,14 +262,22 @@ static void put_check(struct ls_json *j, const struct ls_render_ctx *c)
 		return;
 	ls_json_object(j, "check");
 	ls_json_bool(j, "at_exit", !!(r->flags & LSNAP_REACH_AT_EXIT));
+	ls_json_str(j, "method", r->flags & LSNAP_REACH_CONCURRENT ?
+		    "concurrent" : "fork");
 	ls_json_bool(j, "all_registers", !(r->flags & LSNAP_REACH_NO_REGS));
 	ls_json_bool(j, "torn", !!(r->flags & LSNAP_REACH_TORN));
 	ls_json_bool(j, "partial", !!(r->flags & LSNAP_REACH_PARTIAL));
 	ls_json_u64(j, "threads_stopped", r->nthreads);
-	if (s->reach_pause_ns)
+	if (s->reach_pause_ns) {
 		ls_json_f64(j, "pause_ms", (double)s->reach_pause_ns / 1e6, 3);
-	else
+		/* Where it went: stopping the threads, the agent's answer
+		 * (rescan or clone), the rest is letting them go. */
+		ls_json_f64(j, "pause_stop_ms", (double)s->reach_stop_ns / 1e6, 3);
+		ls_json_f64(j, "pause_agent_ms", (double)s->reach_agent_ns / 1e6,
+			    3);
+	} else {
 		ls_json_null(j, "pause_ms");
+	}
 	ls_json_f64(j, "scan_ms", (double)r->scan_ns / 1e6, 3);
 	ls_json_u64(j, "root_bytes", r->root_bytes);
 	ls_json_u64(j, "heap_bytes_scanned", r->heap_bytes);

@@ -432,6 +432,8 @@ static void put_check(const struct ls_render_ctx *c)
 	fputs("Reachability check", c->out);
 	if (r->flags & LSNAP_REACH_AT_EXIT)
 		fputs(" at exit", c->out);
+	if (r->flags & LSNAP_REACH_CONCURRENT)
+		fputs(" (concurrent mark)", c->out);
 	if (s->reach_pause_ns)
 		fprintf(c->out, ": %u threads held %.3f ms", r->nthreads,
 			(double)s->reach_pause_ns / 1e6);

@@ -96,6 +96,9 @@ struct ls_snapshot {
 	struct lsnap_reach reach;
 	uint64_t reach_pause_ns;	/* set by the caller that stopped the
 					   threads; 0 = not measured */
+	uint64_t reach_stop_ns;		/* of which stopping every thread */
+	uint64_t reach_agent_ns;	/* registers sent to the agent's
+					   answer (its rescan, or its clone) */
 
 	char **argv;		/* owned, argc entries + NULL */
 	size_t argc;

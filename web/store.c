@@ -312,6 +312,7 @@ static void list_dir(struct ls_json *j, const char *dir)
 			continue;
 		ls_json_object(j, NULL);
 		ls_json_u64(j, "pid", (uint64_t)pid);
+		ls_json_str(j, "dir", dir);
 		ls_json_u64(j, "uid", (uint64_t)st.st_uid);
 		ls_json_u64(j, "bytes", (uint64_t)st.st_blocks * 512);
 		ls_json_u64(j, "mtime", (uint64_t)st.st_mtime);

@@ -139,6 +139,41 @@ def need(program):
     return path
 
 
+def need_user_reaches(uid, *paths):
+    """Skips the check unless user uid can reach and run every path (the
+    leakscope binary, the agent): a clone inside a 0700 directory, such
+    as one made by mktemp -d, is out of reach of user nobody."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            code = 0 if all(os.access(p, os.X_OK) for p in paths) else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.WEXITSTATUS(status) != 0:
+        blocked = next((d for d in _parents(paths[0])
+                        if not os.stat(d).st_mode & 0o001), paths[0])
+        raise Skip("uid %d cannot reach %s (%s is not searchable by "
+                   "others): build in a directory others can enter" % (
+                       uid, os.path.relpath(paths[0], ROOT), blocked))
+
+
+def _parents(path):
+    """path's directories from the root down."""
+    path = os.path.dirname(os.path.abspath(path))
+    out = []
+    while True:
+        out.append(path)
+        up = os.path.dirname(path)
+        if up == path:
+            return list(reversed(out))
+        path = up
+
+
 def free_port():
     """A loopback TCP port free at the time of the call."""
     s = socket.socket()

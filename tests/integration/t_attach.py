@@ -19,7 +19,8 @@ import time
 from harness import (check, once, free_port, workload, eq, ok, contains, fail,
                      run_process, expect_site, expect_no_site,
                      expect_no_temporaries, expect_totals_consistent,
-                     outer_functions, site_text, sites_text, need, LEAKSCOPE,
+                     outer_functions, site_text, sites_text, need,
+                     need_user_reaches, LEAKSCOPE,
                      BUILD, Failure, Skip)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-attach-")
@@ -508,6 +509,7 @@ def t_other_user():
     if os.geteuid() != 0:
         raise Skip("needs root to run leakscope as another user")
     setpriv = need("setpriv")
+    need_user_reaches(65534, LEAKSCOPE)
     t = Target()
     try:
         r = run_process([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",

@@ -50,10 +50,10 @@ def env():
 class Target:
     """reach.c under the agent, preloaded by hand, held until closed."""
 
-    def __init__(self, args=()):
+    def __init__(self, args=(), name="reach"):
         e = env()
         e["LD_PRELOAD"] = AGENT
-        self.p = subprocess.Popen([workload("reach")] + list(args), env=e,
+        self.p = subprocess.Popen([workload(name)] + list(args), env=e,
                                   stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE,
@@ -157,6 +157,119 @@ def t_live_stats():
     ok(c["pause_ms"] is not None and c["pause_ms"] > 0, "pause measured",
        str(c))
     eq(j["reason"], "live", "snapshot reason")
+    eq(c["method"], "concurrent" if concurrent_ok() else "fork",
+       "the default method")
+
+
+@once
+def concurrent_ok():
+    """Whether this kernel has userfaultfd's asynchronous write-protection
+    (6.7+), which the concurrent mark needs (else the agent forks)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.syscall(323, 0o2000000 | 1)    # userfaultfd, user mode only
+    if fd < 0:
+        return False
+    try:
+        import fcntl
+        import struct
+        api = bytearray(struct.pack("QQQ", 0xAA, (1 << 15) | (1 << 13), 0))
+        buf = (ctypes.c_char * len(api)).from_buffer(api)
+        r = libc.ioctl(fd, 0xC018AA3F, buf)
+        return r == 0
+    finally:
+        os.close(fd)
+
+
+def need_concurrent():
+    if not concurrent_ok():
+        raise Skip("the kernel lacks userfaultfd's asynchronous "
+                   "write-protection (6.7+): checks fall back to fork")
+
+
+@check("check --method fork and the concurrent mark: every category exactly, "
+       "the same records")
+def t_methods_agree():
+    need_concurrent()
+    t = Target()
+    try:
+        fork = check_json(t, "--method", "fork")
+        conc = check_json(t, "--method", "concurrent")
+    finally:
+        t.close()
+    eq(fork["check"]["method"], "fork", "--method fork")
+    eq(conc["check"]["method"], "concurrent", "--method concurrent")
+    expect_truth(fork, "fork")
+    expect_truth(conc, "concurrent")
+    eq(our_records(conc), our_records(fork), "records")
+
+
+MOVE_SITES = ("site_box", "site_moved_root", "site_moved_late",
+              "site_moved_new", "site_new_holder", "site_born_lost",
+              "site_freed")
+
+
+def move_sites(report):
+    """site function -> {kind: blocks} for tests/workloads/reach-move.c"""
+    out = {}
+    for s in report["sites"]:
+        fn = first_function(s)
+        if fn in MOVE_SITES:
+            kinds = out.setdefault(fn, {})
+            for k in KINDS:
+                n = s["reachability"][k]["blocks"]
+                if n:
+                    kinds[k] = kinds.get(k, 0) + n
+    return out
+
+
+@check("concurrent mark: pointers moved from unscanned to scanned memory "
+       "during the mark (into a scanned root, into a scanned block, into a "
+       "block allocated meanwhile) are never lost; a block allocated "
+       "meanwhile is reachable, then lost; a freed one is gone")
+def t_concurrent_moves():
+    need_concurrent()
+    truth = {"site_box": {"reachable": 2},
+             "site_moved_root": {"reachable": 1},
+             "site_moved_late": {"reachable": 1},
+             "site_moved_new": {"reachable": 1},
+             "site_new_holder": {"reachable": 1},
+             "site_born_lost": {"reachable": 1}}
+    t = Target(name="reach-move")
+    try:
+        first = check_json(t, "--top", "100")
+        second = check_json(t, "--top", "100")
+        fork = check_json(t, "--top", "100", "--method", "fork")
+        alive = t.alive()
+    finally:
+        t.close()
+    eq(first["check"]["method"], "concurrent", "the first check's method")
+    eq(first["check"]["threads_stopped"], 3, "threads stopped")
+    eq(move_sites(first), truth, "the check during which they moved")
+    truth["site_born_lost"] = {"definite": 1}
+    eq(move_sites(second), truth, "the next concurrent check")
+    eq(move_sites(fork), truth, "the next check, by fork")
+    ok(alive, "the target runs on")
+
+
+@check("concurrent mark: more allocations during the mark than its change "
+       "log holds: the check falls back to the fork method, exact")
+def t_concurrent_overflow():
+    need_concurrent()
+    t = Target(["flood"], name="reach-move")
+    try:
+        j = check_json(t, "--top", "100")
+        alive = t.alive()
+    finally:
+        t.close()
+    eq(j["check"]["method"], "fork", "the method after the overflow")
+    eq(move_sites(j), {"site_box": {"reachable": 2},
+                       "site_moved_root": {"reachable": 1},
+                       "site_moved_new": {"reachable": 1},
+                       "site_moved_late": {"definite": 1},
+                       "site_freed": {"reachable": 1}},
+       "nothing moved: the table as it was")
+    ok(alive, "the target runs on")
 
 
 @check("check PID text: valgrind's loss records and LEAK SUMMARY")
@@ -305,7 +418,9 @@ def t_busy():
     t = Target(["busy"])
     try:
         for i in range(6):
-            j = check_json(t)
+            # Both methods, in turn: the concurrent one meets blocks
+            # allocated and freed during its mark.
+            j = check_json(t, "--method", ("concurrent", "fork")[i % 2])
             got = by_site(j)
             eq(got["site_leak"]["definite"]["blocks"], 3,
                "check %d: site_leak still definitely lost" % i)

@@ -18,7 +18,7 @@ def expect_same(why):
 
 def mode_check(mode, sampled=False):
     opts = ["--sample-rate", "64KiB"] if sampled else []
-    return lambda: expect_same(stresslib.stress_mode(mode, opts))
+    return lambda: expect_same(stresslib.stress_mode(mode, opts, quick=True))
 
 
 for _mode in stresslib.MODES:
@@ -41,3 +41,9 @@ def t_redis():
 def t_nginx():
     need("nginx")
     expect_same(stresslib.nginx(100))
+
+
+@check("stress: beam.smp spawning 2000 processes prints and exits as natively")
+def t_beam():
+    need("erl")
+    expect_same(stresslib.beam())

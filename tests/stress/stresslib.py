@@ -22,8 +22,21 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.join(ROOT, "build")
 LEAKSCOPE = os.path.join(BUILD, "leakscope")
 STRESS = os.path.join(BUILD, "tests", "workloads", "stress")
+STRESS_CXX = os.path.join(BUILD, "tests", "workloads", "stress-cxx")
 LIBLEAKY = os.path.join(BUILD, "tests", "workloads", "libleaky.so")
-MODES = ["signals", "forks", "dlopen", "longjmp", "spawn", "xthread"]
+MODES = ["signals", "forks", "dlopen", "longjmp", "spawn", "xthread",
+         "threads", "nomem", "cxx"]
+# The quick part's arguments where the long run's are heavier.
+QUICK = {"threads": ["quick"]}
+
+
+def mode_argv(mode, quick=False):
+    """The command of one stress mode."""
+    if mode == "cxx":
+        return [STRESS_CXX]
+    if mode == "dlopen":
+        return [STRESS, mode, LIBLEAKY]
+    return [STRESS, mode] + (QUICK.get(mode, []) if quick else [])
 
 
 def traced(argv, options=(), output=None):
@@ -38,9 +51,9 @@ def run(argv, timeout=120):
     return p.returncode, p.stdout
 
 
-def stress_mode(mode, options=()):
-    """One stress.c mode: same stdout and status traced as native."""
-    argv = [STRESS, mode] + ([LIBLEAKY] if mode == "dlopen" else [])
+def stress_mode(mode, options=(), quick=False):
+    """One stress mode: same stdout and status traced as native."""
+    argv = mode_argv(mode, quick)
     native = run(argv)
     got = run(traced(argv, options))
     if native[0] != 0:
@@ -173,4 +186,39 @@ def nginx(requests=200):
     got = nginx_once(True, requests)
     if got != native:
         return "nginx: traced %r, native %r" % (got, native)
+    return None
+
+
+# Processes, messages, an ETS table, binaries, garbage collection: the
+# printed sums must not depend on scheduling.
+BEAM_EVAL = """
+Self = self(),
+Pids = [spawn(fun() -> L = lists:seq(1, 200 + I rem 50),
+                        B = binary:copy(<<I:32>>, 64),
+                        Self ! {self(), lists:sum(L) + byte_size(B)} end)
+        || I <- lists:seq(1, 2000)],
+Sum = lists:sum([receive {P, S} -> S end || P <- Pids]),
+T = ets:new(t, [set]),
+[ets:insert(T, {K, integer_to_list(K)}) || K <- lists:seq(1, 20000)],
+Size = ets:info(T, size),
+ets:delete(T),
+erlang:garbage_collect(),
+io:format("beam ok ~p ~p~n", [Sum, Size]),
+halt(0).
+"""
+
+
+def beam_once(under):
+    argv = [shutil.which("erl"), "-noshell", "-eval", BEAM_EVAL]
+    return run(traced(argv) if under else argv, timeout=180)
+
+
+def beam():
+    """beam.smp (21 threads): the same output and status."""
+    native = beam_once(False)
+    got = beam_once(True)
+    if native[0] != 0:
+        return "beam: native run failed with status %d" % native[0]
+    if got != native:
+        return "beam: traced %r, native %r" % (got, native)
     return None

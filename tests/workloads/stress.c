@@ -12,11 +12,23 @@
  *   spawn      posix_spawn and vfork+exec of /bin/true, 200 times each
  *   xthread    blocks allocated by one thread and freed by another,
  *              200000 through a bounded queue
+ *   threads    20000 short-lived threads (8 at a time), each allocating
+ *              and freeing; 2000 with "threads quick"
+ *   nomem      allocation failure under RLIMIT_AS: malloc, calloc,
+ *              realloc and posix_memalign refused (NULL / ENOMEM, the
+ *              old block intact), then 1 MiB blocks until malloc returns
+ *              NULL, all freed, and malloc works again.  The number of
+ *              blocks that fit is not printed: the agent's own memory
+ *              counts against the limit too (issue 12 item 2).
+ *
+ * C++ exceptions through 50 frames are stress-cxx.cc's.
  *
  * Exit status 0 and "MODE ok CHECKSUM" on stdout.  No leak is asserted:
  * the point is that the program behaves the same, whatever the tracer.
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -24,11 +36,26 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include "wl.h"
 
 extern char **environ;
+
+/* VmSize in bytes, from /proc/self/statm (no stdio). */
+static size_t wl_vm_size(void)
+{
+	char buf[128];
+	int fd = open("/proc/self/statm", O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	WL_CHECK(n > 0, "read /proc/self/statm");
+	buf[n] = 0;
+	return (size_t)strtoull(buf, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE);
+}
 static volatile sig_atomic_t in_handler_allocs;
 static volatile int stop_threads;
 
@@ -226,6 +253,99 @@ static uint64_t mode_xthread(void)
 	return sum;
 }
 
+static void *short_thread(void *arg)
+{
+	uintptr_t i = (uintptr_t)arg;
+	unsigned char *p = malloc(32 + i % 64);
+
+	if (!p)
+		return NULL;
+	memset(p, (int)(i & 0xff), 32 + i % 64);
+	i = p[i % 32] + 1;
+	free(p);
+	return (void *)i;
+}
+
+static uint64_t mode_threads(int n)
+{
+	pthread_t th[8];
+	uint64_t sum = 0;
+	void *ret;
+	int i, k;
+
+	for (i = 0; i < n; i += 8) {
+		for (k = 0; k < 8; k++)
+			WL_CHECK(!pthread_create(&th[k], NULL, short_thread,
+						 (void *)(uintptr_t)(i + k)),
+				 "pthread_create");
+		for (k = 0; k < 8; k++) {
+			WL_CHECK(!pthread_join(th[k], &ret), "pthread_join");
+			sum += (uintptr_t)ret;
+		}
+	}
+	return sum;
+}
+
+#define MIB (1024u * 1024u)
+
+/* Sizes no allocator can give, through volatiles so that the compiler
+ * neither warns about them nor folds the calls away. */
+static volatile size_t huge = (size_t)-1 / 2, huge_n = (size_t)-1 / 4;
+
+/* Each refused call must say ENOMEM and change nothing. */
+static uint64_t refused_calls(void)
+{
+	char *keep = malloc(100), *q;
+	void *al = NULL;
+	uint64_t sum = 0;
+
+	WL_CHECK(keep != NULL, "malloc(100)");
+	memset(keep, 7, 100);
+	errno = 0;
+	sum += !malloc(huge) && errno == ENOMEM;
+	errno = 0;
+	sum += !calloc(huge_n, 4) && errno == ENOMEM;
+	errno = 0;
+	q = realloc(keep, huge);
+	if (q)		/* cannot be: keep it freeable either way */
+		keep = q;
+	else
+		sum += errno == ENOMEM && keep[99] == 7;
+	sum += posix_memalign(&al, 64, huge) == ENOMEM && !al;
+	free(keep);
+	return sum;
+}
+
+static uint64_t mode_nomem(void)
+{
+	struct rlimit rl;
+	char *blocks[4096];
+	uint64_t sum = refused_calls();
+	int n = 0, i, intact = 1;
+
+	/* 256 MiB above what is mapped now. */
+	rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+	WL_CHECK(!getrlimit(RLIMIT_AS, &rl), "getrlimit");
+	rl.rlim_cur = wl_vm_size() + 256ul * MIB;
+	WL_CHECK(!setrlimit(RLIMIT_AS, &rl), "setrlimit");
+	errno = 0;
+	while (n < 4096 && (blocks[n] = malloc(MIB))) {
+		memset(blocks[n], n & 0xff, MIB);
+		n++;
+	}
+	sum += n < 4096 && errno == ENOMEM;	/* it did run out */
+	sum += refused_calls();
+	for (i = 0; i < n; i++) {
+		intact &= blocks[i][MIB - 1] == (char)(i & 0xff);
+		free(blocks[i]);
+	}
+	sum += intact;
+	blocks[0] = malloc(MIB);
+	sum += blocks[0] != NULL;
+	free(blocks[0]);
+	return sum;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -243,8 +363,14 @@ int main(int argc, char **argv)
 		sum = mode_spawn();
 	else if (!strcmp(mode, "xthread"))
 		sum = mode_xthread();
+	else if (!strcmp(mode, "threads"))
+		sum = mode_threads(argc > 2 && !strcmp(argv[2], "quick") ?
+				   2000 : 20000);
+	else if (!strcmp(mode, "nomem"))
+		sum = mode_nomem();
 	else {
-		wl_say(2, "usage: stress signals|forks|dlopen LIB|longjmp|spawn|xthread\n");
+		wl_say(2, "usage: stress signals|forks|dlopen LIB|longjmp|spawn|"
+		       "xthread|threads [quick]|nomem\n");
 		return 2;
 	}
 	wl_say(1, "%s ok %llu\n", mode, (unsigned long long)sum);
