@@ -121,10 +121,18 @@ struct uw_node {
  * per entry.  An entry is intact while no word was written a whole ring
  * past its start (dirty <= pos + UW_POOL).
  */
-#define UW_MEMO_SET_BITS 7
+/*
+ * Sized for deep stacks (docs/UNWINDING.md): with 128 sets and 8192
+ * words, python3 (45-word walks) kept ~170 walks in the ring and most
+ * misses were entries whose words the ring had already overwritten, or
+ * that their set had replaced.  256 sets and 32768 words (640 KiB of
+ * address space, touched only as walks are recorded) halve python's
+ * misses and leave cxx-containers 3% of them.
+ */
+#define UW_MEMO_SET_BITS 8
 #define UW_MEMO_SETS (1u << UW_MEMO_SET_BITS)
 #define UW_MEMO_WAYS 8
-#define UW_POOL (1u << 13)	/* words in the ring */
+#define UW_POOL (1u << 15)	/* words in the ring */
 #define UW_MEMO_MAXW 512	/* words one walk may record */
 /* Words checked per test.  A walk's words are padded to a multiple of
  * this with uw_pad_word, which always holds 0, so the check has no tail
@@ -157,10 +165,39 @@ struct uw_fsz {
 	uint64_t off;		/* from sp */
 };
 
+/*
+ * The hint goes deeper where one start state has many walks.  A hook
+ * called from one place at one depth with the same caller (python3's
+ * allocator wrappers under the interpreter loop) can have dozens of
+ * walks that differ from the second to the eighth return address: all
+ * had the same hint, hence the same set, and replaced each other in its
+ * eight ways while 2000 other entries sat idle.  When a miss finds an
+ * entry of the same start state and hint whose words changed, the hint
+ * chain of that walk is made one return address deeper: this cache says,
+ * for a return address ra, how far above ra's slot the next return
+ * address lies, which is fixed when the frame ra returns into has an
+ * %rsp-based CFA.  The hint then mixes the return addresses along the
+ * chain (UW_DEEP_MAX at most), and the walks of that state spread over
+ * the sets.  Only a hint: every word is checked anyway, and put and
+ * lookup compute it with the same function on the same stack.
+ */
+#define UW_DEEP 1024
+#define UW_DEEP_MAX 8
+
+struct uw_deep {
+	uint64_t ra;
+	uint64_t off;		/* from ra's slot to the next one's */
+};
+
 /* A walk being recorded. */
 struct uw_rec {
 	struct uw_word *w, *end;	/* next word, end of the room */
-	uint64_t ra1_at, ra1;		/* the first return address read */
+	/* The first steps: where each read its return address, its value,
+	 * and whether the next slot is at a fixed distance (an %rsp-based
+	 * CFA, the return address at CFA - 8). */
+	uint64_t ra_at[UW_DEEP_MAX + 2], ra[UW_DEEP_MAX + 2];
+	uint8_t fixed[UW_DEEP_MAX + 2];
+	int nra;
 	uint64_t rbp_at, rbp_val;	/* where the current %rbp came from */
 	int rbp_from;		/* UW_RBP_START, _WORD (rbp_at) or _FIXED */
 	int need_rbp;		/* a step used the starting %rbp */
@@ -186,7 +223,9 @@ struct uw_tcache {
 	int pend_ok;
 	uint64_t walks, hits;	/* counted by this thread, read by snapshots */
 	uint8_t victim[UW_MEMO_SETS];	/* next way to replace */
+	int collided;		/* the last miss met its state's entry */
 	struct uw_fsz fsz[UW_FSZ];	/* pc -> where its return address is */
+	struct uw_deep deep[UW_DEEP];	/* ra -> where the next one is */
 	uint64_t tag[UW_MEMO_SETS][UW_MEMO_WAYS];	/* uw_memo_hash; 0: empty */
 	struct uw_memo memo[UW_MEMO_SETS][UW_MEMO_WAYS];
 	struct uw_word pool[UW_POOL] __attribute__((aligned(64)));
@@ -297,6 +336,7 @@ static void uw_memo_clear(struct uw_tcache *tc)
 {
 	memset(tc->tag, 0, sizeof(tc->tag));
 	memset(tc->fsz, 0, sizeof(tc->fsz));
+	memset(tc->deep, 0, sizeof(tc->deep));
 	tc->pend_ok = 0;
 }
 
@@ -622,9 +662,12 @@ void uw_rec_step_in(struct uw_rec *rc, uint64_t rule, uint64_t dat,
 	}
 	if (dat)
 		uw_rec_word(rc, dat, cfa);
-	if (!rc->ra1_at) {
-		rc->ra1_at = ra_at;
-		rc->ra1 = npc;
+	if (rc->nra < UW_DEEP_MAX + 2) {
+		rc->ra_at[rc->nra] = ra_at;
+		rc->ra[rc->nra] = npc;
+		rc->fixed[rc->nra] = !dat && !(rule >> 56 & LS_CFI_CFA_RBP) &&
+				     ra_at + 8 == cfa;
+		rc->nra++;
 	}
 	uw_rec_word(rc, ra_at, npc);
 	if (uw_rbp_how(rule) != LS_CFI_RBP_SAME) {
@@ -924,16 +967,57 @@ static inline struct uw_fsz *uw_fsz_of(struct uw_tcache *tc, uint64_t pc)
 	return &tc->fsz[(pc * 0x9e3779b97f4a7c15ull) >> 55 & (UW_FSZ - 1)];
 }
 
+static inline struct uw_deep *uw_deep_of(struct uw_tcache *tc, uint64_t ra)
+{
+	return &tc->deep[(ra * 0x9e3779b97f4a7c15ull) >> 54 & (UW_DEEP - 1)];
+}
+
 /* The hint for a walk from (pc, sp): the return address it will read
- * first when the frame-size cache knows where, else the caller's. */
+ * first when the frame-size cache knows where, else the caller's; mixed
+ * with the next ones where the deep cache knows them.  Reads stay in
+ * [sp, hi): each distance is positive. */
 static inline uint64_t uw_hint(struct uw_tcache *tc, uint64_t pc,
 			       uint64_t sp, uint64_t hint)
 {
 	const struct uw_fsz *f = uw_fsz_of(tc, pc);
+	const struct uw_deep *d;
+	uint64_t at, ra;
+	int k;
 
-	if (f->pc == pc && sp + f->off + 8 <= tc->hi)
-		return uw_load(sp + f->off);
+	if (f->pc != pc || sp + f->off + 8 > tc->hi)
+		return hint;
+	at = sp + f->off;
+	hint = ra = uw_load(at);
+	for (k = 0; k < UW_DEEP_MAX; k++) {
+		d = uw_deep_of(tc, ra);
+		if (ls_likely(d->ra != ra) || at + d->off + 8 > tc->hi)
+			break;
+		at += d->off;
+		ra = uw_load(at);
+		hint = (hint ^ ra) * 0x9e3779b97f4a7c15ull;
+	}
 	return hint;
+}
+
+/* After a miss that met an entry of its own state and hint: one return
+ * address deeper for the hint of walks along this one's chain. */
+static void uw_deepen(struct uw_tcache *tc, const struct uw_rec *rc)
+{
+	struct uw_deep *d;
+	int k;
+
+	for (k = 0; k + 1 < rc->nra && k < UW_DEEP_MAX; k++) {
+		d = uw_deep_of(tc, rc->ra[k]);
+		if (d->ra == rc->ra[k] &&
+		    rc->ra_at[k] + d->off == rc->ra_at[k + 1])
+			continue;	/* the chain goes on through it */
+		if (rc->fixed[k] && rc->fixed[k + 1] && rc->ra[k] &&
+		    rc->ra_at[k + 1] > rc->ra_at[k]) {
+			d->ra = rc->ra[k];
+			d->off = rc->ra_at[k + 1] - rc->ra_at[k];
+		}
+		return;
+	}
 }
 
 /* Room for the words of a walk about to be recorded: contiguous in the
@@ -951,7 +1035,7 @@ static void uw_rec_open(struct uw_tcache *tc, struct uw_rec *rc,
 	rc->rbp_from = UW_RBP_START;
 	rc->need_rbp = 0;
 	rc->bad = 0;
-	rc->ra1_at = 0;
+	rc->nra = 0;
 }
 
 /*
@@ -1004,12 +1088,17 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 		*o = o0;
 		n = uw_walk(&w, o);
 	} else if (w.rec && !rec.bad) {
-		if (rec.ra1_at > w.sp && rec.ra1_at - w.sp < UW_HOME_MAX) {
+		if (rec.nra && rec.ra_at[0] > w.sp &&
+		    rec.ra_at[0] - w.sp < UW_HOME_MAX) {
 			struct uw_fsz *f = uw_fsz_of(tc, w.pc);
 
 			f->pc = w.pc;
-			f->off = rec.ra1_at - w.sp;
-			hint = rec.ra1;
+			f->off = rec.ra_at[0] - w.sp;
+			if (tc->collided)
+				uw_deepen(tc, &rec);
+			tc->collided = 0;
+			/* What a lookup from here computes. */
+			hint = uw_hint(tc, w.pc, w.sp, hint);
 		}
 		tc->pend = (struct uw_memo){
 			.pc = w.pc, .sp = w.sp, .rbp = w.rbp, .key = *key,
@@ -1072,6 +1161,7 @@ void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
 	uint32_t seq = __atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE), i, set;
 	const struct uw_memo *m;
 	uint64_t h;
+	int collided = 0;
 
 	if (!tc || tc == UW_TC_GONE || tc->seq != seq || (seq & 1) ||
 	    !tc->hi || tc->hi != uw_self.home_hi || sp < uw_self.home_lo ||
@@ -1086,14 +1176,19 @@ void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
 		m = &tc->memo[set][i];
 		if (m->pc != pc || m->sp != sp || m->key != key ||
 		    m->hint != hint || (m->need_rbp && m->rbp != rbp) ||
-		    tc->dirty > m->pos + UW_POOL || !uw_memo_holds(tc, m))
+		    tc->dirty > m->pos + UW_POOL)
 			continue;
+		if (!uw_memo_holds(tc, m)) {
+			collided = 1;
+			continue;
+		}
 		/* A dlclose meanwhile: the rules may be stale. */
 		if (__atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE) != seq)
 			return NULL;
 		__atomic_store_n(&tc->hits, tc->hits + 1, __ATOMIC_RELAXED);
 		return m->val;
 	}
+	tc->collided = collided;
 	return NULL;
 }
 

@@ -65,7 +65,7 @@ void ls_unwind_thread_prepare(void);
  * Safe inside allocation hooks and async-signal handlers, and
  * async-signal-safe itself: no allocation through malloc, no stdio, no
  * lock; errno is left alone.  A thread's first call maps its caches
- * (about 300 KiB of address space, touched as used, given back to a
+ * (about 765 KiB of address space, touched as used, given back to a
  * pool when the thread exits).
  * Thread-safe.  May be called before ls_unwind_init(); it then works
  * uncached.

@@ -733,6 +733,220 @@ static void test_memo_from(void)
 	   mine.n);
 }
 
+/*
+ * Memo capacity: 512 distinct walks of ~45 frames each (24k words with
+ * the padding), each from its own sp, captured in turn twice.  The memo
+ * keeps them all (32768 words, 2048 entries), so the second pass is
+ * answered from it: with the 8192-word ring it had before, the ring
+ * held ~180 of them and every capture of the second pass walked.  Each
+ * answer is checked against the walk made alongside it.
+ */
+#define CAP_STACKS 512
+#define CAP_DEPTH 40
+
+struct cap_walk {
+	int n;
+	uint64_t pcs[MAXF];
+};
+
+static struct cap_walk *cap_vals;
+static int cap_hits, cap_bad;
+static volatile int cap_passes = 2;
+
+NOFP static void cap_leaf(int id)
+{
+	uint64_t ref[MAXF];
+	struct cap_walk mine;
+	void *val;
+	int nref = ls_unwind_capture(ref, MAXF, 0);
+
+	mine.n = ls_unwind_capture_memo_from(NULL, mine.pcs, MAXF, 0, 11, 0,
+					     &val);
+	if (val) {
+		cap_hits++;
+		cap_bad += val != &cap_vals[id] ||
+			   cap_vals[id].n != nref || nref < CAP_DEPTH ||
+			   memcmp(cap_vals[id].pcs + 1, ref + 1,
+				  (size_t)(nref - 1) * sizeof(*ref));
+		return;
+	}
+	cap_bad += mine.n != nref || nref < CAP_DEPTH ||
+		   memcmp(mine.pcs + 1, ref + 1,
+			  (size_t)(nref - 1) * sizeof(*ref));
+	cap_vals[id] = mine;
+	ls_unwind_memo_put(&cap_vals[id]);
+}
+
+NOFP static void cap_level(int depth, int id)
+{
+	if (depth == 0)
+		cap_leaf(id);
+	else if (id >> (depth % 9) & 1)
+		cap_level(depth - 1, id);
+	else
+		cap_level(depth - 1, id);
+	sink++;
+}
+
+/* Each walk from its own sp, so that the 512 spread over the sets. */
+NOFP static void cap_padded(int id)
+{
+	char *p = __builtin_alloca((size_t)(id + 1) * 16);
+
+	__asm__ volatile("" : : "r"(p) : "memory");
+	cap_level(CAP_DEPTH, id);
+	sink++;
+}
+
+/* One call site for both passes: the same stacks. */
+NOFP static void cap_pass(void)
+{
+	int id;
+
+	cap_hits = 0;
+	for (id = 0; id < CAP_STACKS; id++)
+		cap_padded(id);
+}
+
+static void test_memo_capacity(void)
+{
+	int pass;
+
+	cap_vals = calloc(CAP_STACKS, sizeof(*cap_vals));
+	if (!cap_vals) {
+		ok(0, "memo capacity: no memory for the test");
+		return;
+	}
+	/* A loop GCC cannot unroll: two call sites would be two stacks. */
+	for (pass = 0; pass < cap_passes; pass++)
+		cap_pass();
+	ok(cap_bad == 0 && cap_hits >= CAP_STACKS * 95 / 100,
+	   "memo capacity: %d walks of %d+ frames kept, %d of them "
+	   "answered from the memo on the second pass, %d differ",
+	   CAP_STACKS, CAP_DEPTH, cap_hits, cap_bad);
+	free(cap_vals);
+}
+
+/*
+ * Many walks from one start state: 128 stacks under one leaf, one call
+ * site and one depth, that differ in their 2nd, 3rd and 4th return
+ * addresses (four call sites each) and, 15 frames up, in the call site
+ * of the outermost variant frame.  All frames are frameless (%rsp-based
+ * CFA).  They share the state and the first return address, so with a
+ * hint of one return address they all fell in one set of 8 ways and
+ * replaced each other (0 hits); the deeper hint spreads them.  Pairs
+ * that differ only 15 frames up, beyond the hint, share a hint: only the
+ * word check tells them apart.  Every answer is checked against a fresh
+ * walk.
+ */
+#define VAR_STACKS 128
+
+static struct cap_walk *var_vals;
+static int var_hits, var_bad;
+
+NOFP static void var_leaf(int id)
+{
+	uint64_t ref[MAXF];
+	struct cap_walk mine;
+	void *val;
+	int nref = ls_unwind_capture(ref, MAXF, 0);
+
+	mine.n = ls_unwind_capture_memo_from(NULL, mine.pcs, MAXF, 0, 12, 0,
+					     &val);
+	if (val) {
+		var_hits++;
+		var_bad += val != &var_vals[id] ||
+			   var_vals[id].n != nref || nref < 20 ||
+			   memcmp(var_vals[id].pcs + 1, ref + 1,
+				  (size_t)(nref - 1) * sizeof(*ref));
+		return;
+	}
+	var_bad += mine.n != nref || nref < 20 ||
+		   memcmp(mine.pcs + 1, ref + 1,
+			  (size_t)(nref - 1) * sizeof(*ref));
+	var_vals[id] = mine;
+	ls_unwind_memo_put(&var_vals[id]);
+}
+
+NOFP static void var_l1(int id)
+{
+	var_leaf(id);
+	sink++;
+}
+
+/* Four call sites of fn: four return addresses. */
+#define VAR_SITES(fn, sel, id)						\
+	do {								\
+		switch (sel) {						\
+		case 0: fn(id); sink += 1; break;			\
+		case 1: fn(id); sink += 2; break;			\
+		case 2: fn(id); sink += 3; break;			\
+		default: fn(id); sink += 4; break;			\
+		}							\
+	} while (0)
+
+NOFP static void var_l2(int id)
+{
+	VAR_SITES(var_l1, id & 3, id);
+}
+
+NOFP static void var_l3(int id)
+{
+	VAR_SITES(var_l2, id >> 2 & 3, id);
+}
+
+NOFP static void var_l4(int id)
+{
+	VAR_SITES(var_l3, id >> 4 & 3, id);
+}
+
+NOFP static void var_pad(int depth, int id)
+{
+	if (depth)
+		var_pad(depth - 1, id);
+	else
+		var_l4(id);
+	sink++;
+}
+
+NOFP static void var_outer(int id)
+{
+	if (id >> 6 & 1) {
+		var_pad(10, id);
+		sink += 5;
+	} else {
+		var_pad(10, id);
+		sink += 6;
+	}
+}
+
+NOFP static void var_pass(void)
+{
+	int id;
+
+	var_hits = 0;
+	for (id = 0; id < VAR_STACKS; id++)
+		var_outer(id);
+}
+
+static void test_memo_variants(void)
+{
+	int pass;
+
+	var_vals = calloc(VAR_STACKS, sizeof(*var_vals));
+	if (!var_vals) {
+		ok(0, "memo variants: no memory for the test");
+		return;
+	}
+	for (pass = 0; pass < cap_passes + 2; pass++)
+		var_pass();
+	ok(var_bad == 0 && var_hits >= VAR_STACKS * 9 / 10,
+	   "memo: %d walks from one state, differing at the 2nd-4th and the "
+	   "16th return address: %d answered from the memo on the 4th pass, "
+	   "%d differ from a fresh walk", VAR_STACKS, var_hits, var_bad);
+	free(var_vals);
+}
+
 static void test_memo_fake_rbp(void)
 {
 	/* [saved %rbp, return address, then zeros: the walk ends at pc 0] */
@@ -1181,6 +1395,8 @@ int main(void)
 	test_memo_fake_rbp();
 	test_memo_start_rbp();
 	test_memo_from();
+	test_memo_capacity();
+	test_memo_variants();
 	memo_report("%rbp-based and realigned frames", 1);
 	test_cache_fuzz();
 	memo_report("mutating paths", 1);
