@@ -28,10 +28,16 @@ static size_t sums_bytes(uint32_t nslots, uint32_t cap)
 int ls_stats_fit(struct ls_stats_sums *s)
 {
 	/* Records may be claimed while the caller sums: room for a few
-	 * more, and half the index slots free. */
+	 * more, and half the index slots free.  No more rows than sites
+	 * (and those interned meanwhile): many threads times LS_PENDING
+	 * would otherwise map hundreds of MiB for a program of few sites. */
 	uint32_t cap = (ls_thread_records() + 4) * LS_PENDING, nslots = 1024;
+	uint32_t sites = ls_site_count() + LS_PENDING * 8;
 	char *p;
 	int ret = 0;
+
+	if (cap > sites)
+		cap = sites;
 
 	while (nslots < cap * 2)
 		nslots *= 2;
