@@ -333,6 +333,37 @@ static int clone_image(int fd, pid_t pid, struct ls_world *w, char *err,
 	return 0;
 }
 
+/*
+ * Before reading the check's snapshot: what came instead of one.  An
+ * empty stream means the process (or the fork method's child) ended
+ * before sending anything, often because the program was exiting; an
+ * ERR line is the agent's own reason.  0 when a snapshot seems to start
+ * (the reader reports anything else, timeouts included).
+ */
+static int no_snapshot(int fd, pid_t pid, char *err, size_t errlen)
+{
+	char line[256];
+	ssize_t n;
+	char c;
+
+	if (ls_wait_readable(fd, reply_deadline()))
+		return 0;
+	n = recv(fd, &c, 1, MSG_PEEK);
+	if (n == 0) {
+		if (ls_proc_gone(pid))
+			snprintf(err, errlen, "pid %d exited during the check",
+				 (int)pid);
+		else
+			snprintf(err, errlen, "pid %d: the check ended without "
+				 "a snapshot (the process is exiting, or its agent "
+				 "closed the connection)", (int)pid);
+		return -ESRCH;
+	}
+	if (n == 1 && c == LS_REPLY_ERR[0] && !read_line(fd, line, sizeof(line)))
+		return bad_reply(pid, line, err, errlen);
+	return 0;
+}
+
 int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 		    struct ls_snapshot *snap, char *err, size_t errlen)
 {
@@ -381,6 +412,9 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 	ret = clone_image(fd, pid, &w, err, errlen);
 	t_answer = ls_mono_ns();
 	ls_world_resume(&w);
+	if (ret)
+		goto out;
+	ret = no_snapshot(fd, pid, err, errlen);
 	if (ret)
 		goto out;
 	ret = ls_snapshot_read_fd_until(fd, reply_deadline(), snap, why,

@@ -462,6 +462,73 @@ def t_exits_midway():
     contains(r.stderr.decode(), "no process with pid 999999", "reason")
 
 
+def fake_agent_check(after_marked):
+    """`check` against a socket of our own standing in for a sleep's agent:
+    READY, the registers read, MARKED, then after_marked (bytes) and the
+    connection closed.  Returns the finished `leakscope check`."""
+    import socket
+    import threading
+    sl = subprocess.Popen(["sleep", "60"], env=env())
+    # The client finds the socket through the target's environment, in
+    # place only once sleep has been executed.
+    for _ in range(500):
+        try:
+            with open("/proc/%d/environ" % sl.pid, "rb") as f:
+                if b"LEAKSCOPE_RUNTIME_DIR=" in f.read():
+                    break
+        except OSError:
+            pass
+        time.sleep(0.01)
+    path = os.path.join(RUNTIME, "%d.sock" % sl.pid)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    srv.settimeout(30)
+
+    def serve():
+        try:
+            c, _ = srv.accept()
+            c.settimeout(10)
+            c.recv(64)                      # the verb
+            c.sendall(b"READY 1\n")        # no thread of sleep's to skip
+            c.recv(1 << 16)                 # the register list (or its start)
+            c.sendall(b"MARKED\n" + after_marked)
+            # Half-close, then drain until the client closes: closing with
+            # unread register bytes would send a reset, not this end.
+            c.shutdown(socket.SHUT_WR)
+            while c.recv(1 << 16):
+                pass
+            c.close()
+        except OSError:
+            pass
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    try:
+        return ls("check", sl.pid, timeout=60)
+    finally:
+        th.join(10)
+        srv.close()
+        os.unlink(path)
+        sl.kill()
+        sl.wait()
+
+
+@check("check: an agent that closes after MARKED without a snapshot, or sends "
+       "its ERR line, gives that reason in one line (not 'not a leakscope "
+       "snapshot')")
+def t_no_snapshot():
+    r = fake_agent_check(b"")
+    eq(r.returncode, 125, "exit status")
+    err = r.stderr.decode().strip()
+    eq(err.count("\n"), 0, "one line: %r" % err)
+    contains(err, "the check ended without a snapshot", "reason")
+    r = fake_agent_check(b"ERR out of memory\n")
+    eq(r.returncode, 125, "exit status with an ERR line")
+    err = r.stderr.decode().strip()
+    eq(err.count("\n"), 0, "one line: %r" % err)
+    contains(err, "refused: out of memory", "the agent's reason")
+
+
 @check("check refuses a process sampled by the agent, in one line")
 def t_sampled():
     e = env()
