@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import time
 import traceback
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -172,6 +173,25 @@ def _parents(path):
         if up == path:
             return list(reversed(out))
         path = up
+
+
+def wait_environ(pid, name, timeout=10):
+    """Wait until pid's /proc environ holds name=: Popen returns once exec
+    has closed its pipe, but the kernel fills in the new environment after
+    that, and a leakscope command reading /proc/PID/environ in between
+    sees none (no LEAKSCOPE_RUNTIME_DIR: the default runtime dir)."""
+    key = name.encode() + b"="
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                if key in f.read():
+                    return
+        except OSError:
+            pass
+        ok(time.monotonic() < deadline, "%s in pid %d's environment within "
+           "%d s" % (name, pid, timeout))
+        time.sleep(0.01)
 
 
 def free_port():

@@ -16,7 +16,7 @@ import time
 
 from harness import (check, once, workload, eq, ok, contains, fail, need,
                      run_process, leakscope, root_report, LEAKSCOPE, BUILD,
-                     Failure, Skip, shorten)
+                     Failure, Skip, shorten, wait_environ)
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-check-")
@@ -469,16 +469,7 @@ def fake_agent_check(after_marked):
     import socket
     import threading
     sl = subprocess.Popen(["sleep", "60"], env=env())
-    # The client finds the socket through the target's environment, in
-    # place only once sleep has been executed.
-    for _ in range(500):
-        try:
-            with open("/proc/%d/environ" % sl.pid, "rb") as f:
-                if b"LEAKSCOPE_RUNTIME_DIR=" in f.read():
-                    break
-        except OSError:
-            pass
-        time.sleep(0.01)
+    wait_environ(sl.pid, "LEAKSCOPE_RUNTIME_DIR")   # how check finds the socket
     path = os.path.join(RUNTIME, "%d.sock" % sl.pid)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(path)

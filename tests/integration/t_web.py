@@ -26,7 +26,7 @@ import urllib.error
 import urllib.request
 
 from harness import (check, once, workload, eq, ok, ge, fail, run_process,
-                     agent_env,
+                     agent_env, wait_environ,
                      expect_site, site_function, need, need_user_reaches,
                      shorten, LEAKSCOPE,
                      BUILD, ROOT, Failure, Skip)
@@ -541,28 +541,14 @@ def t_malformed():
        "the agent still answers through the server")
 
 
-def proc_environ(pid):
-    try:
-        with open("/proc/%d/environ" % pid, "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
-
-
 def stuck_agent():
     """A process whose "agent" socket accepts and never answers: the
     sleeper and the listening socket (the test accepts on it)."""
     sleeper = subprocess.Popen(["sleep", "60"], env=env(),
                                start_new_session=True)
     _STARTED.append(sleeper)
-    # Popen returns once exec has closed its pipe, but the kernel fills in
-    # the new environment after that: a server reading /proc/PID/environ
-    # in between sees none, no LEAKSCOPE_RUNTIME_DIR, and looks for the
-    # socket in the default runtime dir (a 404 instead of the 504).
-    deadline = time.monotonic() + 10
-    while b"LEAKSCOPE_RUNTIME_DIR=" not in proc_environ(sleeper.pid):
-        ok(time.monotonic() < deadline, "sleep's environment within 10 s")
-        time.sleep(0.01)
+    # a 404 instead of the 504 if the server read sleep's environ early
+    wait_environ(sleeper.pid, "LEAKSCOPE_RUNTIME_DIR")
     path = os.path.join(RUNTIME, "%d.sock" % sleeper.pid)
     stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stuck.bind(path)
