@@ -309,6 +309,13 @@ static int bad_reply(pid_t pid, const char *line, char *err, size_t errlen)
 	return -EPROTO;
 }
 
+/* The one reason a check gives when its target went away under it. */
+static int exited_during_check(pid_t pid, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "pid %d exited during the check", (int)pid);
+	return -ESRCH;
+}
+
 /* After the threads are stopped: registers out, "CLONED" (the image is
  * taken) or "MARKED" (the concurrent mark is finished) back. */
 static int clone_image(int fd, pid_t pid, struct ls_world *w, char *err,
@@ -323,10 +330,8 @@ static int clone_image(int fd, pid_t pid, struct ls_world *w, char *err,
 		return ret;
 	}
 	ret = read_line(fd, line, sizeof(line));
-	if (ret) {
-		snprintf(err, errlen, "pid %d exited during the check", (int)pid);
-		return -ESRCH;
-	}
+	if (ret)
+		return exited_during_check(pid, err, errlen);
 	if (strncmp(line, LS_REPLY_CLONED " ", strlen(LS_REPLY_CLONED) + 1) &&
 	    strcmp(line, LS_REPLY_MARKED))
 		return bad_reply(pid, line, err, errlen);
@@ -349,14 +354,12 @@ static int no_snapshot(int fd, pid_t pid, char *err, size_t errlen)
 	if (ls_wait_readable(fd, reply_deadline()))
 		return 0;
 	n = recv(fd, &c, 1, MSG_PEEK);
+	if (n == 0 && ls_proc_gone(pid))
+		return exited_during_check(pid, err, errlen);
 	if (n == 0) {
-		if (ls_proc_gone(pid))
-			snprintf(err, errlen, "pid %d exited during the check",
-				 (int)pid);
-		else
-			snprintf(err, errlen, "pid %d: the check ended without "
-				 "a snapshot (the process is exiting, or its agent "
-				 "closed the connection)", (int)pid);
+		snprintf(err, errlen, "pid %d: the check ended without a snapshot "
+			 "(the process is exiting, or its agent closed the "
+			 "connection)", (int)pid);
 		return -ESRCH;
 	}
 	if (n == 1 && c == LS_REPLY_ERR[0] && !read_line(fd, line, sizeof(line)))
@@ -389,8 +392,7 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 	if (send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 ||
 	    ls_wait_readable(fd, reply_deadline()) ||
 	    read_line(fd, line, sizeof(line))) {
-		snprintf(err, errlen, "pid %d exited during the check", (int)pid);
-		ret = -ESRCH;
+		ret = exited_during_check(pid, err, errlen);
 		goto out;
 	}
 	if (strncmp(line, LS_REPLY_READY " ", strlen(LS_REPLY_READY) + 1) ||
@@ -402,8 +404,7 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 	ret = ls_world_stop(pid, &wo, &w, why, sizeof(why));
 	if (ret) {
 		if (ret == -ESRCH)
-			snprintf(err, errlen, "pid %d exited during the check",
-				 (int)pid);
+			exited_during_check(pid, err, errlen);
 		else
 			snprintf(err, errlen, "%s", why);
 		goto out;
