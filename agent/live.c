@@ -249,7 +249,8 @@ size_t ls_live_shard_mapped(unsigned idx)
  * The general cases, with the shard's lock held (they release it): a
  * shard to grow or rebuild, a probe that goes past its first group, a
  * check's change log to append to.  Out of line and reached by a tail
- * call, so that the fast paths below save no register and make no call.
+ * call, so that the fast paths below make no call and keep few values
+ * live across one.
  */
 static __attribute__((noinline))
 int insert_locked(struct shard *s, const struct ls_live_entry *e,

@@ -74,18 +74,10 @@ static inline pid_t ls_gettid(void)
 }
 
 /*
- * A test-and-test-and-set lock.  Holders never call out of the agent
- * while holding one, so waits are short; after a while a waiter yields the
- * CPU, because on a 2-core machine the holder may have been preempted.
- * Not reentrant.  A signal handler never takes one: the hooks' recursion
- * guard sends any allocation made while a lock is held straight to the
- * real allocator.
- */
-/*
- * sched_yield() as a bare system call: no function call in the lock, so
- * that the table operations around it (live.c) keep their values in
- * registers instead of saving them for a call that almost never happens
- * (12 instructions per table operation on the churn).
+ * sched_yield() as a bare system call (x86-64: the agent is x86-64 only),
+ * so that a lock has no function call in it and the table operations
+ * that inline one (live.c) need not keep their values where a call
+ * would not clobber them, for a yield that almost never happens.
  */
 static inline void ls_sys_yield(void)
 {
@@ -94,6 +86,14 @@ static inline void ls_sys_yield(void)
 	__asm__ volatile("syscall" : "+a"(r) : : "rcx", "r11", "memory");
 }
 
+/*
+ * A test-and-test-and-set lock.  Holders never call out of the agent
+ * while holding one, so waits are short; after a while a waiter yields the
+ * CPU, because on a 2-core machine the holder may have been preempted.
+ * Not reentrant.  A signal handler never takes one: the hooks' recursion
+ * guard sends any allocation made while a lock is held straight to the
+ * real allocator.
+ */
 typedef struct { int v; } ls_lock_t;
 #define LS_LOCK_INIT { 0 }
 
