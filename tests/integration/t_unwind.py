@@ -88,10 +88,18 @@ def t_check_depth_cut():
        ["site_deep", "descend", "descend"], "frames of site_deep")
 
 
-@check("LEAKSCOPE_UNWIND=check: C++ and inlined-code workloads")
+@check("LEAKSCOPE_UNWIND=check: C++ and inlined-code workloads, C++ "
+       "exceptions through 50 allocating frames")
 def t_check_cxx():
     cross_checked([workload("cxx-leaks")], "cxx-leaks")
     cross_checked([workload("inlined")], "inlined", min_hits=0)
+    # C++ exceptions through 50 frames that allocate, 2000 times: the
+    # frames the exception unwound are called again at the same places,
+    # over the memo's and the suffixes' words.
+    rep = cross_checked([workload("stress-cxx")], "stress-cxx",
+                        min_hits=200000)
+    ok(rep["unwind"]["walks"] < 1000, "stress-cxx: the repeated descents "
+       "come from the memo", repr(rep["unwind"]))
 
 
 
