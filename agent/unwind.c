@@ -1166,8 +1166,13 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 		rbp = nrbp;
 		exact = 0;
 		failed = UW_NONE;
-		if (pc == 0)
+		if (pc == 0) {
+			/* The step's words count (the walk ends on a 0), its
+			 * frame does not: a suffix from there has none. */
+			if (w->rec && !w->rec->nosfx)
+				w->rec->f--;
 			break;
+		}
 emit:
 		if (skip > 0) {
 			skip--;
