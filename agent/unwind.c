@@ -1403,7 +1403,10 @@ static inline int uw_memo_holds(const struct uw_tcache *tc,
 /*
  * A memo entry for a walk from (pc, sp, rbp) with key whose words all hold
  * still: its value, else NULL.  Runs with the thread's busy flag set, so
- * that a signal handler's capture leaves the cache alone meanwhile.
+ * that a signal handler's capture leaves the cache alone meanwhile.  The
+ * hint is not compared: it only picks the set (the tag holds it), and a
+ * walk from the same state with the same key whose words hold gives the
+ * same frames whatever its hint.
  */
 static inline __attribute__((always_inline))
 void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
@@ -1427,7 +1430,7 @@ void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
 			continue;
 		m = &tc->memo[set][i];
 		if (m->pc != pc || m->sp != sp || m->key != key ||
-		    m->hint != hint || (m->need_rbp && m->rbp != rbp) ||
+		    (m->need_rbp && m->rbp != rbp) ||
 		    tc->dirty > m->pos + UW_POOL)
 			continue;
 		if (!uw_memo_holds(tc, m)) {
