@@ -103,6 +103,17 @@ def t_check_cxx():
 
 
 
+@check("LEAKSCOPE_UNWIND=check: longjmp out of allocating recursion, "
+       "allocations in a signal handler every 100 us, threads")
+def t_check_stress():
+    # The memo and the suffixes over stacks left by longjmp, captures
+    # interrupted by a handler that captures, short-lived threads.
+    for mode, hits in (("longjmp", 100000), ("signals", 50000),
+                       ("threads quick", 1000)):
+        cross_checked([workload("stress")] + mode.split(), "stress " + mode,
+                      min_hits=hits)
+
+
 @check("LEAKSCOPE_UNWIND=check: python3 building and parsing JSON")
 def t_check_python():
     py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") \
