@@ -255,6 +255,12 @@ $(B)/tests/workloads/static-wait: tests/workloads/static-wait.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -static -o $@ $<
 
+# Non-PIE, taking &malloc and &free as python3 does: its canonical PLT
+# stubs are what the global lookup answers (tests/workloads/attach-busy.c).
+$(B)/tests/workloads/attach-busy: tests/workloads/attach-busy.c tests/workloads/wl.h
+	@mkdir -p $(@D)
+	$(CC) $(WL_CFLAGS) -fno-pie -no-pie -o $@ $<
+
 # Linked with a library whose constructor allocates (issue 12).
 $(B)/tests/workloads/early-ctor: tests/workloads/early-ctor.c tests/workloads/wl.h $(B)/tests/workloads/libearly.so
 	@mkdir -p $(@D)

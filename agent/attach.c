@@ -31,6 +31,7 @@
 #include "../common/contract.h"
 #include "arena.h"
 #include "attach.h"
+#include "dynamic.h"
 #include "guard.h"
 #include "real.h"
 #include "state.h"
@@ -92,56 +93,8 @@ int ls_attach_preloaded(void)
 
 /* --- relocation tables --------------------------------------------------- */
 
-struct dyn {
-	const ElfW(Sym) *symtab;
-	const char *strtab;
-	uint64_t tab[3], sz[3];	/* JMPREL, RELA, REL */
-	int jmprel_rela;
-	uint64_t relro_lo, relro_hi;
-};
-
-/* glibc relocates d_ptr in place; a value below the base was not. */
-static uint64_t fix(uint64_t v, uint64_t base)
-{
-	return v < base ? v + base : v;
-}
-
-static int read_dynamic(const struct dl_phdr_info *info, struct dyn *d)
-{
-	const ElfW(Dyn) *dyn = NULL;
-	uint64_t base = info->dlpi_addr;
-	int i;
-
-	memset(d, 0, sizeof(*d));
-	d->jmprel_rela = 1;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type == PT_DYNAMIC)
-			dyn = (const void *)(base + ph->p_vaddr);
-		if (ph->p_type == PT_GNU_RELRO) {
-			d->relro_lo = base + ph->p_vaddr;
-			d->relro_hi = d->relro_lo + ph->p_memsz;
-		}
-	}
-	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
-		switch (dyn->d_tag) {
-		case DT_SYMTAB: d->symtab = (const void *)fix(dyn->d_un.d_ptr, base); break;
-		case DT_STRTAB: d->strtab = (const void *)fix(dyn->d_un.d_ptr, base); break;
-		case DT_JMPREL: d->tab[0] = fix(dyn->d_un.d_ptr, base); break;
-		case DT_PLTRELSZ: d->sz[0] = dyn->d_un.d_val; break;
-		case DT_PLTREL: d->jmprel_rela = dyn->d_un.d_val == DT_RELA; break;
-		case DT_RELA: d->tab[1] = fix(dyn->d_un.d_ptr, base); break;
-		case DT_RELASZ: d->sz[1] = dyn->d_un.d_val; break;
-		case DT_REL: d->tab[2] = fix(dyn->d_un.d_ptr, base); break;
-		case DT_RELSZ: d->sz[2] = dyn->d_un.d_val; break;
-		}
-	}
-	return d->symtab && d->strtab ? 0 : -1;
-}
-
 /* Index in fns of the function a relocation names, or -1. */
-static int fn_of(const struct dyn *d, uint64_t info)
+static int fn_of(const struct ls_dyn *d, uint64_t info)
 {
 	uint32_t type = ELF64_R_TYPE(info), sym = ELF64_R_SYM(info);
 	const char *name;
@@ -160,9 +113,9 @@ static int fn_of(const struct dyn *d, uint64_t info)
 	return -1;
 }
 
-typedef void (*slot_fn)(uint64_t addr, int fn, const struct dyn *d);
+typedef void (*slot_fn)(uint64_t addr, int fn, const struct ls_dyn *d);
 
-static void walk_table(const struct dyn *d, int t, uint64_t base, slot_fn cb)
+static void walk_table(const struct ls_dyn *d, int t, uint64_t base, slot_fn cb)
 {
 	size_t ent = (t == 1 || (t == 0 && d->jmprel_rela)) ?
 		     sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
@@ -190,11 +143,11 @@ static int skipped(const struct dl_phdr_info *info)
 
 static int walk_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	struct dyn d;
+	struct ls_dyn d;
 	int t;
 
 	(void)size;
-	if (skipped(info) || read_dynamic(info, &d))
+	if (skipped(info) || ls_dyn_read(info, &d))
 		return 0;
 	/* Taken here, under the loader's lock: always in that order. */
 	ls_lock(&slot_lock);
@@ -234,7 +187,7 @@ static struct ls_attach_slot *note_slot(uint64_t addr, int fn)
 	return s;
 }
 
-static void list_slot(uint64_t addr, int fn, const struct dyn *d)
+static void list_slot(uint64_t addr, int fn, const struct ls_dyn *d)
 {
 	(void)d;
 	note_slot(addr, fn);
@@ -246,7 +199,7 @@ static void list_slot(uint64_t addr, int fn, const struct dyn *d)
  * store into a read-only page would crash the program), and one that
  * fails (the page is gone) means no store.
  */
-static void store_slot(uint64_t addr, uint64_t v, const struct dyn *d)
+static void store_slot(uint64_t addr, uint64_t v, const struct ls_dyn *d)
 {
 	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), p = addr & ~(pg - 1);
 	void *page = (void *)(uintptr_t)p;
@@ -261,7 +214,7 @@ static void store_slot(uint64_t addr, uint64_t v, const struct dyn *d)
 		mprotect(page, (size_t)pg, PROT_READ);
 }
 
-static void patch_slot(uint64_t addr, int fn, const struct dyn *d)
+static void patch_slot(uint64_t addr, int fn, const struct ls_dyn *d)
 {
 	struct ls_attach_slot *s = note_slot(addr, fn);
 
@@ -269,7 +222,7 @@ static void patch_slot(uint64_t addr, int fn, const struct dyn *d)
 		store_slot(addr, s->hook, d);
 }
 
-static void restore_slot(uint64_t addr, int fn, const struct dyn *d)
+static void restore_slot(uint64_t addr, int fn, const struct ls_dyn *d)
 {
 	struct ls_attach_slot *s;
 	uint64_t orig;
@@ -321,10 +274,12 @@ static int resolve_fns(void)
 	for (i = 0; i < NFNS; i++) {
 		fns[i].hook = strcmp(fns[i].name, "dlopen") ?
 			      dlsym(h, fns[i].name) : (void *)attach_dlopen;
-		fns[i].real = dlsym(RTLD_DEFAULT, fns[i].name);
+		/* Not dlsym(RTLD_DEFAULT): a PLT stub of the program's
+		 * would lead back to the hook (real.h). */
+		fns[i].real = ls_real_lookup(fns[i].name);
 	}
 	dlclose(h);
-	real_dlopen = dlsym(RTLD_DEFAULT, "dlopen");
+	real_dlopen = ls_real_lookup("dlopen");
 	return real_dlopen ? 0 : -ENOENT;
 }
 

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include "dynamic.h"
 #include "real.h"
 #include "sys.h"
 
@@ -58,18 +60,115 @@ int ls_real_resolving(void)
 /* RTLD_NEXT when preloaded; RTLD_DEFAULT once attached (real.h). */
 static void *lookup = RTLD_NEXT;
 
-#define RESOLVE(field, name) \
-	(*(void **)&ls_real.field = dlsym(lookup, name))
-
-void ls_real_init(void)
+/*
+ * Does some object define a function starting at p?  A non-PIE program
+ * that takes a function's address (python3 does &malloc, &free) has a
+ * canonical PLT stub for it, and the global lookup answers with that
+ * stub: an address with no symbol of its own, which only jumps through
+ * the program's GOT slot, the very slot attach redirects to the hook.
+ */
+static int is_definition(void *p)
 {
-	int saved = errno;
+	const ElfW(Sym) *sym = NULL;
+	Dl_info info;
 
-	if (__atomic_load_n(&ls_real.free, __ATOMIC_ACQUIRE))
-		return;
-	ls_lock(&resolve_lock);
-	if (ls_real.free)
-		goto out;
+	return dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) &&
+	       info.dli_saddr == p && sym && sym->st_shndx != SHN_UNDEF;
+}
+
+/* --- a definition from the objects' own symbol tables ---------------------- */
+
+struct def_find {
+	const char *name;
+	uintptr_t self, ldso, vdso;	/* objects never searched */
+	int seen_program;
+	void *found;
+};
+
+/*
+ * dl_iterate_phdr's order is the link map's: the program, then what it
+ * loaded at start in the global scope's order, then later dlopens.  The
+ * first object after the program that defines the name itself is where
+ * the program's PLT stub leads.  An IFUNC would need resolving: none of
+ * the interposed functions is one, and finding one stops the search.
+ */
+static int def_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct def_find *f = arg;
+	uintptr_t a = info->dlpi_addr;
+	const ElfW(Sym) *s;
+	struct ls_dyn d;
+
+	(void)size;
+	if (!f->seen_program) {
+		f->seen_program = 1;
+		return 0;
+	}
+	if (a == f->self || (a && (a == f->ldso || a == f->vdso)) ||
+	    ls_dyn_read(info, &d) || !(s = ls_dyn_lookup(&d, f->name)))
+		return 0;
+	if (ELF64_ST_TYPE(s->st_info) == STT_FUNC)
+		f->found = (void *)(a + s->st_value);
+	return 1;
+}
+
+/*
+ * The definition that the program's PLT stub leads to, read from the
+ * objects' own dynamic symbol tables: no dlsym (a dependency's link map
+ * is no valid handle), nothing written to the loader's state.  The agent,
+ * ld.so and the vDSO are skipped.
+ * NEEDSWORK: an object dlopen'd RTLD_LOCAL before the allocator's object
+ * would count as if global; allocators load at start in practice.
+ */
+static void *definition_after_program(const char *name)
+{
+	struct def_find f = {
+		.name = name,
+		.ldso = (uintptr_t)getauxval(AT_BASE),
+		.vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR),
+	};
+	Dl_info info;
+
+	if (!dladdr((void *)definition_after_program, &info))
+		return NULL;
+	f.self = (uintptr_t)info.dli_fbase;
+	dl_iterate_phdr(def_cb, &f);
+	return f.found;
+}
+
+static void *lookup_in(void *scope, const char *name)
+{
+	void *p = dlsym(scope, name);
+
+	/* RTLD_NEXT from the preloaded agent never sees the program. */
+	if (scope == RTLD_NEXT || !p || is_definition(p))
+		return p;
+	return definition_after_program(name);
+}
+
+void *ls_real_lookup(const char *name)
+{
+	return lookup_in(RTLD_DEFAULT, name);
+}
+
+#define RESOLVE(field, name) \
+	__atomic_store_n((void **)&ls_real.field, lookup_in(lookup, name), \
+			 __ATOMIC_RELAXED)
+
+/* Every function a hook calls without looking first. */
+static int complete(void)
+{
+	return ls_real.malloc && ls_real.calloc && ls_real.realloc &&
+	       ls_real.reallocarray && ls_real.posix_memalign &&
+	       ls_real.aligned_alloc && ls_real.memalign && ls_real.valloc &&
+	       ls_real.pvalloc && ls_real.malloc_usable_size && ls_real.mmap &&
+	       ls_real.munmap && ls_real.mremap;
+}
+
+/* Under resolve_lock.  Every pointer is stored only once validated, so
+ * that a hook already running (a re-attach) never calls a wrong one. */
+static void resolve_locked(void)
+{
 	__atomic_store_n(&resolving, 1, __ATOMIC_RELEASE);
 	RESOLVE(malloc, "malloc");
 	RESOLVE(calloc, "calloc");
@@ -96,11 +195,25 @@ void ls_real_init(void)
 	RESOLVE(fexecve, "fexecve");
 	RESOLVE(exit_, "_exit");
 	RESOLVE(Exit_, "_Exit");
-	/* free last: its being set is what says resolution is complete. */
-	__atomic_store_n((void **)&ls_real.free, dlsym(lookup, "free"),
-			 __ATOMIC_RELEASE);
+	/* free last: its being set is what says resolution is complete.
+	 * Attached, a function left unfound (its stub's definition not
+	 * found) must not reach a hook, which would call NULL: the attach
+	 * fails instead.  Preloaded, RTLD_NEXT keeps its old answers. */
+	if (lookup == RTLD_NEXT || complete())
+		__atomic_store_n((void **)&ls_real.free,
+				 lookup_in(lookup, "free"), __ATOMIC_RELEASE);
 	__atomic_store_n(&resolving, 0, __ATOMIC_RELEASE);
-out:
+}
+
+void ls_real_init(void)
+{
+	int saved = errno;
+
+	if (__atomic_load_n(&ls_real.free, __ATOMIC_ACQUIRE))
+		return;
+	ls_lock(&resolve_lock);
+	if (!ls_real.free)
+		resolve_locked();
 	ls_unlock(&resolve_lock);
 	errno = saved;
 }
@@ -165,10 +278,12 @@ void ls_real_find_allocator(void)
 
 void ls_real_rebind_default(void)
 {
+	int saved = errno;
+
 	ls_lock(&resolve_lock);
 	lookup = RTLD_DEFAULT;
-	__atomic_store_n((void **)&ls_real.free, NULL, __ATOMIC_RELEASE);
+	resolve_locked();
 	ls_unlock(&resolve_lock);
-	ls_real_init();
+	errno = saved;
 	ls_real_find_allocator();
 }

@@ -52,10 +52,21 @@ void ls_real_init(void);
  * Attached to a running process (attach.h), the agent is not in the
  * global scope, and RTLD_NEXT would name the libc it depends on even in
  * a program linked with another allocator: resolve again, as the
- * program's own references were bound (RTLD_DEFAULT).  Only while no
- * hook can be reached (before the GOT switch).
+ * program's own references were bound (RTLD_DEFAULT).  Called before the
+ * GOT switch; each pointer is replaced only by a checked one, never
+ * cleared, so a hook still running from an earlier attach is safe.
  */
 void ls_real_rebind_default(void);
+/*
+ * The function name as the program's own references bind to it
+ * (RTLD_DEFAULT), but always a definition: where the global lookup
+ * answers with a non-PIE program's canonical PLT stub (the program takes
+ * the function's address: python3 does for malloc and free), a stub that
+ * jumps through the GOT slot attach redirects to the hook, the
+ * definition behind it.  NULL when there is none.  Not for hooks: dlsym
+ * and dladdr take ld.so's lock.  ls_real_rebind_default() resolves so.
+ */
+void *ls_real_lookup(const char *name);
 /* Nonzero while ls_real_init() is resolving. */
 int ls_real_resolving(void);
 
