@@ -272,6 +272,40 @@ def t_concurrent_overflow():
     ok(alive, "the target runs on")
 
 
+CROWD = 300000
+
+
+@check("concurrent mark on a big heap met in no useful order while a thread "
+       "floods the change log: stays concurrent, exact")
+def t_concurrent_crowd():
+    # Before the mark read pages in address order through a cache and the
+    # change log became a ring read during the mark, this check (300,000
+    # shuffled blocks, a worker freeing and allocating without pause)
+    # marked for seconds, overflowed the log and fell back to fork.
+    need_concurrent()
+    t = Target(["crowd", str(CROWD)])
+    try:
+        runs = [check_json(t, "--top", "100") for _ in range(2)]
+        alive = t.alive()
+    finally:
+        t.close()
+    for i, j in enumerate(runs):
+        where = "crowd check %d" % i
+        eq(j["check"]["method"], "concurrent", where + ": method")
+        eq(j["check"]["partial"], False, where + ": partial")
+        expect_truth(j, where)
+        crowd = {}
+        for s in j["sites"]:
+            fn = first_function(s)
+            if fn in ("site_crowd", "site_crowd_index"):
+                r = s["reachability"]
+                crowd[fn] = {k: r[k]["blocks"] for k in KINDS if r[k]["blocks"]}
+        eq(crowd, {"site_crowd": {"reachable": CROWD},
+                   "site_crowd_index": {"reachable": 1}},
+           where + ": the crowd's blocks")
+    ok(alive, "the target runs on")
+
+
 @check("check PID text: valgrind's loss records and LEAK SUMMARY")
 def t_live_text():
     _, r, _, _ = live()
