@@ -45,6 +45,7 @@
 #include "../common/contract.h"
 #include "state.h"
 #include "figures.h"
+#include "glibcheap.h"
 #include "live.h"
 #include "mmaps.h"
 #include "modules.h"
@@ -68,7 +69,8 @@ struct vec {
 
 struct region {
 	uint64_t start, end;
-	unsigned readable : 1, writable : 1, shared : 1, file : 1, stack : 1;
+	unsigned readable : 1, writable : 1, shared : 1, file : 1, stack : 1,
+		 exec : 1, heap : 1;
 };
 
 struct span {
@@ -120,6 +122,11 @@ struct scan {
 	uint64_t scan_ns;	/* so far */
 	uint32_t nth;
 	int torn;
+	/* glibc's free chunks cached in fastbins (glibcheap.h): an open
+	 * hash of chunk addresses, fmask + 1 slots, 0 = empty. */
+	uint64_t *fast;
+	uint64_t fmask, nfast;
+	unsigned resyncs;	/* chunk walks that went astray */
 };
 
 /* Filled by ls_reach_prepare(), read by the child. */
@@ -504,6 +511,7 @@ static int parse_maps(struct scan *sc)
 			continue;
 		g.readable = q[0] == 'r';
 		g.writable = q[1] == 'w';
+		g.exec = q[2] == 'x';
 		g.shared = q[3] == 's';
 		/* Skip offset, dev, inode; a path follows when the inode
 		 * is not 0 or the name is a [bracket]. */
@@ -515,6 +523,7 @@ static int parse_maps(struct scan *sc)
 		}
 		g.file = q < nl && *q == '/';
 		g.stack = nl - q == 7 && !memcmp(q, "[stack]", 7);
+		g.heap = nl - q == 6 && !memcmp(q, "[heap]", 6);
 		r = vec_push(sc, &sc->regions, &g);
 		if (r)
 			return r;
@@ -693,22 +702,26 @@ static uint64_t chunk_for(uint64_t size)
 	return cs < 32 ? 32 : cs;
 }
 
+static int chunk_in_use(struct scan *sc, uint64_t p, uint64_t size,
+			uint64_t end);
+
 /*
- * The allocator's memory around block i, in region [gs, ge): not a root
- * (its free chunks keep stale pointers; its blocks are scanned when
- * reached).  From glibc's chunk header before the block: a chunk of its
- * own mapping gives exactly that mapping (kernels merge adjacent
- * anonymous mappings, so the region may hold a thread stack or a
- * program's arena too); a chunk of a thread arena gives the arena's heap
- * from its 64 MiB-aligned start; a main-arena chunk the whole region.  A
- * header that is not glibc's (jemalloc, tcmalloc...) gives the block
- * alone: the rest of the allocator's memory stays a root, which can hide
- * a leak behind a stale pointer but never makes one up.
+ * The allocator's memory around block i, in region [gs, ge), outside
+ * the glibc heaps mark_region() found: not a root (its free chunks keep
+ * stale pointers; its blocks are scanned when reached).  From glibc's
+ * chunk header before the block: a chunk of its own mapping gives
+ * exactly that mapping (kernels merge adjacent anonymous mappings, so
+ * the region may hold a thread stack or a program's arena too); an
+ * arena chunk the region from its 64 MiB-aligned heap start (a thread
+ * arena's) or whole (the main arena's).  A header that is not glibc's
+ * (jemalloc, tcmalloc...) gives the block alone: the rest of the
+ * allocator's memory stays a root, which can hide a leak behind a stale
+ * pointer but never makes one up.
  */
 static void heap_range(struct scan *sc, size_t i, uint64_t gs,
 		       uint64_t ge, uint64_t *xs, uint64_t *xe, int *arena)
 {
-	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre, nx;
+	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre;
 
 	*arena = 0;
 	*xs = a;
@@ -727,10 +740,7 @@ static void heap_range(struct scan *sc, size_t i, uint64_t gs,
 		*xe = a - 16 + cs;
 		return;
 	}
-	/* In use: the chunk glibc gives such a request, and the next
-	 * chunk's header says its predecessor (this one) is in use. */
-	if (cs < chunk_for(size) || cs >= chunk_for(size) + 32 ||
-	    a - 8 + cs + 8 > ge || peek(sc, a - 8 + cs, &nx) || !(nx & 1))
+	if (!chunk_in_use(sc, a - 16, size, ge))
 		return;
 	*xs = gs;
 	*xe = ge;
@@ -748,31 +758,126 @@ static int is_block(const struct scan *sc, uint64_t a)
 	return i < sc->n && sc->addr[i] == a;
 }
 
-/*
- * The chunks of a glibc heap [s, e) that are in use but not tracked
- * (allocated before tracking began: `leakscope attach`, `reset`) are
- * roots: memory the program uses that is neither a tracked block nor the
- * agent's.  Chunk by chunk from s, as glibc lays them out; the walk stops
- * at the top chunk or at the first size that makes no sense.  A chunk
- * freed into a tcache or fastbin still looks in use: its stale words may
- * hide a leak, never make one up.
- */
-static void mark_untracked(struct scan *sc, uint64_t s, uint64_t e)
-{
-	uint64_t p = s, size, next, nx;
+/* --- glibc's heaps (glibcheap.h) ----------------------------------------- */
 
-	while (p + 32 <= e) {
-		if (peek(sc, p + 8, &size))
-			break;
-		size &= ~7ull;
-		next = p + size;
-		if (size < 32 || (size & 15) || next + 16 > e ||
-		    peek(sc, next + 8, &nx))
-			break;		/* the top chunk, or not a chunk */
-		if ((nx & 1) && !is_block(sc, p + 16))
-			mark_piece(sc, p + 16, next + 8);
-		p = next;
+/* The words glibcheap.c asks for: through the window in the live
+ * process; in the image in place, when the maps say they are there. */
+static int gh_peek(void *ctx, uint64_t a, uint64_t *v)
+{
+	struct scan *sc = ctx;
+
+	if (a & 7)
+		return -1;
+	if (sc->safe)
+		return peek(sc, a, v);
+	if (readable_until(sc, a) < a + 8)
+		return -1;
+	*v = *(const uint64_t *)(uintptr_t)a;
+	return 0;
+}
+
+/*
+ * Is the chunk at p, holding a block of size bytes, in use as glibc lays
+ * it out: its size the one glibc gives such a request, the next chunk's
+ * header (below end) saying its predecessor is in use?
+ */
+static int chunk_in_use(struct scan *sc, uint64_t p, uint64_t size,
+			uint64_t end)
+{
+	uint64_t hdr, cs, nx;
+
+	if (gh_peek(sc, p + 8, &hdr) || (hdr & CHUNK_MMAPPED))
+		return 0;
+	cs = hdr & ~7ull;
+	return cs >= chunk_for(size) && cs < chunk_for(size) + 32 &&
+	       p + cs + 16 <= end && !gh_peek(sc, p + cs + 8, &nx) && (nx & 1);
+}
+
+/* A walk astray at p resumes at the next tracked block's chunk. */
+static uint64_t gh_resync(void *ctx, uint64_t p, uint64_t end)
+{
+	struct scan *sc = ctx;
+	size_t i;
+
+	for (i = first_block_from(sc, p + 17); i < sc->n && sc->addr[i] < end;
+	     i++)
+		if (chunk_in_use(sc, sc->addr[i] - 16, sc->blk[i].size, end))
+			return sc->addr[i] - 16;
+	return 0;
+}
+
+static uint64_t *fast_slot(const struct scan *sc, uint64_t chunk)
+{
+	uint64_t k = (chunk >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & sc->fmask;
+
+	while (sc->fast[k] && sc->fast[k] != chunk)
+		k = (k + 1) & sc->fmask;
+	return &sc->fast[k];
+}
+
+static void fast_add(void *ctx, uint64_t chunk)
+{
+	struct scan *sc = ctx;
+	uint64_t *slot = fast_slot(sc, chunk);
+
+	if (!*slot) {
+		*slot = chunk;
+		sc->nfast++;
 	}
+}
+
+/* An in-use looking chunk that is not a tracked block: a root, unless
+ * a fastbin holds it. */
+static void gh_chunk(void *ctx, uint64_t user, uint64_t end)
+{
+	struct scan *sc = ctx;
+
+	if (is_block(sc, user) || (sc->fast && *fast_slot(sc, user - 16)))
+		return;
+	mark_piece(sc, user, end);
+}
+
+static const struct ls_gh_ops *gh_ops(struct scan *sc)
+{
+	static struct ls_gh_ops ops = {
+		.peek = gh_peek, .resync = gh_resync, .chunk = gh_chunk,
+	};
+
+	ops.ctx = sc;
+	return &ops;
+}
+
+#define MAX_FAST (1u << 20)	/* fastbin chunks noted; the rest are roots */
+
+/* The chunks glibc's fastbins hold (they look in use to a walk). */
+static int note_fastbins(struct scan *sc)
+{
+	uint64_t main = ls_glibcheap_main_arena();
+
+	if (!main)
+		return 0;
+	sc->fmask = 4095;
+	for (;;) {
+		sc->fast = grab(sc, (sc->fmask + 1) * 8);
+		if (!sc->fast)
+			return -ENOMEM;
+		sc->nfast = 0;
+		/* at most half full: probes stay short */
+		ls_gh_fastbins(gh_ops(sc), main, fast_add, (sc->fmask + 1) / 2);
+		if (sc->nfast < (sc->fmask + 1) / 2 || sc->fmask + 1 >= 2 * MAX_FAST)
+			return 0;
+		drop(sc, sc->fast, (sc->fmask + 1) * 8);
+		sc->fmask = sc->fmask * 2 + 1;
+	}
+}
+
+/* The in-use chunks of glibc heap h that are not tracked blocks
+ * (allocated before tracking began: `leakscope attach`, `reset`) are
+ * roots: memory the program uses that is neither a tracked block nor
+ * the agent's.  Its free chunks, cached ones included, are not. */
+static void walk_heap(struct scan *sc, const struct ls_gh_heap *h)
+{
+	sc->resyncs += ls_gh_walk(gh_ops(sc), h, ls_glibcheap_tcache_key());
 }
 
 /*
@@ -799,31 +904,66 @@ static void mark_piece(struct scan *sc, uint64_t s, uint64_t e)
 	}
 }
 
-/* Region [s, e) less the allocator's memory (heap_range), whose
- * untracked chunks are roots all the same. */
-static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
+/* [s, e) of region g, outside glibc's heaps, less the allocator's
+ * memory around its blocks (heap_range). */
+static void mark_plain(struct scan *sc, const struct region *g, uint64_t s,
+		       uint64_t e)
 {
 	uint64_t cur = s, xs, xe;
+	struct ls_gh_heap h;
 	int arena;
 	size_t i;
 
-	for (i = first_block_from(sc, g->start); i < sc->n &&
-	     sc->addr[i] < g->end && cur < g->end; i++) {
+	for (i = first_block_from(sc, s); i < sc->n &&
+	     sc->addr[i] < e && cur < e; i++) {
 		if (sc->addr[i] < cur)
 			continue;
 		heap_range(sc, i, g->start, g->end, &xs, &xe, &arena);
+		if (xe > e)
+			xe = e;
 		if (xs > cur)
 			mark_piece(sc, cur, xs);
-		/* The main arena's chunks start at its region's start; a
-		 * thread arena's after its headers (NEEDSWORK: walked from
-		 * there, they would be roots too). */
-		if (arena == 1 && xs == g->start)
-			mark_untracked(sc, xs, xe);
+		/* A main-arena heap that is not [heap] (glibc's mmap'd
+		 * fallback, or the main arena not found): walked from the
+		 * region's start. */
+		if (arena == 1 && xs == g->start) {
+			ls_gh_main_heap(xs, xe, &h);
+			walk_heap(sc, &h);
+		}
 		if (xe > cur)
 			cur = xe;
 	}
+	if (cur < e)
+		mark_piece(sc, cur, e);
+}
+
+/*
+ * Region g from s: glibc's heaps in it (the main arena's [heap], and
+ * thread arenas' heaps at every 64 MiB boundary whose heap_info makes
+ * sense) are walked chunk by chunk; the rest is scanned as a root, less
+ * the allocator's memory.  A region may hold several heaps and other
+ * mappings the kernel merged with them.
+ */
+static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
+{
+	struct ls_gh_heap h;
+	uint64_t cur = s, a;
+
+	if (g->heap && s == g->start && ls_glibcheap_main_arena()) {
+		ls_gh_main_heap(g->start, g->end, &h);
+		walk_heap(sc, &h);
+		return;
+	}
+	for (a = (g->start + HEAP_MAX_SIZE - 1) & ~(HEAP_MAX_SIZE - 1);
+	     a < g->end; a += HEAP_MAX_SIZE) {
+		if (a < cur || !ls_gh_thread_heap(gh_ops(sc), a, g->end, &h))
+			continue;
+		mark_plain(sc, g, cur, h.start);
+		walk_heap(sc, &h);
+		cur = h.end;
+	}
 	if (cur < g->end)
-		mark_piece(sc, cur, g->end);
+		mark_plain(sc, g, cur, g->end);
 }
 
 /* A page that faults (a file mapping cut short) ends the region. */
@@ -1729,6 +1869,8 @@ static int take_inventory(struct scan *sc, int *torn)
 		r = parse_maps(sc);
 	if (!r)		/* after parse_maps: our mappings so far are noted */
 		note_own(sc);
+	if (!r)		/* reads the heaps as parse_maps found them */
+		r = note_fastbins(sc);
 	return r;
 }
 
