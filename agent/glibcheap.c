@@ -36,6 +36,11 @@ uint64_t ls_glibcheap_main_arena(void)
 	return main_arena;
 }
 
+uint64_t ls_glibcheap_arena_size(void)
+{
+	return MSTATE_SIZE;
+}
+
 /* The word at a, through the kernel: 0, or -1 when it is not mapped. */
 static int self_peek(void *ctx, uint64_t a, uint64_t *v)
 {

@@ -54,6 +54,10 @@ void ls_glibcheap_learn(void);
 
 uint64_t ls_glibcheap_tcache_key(void);
 uint64_t ls_glibcheap_main_arena(void);
+/* The size of the main arena's struct, in libc's data: no root (its
+ * top, last_remainder and bins point to chunk headers, which may lie
+ * in the last word of the block before). */
+uint64_t ls_glibcheap_arena_size(void);
 
 /*
  * Is there a thread arena's heap at h (64 MiB-aligned), readable up to

@@ -96,7 +96,7 @@ struct scan {
 	uint64_t gmask;
 	struct vec regions;	/* struct region, sorted */
 	struct vec stack;	/* uint32_t block indices to scan */
-	uint64_t own_start[LS_SYS_OWN_SLOTS + 8], own_len[LS_SYS_OWN_SLOTS + 8];
+	uint64_t own_start[LS_SYS_OWN_SLOTS + 9], own_len[LS_SYS_OWN_SLOTS + 9];
 	size_t nown;
 	uint64_t mem, peak;	/* bytes mapped now and at most */
 	uint64_t root_bytes, heap_bytes;
@@ -127,6 +127,11 @@ struct scan {
 	uint64_t *fast;
 	uint64_t fmask, nfast;
 	unsigned resyncs;	/* chunk walks that went astray */
+	/* valgrind's leak heuristics: which one made block i reachable
+	 * (enum lsnap_reach_heur, 0 none), and a cache of addresses
+	 * already judged vtables or not. */
+	uint8_t *heur;
+	struct { uint64_t addr; int is; } vt[512];
 };
 
 /* Filled by ls_reach_prepare(), read by the child. */
@@ -358,7 +363,8 @@ static int index_blocks(struct scan *sc)
 
 	sc->addr = grab(sc, sc->n * 8);
 	sc->st = grab(sc, sc->n);
-	if (!sc->addr || !sc->st)
+	sc->heur = grab(sc, sc->n);
+	if (!sc->addr || !sc->st || !sc->heur)
 		return -ENOMEM;
 	for (i = 0; i < sc->n; i++) {
 		uint64_t end = sc->blk[i].addr + (sc->blk[i].size ?
@@ -571,22 +577,141 @@ static void push_block(struct scan *sc, uint64_t i)
 		sc->partial = 1;
 }
 
-/* Mark phase: one word seen from memory whose own state is definite
- * (a root, a reachable block) or not (a possibly lost block). */
+/* --- valgrind's leak heuristics ------------------------------------------ */
+
+/*
+ * len bytes at a into buf, never through the window (the caller may be
+ * iterating over it): through the kernel in the live process, in place
+ * in the image when the maps say they are there.  0 or -1.
+ */
+static int read_aside(struct scan *sc, uint64_t a, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)a, len };
+
+	if (!sc->safe) {
+		if (readable_until(sc, a) < a + len)
+			return -1;
+		memcpy(buf, (const void *)(uintptr_t)a, len);
+		return 0;
+	}
+	return syscall(SYS_process_vm_readv, sc->self, &l, 1UL, &r, 1UL,
+		       0UL) == (long)len ? 0 : -1;
+}
+
+#define VTABLE_WORDS 21		/* valgrind's VTABLE_MAX_CHECK + 1 */
+
+/* In a readable file mapping (valgrind: a client file segment). */
+static const struct region *file_region(const struct scan *sc, uint64_t a,
+					int exec)
+{
+	const struct region *g = region_of(sc, a);
+
+	return g && g->file && g->readable && (!exec || g->exec) ? g : NULL;
+}
+
+/*
+ * Does p look like a vtable, as memcheck judges it: in a readable file
+ * mapping, its first words (up to 21, within the mapping) null or
+ * pointing into executable file mappings, two of them at least, before
+ * one that does not.
+ */
+static int vtable_uncached(struct scan *sc, uint64_t p)
+{
+	const struct region *g = file_region(sc, p, 0);
+	uint64_t w[VTABLE_WORDS];
+	size_t n, i, fns = 0;
+
+	if (!g || g->end - p < 8)
+		return 0;
+	n = (g->end - 8 - p) / 8 + 1;
+	if (n > VTABLE_WORDS)
+		n = VTABLE_WORDS;
+	if (read_aside(sc, p, w, n * 8))
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (!w[i])
+			continue;
+		if (!file_region(sc, w[i], 1))
+			return 0;
+		if (++fns == 2)
+			return 1;
+	}
+	return 0;
+}
+
+static int is_vtable(struct scan *sc, uint64_t p)
+{
+	size_t k = (p >> 3) * 0x9e3779b97f4a7c15ULL >> 55;	/* 9 bits */
+
+	if (sc->vt[k].addr != p + 1) {
+		sc->vt[k].addr = p + 1;
+		sc->vt[k].is = vtable_uncached(sc, p);
+	}
+	return sc->vt[k].is;
+}
+
+/*
+ * The heuristic (valgrind 3.19's --leak-check-heuristics=all, its
+ * default, in its order) by which the interior pointer w makes block i
+ * count as pointed to at its start, or 0:
+ *  - stdstring: w at +24 of a block laid out as libstdc++'s reference-
+ *    counted string (length <= capacity, capacity + 25 == size);
+ *  - length64: w at +8 after a word holding size - 8 (sqlite's blocks);
+ *  - newarray: w at +8 after a nonzero element count dividing size - 8
+ *    (new[] of objects with a destructor);
+ *  - multipleinheritance: w 8-aligned, the word at w and the block's
+ *    first word both vtables (a pointer to a base class other than the
+ *    first).
+ * Words are taken as defined: valgrind also asks that they be.
+ */
+static uint8_t heuristic(struct scan *sc, size_t i, uint64_t w)
+{
+	uint64_t a = sc->addr[i], size = sc->blk[i].size, h[3], inner;
+
+	if (w == a + 24 && !read_aside(sc, a, h, 16) &&
+	    24 + h[1] + 1 == size && h[0] <= h[1])
+		return LSNAP_HEUR_STDSTRING;
+	if (w == a + 8 && !read_aside(sc, a, h, 8) && h[0]) {
+		if (size - 8 == h[0])
+			return LSNAP_HEUR_LENGTH64;
+		if ((size - 8) % h[0] == 0)
+			return LSNAP_HEUR_NEWARRAY;
+	}
+	if (!(w & 7) && w + 8 <= a + size && !read_aside(sc, w, &inner, 8) &&
+	    !(inner & 7) && inner >= 4096 && !read_aside(sc, a, h, 8) &&
+	    !(h[0] & 7) && h[0] >= 4096 && is_vtable(sc, inner) &&
+	    is_vtable(sc, h[0]))
+		return LSNAP_HEUR_MULTIPLE;
+	return 0;
+}
+
+/*
+ * Mark phase: one word seen from memory whose own state is definite (a
+ * root, a reachable block) or not (a possibly lost block).  As memcheck:
+ * a pointer to the start, or an interior pointer a heuristic accepts,
+ * makes the block reachable from definite memory; any other, possibly
+ * lost.  A start pointer to a block reached by heuristic clears it.
+ */
 static inline void mark_word(struct scan *sc, uint64_t w, int definite)
 {
-	int start;
+	int start, via;
 	int64_t i = lookup(sc, w, &start);
 
-	if (i < 0)
+	if (i < 0 || sc->st[i] == ST_GONE)
 		return;
-	if (sc->st[i] == ST_GONE)
+	if (sc->st[i] == ST_REACHABLE) {
+		if (start)
+			sc->heur[i] = 0;
 		return;
-	if (start && definite) {
-		if (sc->st[i] != ST_REACHABLE) {
-			sc->st[i] = ST_REACHABLE;
-			push_block(sc, (uint64_t)i);
-		}
+	}
+	via = start;
+	if (!start) {
+		sc->heur[i] = heuristic(sc, (size_t)i, w);
+		via = sc->heur[i] != 0;
+	}
+	if (via && definite) {
+		sc->st[i] = ST_REACHABLE;
+		push_block(sc, (uint64_t)i);
 	} else if (sc->st[i] == ST_UNREACHED) {
 		sc->st[i] = ST_POSSIBLE;
 		push_block(sc, (uint64_t)i);
@@ -1176,6 +1301,11 @@ static int sum_up(struct scan *sc, struct ls_reach_result *res)
 		c = cat_of[sc->st[i]];
 		sc->st[i] = c;	/* the state array becomes the categories */
 		count_block(res, b, c);
+		/* As memcheck counts them: whatever the block's state. */
+		if (sc->heur[i] && sc->heur[i] < LSNAP_HEUR_KINDS) {
+			res->heur.bytes[sc->heur[i]] += b->size;
+			res->heur.blocks[sc->heur[i]]++;
+		}
 		if (c == LSNAP_REACH_INDIRECT) {
 			uint32_t l = find_leader(sc->leader, (uint32_t)i);
 			uint32_t s = sc->blk[l].site;
@@ -1853,6 +1983,11 @@ static void note_own(struct scan *sc)
 	for (i = 0; i < prep.nseg; i++) {
 		sc->own_start[sc->nown] = prep.seg_start[i];
 		sc->own_len[sc->nown++] = prep.seg_end[i] - prep.seg_start[i];
+	}
+	/* The allocator's own state is no memory of the program's either. */
+	if (ls_glibcheap_main_arena()) {
+		sc->own_start[sc->nown] = ls_glibcheap_main_arena();
+		sc->own_len[sc->nown++] = ls_glibcheap_arena_size();
 	}
 }
 

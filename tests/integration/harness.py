@@ -532,7 +532,7 @@ def valgrind_records(text, prefix="site_"):
     """memcheck's loss records by the first frame named prefix*: function
     -> sorted [(kind, direct bytes, indirect bytes, blocks)]."""
     recs, cur = {}, None
-    frame = re.compile(r"by 0x[0-9A-F]+: (%s\w+) " % re.escape(prefix))
+    frame = re.compile(r"by 0x[0-9A-F]+: (%s\w+)[( ]" % re.escape(prefix))
     num = lambda s: int(s.replace(",", "")) if s else 0
     for line in text.splitlines():
         m = _VG_RECORD.search(line)
@@ -550,10 +550,12 @@ def valgrind_records(text, prefix="site_"):
 
 def reach_records(report, prefix="site_"):
     """The same from a leakscope JSON report: one record per site (stack)
-    and category, named by the site's first function named prefix*."""
+    and category, named by the site's first function named prefix*
+    (without a C++ name's parameters)."""
     recs = {}
     for s in report["sites"]:
-        fn = next((f["function"] for f in s["frames"]
+        fn = next((re.match(r"\w+", f["function"]).group(0)
+                   for f in s["frames"]
                    if (f.get("function") or "").startswith(prefix)), None)
         r = s.get("reachability")
         if not fn or not r:
@@ -566,12 +568,21 @@ def reach_records(report, prefix="site_"):
     return {k: sorted(v) for k, v in recs.items()}
 
 
-def valgrind_run(vg, argv, input=b"", timeout=120):
+def valgrind_run(vg, argv, input=b"", timeout=120, heuristics=False):
     """memcheck --leak-check=full --show-leak-kinds=all on argv, at exit:
-    its loss records (valgrind_records)."""
+    its loss records (valgrind_records); with heuristics, also its "of
+    which reachable via heuristic" lines: {name: (bytes, blocks)}."""
     r = run_process([vg, "--leak-check=full", "--show-leak-kinds=all"]
                     + list(argv), input=input, timeout=timeout)
-    return valgrind_records(r.stderr.decode("utf-8", "replace"))
+    text = r.stderr.decode("utf-8", "replace")
+    if not heuristics:
+        return valgrind_records(text)
+    heur = {}
+    for m in re.finditer(r"(stdstring|length64|newarray|multipleinheritance)"
+                         r"\s*: ([\d,]+) bytes in ([\d,]+) blocks", text):
+        heur[m.group(1)] = (int(m.group(2).replace(",", "")),
+                            int(m.group(3).replace(",", "")))
+    return valgrind_records(text), heur
 
 
 def expect_same_records(ours, theirs, where, only=None):
