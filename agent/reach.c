@@ -1478,15 +1478,44 @@ static ssize_t read_proc(const char *path, char *buf, size_t cap)
 	return n;
 }
 
+/* The process's threads but the caller, up to cap. */
+static size_t other_threads(pid_t *tids, size_t cap)
+{
+	char buf[4096];
+	size_t n = 0;
+	long k, off;
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	while ((k = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (off = 0; off < k;) {
+			const char *name = buf + off + 19;	/* d_name */
+			unsigned short reclen;
+			pid_t tid = (pid_t)strtol(name, NULL, 10);
+
+			memcpy(&reclen, buf + off + 16, sizeof(reclen));
+			off += reclen;
+			if (tid > 0 && tid != ls_gettid() && n < cap)
+				tids[n++] = tid;
+		}
+	close(fd);
+	return n;
+}
+
 /* The stack pointer of thread tid when it waits in a system call (from
- * /proc: "NR args... sp pc"), or 0 when it runs. */
-static uint64_t blocked_sp(pid_t tid)
+ * /proc: "NR args... sp pc"), or 0 when it runs; *sig (if not NULL) a
+ * hash of the whole line, which changes when the thread moves. */
+static uint64_t blocked_sp_sig(pid_t tid, uint64_t *sig)
 {
 	char path[64], buf[256], *p;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
 	n = read_proc(path, buf, sizeof(buf));
+	if (sig)
+		*sig = n > 0 ? lsnap_fnv1a(0xcbf29ce484222325ULL, buf,
+					   (uint64_t)n) : 0;
 	if (n <= 0)
 		return 0;
 	if (buf[0] < '0' || buf[0] > '9')	/* "running" */
@@ -1502,33 +1531,24 @@ static uint64_t blocked_sp(pid_t tid)
 	return p ? strtoull(p + 1, NULL, 16) : 0;
 }
 
+static uint64_t blocked_sp(pid_t tid)
+{
+	return blocked_sp_sig(tid, NULL);
+}
+
 /* The stack pointers of the threads that wait in a system call, and
  * ours; up to cap. */
 static size_t blocked_sps(uint64_t *sps, size_t cap, uint64_t self_sp)
 {
-	char buf[4096];
-	size_t n = 0;
-	long k, off;
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	pid_t tids[256];
+	size_t n = 0, i, nt = other_threads(tids, 256);
+	uint64_t sp;
 
 	if (cap)
 		sps[n++] = self_sp;
-	if (fd < 0)
-		return n;
-	while ((k = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
-		for (off = 0; off < k;) {
-			const char *name = buf + off + 19;	/* d_name */
-			unsigned short reclen;
-			pid_t tid = (pid_t)strtol(name, NULL, 10);
-			uint64_t sp;
-
-			memcpy(&reclen, buf + off + 16, sizeof(reclen));
-			off += reclen;
-			if (tid > 0 && tid != ls_gettid() && n < cap &&
-			    (sp = blocked_sp(tid)))
-				sps[n++] = sp;
-		}
-	close(fd);
+	for (i = 0; i < nt && n < cap; i++)
+		if ((sp = blocked_sp(tids[i])))
+			sps[n++] = sp;
 	return n;
 }
 
@@ -2101,10 +2121,16 @@ pid_t ls_reach_spawn(int fd, const struct lsnap_check_thread *th, uint32_t n,
 		char c;
 
 		keep_only(fd, gate ? gate[0] : fd);
-		/* The parent's reply goes out first; then the pipe closes. */
+		/* The parent's reply goes out first; then the pipe closes.
+		 * A 'w' on it: the threads' stack pointers are stale, scan
+		 * their stacks whole. */
 		if (gate) {
-			while (read(gate[0], &c, 1) < 0 && errno == EINTR)
+			ssize_t k;
+
+			while ((k = read(gate[0], &c, 1)) < 0 && errno == EINTR)
 				;
+			if (k == 1 && c == 'w' && !th[0].nregs)
+				n = 0;
 			close(gate[0]);
 		}
 		child_main(fd, th, n, with_blocks, reason, flags);
@@ -2178,21 +2204,75 @@ static unsigned count_threads(void)
 	return p ? (unsigned)strtoul(p + 9, NULL, 10) : 0;
 }
 
+#define EXIT_THREADS 256
+
+static struct {
+	struct lsnap_check_thread th[EXIT_THREADS];
+	uint64_t sig[EXIT_THREADS];
+} at_exit;
+
+/* The other threads waiting in a system call, with their stack pointers
+ * (no registers) and a signature of where each waits. */
+static uint32_t exit_threads(void)
+{
+	pid_t tids[EXIT_THREADS];
+	size_t nt = other_threads(tids, EXIT_THREADS), i;
+	uint32_t n = 0;
+	uint64_t sp;
+
+	for (i = 0; i < nt; i++)
+		if ((sp = blocked_sp_sig(tids[i], &at_exit.sig[n]))) {
+			memset(&at_exit.th[n], 0, sizeof(at_exit.th[n]));
+			at_exit.th[n].tid = (uint32_t)tids[i];
+			at_exit.th[n++].sp = sp;
+		}
+	return n;
+}
+
+/* Did one of them leave its system call meanwhile? */
+static int exit_threads_moved(uint32_t n)
+{
+	uint64_t sig;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (blocked_sp_sig((pid_t)at_exit.th[i].tid, &sig) !=
+		    at_exit.th[i].sp || sig != at_exit.sig[i])
+			return 1;
+	return 0;
+}
+
 int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads)
 {
-	uint32_t flags = LSNAP_REACH_AT_EXIT;
+	uint32_t flags = LSNAP_REACH_AT_EXIT, n = 0;
+	int gate[2] = { -1, -1 };
 	pid_t child;
 	int r = ls_reach_prepare();
 
 	if (r)
 		return r;
-	/* The agent cannot stop its own process's threads (a thread group
+	/*
+	 * The agent cannot stop its own process's threads (a thread group
 	 * cannot ptrace itself): the others run on in the parent, and the
-	 * image holds them as they were, without their registers. */
-	if (count_threads() != 1 + agent_threads)
+	 * image holds them as they were, without their registers.  The
+	 * stack of one waiting in a system call is scanned from its stack
+	 * pointer (/proc's syscall file) as a stopped thread's is, unless
+	 * it left the call before the image was taken (the child is told
+	 * through the gate, then scans every stack whole).
+	 */
+	if (count_threads() != 1 + agent_threads) {
 		flags |= LSNAP_REACH_NO_REGS;
-	child = ls_reach_spawn(fd, NULL, 0, with_blocks, LSNAP_REASON_EXIT,
-			       flags, NULL);
+		if (!pipe2(gate, O_CLOEXEC))
+			n = exit_threads();
+	}
+	child = ls_reach_spawn(fd, at_exit.th, n, with_blocks,
+			       LSNAP_REASON_EXIT, flags, n ? gate : NULL);
+	if (gate[0] >= 0) {
+		close(gate[0]);
+		if (child > 0 && exit_threads_moved(n))
+			(void)!write(gate[1], "w", 1);
+		close(gate[1]);
+	}
 	if (child < 0)
 		return child;
 	return ls_reach_wait(child);
