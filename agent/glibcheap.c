@@ -253,7 +253,7 @@ unsigned ls_gh_walk(const struct ls_gh_ops *ops, const struct ls_gh_heap *heap,
 		/* In use: the next chunk says so.  A 16-byte chunk is a
 		 * fencepost, no memory of the program's. */
 		if ((nx & PREV_INUSE) && sz >= 32 &&
-		    !tcached(ops, p, sz, key))
+		    !ops->tracked(ops->ctx, p + 16) && !tcached(ops, p, sz, key))
 			ops->chunk(ops->ctx, p + 16, p + sz + 8);
 		p += sz;
 		continue;

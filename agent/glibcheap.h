@@ -29,8 +29,12 @@ struct ls_gh_ops {
 	/* The walk went astray at chunk p: the next chunk known for sure
 	 * after p and before end (a tracked block's), or 0. */
 	uint64_t (*resync)(void *ctx, uint64_t p, uint64_t end);
-	/* An in-use chunk whose memory is [user, end); free chunks cached
-	 * by a tcache (their key at user + 8) are not passed. */
+	/* Is the block at user a tracked one?  Asked of every in-use chunk
+	 * in address order within a walk. */
+	int (*tracked)(void *ctx, uint64_t user);
+	/* An in-use chunk whose memory is [user, end), not tracked; free
+	 * chunks cached by a tcache (their key at user + 8) are not
+	 * passed. */
 	void (*chunk)(void *ctx, uint64_t user, uint64_t end);
 	void *ctx;
 };

@@ -127,6 +127,7 @@ struct scan {
 	uint64_t *fast;
 	uint64_t fmask, nfast;
 	unsigned resyncs;	/* chunk walks that went astray */
+	size_t wcur;		/* the walk's cursor into addr */
 	/* valgrind's leak heuristics: which one made block i reachable
 	 * (enum lsnap_reach_heur, 0 none), and a cache of addresses
 	 * already judged vtables or not. */
@@ -876,13 +877,6 @@ static void heap_range(struct scan *sc, size_t i, uint64_t gs,
 
 static void mark_piece(struct scan *sc, uint64_t s, uint64_t e);
 
-static int is_block(const struct scan *sc, uint64_t a)
-{
-	size_t i = first_block_from(sc, a);
-
-	return i < sc->n && sc->addr[i] == a;
-}
-
 /* --- glibc's heaps (glibcheap.h) ----------------------------------------- */
 
 /* The words glibcheap.c asks for: through the window in the live
@@ -951,13 +945,25 @@ static void fast_add(void *ctx, uint64_t chunk)
 	}
 }
 
+/* A walk asks in address order: a cursor into the sorted blocks. */
+static int gh_tracked(void *ctx, uint64_t user)
+{
+	struct scan *sc = ctx;
+
+	if (sc->wcur > 0 && sc->wcur <= sc->n && sc->addr[sc->wcur - 1] >= user)
+		sc->wcur = first_block_from(sc, user);	/* went back */
+	while (sc->wcur < sc->n && sc->addr[sc->wcur] < user)
+		sc->wcur++;
+	return sc->wcur < sc->n && sc->addr[sc->wcur] == user;
+}
+
 /* An in-use looking chunk that is not a tracked block: a root, unless
  * a fastbin holds it. */
 static void gh_chunk(void *ctx, uint64_t user, uint64_t end)
 {
 	struct scan *sc = ctx;
 
-	if (is_block(sc, user) || (sc->fast && *fast_slot(sc, user - 16)))
+	if (sc->fast && *fast_slot(sc, user - 16))
 		return;
 	mark_piece(sc, user, end);
 }
@@ -965,7 +971,8 @@ static void gh_chunk(void *ctx, uint64_t user, uint64_t end)
 static const struct ls_gh_ops *gh_ops(struct scan *sc)
 {
 	static struct ls_gh_ops ops = {
-		.peek = gh_peek, .resync = gh_resync, .chunk = gh_chunk,
+		.peek = gh_peek, .resync = gh_resync, .tracked = gh_tracked,
+		.chunk = gh_chunk,
 	};
 
 	ops.ctx = sc;
@@ -1002,6 +1009,7 @@ static int note_fastbins(struct scan *sc)
  * the agent's.  Its free chunks, cached ones included, are not. */
 static void walk_heap(struct scan *sc, const struct ls_gh_heap *h)
 {
+	sc->wcur = first_block_from(sc, h->first);
 	sc->resyncs += ls_gh_walk(gh_ops(sc), h, ls_glibcheap_tcache_key());
 }
 
