@@ -672,6 +672,7 @@ void ls_agent_exit_report(void)
 
 	if (getpid() != ls_agent.pid)
 		return;
+	ls_reach_note_exit_frame(__builtin_frame_address(0));
 	ls_guard_enter();
 	if (!__atomic_compare_exchange_n(&ls_agent.state, &expect, LS_DONE, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))

@@ -16,6 +16,7 @@
 #define HEAP_MAX (64ull << 20)	/* 2 * DEFAULT_MMAP_THRESHOLD_MAX */
 #define MSTATE_SIZE 2200	/* sizeof(struct malloc_state) */
 #define MS_FASTBINS 16		/* mfastbinptr fastbinsY[NFASTBINS] */
+#define MS_TOP 96		/* mchunkptr top */
 #define MS_BINS 112		/* mchunkptr bins[NBINS * 2 - 2] */
 #define MS_NEXT 2160		/* struct malloc_state *next */
 #define NFASTBINS 10
@@ -212,14 +213,21 @@ int ls_gh_thread_heap(const struct ls_gh_ops *ops, uint64_t h, uint64_t limit,
 	return out->first + 32 <= out->top_end;
 }
 
-void ls_gh_main_heap(uint64_t start, uint64_t end, struct ls_gh_heap *out)
+int ls_gh_main_heap(const struct ls_gh_ops *ops, uint64_t start,
+		    uint64_t end, struct ls_gh_heap *out)
 {
+	uint64_t top;
+
+	if (!main_arena || ops->peek(ops->ctx, main_arena + MS_TOP, &top) ||
+	    top < start || top >= end)
+		return 0;
 	out->start = start;
 	out->end = end;
 	/* brk's start is page-aligned: glibc puts its first chunk there */
 	out->first = start;
 	out->top_end = end;
 	out->arena = main_arena;
+	return 1;
 }
 
 /* Is the in-use looking chunk at p of size sz cached by a tcache? */

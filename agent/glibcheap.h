@@ -71,8 +71,13 @@ uint64_t ls_glibcheap_arena_size(void);
 int ls_gh_thread_heap(const struct ls_gh_ops *ops, uint64_t h, uint64_t limit,
 		      struct ls_gh_heap *out);
 
-/* The main arena's heap, the [heap] mapping [start, end). */
-void ls_gh_main_heap(uint64_t start, uint64_t end, struct ls_gh_heap *out);
+/*
+ * The main arena's heap, the [heap] mapping [start, end): 1 when the
+ * main arena's top chunk lies in it (else the break is another
+ * allocator's, or the program's own).
+ */
+int ls_gh_main_heap(const struct ls_gh_ops *ops, uint64_t start,
+		    uint64_t end, struct ls_gh_heap *out);
 
 /*
  * Walk the chunks of heap from first to top, calling ops->chunk for each

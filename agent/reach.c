@@ -144,6 +144,16 @@ static struct {
 	pid_t pid, ppid;
 } prep;
 
+/* The check at exit: the other threads waiting in a system call, and
+ * where the agent's exit path began on the exiting thread's stack. */
+#define EXIT_THREADS 256
+
+static struct {
+	struct lsnap_check_thread th[EXIT_THREADS];
+	uint64_t sig[EXIT_THREADS];
+	uint64_t frame;		/* ls_reach_note_exit_frame() */
+} at_exit;
+
 static struct scan sc_static;	/* the child's; static: no stack for 260 KiB */
 static sigjmp_buf fault_jmp;
 
@@ -1060,7 +1070,7 @@ static void mark_plain(struct scan *sc, const struct region *g, uint64_t s,
 		 * fallback, or the main arena not found): walked from the
 		 * region's start. */
 		if (arena == 1 && xs == g->start) {
-			ls_gh_main_heap(xs, xe, &h);
+			h = (struct ls_gh_heap){ xs, xe, xs, xe, 0 };
 			walk_heap(sc, &h);
 		}
 		if (xe > cur)
@@ -1082,8 +1092,8 @@ static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
 	struct ls_gh_heap h;
 	uint64_t cur = s, a;
 
-	if (g->heap && s == g->start && ls_glibcheap_main_arena()) {
-		ls_gh_main_heap(g->start, g->end, &h);
+	if (g->heap && s == g->start &&
+	    ls_gh_main_heap(gh_ops(sc), g->start, g->end, &h)) {
 		walk_heap(sc, &h);
 		return;
 	}
@@ -2067,6 +2077,7 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	static struct ls_reach_result res;
 	struct sigaction sa = { .sa_handler = on_fault, .sa_flags = SA_NODEFER };
 	volatile uint64_t here = 0;
+	uint64_t self_sp;
 	sigset_t faults;
 	int r;
 
@@ -2085,7 +2096,13 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	res.mallinfo = prep.mallinfo;
 	res.pid = prep.pid;
 	res.ppid = prep.ppid;
-	r = run_scan(&sc_static, th, nth, (uint64_t)&here, &res);
+	/* At exit, this stack from the agent's exit path up (the frame is
+	 * above us on the same stack, within its 8 MiB at most). */
+	self_sp = (uint64_t)&here;
+	if (reason == LSNAP_REASON_EXIT && at_exit.frame > self_sp &&
+	    at_exit.frame - self_sp < (8ull << 20))
+		self_sp = at_exit.frame;
+	r = run_scan(&sc_static, th, nth, self_sp, &res);
 	if (!r) {
 		res.totals.flags = flags | (res.torn ? LSNAP_REACH_TORN : 0) |
 				   (sc_static.partial ? LSNAP_REACH_PARTIAL : 0);
@@ -2212,12 +2229,11 @@ static unsigned count_threads(void)
 	return p ? (unsigned)strtoul(p + 9, NULL, 10) : 0;
 }
 
-#define EXIT_THREADS 256
 
-static struct {
-	struct lsnap_check_thread th[EXIT_THREADS];
-	uint64_t sig[EXIT_THREADS];
-} at_exit;
+void ls_reach_note_exit_frame(const void *frame)
+{
+	at_exit.frame = (uint64_t)(uintptr_t)frame;
+}
 
 /* The other threads waiting in a system call, with their stack pointers
  * (no registers) and a signature of where each waits. */
