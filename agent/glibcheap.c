@@ -57,26 +57,25 @@ static int unlike_pointer(uint64_t v)
 	return v >> 48 != 0;
 }
 
+/*
+ * One small chunk (48 bytes: the program's heap moves as little as
+ * possible; a 2 KiB probe was enough to shift where a program under
+ * RLIMIT_AS first fails), its word at offset 8 zeroed, freed: a tcache
+ * puts the key there; a fastbin (the tcache bin full) leaves the zero,
+ * a bin a pointer, neither with the top bits a random key has.
+ */
 static void learn_key(void)
 {
-	uint64_t *a = ls_real.malloc(1000), *b = ls_real.malloc(1000);
-	uint64_t ka = 0, kb = 0;
+	uint64_t *a = ls_real.malloc(40), k = 0;
 
-	if (!a || !b) {
-		ls_real.free(a);
-		ls_real.free(b);
+	if (!a)
 		return;
-	}
-	a[1] = b[1] = 0;
-	ls_real.free(b);
+	a[1] = 0;
 	ls_real.free(a);
 	/* Freed: read through the kernel (the memory may be trimmed). */
-	if (self_peek(NULL, (uint64_t)(uintptr_t)(a + 1), &ka) ||
-	    self_peek(NULL, (uint64_t)(uintptr_t)(b + 1), &kb))
-		return;
-	/* Both cached with the key, or (a full tcache bin) neither. */
-	if (ka == kb && unlike_pointer(ka))
-		tcache_key = ka;
+	if (!self_peek(NULL, (uint64_t)(uintptr_t)(a + 1), &k) &&
+	    unlike_pointer(k))
+		tcache_key = k;
 }
 
 /* Empty bins of the arena at m link to themselves: count them. */

@@ -48,9 +48,9 @@ struct ls_gh_heap {
 };
 
 /*
- * Learn glibc's per-process tcache key (2.34+): free two chunks of our
- * own through the real free and read the word tcache_put() stores at
- * user offset 8.  Only when ls_real.malloc is libc's.  Then find the main
+ * Learn glibc's per-process tcache key (2.34+): free a 48-byte chunk
+ * of our own through the real free and read the word tcache_put()
+ * stores at user offset 8.  Only when ls_real.malloc is libc's.  Then find the main
  * arena in libc's writable data (its empty bins link to themselves).
  * Either stays 0 when not found; the scan then does without.
  */
