@@ -45,6 +45,7 @@
 #include "../common/contract.h"
 #include "state.h"
 #include "figures.h"
+#include "glibcheap.h"
 #include "live.h"
 #include "mmaps.h"
 #include "modules.h"
@@ -68,7 +69,8 @@ struct vec {
 
 struct region {
 	uint64_t start, end;
-	unsigned readable : 1, writable : 1, shared : 1, file : 1, stack : 1;
+	unsigned readable : 1, writable : 1, shared : 1, file : 1, stack : 1,
+		 exec : 1, heap : 1;
 };
 
 struct span {
@@ -100,7 +102,7 @@ struct scan {
 	struct vec regions;	/* struct region, sorted */
 	struct vec stack;	/* uint32_t block indices to scan */
 	struct vec later;	/* the same, for the next sweep (live) */
-	uint64_t own_start[LS_SYS_OWN_SLOTS + 8], own_len[LS_SYS_OWN_SLOTS + 8];
+	uint64_t own_start[LS_SYS_OWN_SLOTS + 9], own_len[LS_SYS_OWN_SLOTS + 9];
 	size_t nown;
 	uint64_t mem, peak;	/* bytes mapped now and at most */
 	uint64_t root_bytes, heap_bytes;
@@ -136,6 +138,17 @@ struct scan {
 	uint64_t *pend;		/* bitmap over the blocks, NULL: no sweep */
 	uint64_t *pbits;	/* its memory */
 	size_t finger, pmax;
+	/* glibc's free chunks cached in fastbins (glibcheap.h): an open
+	 * hash of chunk addresses, fmask + 1 slots, 0 = empty. */
+	uint64_t *fast;
+	uint64_t fmask, nfast;
+	unsigned resyncs;	/* chunk walks that went astray */
+	size_t wcur;		/* the walk's cursor into addr */
+	/* valgrind's leak heuristics: which one made block i reachable
+	 * (enum lsnap_reach_heur, 0 none), and a cache of addresses
+	 * already judged vtables or not. */
+	uint8_t *heur;
+	struct { uint64_t addr; int is; } vt[512];
 };
 
 /* Filled by ls_reach_prepare(), read by the child. */
@@ -146,6 +159,16 @@ static struct {
 	struct lsnap_mallinfo mallinfo;
 	pid_t pid, ppid;
 } prep;
+
+/* The check at exit: the other threads waiting in a system call, and
+ * where the agent's exit path began on the exiting thread's stack. */
+#define EXIT_THREADS 256
+
+static struct {
+	struct lsnap_check_thread th[EXIT_THREADS];
+	uint64_t sig[EXIT_THREADS];
+	uint64_t frame;		/* ls_reach_note_exit_frame() */
+} at_exit;
 
 static struct scan sc_static;	/* the child's; static: no stack for 260 KiB */
 static sigjmp_buf fault_jmp;
@@ -367,7 +390,8 @@ static int index_blocks(struct scan *sc)
 
 	sc->addr = grab(sc, sc->n * 8);
 	sc->st = grab(sc, sc->n);
-	if (!sc->addr || !sc->st)
+	sc->heur = grab(sc, sc->n);
+	if (!sc->addr || !sc->st || !sc->heur)
 		return -ENOMEM;
 	for (i = 0; i < sc->n; i++) {
 		uint64_t end = sc->blk[i].addr + (sc->blk[i].size ?
@@ -520,6 +544,7 @@ static int parse_maps(struct scan *sc)
 			continue;
 		g.readable = q[0] == 'r';
 		g.writable = q[1] == 'w';
+		g.exec = q[2] == 'x';
 		g.shared = q[3] == 's';
 		/* Skip offset, dev, inode; a path follows when the inode
 		 * is not 0 or the name is a [bracket]. */
@@ -531,6 +556,7 @@ static int parse_maps(struct scan *sc)
 		}
 		g.file = q < nl && *q == '/';
 		g.stack = nl - q == 7 && !memcmp(q, "[stack]", 7);
+		g.heap = nl - q == 6 && !memcmp(q, "[heap]", 6);
 		r = vec_push(sc, &sc->regions, &g);
 		if (r)
 			return r;
@@ -584,22 +610,148 @@ static void push_block(struct scan *sc, uint64_t i)
 		sc->partial = 1;
 }
 
-/* Mark phase: one word seen from memory whose own state is definite
- * (a root, a reachable block) or not (a possibly lost block). */
+/* --- valgrind's leak heuristics ------------------------------------------ */
+
+/*
+ * len bytes at a into buf, never through the window (the caller may be
+ * iterating over it): through the kernel in the live process, in place
+ * in the image when the maps say they are there.  0 or -1.
+ */
+static int cached(uint64_t a, uint64_t len);
+static void copy_cached(void *buf, uint64_t a, size_t len);
+
+static int read_aside(struct scan *sc, uint64_t a, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)a, len };
+
+	if (!sc->safe) {
+		if (readable_until(sc, a) < a + len)
+			return -1;
+		memcpy(buf, (const void *)(uintptr_t)a, len);
+		return 0;
+	}
+	if (cached(a, len)) {	/* the mark's page cache has it */
+		copy_cached(buf, a, len);
+		return 0;
+	}
+	return syscall(SYS_process_vm_readv, sc->self, &l, 1UL, &r, 1UL,
+		       0UL) == (long)len ? 0 : -1;
+}
+
+#define VTABLE_WORDS 21		/* valgrind's VTABLE_MAX_CHECK + 1 */
+
+/* In a readable file mapping (valgrind: a client file segment). */
+static const struct region *file_region(const struct scan *sc, uint64_t a,
+					int exec)
+{
+	const struct region *g = region_of(sc, a);
+
+	return g && g->file && g->readable && (!exec || g->exec) ? g : NULL;
+}
+
+/*
+ * Does p look like a vtable, as memcheck judges it: in a readable file
+ * mapping, its first words (up to 21, within the mapping) null or
+ * pointing into executable file mappings, two of them at least, before
+ * one that does not.
+ */
+static int vtable_uncached(struct scan *sc, uint64_t p)
+{
+	const struct region *g = file_region(sc, p, 0);
+	uint64_t w[VTABLE_WORDS];
+	size_t n, i, fns = 0;
+
+	if (!g || g->end - p < 8)
+		return 0;
+	n = (g->end - 8 - p) / 8 + 1;
+	if (n > VTABLE_WORDS)
+		n = VTABLE_WORDS;
+	if (read_aside(sc, p, w, n * 8))
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (!w[i])
+			continue;
+		if (!file_region(sc, w[i], 1))
+			return 0;
+		if (++fns == 2)
+			return 1;
+	}
+	return 0;
+}
+
+static int is_vtable(struct scan *sc, uint64_t p)
+{
+	size_t k = (p >> 3) * 0x9e3779b97f4a7c15ULL >> 55;	/* 9 bits */
+
+	if (sc->vt[k].addr != p + 1) {
+		sc->vt[k].addr = p + 1;
+		sc->vt[k].is = vtable_uncached(sc, p);
+	}
+	return sc->vt[k].is;
+}
+
+/*
+ * The heuristic (valgrind 3.19's --leak-check-heuristics=all, its
+ * default, in its order) by which the interior pointer w makes block i
+ * count as pointed to at its start, or 0:
+ *  - stdstring: w at +24 of a block laid out as libstdc++'s reference-
+ *    counted string (length <= capacity, capacity + 25 == size);
+ *  - length64: w at +8 after a word holding size - 8 (sqlite's blocks);
+ *  - newarray: w at +8 after a nonzero element count dividing size - 8
+ *    (new[] of objects with a destructor);
+ *  - multipleinheritance: w 8-aligned, the word at w and the block's
+ *    first word both vtables (a pointer to a base class other than the
+ *    first).
+ * Words are taken as defined: valgrind also asks that they be.
+ */
+static uint8_t heuristic(struct scan *sc, size_t i, uint64_t w)
+{
+	uint64_t a = sc->addr[i], size = sc->blk[i].size, h[3], inner;
+
+	if (w == a + 24 && !read_aside(sc, a, h, 16) &&
+	    24 + h[1] + 1 == size && h[0] <= h[1])
+		return LSNAP_HEUR_STDSTRING;
+	if (w == a + 8 && !read_aside(sc, a, h, 8) && h[0]) {
+		if (size - 8 == h[0])
+			return LSNAP_HEUR_LENGTH64;
+		if ((size - 8) % h[0] == 0)
+			return LSNAP_HEUR_NEWARRAY;
+	}
+	if (!(w & 7) && w + 8 <= a + size && !read_aside(sc, w, &inner, 8) &&
+	    !(inner & 7) && inner >= 4096 && !read_aside(sc, a, h, 8) &&
+	    !(h[0] & 7) && h[0] >= 4096 && is_vtable(sc, inner) &&
+	    is_vtable(sc, h[0]))
+		return LSNAP_HEUR_MULTIPLE;
+	return 0;
+}
+
+/*
+ * Mark phase: one word seen from memory whose own state is definite (a
+ * root, a reachable block) or not (a possibly lost block).  As memcheck:
+ * a pointer to the start, or an interior pointer a heuristic accepts,
+ * makes the block reachable from definite memory; any other, possibly
+ * lost.  A start pointer to a block reached by heuristic clears it.
+ */
 static inline void mark_word(struct scan *sc, uint64_t w, int definite)
 {
-	int start;
+	int start, via;
 	int64_t i = lookup(sc, w, &start);
 
-	if (i < 0)
+	if (i < 0 || sc->st[i] == ST_GONE)
 		return;
-	if (sc->st[i] == ST_GONE)
+	if (sc->st[i] == ST_REACHABLE) {
+		if (start)
+			sc->heur[i] = 0;
 		return;
-	if (start && definite) {
-		if (sc->st[i] != ST_REACHABLE) {
-			sc->st[i] = ST_REACHABLE;
-			push_block(sc, (uint64_t)i);
-		}
+	}
+	via = start;
+	if (!start) {
+		sc->heur[i] = heuristic(sc, (size_t)i, w);
+		via = sc->heur[i] != 0;
+	}
+	if (via && definite) {
+		sc->st[i] = ST_REACHABLE;
+		push_block(sc, (uint64_t)i);
 	} else if (sc->st[i] == ST_UNREACHED) {
 		sc->st[i] = ST_POSSIBLE;
 		push_block(sc, (uint64_t)i);
@@ -727,22 +879,26 @@ static uint64_t chunk_for(uint64_t size)
 	return cs < 32 ? 32 : cs;
 }
 
+static int chunk_in_use(struct scan *sc, uint64_t p, uint64_t size,
+			uint64_t end);
+
 /*
- * The allocator's memory around block i, in region [gs, ge): not a root
- * (its free chunks keep stale pointers; its blocks are scanned when
- * reached).  From glibc's chunk header before the block: a chunk of its
- * own mapping gives exactly that mapping (kernels merge adjacent
- * anonymous mappings, so the region may hold a thread stack or a
- * program's arena too); a chunk of a thread arena gives the arena's heap
- * from its 64 MiB-aligned start; a main-arena chunk the whole region.  A
- * header that is not glibc's (jemalloc, tcmalloc...) gives the block
- * alone: the rest of the allocator's memory stays a root, which can hide
- * a leak behind a stale pointer but never makes one up.
+ * The allocator's memory around block i, in region [gs, ge), outside
+ * the glibc heaps mark_region() found: not a root (its free chunks keep
+ * stale pointers; its blocks are scanned when reached).  From glibc's
+ * chunk header before the block: a chunk of its own mapping gives
+ * exactly that mapping (kernels merge adjacent anonymous mappings, so
+ * the region may hold a thread stack or a program's arena too); an
+ * arena chunk the region from its 64 MiB-aligned heap start (a thread
+ * arena's) or whole (the main arena's).  A header that is not glibc's
+ * (jemalloc, tcmalloc...) gives the block alone: the rest of the
+ * allocator's memory stays a root, which can hide a leak behind a stale
+ * pointer but never makes one up.
  */
 static void heap_range(struct scan *sc, size_t i, uint64_t gs,
 		       uint64_t ge, uint64_t *xs, uint64_t *xe, int *arena)
 {
-	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre, nx;
+	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre;
 
 	*arena = 0;
 	*xs = a;
@@ -761,10 +917,7 @@ static void heap_range(struct scan *sc, size_t i, uint64_t gs,
 		*xe = a - 16 + cs;
 		return;
 	}
-	/* In use: the chunk glibc gives such a request, and the next
-	 * chunk's header says its predecessor (this one) is in use. */
-	if (cs < chunk_for(size) || cs >= chunk_for(size) + 32 ||
-	    a - 8 + cs + 8 > ge || peek(sc, a - 8 + cs, &nx) || !(nx & 1))
+	if (!chunk_in_use(sc, a - 16, size, ge))
 		return;
 	*xs = gs;
 	*xe = ge;
@@ -775,38 +928,140 @@ static void heap_range(struct scan *sc, size_t i, uint64_t gs,
 
 static void mark_piece(struct scan *sc, uint64_t s, uint64_t e);
 
-static int is_block(const struct scan *sc, uint64_t a)
-{
-	size_t i = first_block_from(sc, a);
+/* --- glibc's heaps (glibcheap.h) ----------------------------------------- */
 
-	return i < sc->n && sc->addr[i] == a;
+/* The words glibcheap.c asks for: through the window in the live
+ * process; in the image in place, when the maps say they are there. */
+static int gh_peek(void *ctx, uint64_t a, uint64_t *v)
+{
+	struct scan *sc = ctx;
+
+	if (a & 7)
+		return -1;
+	if (sc->safe)
+		return peek(sc, a, v);
+	if (readable_until(sc, a) < a + 8)
+		return -1;
+	*v = *(const uint64_t *)(uintptr_t)a;
+	return 0;
 }
 
 /*
- * The chunks of a glibc heap [s, e) that are in use but not tracked
- * (allocated before tracking began: `leakscope attach`, `reset`) are
- * roots: memory the program uses that is neither a tracked block nor the
- * agent's.  Chunk by chunk from s, as glibc lays them out; the walk stops
- * at the top chunk or at the first size that makes no sense.  A chunk
- * freed into a tcache or fastbin still looks in use: its stale words may
- * hide a leak, never make one up.
+ * Is the chunk at p, holding a block of size bytes, in use as glibc lays
+ * it out: its size the one glibc gives such a request, the next chunk's
+ * header (below end) saying its predecessor is in use?
  */
-static void mark_untracked(struct scan *sc, uint64_t s, uint64_t e)
+static int chunk_in_use(struct scan *sc, uint64_t p, uint64_t size,
+			uint64_t end)
 {
-	uint64_t p = s, size, next, nx;
+	uint64_t hdr, cs, nx;
 
-	while (p + 32 <= e) {
-		if (peek(sc, p + 8, &size))
-			break;
-		size &= ~7ull;
-		next = p + size;
-		if (size < 32 || (size & 15) || next + 16 > e ||
-		    peek(sc, next + 8, &nx))
-			break;		/* the top chunk, or not a chunk */
-		if ((nx & 1) && !is_block(sc, p + 16))
-			mark_piece(sc, p + 16, next + 8);
-		p = next;
+	if (gh_peek(sc, p + 8, &hdr) || (hdr & CHUNK_MMAPPED))
+		return 0;
+	cs = hdr & ~7ull;
+	return cs >= chunk_for(size) && cs < chunk_for(size) + 32 &&
+	       p + cs + 16 <= end && !gh_peek(sc, p + cs + 8, &nx) && (nx & 1);
+}
+
+/* A walk astray at p resumes at the next tracked block's chunk. */
+static uint64_t gh_resync(void *ctx, uint64_t p, uint64_t end)
+{
+	struct scan *sc = ctx;
+	size_t i;
+
+	for (i = first_block_from(sc, p + 17); i < sc->n && sc->addr[i] < end;
+	     i++)
+		if (chunk_in_use(sc, sc->addr[i] - 16, sc->blk[i].size, end))
+			return sc->addr[i] - 16;
+	return 0;
+}
+
+static uint64_t *fast_slot(const struct scan *sc, uint64_t chunk)
+{
+	uint64_t k = (chunk >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & sc->fmask;
+
+	while (sc->fast[k] && sc->fast[k] != chunk)
+		k = (k + 1) & sc->fmask;
+	return &sc->fast[k];
+}
+
+static void fast_add(void *ctx, uint64_t chunk)
+{
+	struct scan *sc = ctx;
+	uint64_t *slot = fast_slot(sc, chunk);
+
+	if (!*slot) {
+		*slot = chunk;
+		sc->nfast++;
 	}
+}
+
+/* A walk asks in address order: a cursor into the sorted blocks. */
+static int gh_tracked(void *ctx, uint64_t user)
+{
+	struct scan *sc = ctx;
+
+	if (sc->wcur > 0 && sc->wcur <= sc->n && sc->addr[sc->wcur - 1] >= user)
+		sc->wcur = first_block_from(sc, user);	/* went back */
+	while (sc->wcur < sc->n && sc->addr[sc->wcur] < user)
+		sc->wcur++;
+	return sc->wcur < sc->n && sc->addr[sc->wcur] == user;
+}
+
+/* An in-use looking chunk that is not a tracked block: a root, unless
+ * a fastbin holds it. */
+static void gh_chunk(void *ctx, uint64_t user, uint64_t end)
+{
+	struct scan *sc = ctx;
+
+	if (sc->fast && *fast_slot(sc, user - 16))
+		return;
+	mark_piece(sc, user, end);
+}
+
+static const struct ls_gh_ops *gh_ops(struct scan *sc)
+{
+	static struct ls_gh_ops ops = {
+		.peek = gh_peek, .resync = gh_resync, .tracked = gh_tracked,
+		.chunk = gh_chunk,
+	};
+
+	ops.ctx = sc;
+	return &ops;
+}
+
+#define MAX_FAST (1u << 20)	/* fastbin chunks noted; the rest are roots */
+
+/* The chunks glibc's fastbins hold (they look in use to a walk). */
+static int note_fastbins(struct scan *sc)
+{
+	uint64_t main = ls_glibcheap_main_arena();
+
+	if (!main)
+		return 0;
+	sc->fmask = 4095;
+	for (;;) {
+		sc->fast = grab(sc, (sc->fmask + 1) * 8);
+		if (!sc->fast)
+			return -ENOMEM;
+		sc->nfast = 0;
+		/* at most half full: probes stay short */
+		ls_gh_fastbins(gh_ops(sc), main, fast_add, (sc->fmask + 1) / 2);
+		if (sc->nfast < (sc->fmask + 1) / 2 || sc->fmask + 1 >= 2 * MAX_FAST)
+			return 0;
+		drop(sc, sc->fast, (sc->fmask + 1) * 8);
+		sc->fmask = sc->fmask * 2 + 1;
+	}
+}
+
+/* The in-use chunks of glibc heap h that are not tracked blocks
+ * (allocated before tracking began: `leakscope attach`, `reset`) are
+ * roots: memory the program uses that is neither a tracked block nor
+ * the agent's.  Its free chunks, cached ones included, are not. */
+static void walk_heap(struct scan *sc, const struct ls_gh_heap *h)
+{
+	sc->wcur = first_block_from(sc, h->first);
+	sc->resyncs += ls_gh_walk(gh_ops(sc), h, ls_glibcheap_tcache_key());
 }
 
 /*
@@ -833,31 +1088,66 @@ static void mark_piece(struct scan *sc, uint64_t s, uint64_t e)
 	}
 }
 
-/* Region [s, e) less the allocator's memory (heap_range), whose
- * untracked chunks are roots all the same. */
-static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
+/* [s, e) of region g, outside glibc's heaps, less the allocator's
+ * memory around its blocks (heap_range). */
+static void mark_plain(struct scan *sc, const struct region *g, uint64_t s,
+		       uint64_t e)
 {
 	uint64_t cur = s, xs, xe;
+	struct ls_gh_heap h;
 	int arena;
 	size_t i;
 
-	for (i = first_block_from(sc, g->start); i < sc->n &&
-	     sc->addr[i] < g->end && cur < g->end; i++) {
+	for (i = first_block_from(sc, s); i < sc->n &&
+	     sc->addr[i] < e && cur < e; i++) {
 		if (sc->addr[i] < cur)
 			continue;
 		heap_range(sc, i, g->start, g->end, &xs, &xe, &arena);
+		if (xe > e)
+			xe = e;
 		if (xs > cur)
 			mark_piece(sc, cur, xs);
-		/* The main arena's chunks start at its region's start; a
-		 * thread arena's after its headers (NEEDSWORK: walked from
-		 * there, they would be roots too). */
-		if (arena == 1 && xs == g->start)
-			mark_untracked(sc, xs, xe);
+		/* A main-arena heap that is not [heap] (glibc's mmap'd
+		 * fallback, or the main arena not found): walked from the
+		 * region's start. */
+		if (arena == 1 && xs == g->start) {
+			h = (struct ls_gh_heap){ xs, xe, xs, xe, 0 };
+			walk_heap(sc, &h);
+		}
 		if (xe > cur)
 			cur = xe;
 	}
+	if (cur < e)
+		mark_piece(sc, cur, e);
+}
+
+/*
+ * Region g from s: glibc's heaps in it (the main arena's [heap], and
+ * thread arenas' heaps at every 64 MiB boundary whose heap_info makes
+ * sense) are walked chunk by chunk; the rest is scanned as a root, less
+ * the allocator's memory.  A region may hold several heaps and other
+ * mappings the kernel merged with them.
+ */
+static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
+{
+	struct ls_gh_heap h;
+	uint64_t cur = s, a;
+
+	if (g->heap && s == g->start &&
+	    ls_gh_main_heap(gh_ops(sc), g->start, g->end, &h)) {
+		walk_heap(sc, &h);
+		return;
+	}
+	for (a = (g->start + HEAP_MAX_SIZE - 1) & ~(HEAP_MAX_SIZE - 1);
+	     a < g->end; a += HEAP_MAX_SIZE) {
+		if (a < cur || !ls_gh_thread_heap(gh_ops(sc), a, g->end, &h))
+			continue;
+		mark_plain(sc, g, cur, h.start);
+		walk_heap(sc, &h);
+		cur = h.end;
+	}
 	if (cur < g->end)
-		mark_piece(sc, cur, g->end);
+		mark_plain(sc, g, cur, g->end);
 }
 
 /* A page that faults (a file mapping cut short) ends the region. */
@@ -1022,6 +1312,21 @@ static int cached(uint64_t a, uint64_t len)
 		if (cache.tag[cache_slot(p)] != p + 1)
 			return 0;
 	return 1;
+}
+
+/* [a, a + len) from the cache (cached() said it is all there). */
+static void copy_cached(void *buf, uint64_t a, size_t len)
+{
+	uint8_t *d = buf;
+	size_t n;
+
+	for (; len; len -= n, a += n, d += n) {
+		n = PAGE_SZ - (a & (PAGE_SZ - 1));
+		if (n > len)
+			n = len;
+		memcpy(d, cache.mem + cache_slot(a) * PAGE_SZ +
+		       (a & (PAGE_SZ - 1)), n);
+	}
 }
 
 /* fn on the words of [a, a + len) (8-aligned), from the cache. */
@@ -1425,6 +1730,11 @@ static int sum_up(struct scan *sc, struct ls_reach_result *res)
 		c = cat_of[sc->st[i]];
 		sc->st[i] = c;	/* the state array becomes the categories */
 		count_block(res, b, c);
+		/* As memcheck counts them: whatever the block's state. */
+		if (sc->heur[i] && sc->heur[i] < LSNAP_HEUR_KINDS) {
+			res->heur.bytes[sc->heur[i]] += b->size;
+			res->heur.blocks[sc->heur[i]]++;
+		}
 		if (c == LSNAP_REACH_INDIRECT) {
 			uint32_t l = find_leader(sc->leader, (uint32_t)i);
 			uint32_t s = sc->blk[l].site;
@@ -1601,15 +1911,44 @@ static ssize_t read_proc(const char *path, char *buf, size_t cap)
 	return n;
 }
 
+/* The process's threads but the caller, up to cap. */
+static size_t other_threads(pid_t *tids, size_t cap)
+{
+	char buf[4096];
+	size_t n = 0;
+	long k, off;
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	while ((k = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (off = 0; off < k;) {
+			const char *name = buf + off + 19;	/* d_name */
+			unsigned short reclen;
+			pid_t tid = (pid_t)strtol(name, NULL, 10);
+
+			memcpy(&reclen, buf + off + 16, sizeof(reclen));
+			off += reclen;
+			if (tid > 0 && tid != ls_gettid() && n < cap)
+				tids[n++] = tid;
+		}
+	close(fd);
+	return n;
+}
+
 /* The stack pointer of thread tid when it waits in a system call (from
- * /proc: "NR args... sp pc"), or 0 when it runs. */
-static uint64_t blocked_sp(pid_t tid)
+ * /proc: "NR args... sp pc"), or 0 when it runs; *sig (if not NULL) a
+ * hash of the whole line, which changes when the thread moves. */
+static uint64_t blocked_sp_sig(pid_t tid, uint64_t *sig)
 {
 	char path[64], buf[256], *p;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
 	n = read_proc(path, buf, sizeof(buf));
+	if (sig)
+		*sig = n > 0 ? lsnap_fnv1a(0xcbf29ce484222325ULL, buf,
+					   (uint64_t)n) : 0;
 	if (n <= 0)
 		return 0;
 	if (buf[0] < '0' || buf[0] > '9')	/* "running" */
@@ -1625,33 +1964,24 @@ static uint64_t blocked_sp(pid_t tid)
 	return p ? strtoull(p + 1, NULL, 16) : 0;
 }
 
+static uint64_t blocked_sp(pid_t tid)
+{
+	return blocked_sp_sig(tid, NULL);
+}
+
 /* The stack pointers of the threads that wait in a system call, and
  * ours; up to cap. */
 static size_t blocked_sps(uint64_t *sps, size_t cap, uint64_t self_sp)
 {
-	char buf[4096];
-	size_t n = 0;
-	long k, off;
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	pid_t tids[256];
+	size_t n = 0, i, nt = other_threads(tids, 256);
+	uint64_t sp;
 
 	if (cap)
 		sps[n++] = self_sp;
-	if (fd < 0)
-		return n;
-	while ((k = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
-		for (off = 0; off < k;) {
-			const char *name = buf + off + 19;	/* d_name */
-			unsigned short reclen;
-			pid_t tid = (pid_t)strtol(name, NULL, 10);
-			uint64_t sp;
-
-			memcpy(&reclen, buf + off + 16, sizeof(reclen));
-			off += reclen;
-			if (tid > 0 && tid != ls_gettid() && n < cap &&
-			    (sp = blocked_sp(tid)))
-				sps[n++] = sp;
-		}
-	close(fd);
+	for (i = 0; i < nt && n < cap; i++)
+		if ((sp = blocked_sp(tids[i])))
+			sps[n++] = sp;
 	return n;
 }
 
@@ -2264,6 +2594,11 @@ static void note_own(struct scan *sc)
 		sc->own_start[sc->nown] = prep.seg_start[i];
 		sc->own_len[sc->nown++] = prep.seg_end[i] - prep.seg_start[i];
 	}
+	/* The allocator's own state is no memory of the program's either. */
+	if (ls_glibcheap_main_arena()) {
+		sc->own_start[sc->nown] = ls_glibcheap_main_arena();
+		sc->own_len[sc->nown++] = ls_glibcheap_arena_size();
+	}
 }
 
 /* The blocks, sorted and indexed, the maps, the agent's own memory. */
@@ -2279,6 +2614,8 @@ static int take_inventory(struct scan *sc, int *torn)
 		r = parse_maps(sc);
 	if (!r)		/* after parse_maps: our mappings so far are noted */
 		note_own(sc);
+	if (!r)		/* reads the heaps as parse_maps found them */
+		r = note_fastbins(sc);
 	return r;
 }
 
@@ -2312,6 +2649,7 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	static struct ls_reach_result res;
 	struct sigaction sa = { .sa_handler = on_fault, .sa_flags = SA_NODEFER };
 	volatile uint64_t here = 0;
+	uint64_t self_sp;
 	sigset_t faults;
 	int r;
 
@@ -2330,7 +2668,13 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	res.mallinfo = prep.mallinfo;
 	res.pid = prep.pid;
 	res.ppid = prep.ppid;
-	r = run_scan(&sc_static, th, nth, (uint64_t)&here, &res);
+	/* At exit, this stack from the agent's exit path up (the frame is
+	 * above us on the same stack, within its 8 MiB at most). */
+	self_sp = (uint64_t)&here;
+	if (reason == LSNAP_REASON_EXIT && at_exit.frame > self_sp &&
+	    at_exit.frame - self_sp < (8ull << 20))
+		self_sp = at_exit.frame;
+	r = run_scan(&sc_static, th, nth, self_sp, &res);
 	if (!r) {
 		res.totals.flags = flags | (res.torn ? LSNAP_REACH_TORN : 0) |
 				   (sc_static.partial ? LSNAP_REACH_PARTIAL : 0);
@@ -2374,10 +2718,16 @@ pid_t ls_reach_spawn(int fd, const struct lsnap_check_thread *th, uint32_t n,
 		char c;
 
 		keep_only(fd, gate ? gate[0] : fd);
-		/* The parent's reply goes out first; then the pipe closes. */
+		/* The parent's reply goes out first; then the pipe closes.
+		 * A 'w' on it: the threads' stack pointers are stale, scan
+		 * their stacks whole. */
 		if (gate) {
-			while (read(gate[0], &c, 1) < 0 && errno == EINTR)
+			ssize_t k;
+
+			while ((k = read(gate[0], &c, 1)) < 0 && errno == EINTR)
 				;
+			if (k == 1 && c == 'w' && !th[0].nregs)
+				n = 0;
 			close(gate[0]);
 		}
 		child_main(fd, th, n, with_blocks, reason, flags);
@@ -2451,21 +2801,74 @@ static unsigned count_threads(void)
 	return p ? (unsigned)strtoul(p + 9, NULL, 10) : 0;
 }
 
+
+void ls_reach_note_exit_frame(const void *frame)
+{
+	at_exit.frame = (uint64_t)(uintptr_t)frame;
+}
+
+/* The other threads waiting in a system call, with their stack pointers
+ * (no registers) and a signature of where each waits. */
+static uint32_t exit_threads(void)
+{
+	pid_t tids[EXIT_THREADS];
+	size_t nt = other_threads(tids, EXIT_THREADS), i;
+	uint32_t n = 0;
+	uint64_t sp;
+
+	for (i = 0; i < nt; i++)
+		if ((sp = blocked_sp_sig(tids[i], &at_exit.sig[n]))) {
+			memset(&at_exit.th[n], 0, sizeof(at_exit.th[n]));
+			at_exit.th[n].tid = (uint32_t)tids[i];
+			at_exit.th[n++].sp = sp;
+		}
+	return n;
+}
+
+/* Did one of them leave its system call meanwhile? */
+static int exit_threads_moved(uint32_t n)
+{
+	uint64_t sig;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (blocked_sp_sig((pid_t)at_exit.th[i].tid, &sig) !=
+		    at_exit.th[i].sp || sig != at_exit.sig[i])
+			return 1;
+	return 0;
+}
+
 int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads)
 {
-	uint32_t flags = LSNAP_REACH_AT_EXIT;
+	uint32_t flags = LSNAP_REACH_AT_EXIT, n = 0;
+	int gate[2] = { -1, -1 };
 	pid_t child;
 	int r = ls_reach_prepare();
 
 	if (r)
 		return r;
-	/* The agent cannot stop its own process's threads (a thread group
+	/*
+	 * The agent cannot stop its own process's threads (a thread group
 	 * cannot ptrace itself): the others run on in the parent, and the
-	 * image holds them as they were, without their registers. */
-	if (count_threads() != 1 + agent_threads)
+	 * image holds them as they were, without their registers.  The
+	 * stack of one waiting in a system call is scanned from its stack
+	 * pointer (/proc's syscall file) as a stopped thread's is, unless
+	 * it left the call before the image was taken (the child is told
+	 * through the gate, then scans every stack whole).
+	 */
+	if (count_threads() != 1 + agent_threads) {
 		flags |= LSNAP_REACH_NO_REGS;
-	child = ls_reach_spawn(fd, NULL, 0, with_blocks, LSNAP_REASON_EXIT,
-			       flags, NULL);
+		if (!pipe2(gate, O_CLOEXEC))
+			n = exit_threads();
+	}
+	child = ls_reach_spawn(fd, at_exit.th, n, with_blocks,
+			       LSNAP_REASON_EXIT, flags, n ? gate : NULL);
+	if (gate[0] >= 0) {
+		close(gate[0]);
+		if (child > 0 && exit_threads_moved(n))
+			(void)!write(gate[1], "w", 1);
+		close(gate[1]);
+	}
 	if (child < 0)
 		return child;
 	return ls_reach_wait(child);

@@ -16,7 +16,7 @@ import time
 
 from harness import (check, once, workload, eq, ok, contains, fail, need,
                      run_process, leakscope, root_report, LEAKSCOPE, BUILD,
-                     Failure, Skip, shorten, wait_environ)
+                     Failure, Skip, shorten, wait_environ, valgrind_records)
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-check-")
@@ -346,30 +346,6 @@ def t_exit_categories():
     ok(rep["check"]["at_exit"], "flagged at exit")
     ok(not rep["check"]["all_registers"],
        "the running holder thread is said to be scanned without registers")
-
-
-def valgrind_records(text):
-    """(kind, direct, indirect, blocks) per program site from memcheck."""
-    kinds = {"definitely lost": "definite", "indirectly lost": "indirect",
-             "possibly lost": "possible", "still reachable": "reachable"}
-    recs = {}
-    head = re.compile(r"==\d+== ([\d,]+)(?: \(([\d,]+) direct, ([\d,]+) "
-                      r"indirect\))? bytes in ([\d,]+) blocks are "
-                      r"(definitely lost|indirectly lost|possibly lost|"
-                      r"still reachable) in loss record")
-    cur = None
-    for line in text.splitlines():
-        m = head.search(line)
-        if m:
-            n = lambda s: int(s.replace(",", "")) if s else 0
-            direct = n(m.group(2)) if m.group(2) else n(m.group(1))
-            cur = (kinds[m.group(5)], direct, n(m.group(3)), n(m.group(4)))
-            continue
-        m = re.search(r"by 0x[0-9A-F]+: (site_\w+) ", line)
-        if cur and m:
-            recs.setdefault(m.group(1), []).append(cur)
-            cur = None
-    return recs
 
 
 @check("valgrind --leak-check=full on the same workload: the same records")

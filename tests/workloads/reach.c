@@ -29,7 +29,10 @@
  * (site_crowd, reachable: an array of their addresses in shuffled order
  * hangs from a global, itself a reachable block of 8 * N bytes at
  * site_crowd_index) make a concurrent mark visit a big heap in no useful
- * order while the busy worker floods its change log.  Protocol: writes "ready <pid>\n" to fd 1 once set
+ * order while the busy worker floods its change log (throttled to about a
+ * million changes a second: the old mark, seconds long, overflowed the
+ * log's 2^21 records; a reader kept off the CPU for a second must not).
+ * Protocol: writes "ready <pid>\n" to fd 1 once set
  * up, then reads fd 0 until end of file; for each 'n' read, site_after_reset
  * allocates 1300 bytes that only site_holder's block points to, and
  * "done\n" is written (after `leakscope reset`, site_holder's block is
@@ -40,6 +43,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "wl.h"
 
 struct node {
@@ -220,13 +224,18 @@ static void make_crowd(size_t n)
 	crowd_keep = a;
 }
 
+static int busy_throttle;	/* crowd: ~1M changes a second, not flat out */
+
 WL_HELPER static void tmp_busy(void)
 {
+	struct timespec ts = { 0, 100000 };
 	void *slot[32] = { 0 };
 
 	for (unsigned i = 0;; i++) {
 		free(slot[i % 32]);
 		slot[i % 32] = malloc(64);
+		if (busy_throttle && i % 64 == 63)
+			nanosleep(&ts, NULL);
 	}
 }
 
@@ -248,8 +257,10 @@ int main(int argc, char **argv)
 	make_lost();
 	WL_CHECK(pthread_create(&th, NULL, holder, NULL) == 0, "thread");
 	WL_CHECK(read(up_pipe[0], &c, 1) == 1, "holder");
-	if (argc > 2 && !strcmp(argv[1], "crowd"))
+	if (argc > 2 && !strcmp(argv[1], "crowd")) {
 		make_crowd(strtoul(argv[2], NULL, 10));
+		busy_throttle = 1;
+	}
 	if (argc > 1 && (!strcmp(argv[1], "busy") || !strcmp(argv[1], "crowd")))
 		WL_CHECK(pthread_create(&th, NULL, busy, NULL) == 0, "busy");
 	scrub();
