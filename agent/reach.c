@@ -108,8 +108,10 @@ struct scan {
 	uint64_t root_bytes, heap_bytes;
 	int partial;		/* out of memory: some blocks not scanned */
 	/* A concurrent mark (cm_*) runs in the live process: memory is
-	 * read through process_vm_readv() into a window, never in place,
-	 * since a block or a mapping may go away under the reader. */
+	 * read through process_vm_readv(), never in place (a block or a
+	 * mapping may go away under the reader; at the stop, where none
+	 * can, in place): pages into the cache (batch_*), roots and single
+	 * words through a window. */
 	int safe;
 	pid_t self;
 	uint8_t *win;
