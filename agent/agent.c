@@ -79,7 +79,8 @@ struct ls_site_rec *capture_site(struct ls_thread *t, uint32_t kind)
 	if (t->start.sp)
 		s = ls_likely(ls_capture_memo_direct) ?
 		    ls_unwind_memo_get(&t->start,
-				       ls_capture_want(ls_agent.depth), kind) :
+				       ls_capture_want_from(ls_agent.depth),
+				       kind) :
 		    ls_capture_memo(&t->start, ls_agent.depth, kind);
 	if (!s)
 		s = capture_new(t, kind);

@@ -60,12 +60,22 @@ int ls_capture_init(void)
 	return ls_unwind_init();
 }
 
+static inline int in_agent(uint64_t pc)
+{
+	return pc >= self_lo && pc < self_hi;
+}
+
 /* Drop the agent's own frames from the front of raw[0..n) into pcs. */
 static int cut_agent(const uint64_t *raw, int n, uint64_t *pcs, int max)
 {
 	int skip = 0, i;
 
-	while (skip < n && raw[skip] >= self_lo && raw[skip] < self_hi)
+	if (n > 0 && !in_agent(raw[0])) {	/* from a program frame */
+		n = n < max ? n : max;
+		memcpy(pcs, raw, (size_t)n * sizeof(*pcs));
+		return n;
+	}
+	while (skip < n && in_agent(raw[skip]))
 		skip++;
 	for (i = 0; skip + i < n && i < max; i++)
 		pcs[i] = raw[skip + i];
@@ -115,14 +125,15 @@ int ls_capture_site(uint64_t *pcs, int max, uint32_t kind,
 			  struct ls_site_rec **site)
 {
 	uint64_t raw[LS_DEPTH_MAX + SLACK];
+	int from = st && st->sp, want, n;
 	struct ls_site_rec *memo;
 	void *val;
-	int n;
 
 	*site = NULL;
 	if (method != OWN && method != CHECK)
 		return capture_plain(pcs, max);
-	n = ls_unwind_capture_memo_from(st, raw, ls_capture_want(max), 0, kind,
+	want = from ? ls_capture_want_from(max) : ls_capture_want(max);
+	n = ls_unwind_capture_memo_from(st, raw, want, 0, kind,
 					st ? st->pc : 0, &val);
 	memo = val;
 	if (memo) {
@@ -131,7 +142,14 @@ int ls_capture_site(uint64_t *pcs, int max, uint32_t kind,
 			check_frames(memo->frames, (int)memo->nframes, max);
 		return 0;
 	}
-	n = cut_agent(raw, n, pcs, max);
+	/* Asked without slack, the walk began in the agent after all (st
+	 * not above this frame, or a hook called from the agent): walk
+	 * again with it.  That walk also drops the pending one, which the
+	 * memo must not keep for frames it did not give. */
+	if (from && n > 0 && in_agent(raw[0]))
+		n = capture_plain(pcs, max);
+	else
+		n = cut_agent(raw, n, pcs, max);
 	if (method == CHECK)
 		check_frames(pcs, n, max);
 	return n;
@@ -144,7 +162,7 @@ struct ls_site_rec *ls_capture_memo(const struct ls_unwind_start *st, int max,
 
 	if (method != OWN && method != CHECK)
 		return NULL;
-	s = ls_unwind_memo_get(st, ls_capture_want(max), kind);
+	s = ls_unwind_memo_get(st, ls_capture_want_from(max), kind);
 	if (s && method == CHECK)
 		check_frames(s->frames, (int)s->nframes, max);
 	return s;

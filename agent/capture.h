@@ -19,11 +19,23 @@ int ls_capture_init(void);
 
 #define LS_CAPTURE_SLACK 16	/* agent frames above the program's */
 
-/* Frames a capture for max program frames asks the unwinder for. */
+/* Frames a capture for max program frames asks the unwinder for when it
+ * starts in the agent: the agent's own frames come first. */
 static inline int ls_capture_want(int max)
 {
 	return max + LS_CAPTURE_SLACK > LS_DEPTH_MAX + LS_CAPTURE_SLACK ?
 	       LS_DEPTH_MAX + LS_CAPTURE_SLACK : max + LS_CAPTURE_SLACK;
+}
+
+/*
+ * The same from a program frame (a hook's LS_UNWIND_HERE()): that frame's
+ * pc is the first, so no agent frame comes before the program's, and the
+ * slack would only be walked, recorded for the memo and re-read on every
+ * hit to be cut off afterwards (16 frames of python3's deep stacks).
+ */
+static inline int ls_capture_want_from(int max)
+{
+	return max > LS_DEPTH_MAX ? LS_DEPTH_MAX : max;
 }
 
 /* 1 when ls_capture_memo() is just ls_unwind_memo_get() (the own unwinder,

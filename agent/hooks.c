@@ -267,13 +267,36 @@ void *do_realloc(void *p, size_t n, enum ls_fn fn)
 	return q;
 }
 
-LS_EXPORT void *realloc(void *p, size_t n)
+static __attribute__((noinline)) void *realloc_slow(void *p, size_t n)
 {
 	if (ls_unlikely(ls_boot_owns(p)))
 		return boot_realloc(p, n);
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(n, 16);
 	return do_realloc(p, n, LS_FN_REALLOC);
+}
+
+/*
+ * Sampled mode's fast path, as malloc's and free's: no sample point in
+ * the new size, and the old block (if any) one the filter says was never
+ * recorded: nothing to take out of the table, nothing to put in.  The
+ * sample stream moves only when the call succeeds, as the slow path's.
+ */
+LS_EXPORT void *realloc(void *p, size_t n)
+{
+	struct ls_thread *t = ls_thread_tls;
+	void *q;
+
+	if (t && ls_sample_rate && ls_likely(t->sample_left > n) &&
+	    !ls_boot_owns(p) &&
+	    (!p || !ls_sample_maybe((uint64_t)(uintptr_t)p))) {
+		ls_thread_count(t, LS_FN_REALLOC);
+		q = ls_real.realloc(p, n);
+		if (q)
+			t->sample_left -= n;
+		return q;
+	}
+	return realloc_slow(p, n);
 }
 
 LS_EXPORT void *reallocarray(void *p, size_t n, size_t m)

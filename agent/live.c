@@ -55,14 +55,12 @@ static uint64_t log_next;	/* records claimed */
 static uint64_t log_done;	/* records read, their slots free again */
 static int log_lost;
 
-static void log_put(uint32_t op, const struct ls_live_entry *e)
+static __attribute__((noinline, cold))
+void log_append(struct ls_live_log_rec *buf, uint32_t op,
+		const struct ls_live_entry *e)
 {
-	struct ls_live_log_rec *buf = __atomic_load_n(&log_buf, __ATOMIC_ACQUIRE);
-	uint64_t i;
+	uint64_t i = __atomic_fetch_add(&log_next, 1, __ATOMIC_RELAXED);
 
-	if (!buf)
-		return;
-	i = __atomic_fetch_add(&log_next, 1, __ATOMIC_RELAXED);
 	if (i - __atomic_load_n(&log_done, __ATOMIC_ACQUIRE) >= log_cap) {
 		__atomic_store_n(&log_lost, 1, __ATOMIC_RELAXED);
 		return;
@@ -70,6 +68,15 @@ static void log_put(uint32_t op, const struct ls_live_entry *e)
 	buf += i & (log_cap - 1);
 	buf->e = *e;
 	__atomic_store_n(&buf->op, op, __ATOMIC_RELEASE);
+}
+
+/* Inline: off, it is a load and a branch. */
+static inline void log_put(uint32_t op, const struct ls_live_entry *e)
+{
+	struct ls_live_log_rec *buf = __atomic_load_n(&log_buf, __ATOMIC_ACQUIRE);
+
+	if (ls_unlikely(buf != NULL))
+		log_append(buf, op, e);
 }
 
 void ls_live_log_start(struct ls_live_log_rec *buf, size_t cap)
@@ -213,8 +220,8 @@ static void put_at(struct shard *s, uint64_t i, const struct ls_live_entry *e,
 }
 
 /* A new array of groups (twice as many, or as many to drop deleted
- * marks) with every live entry moved over. */
-static int rebuild(struct shard *s)
+ * marks) with every live entry moved over.  Rare: out of line. */
+static __attribute__((noinline, cold)) int rebuild(struct shard *s)
 {
 	uint64_t groups = !s->ctrl ? 1 :
 			  s->count * 8 > (s->gmask + 1) * GROUP * 5 ?
@@ -258,14 +265,20 @@ size_t ls_live_shard_mapped(unsigned idx)
 	       map_size(__atomic_load_n(&s->gmask, __ATOMIC_RELAXED) + 1) : 0;
 }
 
-int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
+/*
+ * The general cases, with the shard's lock held (they release it): a
+ * shard to grow or rebuild, a probe that goes past its first group, a
+ * check's change log to append to.  Out of line and reached by a tail
+ * call, so that the fast paths below make no call and keep few values
+ * live across one.
+ */
+static __attribute__((noinline))
+int insert_locked(struct shard *s, const struct ls_live_entry *e,
+		  struct ls_live_entry *old, uint64_t h)
 {
-	uint64_t h = addr_hash(e->addr);
-	struct shard *s = shard_of(e->addr, h);
 	int64_t i, free;
 	int ret = 0, group_empty;
 
-	ls_lock(&s->lock);
 	/* Room first: a rebuild moves every slot. */
 	if ((!s->ctrl || (s->used + 1) * 8 > (s->gmask + 1) * GROUP * 7) &&
 	    rebuild(s)) {
@@ -287,14 +300,13 @@ out:
 	return ret;
 }
 
-int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
+static __attribute__((noinline))
+int remove_locked(struct shard *s, uint64_t addr, struct ls_live_entry *out,
+		  uint64_t h)
 {
-	uint64_t h = addr_hash(addr);
-	struct shard *s = shard_of(addr, h);
 	int64_t i, free;
 	int found = 0, group_empty;
 
-	ls_lock(&s->lock);
 	if (!s->ctrl)
 		goto out;
 	i = find(s, addr, h, &free, &group_empty);
@@ -313,6 +325,78 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 out:
 	ls_unlock(&s->lock);
 	return found;
+}
+
+/*
+ * The common insert: no check running, room in the shard, and the
+ * address's first group holds no slot that might be it and an empty one
+ * (so the probe ends there, and its first free slot is the one to take).
+ * What find() and put_at() would do, in one group.
+ */
+int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
+{
+	uint64_t h = addr_hash(e->addr);
+	struct shard *s = shard_of(e->addr, h);
+	__m128i c;
+	uint64_t g;
+	unsigned m;
+
+	ls_lock(&s->lock);
+	if (ls_unlikely(!s->ctrl || (s->used + 1) * 8 >
+			(s->gmask + 1) * GROUP * 7 ||
+			__atomic_load_n(&log_buf, __ATOMIC_RELAXED)))
+		return insert_locked(s, e, old, h);
+	g = group_of(h, s->gmask);
+	c = group_ctrl(s, g);
+	if (ls_unlikely(!_mm_movemask_epi8(_mm_cmpeq_epi8(c,
+				_mm_set1_epi8(CTRL_EMPTY)))))
+		return insert_locked(s, e, old, h);
+	for (m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
+					_mm_set1_epi8(ctrl_of(h)))); m; m &= m - 1)
+		if (ls_unlikely(s->slots[g * GROUP +
+			(unsigned)__builtin_ctz(m)].addr == e->addr))
+			return insert_locked(s, e, old, h);
+	m = (unsigned)_mm_movemask_epi8(c);	/* empty or deleted */
+	put_at(s, g * GROUP + (unsigned)__builtin_ctz(m), e, h);
+	ls_unlock(&s->lock);
+	return 0;
+}
+
+/*
+ * The common removal: no check running, and the first slot of the
+ * address's first group whose control byte matches is the address.
+ */
+int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
+{
+	uint64_t h = addr_hash(addr);
+	struct shard *s = shard_of(addr, h);
+	uint64_t g, i;
+	unsigned m, e;
+	__m128i c;
+
+	ls_lock(&s->lock);
+	if (ls_unlikely(!s->ctrl || __atomic_load_n(&log_buf,
+						    __ATOMIC_RELAXED)))
+		return remove_locked(s, addr, out, h);
+	g = group_of(h, s->gmask);
+	c = group_ctrl(s, g);
+	m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
+					_mm_set1_epi8(ctrl_of(h))));
+	i = g * GROUP + (unsigned)__builtin_ctz(m | 0x10000);
+	if (ls_unlikely(!m || s->slots[i].addr != addr))
+		return remove_locked(s, addr, out, h);
+	*out = s->slots[i];
+	e = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
+					_mm_set1_epi8(CTRL_EMPTY)));
+	if (e) {	/* no probe went past this group: empty again */
+		s->ctrl[i] = CTRL_EMPTY;
+		s->used--;
+	} else {
+		s->ctrl[i] = CTRL_DELETED;
+	}
+	s->count--;
+	ls_unlock(&s->lock);
+	return 1;
 }
 
 size_t ls_live_copy_shard(unsigned idx, struct ls_live_entry *buf, size_t cap)

@@ -31,13 +31,17 @@ int ls_stats_fit(struct ls_stats_sums *s)
 	 * more, and half the index slots free.  No more rows than sites
 	 * (and those interned meanwhile): many threads times LS_PENDING
 	 * would otherwise map hundreds of MiB for a program of few sites. */
-	uint32_t cap = (ls_thread_records() + 4) * LS_PENDING, nslots = 1024;
-	uint32_t sites = ls_site_count() + LS_PENDING * 8;
+	uint32_t limit = (ls_thread_records() + 4) * LS_PENDING, nslots = 1024;
+	uint32_t cap = ls_site_count() + LS_PENDING * 8;
 	char *p;
 	int ret = 0;
 
-	if (cap > sites)
-		cap = sites;
+	if (cap > limit)
+		cap = limit;
+	/* A program still interning sites would outgrow each fit by a few
+	 * rows and remap at every sample: grow by at least half. */
+	if (cap > s->cap && cap < s->cap + s->cap / 2)
+		cap = s->cap + s->cap / 2 < limit ? s->cap + s->cap / 2 : limit;
 
 	while (nslots < cap * 2)
 		nslots *= 2;

@@ -105,19 +105,25 @@ static void before_switch(uid_t to, struct moved *m)
 	ls_guard_enter();
 	ls_agent_open_exit_report();
 	memcpy(dir, ls_agent.runtime_dir, sizeof(dir));
-	/* Not started yet (a fresh fork child): it starts in the right
-	 * dir by itself. */
-	if (dir[0] && ls_control_tid() &&
+	/* Whether the socket exists decides, not whether the control
+	 * thread runs: the socket is bound before the thread starts, and a
+	 * worker that switches in between (a loaded machine) would leave
+	 * it in root's dir.  No socket yet (a fresh fork child): it is
+	 * made in the right dir by itself (-ENOTCONN). */
+	if (dir[0] &&
 	    ls_runtime_dir_owned((unsigned)to, dir, sizeof(dir)) == 1) {
+		int r;
+
 		memcpy(m->dir, ls_agent.runtime_dir, sizeof(m->dir));
 		m->uid = geteuid();
 		m->gid = getegid();
-		if (move_to(dir, to, getegid()))
+		r = move_to(dir, to, getegid());
+		if (!r)
+			m->done = 1;
+		else if (r != -ENOTCONN)
 			ls_state_note("could not move the control socket to "
 				      "'%s' for uid %u: only root can ask "
 				      "this process now", dir, (unsigned)to);
-		else
-			m->done = 1;
 	}
 	ls_guard_leave();
 }

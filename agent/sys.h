@@ -74,6 +74,19 @@ static inline pid_t ls_gettid(void)
 }
 
 /*
+ * sched_yield() as a bare system call (x86-64: the agent is x86-64 only),
+ * so that a lock has no function call in it and the table operations
+ * that inline one (live.c) need not keep their values where a call
+ * would not clobber them, for a yield that almost never happens.
+ */
+static inline void ls_sys_yield(void)
+{
+	long r = SYS_sched_yield;
+
+	__asm__ volatile("syscall" : "+a"(r) : : "rcx", "r11", "memory");
+}
+
+/*
  * A test-and-test-and-set lock.  Holders never call out of the agent
  * while holding one, so waits are short; after a while a waiter yields the
  * CPU, because on a 2-core machine the holder may have been preempted.
@@ -93,7 +106,7 @@ static inline void ls_lock(ls_lock_t *l)
 			return;
 		while (__atomic_load_n(&l->v, __ATOMIC_RELAXED)) {
 			if (++spins > 200)
-				sched_yield();
+				ls_sys_yield();
 			else
 				__builtin_ia32_pause();
 		}

@@ -189,9 +189,59 @@ struct uw_deep {
 	uint64_t off;		/* from ra's slot to the next one's */
 };
 
+/*
+ * The rest of a walk from a frame: for a frame-cache node's state (pc, sp
+ * and, when a step from there used it before setting it, %rbp), where the
+ * last recorded walk through that state kept the words it read from there
+ * on (in the memo's ring) and the frames it gave (in the frame ring).  A
+ * walk is a function of its state, the rules, the range and the words it
+ * reads, so a later walk that reaches the same state, with every one of
+ * those words holding its value, gives the same frames from there: it
+ * copies them after one flat check of the words, instead of following the
+ * frame cache's chain node by node.  That is the walk memo keyed by frame:
+ * a miss costs the frames that changed plus a flat check of the rest.
+ */
+struct uw_sfx {
+	uint64_t pc, sp, rbp;
+	uint64_t wpos;		/* ring position of its first word */
+	uint64_t fpos;		/* frame ring position of its first frame */
+	uint32_t nw, nf;	/* words and frames to the walk's end */
+	uint32_t epoch;		/* uw_tcache.epoch when written */
+	uint8_t need_rbp;	/* a step from here used this %rbp */
+	uint8_t whole;		/* the walk ended by itself, not at its max */
+};
+
+/* A frame of a recorded walk: the return address and where it was read
+ * (UW_FIXED: the next slot is at a fixed distance, see uw_rec). */
+struct uw_frame {
+	uint64_t pc, ra_at;
+};
+
+#define UW_FIXED (1ull << 63)
+#define UW_FRAMES (1u << 13)	/* frames in the frame ring */
+
+/* A step of the walk being recorded, for the suffixes it publishes. */
+struct uw_step {
+	uint64_t pc, sp, rbp;	/* the state it left */
+	uint64_t wpos, fpos;	/* its first word, its frame */
+	uint32_t id;		/* the state's node; UW_NONE: none */
+	uint32_t flags;		/* UW_STEP_USES, UW_STEP_SETS (%rbp) */
+};
+
+enum { UW_STEP_USES = 1, UW_STEP_SETS = 2 };
+
 /* A walk being recorded. */
 struct uw_rec {
 	struct uw_word *w, *end;	/* next word, end of the room */
+	struct uw_word *w0;		/* the first, at ring position wpos0 */
+	uint64_t wpos0;
+	struct uw_frame *f, *fend, *f0;	/* the same in the frame ring */
+	uint64_t fpos0;
+	struct uw_step *log;	/* its steps (the thread's, one walk at a time) */
+	int nlog;
+	int nosfx;		/* publish no suffix: the log or frames overflowed,
+				 * or an end that depends on words not recorded */
+	int end_need;		/* the suffix it ended with needs its %rbp */
 	/* The first steps: where each read its return address, its value,
 	 * and whether the next slot is at a fixed distance (an %rsp-based
 	 * CFA, the return address at CFA - 8). */
@@ -228,6 +278,13 @@ struct uw_tcache {
 	struct uw_deep deep[UW_DEEP];	/* ra -> where the next one is */
 	uint64_t tag[UW_MEMO_SETS][UW_MEMO_WAYS];	/* uw_memo_hash; 0: empty */
 	struct uw_memo memo[UW_MEMO_SETS][UW_MEMO_WAYS];
+	/* the walk memo keyed by frame */
+	uint32_t epoch;		/* bumped when the nodes are forgotten */
+	uint64_t takes;		/* walks that ended with a suffix */
+	uint64_t fhead, fdirty;	/* the frame ring, as head and dirty */
+	struct uw_sfx sfx[UW_NODES];	/* by node */
+	struct uw_step log[LS_UNWIND_MAX_FRAMES];
+	struct uw_frame frames[UW_FRAMES];
 	struct uw_word pool[UW_POOL] __attribute__((aligned(64)));
 };
 
@@ -338,6 +395,7 @@ static void uw_memo_clear(struct uw_tcache *tc)
 	memset(tc->fsz, 0, sizeof(tc->fsz));
 	memset(tc->deep, 0, sizeof(tc->deep));
 	tc->pend_ok = 0;
+	tc->epoch++;	/* every suffix goes with the nodes */
 }
 
 /* The calling thread's cache, current for seq; NULL if none. */
@@ -647,26 +705,66 @@ static inline void uw_rec_word(struct uw_rec *rc, uint64_t at, uint64_t val)
  * and a walk that never uses it does not depend on it.  A step that uses
  * the %rbp the walk started with makes the memo match %rbp too.
  */
-static inline __attribute__((always_inline))
-void uw_rec_step_in(struct uw_rec *rc, uint64_t rule, uint64_t dat,
-			uint64_t cfa, uint64_t ra_at, uint64_t npc,
-			uint64_t xat, uint64_t xval)
+/* The walk uses the %rbp it has now. */
+static inline void uw_rec_use_rbp(struct uw_rec *rc)
 {
-	if (uw_uses_rbp(rule)) {
-		if (rc->rbp_from == UW_RBP_START)
-			rc->need_rbp = 1;
-		else if (rc->rbp_from == UW_RBP_WORD)
-			uw_rec_word(rc, rc->rbp_at, rc->rbp_val);
-		rc->rbp_from = rc->rbp_from == UW_RBP_START ? UW_RBP_START :
-			       UW_RBP_FIXED;
+	if (rc->rbp_from == UW_RBP_START)
+		rc->need_rbp = 1;
+	else if (rc->rbp_from == UW_RBP_WORD)
+		uw_rec_word(rc, rc->rbp_at, rc->rbp_val);
+	rc->rbp_from = rc->rbp_from == UW_RBP_START ? UW_RBP_START :
+		       UW_RBP_FIXED;
+}
+
+static inline uint64_t uw_rec_wpos(const struct uw_rec *rc)
+{
+	return rc->wpos0 + (uint64_t)(rc->w - rc->w0);
+}
+
+/* The step from state (pc, sp, rbp), node id, into the log and its frame
+ * into the frame ring: its words are those recorded from now on. */
+static inline __attribute__((always_inline))
+void uw_rec_log(struct uw_rec *rc, uint64_t pc, uint64_t sp, uint64_t rbp,
+		uint32_t id, uint64_t rule, uint64_t npc, uint64_t ra_at,
+		int fixed)
+{
+	struct uw_step *st;
+
+	if (ls_unlikely(rc->nlog == LS_UNWIND_MAX_FRAMES || rc->f == rc->fend)) {
+		rc->nosfx = 1;
+		return;
 	}
+	st = &rc->log[rc->nlog++];
+	st->pc = pc;
+	st->sp = sp;
+	st->rbp = rbp;
+	st->wpos = uw_rec_wpos(rc);
+	st->fpos = rc->fpos0 + (uint64_t)(rc->f - rc->f0);
+	st->id = id;
+	st->flags = (uw_uses_rbp(rule) ? UW_STEP_USES : 0) |
+		    (uw_rbp_how(rule) != LS_CFI_RBP_SAME ? UW_STEP_SETS : 0);
+	rc->f->pc = npc;
+	rc->f->ra_at = ra_at | (fixed ? UW_FIXED : 0);
+	rc->f++;
+}
+
+static inline __attribute__((always_inline))
+void uw_rec_step_in(struct uw_rec *rc, uint64_t pc, uint64_t sp,
+		    uint64_t rbp, uint32_t id, uint64_t rule, uint64_t dat,
+		    uint64_t cfa, uint64_t ra_at, uint64_t npc, uint64_t xat,
+		    uint64_t xval)
+{
+	int fixed = !dat && !(rule >> 56 & LS_CFI_CFA_RBP) && ra_at + 8 == cfa;
+
+	if (uw_uses_rbp(rule))
+		uw_rec_use_rbp(rc);
+	uw_rec_log(rc, pc, sp, rbp, id, rule, npc, ra_at, fixed);
 	if (dat)
 		uw_rec_word(rc, dat, cfa);
 	if (rc->nra < UW_DEEP_MAX + 2) {
 		rc->ra_at[rc->nra] = ra_at;
 		rc->ra[rc->nra] = npc;
-		rc->fixed[rc->nra] = !dat && !(rule >> 56 & LS_CFI_CFA_RBP) &&
-				     ra_at + 8 == cfa;
+		rc->fixed[rc->nra] = (uint8_t)fixed;
 		rc->nra++;
 	}
 	uw_rec_word(rc, ra_at, npc);
@@ -680,11 +778,13 @@ void uw_rec_step_in(struct uw_rec *rc, uint64_t rule, uint64_t dat,
 /* Out of line for the walk, whose loop keeps its state in registers;
  * inline in the chain, which records every frame it takes. */
 __attribute__((noinline))
-static void uw_rec_step(struct uw_rec *rc, uint64_t rule, uint64_t dat,
+static void uw_rec_step(struct uw_rec *rc, uint64_t pc, uint64_t sp,
+			uint64_t rbp, uint64_t rule, uint64_t dat,
 			uint64_t cfa, uint64_t ra_at, uint64_t npc,
 			uint64_t xat, uint64_t xval)
 {
-	uw_rec_step_in(rc, rule, dat, cfa, ra_at, npc, xat, xval);
+	uw_rec_step_in(rc, pc, sp, rbp, UW_NONE, rule, dat, cfa, ra_at, npc,
+		       xat, xval);
 }
 
 static inline uint32_t uw_node_hash(uint64_t pc, uint64_t sp)
@@ -760,7 +860,7 @@ static uint32_t uw_chain(const struct uw_tcache *tc, uint32_t id,
 		    !uw_node_deref_holds(n, p->sp))
 			break;
 		if (rc)
-			uw_rec_step_in(rc, rule.word,
+			uw_rec_step_in(rc, n->pc, n->sp, r, id, rule.word,
 				    rule.f.bits & LS_CFI_CFA_DEREF ?
 				    (rule.f.bits & LS_CFI_CFA_RBP ? n->rbp :
 				     n->sp) + (uint64_t)(int64_t)rule.f.cfa_off :
@@ -784,6 +884,120 @@ static uint32_t uw_chain(const struct uw_tcache *tc, uint32_t id,
 	o->skip = skip;
 	*rbp = r;
 	return id;
+}
+
+/* ---- the walk memo keyed by frame ---- */
+
+/* Every word of the ring from position pos on, n of them, holds. */
+static inline int uw_words_hold(const struct uw_tcache *tc, uint64_t pos,
+				uint32_t n)
+{
+	const struct uw_word *wd = &tc->pool[pos & (UW_POOL - 1)];
+	const struct uw_word *end = wd + n;
+	uint64_t d = 0;
+
+	for (; end - wd >= UW_MEMO_GROUP; wd += UW_MEMO_GROUP)
+		if ((uw_load(wd[0].at) ^ wd[0].val) |
+		    (uw_load(wd[1].at) ^ wd[1].val) |
+		    (uw_load(wd[2].at) ^ wd[2].val) |
+		    (uw_load(wd[3].at) ^ wd[3].val))
+			return 0;
+	for (; wd < end; wd++)
+		d |= uw_load(wd->at) ^ wd->val;
+	return d == 0;
+}
+
+/*
+ * The walk, recording into rc, is in node id's state with %rbp rbp: take
+ * the rest of it from the node's suffix when that can be kept whole and
+ * every word of it holds.  Returns 1 when taken (the walk is over: its
+ * frames are in o, its words and frames in rc), 0 when nothing changed.
+ * The suffix's words are read from the ring into rc's room further on:
+ * both checks of a position against the rings' heads make sure those
+ * copies never overwrite what they copy.
+ */
+__attribute__((noinline))
+static int uw_sfx_take(struct uw_tcache *tc, uint32_t id, uint64_t rbp,
+		       struct uw_out *o, struct uw_rec *rc)
+{
+	const struct uw_sfx *x = &tc->sfx[id];
+	const struct uw_frame *fr;
+	uint64_t wcur = uw_rec_wpos(rc);
+	uint64_t fcur = rc->fpos0 + (uint64_t)(rc->f - rc->f0);
+	uint32_t nf = (uint32_t)(o->max - o->n), k;
+
+	if (x->epoch != tc->epoch || x->pc != tc->node[id].pc ||
+	    x->sp != tc->node[id].sp || o->skip ||
+	    (x->need_rbp && x->rbp != rbp))
+		return 0;
+	if (x->nf < nf) {
+		if (!x->whole)
+			return 0;	/* it was cut shorter than this one */
+		nf = x->nf;
+	}
+	if (tc->dirty > x->wpos + UW_POOL || wcur + x->nw > x->wpos + UW_POOL ||
+	    x->nw > (uint64_t)(rc->end - rc->w) ||
+	    tc->fdirty > x->fpos + UW_FRAMES ||
+	    fcur + nf > x->fpos + UW_FRAMES ||
+	    nf > (uint64_t)(rc->fend - rc->f))
+		return 0;
+	if (!uw_words_hold(tc, x->wpos, x->nw))
+		return 0;
+	if (x->need_rbp)
+		uw_rec_use_rbp(rc);
+	memcpy(rc->w, &tc->pool[x->wpos & (UW_POOL - 1)],
+	       x->nw * sizeof(*rc->w));
+	rc->w += x->nw;
+	fr = &tc->frames[x->fpos & (UW_FRAMES - 1)];
+	for (k = 0; k < nf; k++) {
+		o->pcs[o->n++] = fr[k].pc;
+		rc->f[k] = fr[k];
+		if (rc->nra < UW_DEEP_MAX + 2) {
+			rc->ra_at[rc->nra] = fr[k].ra_at & ~UW_FIXED;
+			rc->ra[rc->nra] = fr[k].pc;
+			rc->fixed[rc->nra] = (fr[k].ra_at & UW_FIXED) != 0;
+			rc->nra++;
+		}
+	}
+	rc->f += nf;
+	rc->end_need = x->need_rbp;
+	__atomic_store_n(&tc->takes, tc->takes + 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/*
+ * After a recorded walk that ended by itself or at its max, wend the
+ * ring position past its last word: each of its steps that left a node's
+ * state becomes that node's suffix.  Whether a step needs the %rbp it
+ * started from is known from the end back: it uses it, or leaves it to
+ * the next step that does.
+ */
+static void uw_sfx_publish(struct uw_tcache *tc, const struct uw_rec *rc,
+			   uint64_t wend, int whole)
+{
+	uint64_t fend = rc->fpos0 + (uint64_t)(rc->f - rc->f0);
+	const struct uw_step *st;
+	struct uw_sfx *x;
+	int need = rc->end_need, i;
+
+	for (i = rc->nlog - 1; i >= 0; i--) {
+		st = &rc->log[i];
+		need = (st->flags & UW_STEP_USES) ||
+		       (!(st->flags & UW_STEP_SETS) && need);
+		if (st->id == UW_NONE)
+			continue;
+		x = &tc->sfx[st->id];
+		x->pc = st->pc;
+		x->sp = st->sp;
+		x->rbp = st->rbp;
+		x->wpos = st->wpos;
+		x->fpos = st->fpos;
+		x->nw = (uint32_t)(wend - st->wpos);
+		x->nf = (uint32_t)(fend - st->fpos);
+		x->epoch = tc->epoch;
+		x->need_rbp = (uint8_t)need;
+		x->whole = (uint8_t)whole;
+	}
 }
 
 /* ---- the loop ---- */
@@ -866,6 +1080,9 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 				prev = UW_NONE;
 				o->n = n;
 				o->skip = skip;
+				if (w->rec && uw_sfx_take(tc, id, rbp, o,
+							  w->rec))
+					return o->n;
 				r2 = rbp;	/* rbp stays in a register */
 				failed = uw_chain(tc, id, &r2, o, w->rec);
 				if (failed == UW_NONE)
@@ -901,12 +1118,12 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 		dat = 0;
 		if (ls_unlikely(r.f.bits & LS_CFI_CFA_DEREF)) {
 			if (!uw_in(cfa, sp, hi))
-				break;
+				goto unclean;
 			dat = cfa;
 			cfa = uw_load(cfa);
 		}
 		if (ls_unlikely(cfa <= sp || cfa > hi))
-			break;	/* the CFA must rise, inside the range */
+			goto unclean;	/* the CFA must rise, inside the range */
 		nrbp = rbp;
 		xat = 0;
 		how = uw_rbp_how(r.word);
@@ -921,11 +1138,11 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 		}
 		at = cfa + (uint64_t)(int64_t)r.f.ra_off;
 		if (ls_unlikely(!uw_in(at, sp, hi)))
-			break;
+			goto unclean;
 		npc = uw_load(at);
 		if (w->rec)
-			uw_rec_step(w->rec, r.word, dat, cfa, at, npc, xat,
-				    nrbp);
+			uw_rec_step(w->rec, pc, sp, rbp, r.word, dat, cfa, at,
+				    npc, xat, nrbp);
 		if (tc) {
 			id = uw_node_for(tc, pc, sp);
 			nd = &tc->node[id];
@@ -940,14 +1157,22 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 			if (prev != UW_NONE)
 				tc->node[prev].up = id;
 			prev = id;
+			if (w->rec && w->rec->nlog &&
+			    w->rec->log[w->rec->nlog - 1].sp == sp)
+				w->rec->log[w->rec->nlog - 1].id = id;
 		}
 		pc = npc;
 		sp = cfa;
 		rbp = nrbp;
 		exact = 0;
 		failed = UW_NONE;
-		if (pc == 0)
+		if (pc == 0) {
+			/* The step's words count (the walk ends on a 0), its
+			 * frame does not: a suffix from there has none. */
+			if (w->rec && !w->rec->nosfx)
+				w->rec->f--;
 			break;
+		}
 emit:
 		if (skip > 0) {
 			skip--;
@@ -957,6 +1182,14 @@ emit:
 				break;
 		}
 	}
+	o->n = n;
+	o->skip = skip;
+	return n;
+unclean:
+	/* An end that depends on %rbp or a word the record does not hold:
+	 * no suffix of this walk can be kept. */
+	if (w->rec)
+		w->rec->nosfx = 1;
 	o->n = n;
 	o->skip = skip;
 	return n;
@@ -1025,13 +1258,23 @@ static void uw_deepen(struct uw_tcache *tc, const struct uw_rec *rc)
 static void uw_rec_open(struct uw_tcache *tc, struct uw_rec *rc,
 			uint64_t *pos)
 {
-	uint64_t p = tc->head;
+	uint64_t p = tc->head, f = tc->fhead;
 
 	if ((p & (UW_POOL - 1)) + UW_MEMO_MAXW > UW_POOL)
 		p = (p | (UW_POOL - 1)) + 1;
+	if ((f & (UW_FRAMES - 1)) + LS_UNWIND_MAX_FRAMES > UW_FRAMES)
+		f = (f | (UW_FRAMES - 1)) + 1;
 	*pos = p;
-	rc->w = &tc->pool[p & (UW_POOL - 1)];
+	rc->w = rc->w0 = &tc->pool[p & (UW_POOL - 1)];
+	rc->wpos0 = p;
 	rc->end = rc->w + UW_MEMO_MAXW - (UW_MEMO_GROUP - 1);	/* pad room */
+	rc->f = rc->f0 = &tc->frames[f & (UW_FRAMES - 1)];
+	rc->fpos0 = f;
+	rc->fend = rc->f0 + LS_UNWIND_MAX_FRAMES;
+	rc->log = tc->log;
+	rc->nlog = 0;
+	rc->nosfx = 0;
+	rc->end_need = 0;
 	rc->rbp_from = UW_RBP_START;
 	rc->need_rbp = 0;
 	rc->bad = 0;
@@ -1053,7 +1296,7 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 	struct uw_out o0 = *o;
 	struct uw_rec rec;
 	struct uw_tcache *tc;
-	uint64_t pos = 0, used = 0;
+	uint64_t pos = 0, used = 0, wend = 0, fend = 0;
 	int n, nested = uw_self.busy;
 
 	uw_self.busy = 1;
@@ -1072,6 +1315,10 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 	}
 	n = uw_walk(&w, o);
 	if (w.rec) {
+		wend = uw_rec_wpos(&rec);
+		fend = rec.fpos0 + (uint64_t)(rec.f - rec.f0);
+		if (tc->fdirty < fend)
+			tc->fdirty = fend;
 		while ((rec.w - tc->pool) % UW_MEMO_GROUP) {
 			rec.w->at = (uint64_t)(uintptr_t)&uw_pad_word;
 			rec.w->val = 0;
@@ -1088,6 +1335,11 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 		*o = o0;
 		n = uw_walk(&w, o);
 	} else if (w.rec && !rec.bad) {
+		if (!rec.nosfx && !o0.skip) {
+			uw_sfx_publish(tc, &rec, wend, o->n < o->max);
+			tc->head = pos + used;	/* kept, put or not */
+			tc->fhead = fend;
+		}
 		if (rec.nra && rec.ra_at[0] > w.sp &&
 		    rec.ra_at[0] - w.sp < UW_HOME_MAX) {
 			struct uw_fsz *f = uw_fsz_of(tc, w.pc);
@@ -1151,7 +1403,10 @@ static inline int uw_memo_holds(const struct uw_tcache *tc,
 /*
  * A memo entry for a walk from (pc, sp, rbp) with key whose words all hold
  * still: its value, else NULL.  Runs with the thread's busy flag set, so
- * that a signal handler's capture leaves the cache alone meanwhile.
+ * that a signal handler's capture leaves the cache alone meanwhile.  The
+ * hint is not compared: it only picks the set (the tag holds it), and a
+ * walk from the same state with the same key whose words hold gives the
+ * same frames whatever its hint.
  */
 static inline __attribute__((always_inline))
 void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
@@ -1175,7 +1430,7 @@ void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
 			continue;
 		m = &tc->memo[set][i];
 		if (m->pc != pc || m->sp != sp || m->key != key ||
-		    m->hint != hint || (m->need_rbp && m->rbp != rbp) ||
+		    (m->need_rbp && m->rbp != rbp) ||
 		    tc->dirty > m->pos + UW_POOL)
 			continue;
 		if (!uw_memo_holds(tc, m)) {
@@ -1405,6 +1660,17 @@ void ls_unwind_counts(uint64_t *walks, uint64_t *memo_hits)
 		*walks += __atomic_load_n(&tc->walks, __ATOMIC_RELAXED);
 		*memo_hits += __atomic_load_n(&tc->hits, __ATOMIC_RELAXED);
 	}
+}
+
+uint64_t ls_unwind_suffix_takes(void)
+{
+	struct uw_tcache *tc;
+	uint64_t n = 0;
+
+	for (tc = __atomic_load_n(&uw_registry, __ATOMIC_ACQUIRE); tc;
+	     tc = tc->next)
+		n += __atomic_load_n(&tc->takes, __ATOMIC_RELAXED);
+	return n;
 }
 
 void ls_unwind_atfork_child(void)

@@ -134,6 +134,10 @@ void ls_unwind_memo_put(void *val);
  * (counters of exited threads stay in their recycled caches). */
 void ls_unwind_counts(uint64_t *walks, uint64_t *memo_hits);
 
+/* Walks that took their outer part from an earlier walk's suffix (the
+ * walk memo keyed by frame, docs/UNWINDING.md), by every thread. */
+uint64_t ls_unwind_suffix_takes(void);
+
 /*
  * Forget every cached rule and frame, because a module was unmapped
  * (dlclose) and another one may later be mapped at its addresses.

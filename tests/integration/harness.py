@@ -272,6 +272,26 @@ def run_process(argv, timeout=RUN_TIMEOUT, input=None, env=None, cwd=None):
     return Result(argv, p.returncode, out, err, p.pid)
 
 
+def cli(args, env=None, timeout=60, input=None):
+    """`leakscope ARGS...` (each argument str()-ed) in env, as a user types
+    it: no wrapping `run`, nothing added to the environment."""
+    return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout,
+                       env=env, input=input)
+
+
+def cli_json(args, env=None, timeout=60):
+    """cli() that must exit 0 and print one JSON document: the document."""
+    r = cli(args, env, timeout)
+    if r.returncode != 0:
+        fail("leakscope %s" % " ".join(map(str, args)), "status 0",
+             r.describe())
+    try:
+        return json.loads(r.stdout.decode())
+    except ValueError as e:
+        raise Failure("leakscope %s printed no JSON (%s): %s" % (
+            " ".join(map(str, args)), e, shorten(r.stdout, 400)))
+
+
 def leakscope(options, command, output=True, timeout=RUN_TIMEOUT, input=None,
               env=None, cwd=None):
     """Run `leakscope run OPTIONS -- COMMAND`.

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (check, once, eq, ok, ge, fail, run_process, need,
+from harness import (cli_json, check, once, eq, ok, ge, run_process, need,
                      agent_env, LEAKSCOPE, BUILD, Failure)
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
@@ -29,12 +29,7 @@ SCRIPT = ("import sys, time\n"
 
 
 def ls_json(*args):
-    r = run_process([LEAKSCOPE] + [str(a) for a in args], timeout=60,
-                    env=agent_env(RUNTIME))
-    if r.returncode != 0:
-        fail("leakscope %s" % " ".join(map(str, args)), "status 0",
-             r.describe())
-    return json.loads(r.stdout.decode())
+    return cli_json(args, agent_env(RUNTIME))
 
 
 def vm_rss(pid):

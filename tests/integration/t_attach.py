@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (check, once, free_port, workload, eq, ok, contains, fail,
+from harness import (cli, check, once, free_port, workload, eq, ok, contains, fail,
                      run_process, expect_site, expect_no_site,
                      expect_no_temporaries, expect_totals_consistent,
                      outer_functions, site_text, sites_text, need,
@@ -39,8 +39,7 @@ def env():
 
 
 def ls(*args, timeout=TIMEOUT):
-    return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout,
-                       env=env())
+    return cli(args, env(), timeout)
 
 
 def ls_ok(*args):

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (check, once, workload, eq, ok, contains, fail, need,
+from harness import (cli, check, once, workload, eq, ok, contains, fail, need,
                      run_process, leakscope, root_report, LEAKSCOPE, BUILD,
                      Failure, Skip, shorten, wait_environ, valgrind_records)
 
@@ -77,8 +77,7 @@ class Target:
 
 
 def ls(*args, timeout=60):
-    return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout,
-                       env=env())
+    return cli(args, env(), timeout)
 
 
 def first_function(site):

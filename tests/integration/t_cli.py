@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 
-from harness import (check, once, workload, eq, ok, contains, fail,
+from harness import (cli, check, once, workload, eq, ok, contains, fail,
                      run_process, LEAKSCOPE, BUILD, Failure, ROOT)
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
@@ -37,8 +37,7 @@ def env():
 
 
 def ls(*args, timeout=60, input=None):
-    return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout,
-                       env=env(), input=input)
+    return cli(args, env(), timeout, input)
 
 
 def one_error(r, what, needle="", status=USAGE):

@@ -18,9 +18,9 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
-from harness import (check, once, workload, eq, ok, fail, contains,
-                     run_process, site_function, exit_snapshot, need,
-                     LEAKSCOPE, BUILD, Failure, shorten)
+from harness import (cli, check, once, workload, eq, ok, fail, contains,
+                     site_function, exit_snapshot, need,
+                     BUILD, Failure, shorten)
 from gopprof import pprof_top
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
@@ -51,8 +51,7 @@ def env(extra=None):
 
 
 def ls(*args, timeout=60):
-    return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout,
-                       env=env())
+    return cli(args, env(), timeout)
 
 
 class Phases:

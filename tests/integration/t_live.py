@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (check, once, workload, eq, ok, ge, contains, fail,
+from harness import (cli, cli_json, check, once, workload, eq, ok, ge, contains, fail,
                      run_process, site_function, LEAKSCOPE, BUILD, Failure,
                      Skip, shorten)
 
@@ -51,16 +51,11 @@ def start(prog, args=(), extra=None):
 
 
 def ls(*args, timeout=60):
-    return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout,
-                       env=env())
+    return cli(args, env(), timeout)
 
 
 def ls_json(*args):
-    r = ls(*args)
-    if r.returncode != 0:
-        fail("leakscope %s" % " ".join(map(str, args)), "status 0",
-             r.describe())
-    return json.loads(r.stdout.decode())
+    return cli_json(args, env())
 
 
 def by_function(report, prog):

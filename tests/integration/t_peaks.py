@@ -14,8 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (check, once, workload, eq, ok, contains, fail,
-                     run_process, site_function, exit_snapshot, LEAKSCOPE,
+from harness import (cli, cli_json, agent_env, check, once, workload, eq, ok, contains, run_process, site_function, exit_snapshot, LEAKSCOPE,
                      BUILD, Failure, bpf_missing)
 from gopprof import pprof_top
 
@@ -26,18 +25,11 @@ FILL = 8000000
 
 
 def ls(*args, timeout=60):
-    env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=RUNTIME)
-    env.pop("LD_PRELOAD", None)
-    return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout,
-                       env=env)
+    return cli(args, agent_env(RUNTIME), timeout)
 
 
 def ls_json(*args):
-    r = ls(*args)
-    if r.returncode != 0:
-        fail("leakscope %s" % " ".join(map(str, args)), "status 0",
-             r.describe())
-    return json.loads(r.stdout.decode())
+    return cli_json(args, agent_env(RUNTIME))
 
 
 def sites_of(report, prog):

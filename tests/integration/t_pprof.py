@@ -17,7 +17,7 @@ import re
 import subprocess
 import tempfile
 
-from harness import (check, once, workload, eq, ok, fail, contains,
+from harness import (cli, check, once, workload, eq, ok, fail, contains,
                      run_process, marker_line, site_function, exit_snapshot,
                      need, LEAKSCOPE, Failure, Skip, shorten)
 from gopprof import pprof, pprof_top
@@ -140,7 +140,7 @@ def sample_frames(prof, sample):
 # ------------------------------------------------------------- running
 
 def ls(*args, timeout=60):
-    return run_process([LEAKSCOPE] + [str(a) for a in args], timeout=timeout)
+    return cli(args, None, timeout)
 
 
 def render_both(snap, tag, *filters):

@@ -16,11 +16,12 @@ print(len(text), len(json.loads(text)))
 """
 
 
-def report(command, extra_env=None):
+def report(command, extra_env=None, args=()):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     env.update(extra_env or {})
-    r = leakscope(["--format", "json"], command, env=env, timeout=300)
+    r = leakscope(["--format", "json"] + list(args), command, env=env,
+                  timeout=300)
     expect_status(r, 0, "%s exit status" % os.path.basename(command[0]))
     return root_report(r)
 
@@ -50,8 +51,8 @@ def t_counts():
        "LEAKSCOPE_UNWIND=check", repr(u))
 
 
-def cross_checked(command, what, min_hits=1, env=None):
-    rep = report(command, dict(env or {}, LEAKSCOPE_UNWIND="check"))
+def cross_checked(command, what, min_hits=1, env=None, args=()):
+    rep = report(command, dict(env or {}, LEAKSCOPE_UNWIND="check"), args)
     u = unwind_of(rep, what)
     eq(u["unwinder"], "check", "%s: unwinder" % what)
     eq(u["check_mismatches"], 0, "%s: stacks that differ from libunwind's "
@@ -74,11 +75,43 @@ def t_check_workloads():
     cross_checked([workload("patterns")], "patterns")
 
 
-@check("LEAKSCOPE_UNWIND=check: C++ and inlined-code workloads")
+# A capture from the program's frame walks exactly --depth frames (no
+# slack for the agent's own): the stack is cut there, equal to libunwind's
+# cut at the same place, however deep the recursion goes on.
+@check("LEAKSCOPE_UNWIND=check: --depth 3 on a leak 100 calls deep keeps "
+       "exactly site_deep, descend, descend")
+def t_check_depth_cut():
+    rep = cross_checked([workload("deep")], "deep --depth 3", min_hits=0,
+                        args=["--depth", "3"])
+    site = expect_site(rep, "site_deep", workload("deep"), 4242, 1)
+    eq([f.get("function") for f in site["frames"]],
+       ["site_deep", "descend", "descend"], "frames of site_deep")
+
+
+@check("LEAKSCOPE_UNWIND=check: C++ and inlined-code workloads, C++ "
+       "exceptions through 50 allocating frames")
 def t_check_cxx():
     cross_checked([workload("cxx-leaks")], "cxx-leaks")
     cross_checked([workload("inlined")], "inlined", min_hits=0)
+    # C++ exceptions through 50 frames that allocate, 2000 times: the
+    # frames the exception unwound are called again at the same places,
+    # over the memo's and the suffixes' words.
+    rep = cross_checked([workload("stress-cxx")], "stress-cxx",
+                        min_hits=200000)
+    ok(rep["unwind"]["walks"] < 1000, "stress-cxx: the repeated descents "
+       "come from the memo", repr(rep["unwind"]))
 
+
+
+@check("LEAKSCOPE_UNWIND=check: longjmp out of allocating recursion, "
+       "allocations in a signal handler every 100 us, threads")
+def t_check_stress():
+    # The memo and the suffixes over stacks left by longjmp, captures
+    # interrupted by a handler that captures, short-lived threads.
+    for mode, hits in (("longjmp", 100000), ("signals", 50000),
+                       ("threads quick", 1000)):
+        cross_checked([workload("stress")] + mode.split(), "stress " + mode,
+                      min_hits=hits)
 
 
 @check("LEAKSCOPE_UNWIND=check: python3 building and parsing JSON")

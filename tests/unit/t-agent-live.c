@@ -185,9 +185,128 @@ static void test_steady(void)
 	   "mapped at most)", mapped_max);
 }
 
+/*
+ * Addresses that collide as much as the table allows: the same shard,
+ * the same first group (for any table up to 1024 groups) and the same
+ * control byte.  The hash is restated from live.c: (a >> 4) * K, shard
+ * bits 56-59 (with the 64 MiB window), control byte bits 49-55, first
+ * group bits 20 and up.
+ */
+static uint64_t colliding(uint64_t like, uint64_t after)
+{
+	const uint64_t k = 0x9e3779b97f4a7c15ULL, mask = 0x0fffULL << 49 |
+			   0x3ffULL << 20;
+	uint64_t want = (like >> 4) * k & mask, a;
+
+	for (a = after + 16; ; a += 16)
+		if (((a >> 4) * k & mask) == want &&
+		    ls_live_shard(a) == ls_live_shard(like))
+			return a;
+}
+
+/*
+ * 40 such addresses: the first group fills and the rest probe on, every
+ * lookup meets slots whose control byte matches but whose address does
+ * not, and removals leave deleted marks.  The inline paths of insert and
+ * remove (first group only) must hand every such case to the general one.
+ */
+static void test_collisions(void)
+{
+	enum { N_COL = 40 };
+	uint64_t addrs[N_COL];
+	struct ls_live_entry e, old;
+	size_t i, errors = 0, before = ls_live_count();
+
+	addrs[0] = 0x6a0000000000ULL;
+	for (i = 1; i < N_COL; i++)
+		addrs[i] = colliding(addrs[0], addrs[i - 1]);
+	for (i = 0; i < N_COL; i++) {
+		memset(&e, 0, sizeof(e));
+		e.addr = addrs[i];
+		e.size = i + 1;
+		errors += ls_live_insert(&e, &old) != 0;
+		if (i == 7) {	/* over each of 8, with the group not full */
+			size_t j;
+
+			for (j = 0; j <= i; j++) {
+				e.addr = addrs[j];
+				e.size = j + 1;
+				errors += ls_live_insert(&e, &old) != 1 ||
+					  old.addr != addrs[j];
+			}
+		}
+	}
+	ok(errors == 0 && ls_live_count() == before + N_COL,
+	   "%d inserts colliding in shard, group and control byte", N_COL);
+	/* Over every live one, from the last (farthest along the probe). */
+	for (i = N_COL; i-- > 0;) {
+		memset(&e, 0, sizeof(e));
+		e.addr = addrs[i];
+		e.size = 1000 + i;
+		errors += ls_live_insert(&e, &old) != 1 || old.addr != addrs[i] ||
+			  old.size != i + 1;
+	}
+	ok(errors == 0 && ls_live_count() == before + N_COL,
+	   "inserting over each finds the live entry wherever it lies");
+	/* Every other one out, then the rest: deleted marks among matches. */
+	for (i = 0; i < N_COL; i += 2)
+		errors += !ls_live_remove(addrs[i], &e) || e.size != 1000 + i;
+	for (i = 0; i < N_COL; i += 2)
+		errors += ls_live_remove(addrs[i], &e);
+	for (i = 1; i < N_COL; i += 2)
+		errors += !ls_live_remove(addrs[i], &e) || e.size != 1000 + i;
+	ok(errors == 0 && ls_live_count() == before,
+	   "removing them in two passes finds each once, and no more");
+}
+
+/*
+ * A reachability check's change log (reach.c) must see every insert and
+ * removal in order, the replaced entry of an insert over a live address
+ * first: the inline paths step aside while it is on.
+ */
+static void test_log(void)
+{
+	static struct ls_live_log_rec buf[64];
+	struct ls_live_entry e, old;
+	uint64_t base = 0x690000000000ULL, n;
+	size_t i, errors = 0;
+
+	ls_live_log_start(buf, 64);
+	for (i = 0; i < 10; i++) {
+		memset(&e, 0, sizeof(e));
+		e.addr = base + i * 48;
+		e.size = i + 1;
+		errors += ls_live_insert(&e, &old) != 0;
+	}
+	e.addr = base;
+	e.size = 99;
+	errors += ls_live_insert(&e, &old) != 1;	/* a replace: 2 records */
+	for (i = 0; i < 10; i++)
+		errors += !ls_live_remove(base + i * 48, &e);
+	ls_live_log_stop();
+	n = ls_live_log_count();
+	is_u64(n, 22, "the change log holds 10 inserts, a replace (2) and 10 removals");
+	for (i = 0; i < 10 && n == 22; i++)
+		errors += buf[i].op != LS_LIVE_LOG_INSERT ||
+			  buf[i].e.addr != base + i * 48 || buf[i].e.size != i + 1;
+	errors += buf[10].op != LS_LIVE_LOG_REMOVE || buf[10].e.size != 1 ||
+		  buf[11].op != LS_LIVE_LOG_INSERT || buf[11].e.size != 99;
+	for (i = 0; i < 10 && n == 22; i++)
+		errors += buf[12 + i].op != LS_LIVE_LOG_REMOVE ||
+			  buf[12 + i].e.addr != base + i * 48;
+	ok(errors == 0, "every record in order with its entry (%zu errors)", errors);
+	memset(&e, 0, sizeof(e));
+	e.addr = base;
+	ls_live_insert(&e, &old);
+	ls_live_remove(base, &e);
+	is_u64(ls_live_log_count(), 22, "nothing logged once stopped");
+}
+
 int main(void)
 {
 	test_steady();		/* first: on shards never grown */
+	test_collisions();
+	test_log();
 	test_replace();
 	test_model();
 	test_threads();

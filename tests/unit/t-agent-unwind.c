@@ -15,6 +15,7 @@
  * two threads while the caches are invalidated under them.
  */
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -947,6 +948,149 @@ static void test_memo_variants(void)
 	free(var_vals);
 }
 
+/* ---------------------------------------------------------------- */
+/* The walk memo keyed by frame: suffixes of earlier walks.          */
+
+static jmp_buf sfx_jb;
+static int sfx_bad, sfx_n;
+static struct memo_val sfx_vals[64];
+static int sfx_nvals;
+
+/* As the agent does: the recorded walk first (the memo, else a walk that
+ * may end with a suffix), then a fresh walk and libunwind's to compare. */
+NOFP static void sfx_capture(struct cap *c)
+{
+	uint64_t pcs[MAXF];
+	struct memo_val *v;
+	void *val;
+	int n = ls_unwind_capture_memo_from(NULL, pcs, MAXF, 0, 9, 0, &val);
+
+	c->n_ours = ls_unwind_capture(c->ours, MAXF, 0);
+	c->n_theirs = unw_bt(c->theirs, MAXF);
+	c->ra = (uint64_t)(uintptr_t)__builtin_return_address(0);
+	if (val) {
+		v = val;
+		n = v->n;
+		memcpy(pcs, v->pcs, (size_t)n * sizeof(*pcs));
+	} else if (sfx_nvals < 64) {
+		v = &sfx_vals[sfx_nvals++];
+		v->n = n;
+		memcpy(v->pcs, pcs, (size_t)n * sizeof(*pcs));
+		ls_unwind_memo_put(v);
+	}
+	sfx_bad += n != c->n_ours ||
+		   memcmp(pcs, c->ours, (size_t)n * sizeof(*pcs)) != 0;
+	sfx_n++;
+	sink++;
+}
+
+NOFP static void sfx_leaf0(struct cap *c)
+{
+	sfx_capture(c);
+	sink++;
+}
+
+NOFP static void sfx_leaf1(struct cap *c)
+{
+	sfx_leaf0(c);
+	sink += 2;
+}
+
+NOFP static void sfx_leaf2(struct cap *c)
+{
+	volatile char pad[40];
+
+	pad[sink & 31] = 1;
+	sfx_leaf1(c);
+	sink += pad[sink & 31];
+}
+
+/* Four inner paths, each its own call sites and depth. */
+NOFP static void sfx_inner(int sel, struct cap *c)
+{
+	switch (sel & 3) {
+	case 0: sfx_leaf0(c); sink += 1; break;
+	case 1: sfx_leaf1(c); sink += 2; break;
+	case 2: sfx_leaf2(c); sink += 3; break;
+	default: sfx_leaf0(c); sink += 4; break;
+	}
+}
+
+/* 20 frames the inner paths share, then maybe a longjmp out of all of
+ * them (the next calls reuse their stack, over their stale words). */
+NOFP static void sfx_pad(int d, int sel, int jump, struct cap *c)
+{
+	volatile char pad[16];
+
+	pad[d & 15] = (char)d;
+	if (d) {
+		sfx_pad(d - 1, sel, jump, c);
+	} else {
+		sfx_inner(sel, c);
+		if (jump)
+			longjmp(sfx_jb, 1);
+	}
+	sink += pad[d & 15];
+}
+
+/* Two callers of the same frame sizes: their pad frames lie at the same
+ * (pc, sp) with a different return address at the outermost one. */
+NOFP static void sfx_site_a(int sel, int jump, struct cap *c)
+{
+	sfx_pad(20, sel, jump, c);
+	sink += 1;
+}
+
+NOFP static void sfx_site_b(int sel, int jump, struct cap *c)
+{
+	sfx_pad(20, sel, jump, c);
+	sink += 2;
+}
+
+static int cap_agrees(const struct cap *c)
+{
+	int j = align(c);
+
+	return j >= 0 && same_frames(c) == c->n_ours &&
+	       c->n_theirs - j == c->n_ours;
+}
+
+/*
+ * A walk whose inner frames are new takes the rest from the suffix an
+ * earlier walk left at the first frame they share, when every word of it
+ * holds.  Against stale suffixes: the same frames called from another
+ * place (a word of the suffix changed), and longjmp out of them with the
+ * next calls over their stale words.  memo_check() compares every
+ * recorded walk, suffix or not, with a fresh walk; capture_both() the
+ * fresh walk with libunwind.
+ */
+static void test_memo_suffix(void)
+{
+	static struct cap c;
+	uint64_t t0 = ls_unwind_suffix_takes(), takes;
+	volatile int round, sel;
+	int agree = 0, n = 0;
+
+	for (round = 0; round < 6; round++)
+		for (sel = 0; sel < 4; sel++) {
+			if (!setjmp(sfx_jb)) {
+				if (round & 1)
+					sfx_site_b(sel, round >= 2, &c);
+				else
+					sfx_site_a(sel, round >= 2, &c);
+			}
+			agree += cap_agrees(&c);
+			n++;
+		}
+	takes = ls_unwind_suffix_takes() - t0;
+	ok(agree == n, "suffixes: %d of %d fresh walks equal libunwind's",
+	   agree, n);
+	ok(sfx_bad == 0 && sfx_n == n, "suffixes: %d of %d recorded walks or "
+	   "memo answers differ from a fresh walk", sfx_bad, sfx_n);
+	ok(takes >= 4, "suffixes: %llu walks took the shared frames from an "
+	   "earlier walk", (unsigned long long)takes);
+}
+
 static void test_memo_fake_rbp(void)
 {
 	/* [saved %rbp, return address, then zeros: the walk ends at pc 0] */
@@ -1398,6 +1542,7 @@ int main(void)
 	test_memo_capacity();
 	test_memo_variants();
 	memo_report("%rbp-based and realigned frames", 1);
+	test_memo_suffix();
 	test_cache_fuzz();
 	memo_report("mutating paths", 1);
 	test_stress();
