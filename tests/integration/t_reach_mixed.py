@@ -14,7 +14,7 @@ import tempfile
 
 from harness import (check, once, workload, eq, ok, fail, need, run_process,
                      leakscope, root_report, reach_records, valgrind_run,
-                     expect_same_records, LEAKSCOPE, BUILD)
+                     valgrind_records, expect_same_records, LEAKSCOPE, BUILD)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-mixed-")
 os.chmod(RUNTIME, 0o700)
@@ -76,6 +76,29 @@ def t_live():
     got = live()
     for m in ("concurrent", "fork"):
         expect_same_records(got[m], valgrind(), "check --method %s" % m)
+
+
+@check("held-out C++ program, running under valgrind: vgdb's leak_check "
+       "full reachable any gives the records check PID gives")
+def t_vgdb_live():
+    vg = need("valgrind")
+    vgdb = need("vgdb")
+    p = subprocess.Popen([vg, "--vgdb=yes", workload("reach-mixed")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        ok(p.stdout.readline().startswith(b"ready"), "reach-mixed under valgrind")
+        r = run_process([vgdb, "--pid=%d" % p.pid, "leak_check", "full",
+                         "reachable", "any"], timeout=60)
+    finally:
+        p.stdin.close()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    vrec = valgrind_records((r.stdout + r.stderr).decode("utf-8", "replace"))
+    expect_same_records(live()["fork"], vrec, "check PID against vgdb")
 
 
 @check("held-out C++ program, at exit: run --leak-check gives valgrind's "
