@@ -21,6 +21,7 @@
 #include "attach.h"
 #include "control.h"
 #include "exec.h"
+#include "glibcheap.h"
 #include "guard.h"
 #include "live.h"
 #include "mmaps.h"
@@ -580,6 +581,7 @@ static void ls_agent_start(void)
 		return;
 	ls_guard_enter();
 	ls_modules_refresh();	/* what loaded since an early start */
+	ls_glibcheap_learn();
 	ls_exec_init();
 	ls_state_restore_environment();
 	if (ls_agent.control)
@@ -671,6 +673,7 @@ void ls_agent_exit_report(void)
 
 	if (getpid() != ls_agent.pid)
 		return;
+	ls_reach_note_exit_frame(__builtin_frame_address(0));
 	ls_guard_enter();
 	if (!__atomic_compare_exchange_n(&ls_agent.state, &expect, LS_DONE, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
@@ -821,6 +824,7 @@ int ls_agent_start_attached(char *err, size_t errlen)
 	if (r)
 		return r;
 	ls_modules_refresh();
+	ls_glibcheap_learn();
 	ls_agent.pid = getpid();
 	ls_agent.start_mono = ls_now_ns(CLOCK_MONOTONIC);
 	ls_agent.attach_wall_ns = ls_now_ns(CLOCK_REALTIME);

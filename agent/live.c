@@ -44,11 +44,16 @@ static struct shard shards[LS_LIVE_SHARDS];
  * is on, every insert and removal is appended, under the shard's lock,
  * so that the entries of one address come in the order the table saw
  * them.  The rec's op is stored last (release): a record whose op is
- * still 0 belongs to a thread stopped while appending.
+ * still 0 belongs to a thread stopped while appending.  A ring: record i
+ * goes to slot i % cap, which the reader has emptied once log_done
+ * passed i - cap; a record that would overwrite one not yet read is lost
+ * instead, and says so in log_lost.
  */
 static struct ls_live_log_rec *log_buf;	/* NULL: off */
-static size_t log_cap;
-static uint64_t log_next;	/* records claimed, may pass log_cap */
+static size_t log_cap;			/* a power of two */
+static uint64_t log_next;	/* records claimed */
+static uint64_t log_done;	/* records read, their slots free again */
+static int log_lost;
 
 static __attribute__((noinline, cold))
 void log_append(struct ls_live_log_rec *buf, uint32_t op,
@@ -56,10 +61,13 @@ void log_append(struct ls_live_log_rec *buf, uint32_t op,
 {
 	uint64_t i = __atomic_fetch_add(&log_next, 1, __ATOMIC_RELAXED);
 
-	if (i >= log_cap)
-		return;		/* overflow: the reader sees next > cap */
-	buf[i].e = *e;
-	__atomic_store_n(&buf[i].op, op, __ATOMIC_RELEASE);
+	if (i - __atomic_load_n(&log_done, __ATOMIC_ACQUIRE) >= log_cap) {
+		__atomic_store_n(&log_lost, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	buf += i & (log_cap - 1);
+	buf->e = *e;
+	__atomic_store_n(&buf->op, op, __ATOMIC_RELEASE);
 }
 
 /* Inline: off, it is a load and a branch. */
@@ -75,12 +83,24 @@ void ls_live_log_start(struct ls_live_log_rec *buf, size_t cap)
 {
 	log_cap = cap;
 	__atomic_store_n(&log_next, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&log_done, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&log_lost, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&log_buf, buf, __ATOMIC_RELEASE);
 }
 
 uint64_t ls_live_log_count(void)
 {
 	return __atomic_load_n(&log_next, __ATOMIC_ACQUIRE);
+}
+
+void ls_live_log_release(uint64_t done)
+{
+	__atomic_store_n(&log_done, done, __ATOMIC_RELEASE);
+}
+
+int ls_live_log_lost(void)
+{
+	return __atomic_load_n(&log_lost, __ATOMIC_ACQUIRE);
 }
 
 void ls_live_log_stop(void)
@@ -506,8 +526,8 @@ void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
 	unsigned i;
 	uint64_t j, slots;
 
-	/* A concurrent check cannot follow a reset: it sees an overflow. */
-	__atomic_store_n(&log_next, UINT64_MAX / 2, __ATOMIC_RELEASE);
+	/* A concurrent check cannot follow a reset: it sees a loss. */
+	__atomic_store_n(&log_lost, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < LS_LIVE_SHARDS; i++) {
 		struct shard *s = &shards[i];
 

@@ -114,11 +114,15 @@ void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg);
 /*
  * The change log of a concurrent reachability check (reach.c): between
  * start and stop every insert (and the entry it replaced) and every
- * removal is appended to buf, at most cap records; ls_live_log_count()
- * says how many were claimed (more than cap: some were lost, as after a
- * reset).  A record whose op is still 0 was being written by a thread
- * that was stopped.  Start and stop from one thread (the control
- * thread); appends are safe from any hook.
+ * removal is appended to buf, a ring of cap records (a power of two):
+ * record i (counted from 0 at start; ls_live_log_count() says how many
+ * were claimed) lies in buf[i % cap].  The reader takes records in order
+ * and gives their slots back with ls_live_log_release(records read so
+ * far; a slot must be emptied, op 0, first); a record that finds its slot
+ * still unread is lost, and so is the log after a reset:
+ * ls_live_log_lost() says so.  A record whose op is still 0 is being
+ * written, or was by a thread that was stopped.  Start, release and stop
+ * from one thread (the control thread); appends are safe from any hook.
  */
 enum { LS_LIVE_LOG_INSERT = 1, LS_LIVE_LOG_REMOVE = 2 };
 struct ls_live_log_rec {
@@ -128,6 +132,8 @@ struct ls_live_log_rec {
 };
 void ls_live_log_start(struct ls_live_log_rec *buf, size_t cap);
 uint64_t ls_live_log_count(void);
+void ls_live_log_release(uint64_t done);
+int ls_live_log_lost(void);
 void ls_live_log_stop(void);
 void ls_live_lock_all(void);
 void ls_live_unlock_all(void);

@@ -45,6 +45,7 @@
 #include "../common/contract.h"
 #include "state.h"
 #include "figures.h"
+#include "glibcheap.h"
 #include "live.h"
 #include "mmaps.h"
 #include "modules.h"
@@ -68,7 +69,8 @@ struct vec {
 
 struct region {
 	uint64_t start, end;
-	unsigned readable : 1, writable : 1, shared : 1, file : 1, stack : 1;
+	unsigned readable : 1, writable : 1, shared : 1, file : 1, stack : 1,
+		 exec : 1, heap : 1;
 };
 
 struct span {
@@ -77,6 +79,11 @@ struct span {
 
 #define WIN_BYTES (64u << 10)	/* the safe reader's window */
 #define MAX_GRABS 256
+
+struct nb_slot {
+	uint64_t addr;		/* 0 = empty */
+	uint64_t idx;		/* into nb */
+};
 
 struct gran {
 	uint64_t key;		/* granule + 1; 0 = empty */
@@ -94,14 +101,17 @@ struct scan {
 	uint64_t gmask;
 	struct vec regions;	/* struct region, sorted */
 	struct vec stack;	/* uint32_t block indices to scan */
-	uint64_t own_start[LS_SYS_OWN_SLOTS + 8], own_len[LS_SYS_OWN_SLOTS + 8];
+	struct vec later;	/* the same, for the next sweep (live) */
+	uint64_t own_start[LS_SYS_OWN_SLOTS + 9], own_len[LS_SYS_OWN_SLOTS + 9];
 	size_t nown;
 	uint64_t mem, peak;	/* bytes mapped now and at most */
 	uint64_t root_bytes, heap_bytes;
 	int partial;		/* out of memory: some blocks not scanned */
 	/* A concurrent mark (cm_*) runs in the live process: memory is
-	 * read through process_vm_readv() into a window, never in place,
-	 * since a block or a mapping may go away under the reader. */
+	 * read through process_vm_readv(), never in place (a block or a
+	 * mapping may go away under the reader; at the stop, where none
+	 * can, in place): pages into the cache (batch_*), roots and single
+	 * words through a window. */
 	int safe;
 	pid_t self;
 	uint8_t *win;
@@ -110,16 +120,37 @@ struct scan {
 	struct vec rootp;	/* struct span, ascending */
 	struct vec regd;	/* struct span: ranges write-protected */
 	int uffd;
-	struct ls_live_log_rec *log;
+	struct ls_live_log_rec *log;	/* the change log, a ring */
 	size_t log_cap;
+	uint64_t log_done;	/* its records applied */
+	int log_on, log_bad;	/* log_bad: the first error of log_drain */
 	struct ls_live_entry *nb;	/* blocks allocated during the mark */
-	size_t nnb;
+	size_t nnb, nbcap;
+	struct nb_slot *nbslot;	/* nb's index by address */
+	size_t nbmask;
 	void *grabs[MAX_GRABS];	/* every mapping, to give it back */
 	size_t grab_len[MAX_GRABS];
 	size_t ngrabs;
 	uint64_t scan_ns;	/* so far */
 	uint32_t nth;
 	int torn;
+	/* The live process's mark sweeps its pending blocks in address
+	 * order (mark_sweep); a block marked above the finger joins the
+	 * sweep, one at or below it waits on the stack. */
+	uint64_t *pend;		/* bitmap over the blocks, NULL: no sweep */
+	uint64_t *pbits;	/* its memory */
+	size_t finger, pmax;
+	/* glibc's free chunks cached in fastbins (glibcheap.h): an open
+	 * hash of chunk addresses, fmask + 1 slots, 0 = empty. */
+	uint64_t *fast;
+	uint64_t fmask, nfast;
+	unsigned resyncs;	/* chunk walks that went astray */
+	size_t wcur;		/* the walk's cursor into addr */
+	/* valgrind's leak heuristics: which one made block i reachable
+	 * (enum lsnap_reach_heur, 0 none), and a cache of addresses
+	 * already judged vtables or not. */
+	uint8_t *heur;
+	struct { uint64_t addr; int is; } vt[512];
 };
 
 /* Filled by ls_reach_prepare(), read by the child. */
@@ -130,6 +161,16 @@ static struct {
 	struct lsnap_mallinfo mallinfo;
 	pid_t pid, ppid;
 } prep;
+
+/* The check at exit: the other threads waiting in a system call, and
+ * where the agent's exit path began on the exiting thread's stack. */
+#define EXIT_THREADS 256
+
+static struct {
+	struct lsnap_check_thread th[EXIT_THREADS];
+	uint64_t sig[EXIT_THREADS];
+	uint64_t frame;		/* ls_reach_note_exit_frame() */
+} at_exit;
 
 static struct scan sc_static;	/* the child's; static: no stack for 260 KiB */
 static sigjmp_buf fault_jmp;
@@ -351,7 +392,8 @@ static int index_blocks(struct scan *sc)
 
 	sc->addr = grab(sc, sc->n * 8);
 	sc->st = grab(sc, sc->n);
-	if (!sc->addr || !sc->st)
+	sc->heur = grab(sc, sc->n);
+	if (!sc->addr || !sc->st || !sc->heur)
 		return -ENOMEM;
 	for (i = 0; i < sc->n; i++) {
 		uint64_t end = sc->blk[i].addr + (sc->blk[i].size ?
@@ -504,6 +546,7 @@ static int parse_maps(struct scan *sc)
 			continue;
 		g.readable = q[0] == 'r';
 		g.writable = q[1] == 'w';
+		g.exec = q[2] == 'x';
 		g.shared = q[3] == 's';
 		/* Skip offset, dev, inode; a path follows when the inode
 		 * is not 0 or the name is a [bracket]. */
@@ -515,6 +558,7 @@ static int parse_maps(struct scan *sc)
 		}
 		g.file = q < nl && *q == '/';
 		g.stack = nl - q == 7 && !memcmp(q, "[stack]", 7);
+		g.heap = nl - q == 6 && !memcmp(q, "[heap]", 6);
 		r = vec_push(sc, &sc->regions, &g);
 		if (r)
 			return r;
@@ -556,28 +600,160 @@ static void push_block(struct scan *sc, uint64_t i)
 {
 	uint32_t v = (uint32_t)i;
 
+	if (sc->pend && i > sc->finger) {
+		sc->pend[i / 64] |= 1ull << (i % 64);
+		if (i > sc->pmax)
+			sc->pmax = i;
+		return;
+	}
 	/* Out of memory, the block is not scanned: what only it points to
 	 * may be reported lost, and the snapshot says so. */
 	if (vec_push(sc, &sc->stack, &v))
 		sc->partial = 1;
 }
 
-/* Mark phase: one word seen from memory whose own state is definite
- * (a root, a reachable block) or not (a possibly lost block). */
+/* --- valgrind's leak heuristics ------------------------------------------ */
+
+/*
+ * len bytes at a into buf, never through the window (the caller may be
+ * iterating over it): through the kernel in the live process, in place
+ * in the image when the maps say they are there.  0 or -1.
+ */
+static int cached(uint64_t a, uint64_t len);
+static void copy_cached(void *buf, uint64_t a, size_t len);
+
+static int read_aside(struct scan *sc, uint64_t a, void *buf, size_t len)
+{
+	struct iovec l = { buf, len }, r = { (void *)(uintptr_t)a, len };
+
+	if (!sc->safe) {
+		if (readable_until(sc, a) < a + len)
+			return -1;
+		memcpy(buf, (const void *)(uintptr_t)a, len);
+		return 0;
+	}
+	if (cached(a, len)) {	/* the mark's page cache has it */
+		copy_cached(buf, a, len);
+		return 0;
+	}
+	return syscall(SYS_process_vm_readv, sc->self, &l, 1UL, &r, 1UL,
+		       0UL) == (long)len ? 0 : -1;
+}
+
+#define VTABLE_WORDS 21		/* valgrind's VTABLE_MAX_CHECK + 1 */
+
+/* In a readable file mapping (valgrind: a client file segment). */
+static const struct region *file_region(const struct scan *sc, uint64_t a,
+					int exec)
+{
+	const struct region *g = region_of(sc, a);
+
+	return g && g->file && g->readable && (!exec || g->exec) ? g : NULL;
+}
+
+/*
+ * Does p look like a vtable, as memcheck judges it: in a readable file
+ * mapping, its first words (up to 21, within the mapping) null or
+ * pointing into executable file mappings, two of them at least, before
+ * one that does not.
+ */
+static int vtable_uncached(struct scan *sc, uint64_t p)
+{
+	const struct region *g = file_region(sc, p, 0);
+	uint64_t w[VTABLE_WORDS];
+	size_t n, i, fns = 0;
+
+	if (!g || g->end - p < 8)
+		return 0;
+	n = (g->end - 8 - p) / 8 + 1;
+	if (n > VTABLE_WORDS)
+		n = VTABLE_WORDS;
+	if (read_aside(sc, p, w, n * 8))
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (!w[i])
+			continue;
+		if (!file_region(sc, w[i], 1))
+			return 0;
+		if (++fns == 2)
+			return 1;
+	}
+	return 0;
+}
+
+static int is_vtable(struct scan *sc, uint64_t p)
+{
+	size_t k = (p >> 3) * 0x9e3779b97f4a7c15ULL >> 55;	/* 9 bits */
+
+	if (sc->vt[k].addr != p + 1) {
+		sc->vt[k].addr = p + 1;
+		sc->vt[k].is = vtable_uncached(sc, p);
+	}
+	return sc->vt[k].is;
+}
+
+/*
+ * The heuristic (valgrind 3.19's --leak-check-heuristics=all, its
+ * default, in its order) by which the interior pointer w makes block i
+ * count as pointed to at its start, or 0:
+ *  - stdstring: w at +24 of a block laid out as libstdc++'s reference-
+ *    counted string (length <= capacity, capacity + 25 == size);
+ *  - length64: w at +8 after a word holding size - 8 (sqlite's blocks);
+ *  - newarray: w at +8 after a nonzero element count dividing size - 8
+ *    (new[] of objects with a destructor);
+ *  - multipleinheritance: w 8-aligned, the word at w and the block's
+ *    first word both vtables (a pointer to a base class other than the
+ *    first).
+ * Words are taken as defined: valgrind also asks that they be.
+ */
+static uint8_t heuristic(struct scan *sc, size_t i, uint64_t w)
+{
+	uint64_t a = sc->addr[i], size = sc->blk[i].size, h[3], inner;
+
+	if (w == a + 24 && !read_aside(sc, a, h, 16) &&
+	    24 + h[1] + 1 == size && h[0] <= h[1])
+		return LSNAP_HEUR_STDSTRING;
+	if (w == a + 8 && !read_aside(sc, a, h, 8) && h[0]) {
+		if (size - 8 == h[0])
+			return LSNAP_HEUR_LENGTH64;
+		if ((size - 8) % h[0] == 0)
+			return LSNAP_HEUR_NEWARRAY;
+	}
+	if (!(w & 7) && w + 8 <= a + size && !read_aside(sc, w, &inner, 8) &&
+	    !(inner & 7) && inner >= 4096 && !read_aside(sc, a, h, 8) &&
+	    !(h[0] & 7) && h[0] >= 4096 && is_vtable(sc, inner) &&
+	    is_vtable(sc, h[0]))
+		return LSNAP_HEUR_MULTIPLE;
+	return 0;
+}
+
+/*
+ * Mark phase: one word seen from memory whose own state is definite (a
+ * root, a reachable block) or not (a possibly lost block).  As memcheck:
+ * a pointer to the start, or an interior pointer a heuristic accepts,
+ * makes the block reachable from definite memory; any other, possibly
+ * lost.  A start pointer to a block reached by heuristic clears it.
+ */
 static inline void mark_word(struct scan *sc, uint64_t w, int definite)
 {
-	int start;
+	int start, via;
 	int64_t i = lookup(sc, w, &start);
 
-	if (i < 0)
+	if (i < 0 || sc->st[i] == ST_GONE)
 		return;
-	if (sc->st[i] == ST_GONE)
+	if (sc->st[i] == ST_REACHABLE) {
+		if (start)
+			sc->heur[i] = 0;
 		return;
-	if (start && definite) {
-		if (sc->st[i] != ST_REACHABLE) {
-			sc->st[i] = ST_REACHABLE;
-			push_block(sc, (uint64_t)i);
-		}
+	}
+	via = start;
+	if (!start) {
+		sc->heur[i] = heuristic(sc, (size_t)i, w);
+		via = sc->heur[i] != 0;
+	}
+	if (via && definite) {
+		sc->st[i] = ST_REACHABLE;
+		push_block(sc, (uint64_t)i);
 	} else if (sc->st[i] == ST_UNREACHED) {
 		sc->st[i] = ST_POSSIBLE;
 		push_block(sc, (uint64_t)i);
@@ -615,6 +791,11 @@ static void scan_words(struct scan *sc, uint64_t a, uint64_t b,
 	}
 }
 
+static int cached(uint64_t a, uint64_t len);
+static void scan_cached(struct scan *sc, uint64_t a, uint64_t len,
+			void (*fn)(struct scan *, uint64_t, uint32_t),
+			uint32_t arg);
+
 static void mark_from_block(struct scan *sc, uint64_t w, uint32_t definite)
 {
 	mark_word(sc, w, (int)definite);
@@ -625,7 +806,14 @@ static void mark_range(struct scan *sc, uint64_t a, uint64_t b, int definite)
 	const uint64_t *w, *e;
 
 	if (sc->safe) {
-		scan_words(sc, a, b, mark_from_block, (uint32_t)definite);
+		a = (a + 7) & ~7ull;
+		b &= ~7ull;
+		if (b > a && cached(a, b - a))
+			scan_cached(sc, a, b - a, mark_from_block,
+				    (uint32_t)definite);
+		else
+			scan_words(sc, a, b, mark_from_block,
+				   (uint32_t)definite);
 		return;
 	}
 	w = (const uint64_t *)((a + 7) & ~7ull);
@@ -693,22 +881,26 @@ static uint64_t chunk_for(uint64_t size)
 	return cs < 32 ? 32 : cs;
 }
 
+static int chunk_in_use(struct scan *sc, uint64_t p, uint64_t size,
+			uint64_t end);
+
 /*
- * The allocator's memory around block i, in region [gs, ge): not a root
- * (its free chunks keep stale pointers; its blocks are scanned when
- * reached).  From glibc's chunk header before the block: a chunk of its
- * own mapping gives exactly that mapping (kernels merge adjacent
- * anonymous mappings, so the region may hold a thread stack or a
- * program's arena too); a chunk of a thread arena gives the arena's heap
- * from its 64 MiB-aligned start; a main-arena chunk the whole region.  A
- * header that is not glibc's (jemalloc, tcmalloc...) gives the block
- * alone: the rest of the allocator's memory stays a root, which can hide
- * a leak behind a stale pointer but never makes one up.
+ * The allocator's memory around block i, in region [gs, ge), outside
+ * the glibc heaps mark_region() found: not a root (its free chunks keep
+ * stale pointers; its blocks are scanned when reached).  From glibc's
+ * chunk header before the block: a chunk of its own mapping gives
+ * exactly that mapping (kernels merge adjacent anonymous mappings, so
+ * the region may hold a thread stack or a program's arena too); an
+ * arena chunk the region from its 64 MiB-aligned heap start (a thread
+ * arena's) or whole (the main arena's).  A header that is not glibc's
+ * (jemalloc, tcmalloc...) gives the block alone: the rest of the
+ * allocator's memory stays a root, which can hide a leak behind a stale
+ * pointer but never makes one up.
  */
 static void heap_range(struct scan *sc, size_t i, uint64_t gs,
 		       uint64_t ge, uint64_t *xs, uint64_t *xe, int *arena)
 {
-	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre, nx;
+	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre;
 
 	*arena = 0;
 	*xs = a;
@@ -727,10 +919,7 @@ static void heap_range(struct scan *sc, size_t i, uint64_t gs,
 		*xe = a - 16 + cs;
 		return;
 	}
-	/* In use: the chunk glibc gives such a request, and the next
-	 * chunk's header says its predecessor (this one) is in use. */
-	if (cs < chunk_for(size) || cs >= chunk_for(size) + 32 ||
-	    a - 8 + cs + 8 > ge || peek(sc, a - 8 + cs, &nx) || !(nx & 1))
+	if (!chunk_in_use(sc, a - 16, size, ge))
 		return;
 	*xs = gs;
 	*xe = ge;
@@ -741,38 +930,140 @@ static void heap_range(struct scan *sc, size_t i, uint64_t gs,
 
 static void mark_piece(struct scan *sc, uint64_t s, uint64_t e);
 
-static int is_block(const struct scan *sc, uint64_t a)
-{
-	size_t i = first_block_from(sc, a);
+/* --- glibc's heaps (glibcheap.h) ----------------------------------------- */
 
-	return i < sc->n && sc->addr[i] == a;
+/* The words glibcheap.c asks for: through the window in the live
+ * process; in the image in place, when the maps say they are there. */
+static int gh_peek(void *ctx, uint64_t a, uint64_t *v)
+{
+	struct scan *sc = ctx;
+
+	if (a & 7)
+		return -1;
+	if (sc->safe)
+		return peek(sc, a, v);
+	if (readable_until(sc, a) < a + 8)
+		return -1;
+	*v = *(const uint64_t *)(uintptr_t)a;
+	return 0;
 }
 
 /*
- * The chunks of a glibc heap [s, e) that are in use but not tracked
- * (allocated before tracking began: `leakscope attach`, `reset`) are
- * roots: memory the program uses that is neither a tracked block nor the
- * agent's.  Chunk by chunk from s, as glibc lays them out; the walk stops
- * at the top chunk or at the first size that makes no sense.  A chunk
- * freed into a tcache or fastbin still looks in use: its stale words may
- * hide a leak, never make one up.
+ * Is the chunk at p, holding a block of size bytes, in use as glibc lays
+ * it out: its size the one glibc gives such a request, the next chunk's
+ * header (below end) saying its predecessor is in use?
  */
-static void mark_untracked(struct scan *sc, uint64_t s, uint64_t e)
+static int chunk_in_use(struct scan *sc, uint64_t p, uint64_t size,
+			uint64_t end)
 {
-	uint64_t p = s, size, next, nx;
+	uint64_t hdr, cs, nx;
 
-	while (p + 32 <= e) {
-		if (peek(sc, p + 8, &size))
-			break;
-		size &= ~7ull;
-		next = p + size;
-		if (size < 32 || (size & 15) || next + 16 > e ||
-		    peek(sc, next + 8, &nx))
-			break;		/* the top chunk, or not a chunk */
-		if ((nx & 1) && !is_block(sc, p + 16))
-			mark_piece(sc, p + 16, next + 8);
-		p = next;
+	if (gh_peek(sc, p + 8, &hdr) || (hdr & CHUNK_MMAPPED))
+		return 0;
+	cs = hdr & ~7ull;
+	return cs >= chunk_for(size) && cs < chunk_for(size) + 32 &&
+	       p + cs + 16 <= end && !gh_peek(sc, p + cs + 8, &nx) && (nx & 1);
+}
+
+/* A walk astray at p resumes at the next tracked block's chunk. */
+static uint64_t gh_resync(void *ctx, uint64_t p, uint64_t end)
+{
+	struct scan *sc = ctx;
+	size_t i;
+
+	for (i = first_block_from(sc, p + 17); i < sc->n && sc->addr[i] < end;
+	     i++)
+		if (chunk_in_use(sc, sc->addr[i] - 16, sc->blk[i].size, end))
+			return sc->addr[i] - 16;
+	return 0;
+}
+
+static uint64_t *fast_slot(const struct scan *sc, uint64_t chunk)
+{
+	uint64_t k = (chunk >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & sc->fmask;
+
+	while (sc->fast[k] && sc->fast[k] != chunk)
+		k = (k + 1) & sc->fmask;
+	return &sc->fast[k];
+}
+
+static void fast_add(void *ctx, uint64_t chunk)
+{
+	struct scan *sc = ctx;
+	uint64_t *slot = fast_slot(sc, chunk);
+
+	if (!*slot) {
+		*slot = chunk;
+		sc->nfast++;
 	}
+}
+
+/* A walk asks in address order: a cursor into the sorted blocks. */
+static int gh_tracked(void *ctx, uint64_t user)
+{
+	struct scan *sc = ctx;
+
+	if (sc->wcur > 0 && sc->wcur <= sc->n && sc->addr[sc->wcur - 1] >= user)
+		sc->wcur = first_block_from(sc, user);	/* went back */
+	while (sc->wcur < sc->n && sc->addr[sc->wcur] < user)
+		sc->wcur++;
+	return sc->wcur < sc->n && sc->addr[sc->wcur] == user;
+}
+
+/* An in-use looking chunk that is not a tracked block: a root, unless
+ * a fastbin holds it. */
+static void gh_chunk(void *ctx, uint64_t user, uint64_t end)
+{
+	struct scan *sc = ctx;
+
+	if (sc->fast && *fast_slot(sc, user - 16))
+		return;
+	mark_piece(sc, user, end);
+}
+
+static const struct ls_gh_ops *gh_ops(struct scan *sc)
+{
+	static struct ls_gh_ops ops = {
+		.peek = gh_peek, .resync = gh_resync, .tracked = gh_tracked,
+		.chunk = gh_chunk,
+	};
+
+	ops.ctx = sc;
+	return &ops;
+}
+
+#define MAX_FAST (1u << 20)	/* fastbin chunks noted; the rest are roots */
+
+/* The chunks glibc's fastbins hold (they look in use to a walk). */
+static int note_fastbins(struct scan *sc)
+{
+	uint64_t main = ls_glibcheap_main_arena();
+
+	if (!main)
+		return 0;
+	sc->fmask = 4095;
+	for (;;) {
+		sc->fast = grab(sc, (sc->fmask + 1) * 8);
+		if (!sc->fast)
+			return -ENOMEM;
+		sc->nfast = 0;
+		/* at most half full: probes stay short */
+		ls_gh_fastbins(gh_ops(sc), main, fast_add, (sc->fmask + 1) / 2);
+		if (sc->nfast < (sc->fmask + 1) / 2 || sc->fmask + 1 >= 2 * MAX_FAST)
+			return 0;
+		drop(sc, sc->fast, (sc->fmask + 1) * 8);
+		sc->fmask = sc->fmask * 2 + 1;
+	}
+}
+
+/* The in-use chunks of glibc heap h that are not tracked blocks
+ * (allocated before tracking began: `leakscope attach`, `reset`) are
+ * roots: memory the program uses that is neither a tracked block nor
+ * the agent's.  Its free chunks, cached ones included, are not. */
+static void walk_heap(struct scan *sc, const struct ls_gh_heap *h)
+{
+	sc->wcur = first_block_from(sc, h->first);
+	sc->resyncs += ls_gh_walk(gh_ops(sc), h, ls_glibcheap_tcache_key());
 }
 
 /*
@@ -799,31 +1090,66 @@ static void mark_piece(struct scan *sc, uint64_t s, uint64_t e)
 	}
 }
 
-/* Region [s, e) less the allocator's memory (heap_range), whose
- * untracked chunks are roots all the same. */
-static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
+/* [s, e) of region g, outside glibc's heaps, less the allocator's
+ * memory around its blocks (heap_range). */
+static void mark_plain(struct scan *sc, const struct region *g, uint64_t s,
+		       uint64_t e)
 {
 	uint64_t cur = s, xs, xe;
+	struct ls_gh_heap h;
 	int arena;
 	size_t i;
 
-	for (i = first_block_from(sc, g->start); i < sc->n &&
-	     sc->addr[i] < g->end && cur < g->end; i++) {
+	for (i = first_block_from(sc, s); i < sc->n &&
+	     sc->addr[i] < e && cur < e; i++) {
 		if (sc->addr[i] < cur)
 			continue;
 		heap_range(sc, i, g->start, g->end, &xs, &xe, &arena);
+		if (xe > e)
+			xe = e;
 		if (xs > cur)
 			mark_piece(sc, cur, xs);
-		/* The main arena's chunks start at its region's start; a
-		 * thread arena's after its headers (NEEDSWORK: walked from
-		 * there, they would be roots too). */
-		if (arena == 1 && xs == g->start)
-			mark_untracked(sc, xs, xe);
+		/* A main-arena heap that is not [heap] (glibc's mmap'd
+		 * fallback, or the main arena not found): walked from the
+		 * region's start. */
+		if (arena == 1 && xs == g->start) {
+			h = (struct ls_gh_heap){ xs, xe, xs, xe, 0 };
+			walk_heap(sc, &h);
+		}
 		if (xe > cur)
 			cur = xe;
 	}
+	if (cur < e)
+		mark_piece(sc, cur, e);
+}
+
+/*
+ * Region g from s: glibc's heaps in it (the main arena's [heap], and
+ * thread arenas' heaps at every 64 MiB boundary whose heap_info makes
+ * sense) are walked chunk by chunk; the rest is scanned as a root, less
+ * the allocator's memory.  A region may hold several heaps and other
+ * mappings the kernel merged with them.
+ */
+static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
+{
+	struct ls_gh_heap h;
+	uint64_t cur = s, a;
+
+	if (g->heap && s == g->start &&
+	    ls_gh_main_heap(gh_ops(sc), g->start, g->end, &h)) {
+		walk_heap(sc, &h);
+		return;
+	}
+	for (a = (g->start + HEAP_MAX_SIZE - 1) & ~(HEAP_MAX_SIZE - 1);
+	     a < g->end; a += HEAP_MAX_SIZE) {
+		if (a < cur || !ls_gh_thread_heap(gh_ops(sc), a, g->end, &h))
+			continue;
+		mark_plain(sc, g, cur, h.start);
+		walk_heap(sc, &h);
+		cur = h.end;
+	}
 	if (cur < g->end)
-		mark_piece(sc, cur, g->end);
+		mark_plain(sc, g, cur, g->end);
 }
 
 /* A page that faults (a file mapping cut short) ends the region. */
@@ -885,10 +1211,376 @@ static void scan_block(struct scan *sc, uint32_t i,
 			fn(sc, *w, arg);
 }
 
+/*
+ * The live process's memory is read through process_vm_readv(), whose
+ * cost is about a microsecond per page it touches, whatever it copies
+ * (here: 1.5M random 120-byte blocks one iovec each, 1,024 iovecs a
+ * call, 2.2 s; the same 183 MiB read in order, 54 ms).  So the mark
+ * reads pages, not blocks, into a cache of CACHE_PAGES pages (direct
+ * mapped by page number), and each page once if it can: the blocks to
+ * scan are taken in address order (mark_sweep), the pages they need and
+ * the cache lacks read in one call, up to BATCH_IOVS pages, merged into
+ * runs.  A python heap (1.5M blocks of ~100 bytes; its containers are
+ * reachable only along the collector's list, one long chain) cost 3.3 s
+ * of system time per check when a 64 KiB window was refilled per block.
+ *
+ * A page read at any time after the protection went on is as good as
+ * one read at the stop (docs/REACHABILITY.md, "Why this is exact"), so a
+ * cached page stays valid for the whole mark; the cache is emptied when
+ * the pause begins (what the pause reads must be read then).
+ */
+#define BATCH_IOVS 1024		/* the kernel's IOV_MAX */
+#define CACHE_PAGES 4096	/* 16 MiB */
+#define PAGE_SZ 4096ull
+
+static struct {
+	uint64_t tag[CACHE_PAGES];	/* page address + 1; 0: empty */
+	uint32_t serial[CACHE_PAGES];	/* the batch that loads it */
+	uint8_t *mem;			/* CACHE_PAGES pages */
+} cache;
+
+static inline size_t cache_slot(uint64_t page)
+{
+	return (size_t)(page / PAGE_SZ) & (CACHE_PAGES - 1);
+}
+
+static void cache_empty(void)
+{
+	memset(cache.tag, 0, sizeof(cache.tag));
+}
+
+/* One read: the pages to load (local: their cache slots; remote: runs,
+ * ascending as they come) and the ranges to scan once they are in. */
+struct batch {
+	struct iovec lv[BATCH_IOVS], rv[BATCH_IOVS];
+	size_t nlv, nrv, n;
+	uint64_t rend;		/* the last run's end */
+	uint32_t serial;
+	uint64_t a[BATCH_IOVS], len[BATCH_IOVS];
+	uint32_t arg[BATCH_IOVS];
+};
+
+/*
+ * Add [a, a + len) to the batch, with the pages of it the cache lacks.
+ * 0, or -1 when the batch is full (nothing added; a range of more than
+ * BATCH_IOVS pages never fits).
+ */
+static int batch_add(struct batch *b, uint64_t a, uint64_t len, uint32_t arg)
+{
+	uint64_t ps = a & ~(PAGE_SZ - 1), pe = (a + len + PAGE_SZ - 1) & ~(PAGE_SZ - 1);
+	uint64_t p;
+	size_t need = 0, k;
+
+	if (b->n == BATCH_IOVS)
+		return -1;
+	for (p = ps; p < pe; p += PAGE_SZ) {
+		k = cache_slot(p);
+		if (cache.tag[k] == p + 1)
+			continue;
+		if (cache.serial[k] == b->serial)
+			return -1;	/* this batch loads another page there */
+		need++;
+	}
+	if (b->nlv + need > BATCH_IOVS || b->nrv + need > BATCH_IOVS)
+		return -1;
+	for (p = ps; p < pe; p += PAGE_SZ) {
+		k = cache_slot(p);
+		if (cache.tag[k] == p + 1)
+			continue;
+		cache.tag[k] = p + 1;
+		cache.serial[k] = b->serial;
+		b->lv[b->nlv].iov_base = cache.mem + k * PAGE_SZ;
+		b->lv[b->nlv++].iov_len = PAGE_SZ;
+		if (b->nrv && b->rend == p) {
+			b->rv[b->nrv - 1].iov_len += PAGE_SZ;
+		} else {
+			b->rv[b->nrv].iov_base = (void *)(uintptr_t)p;
+			b->rv[b->nrv++].iov_len = PAGE_SZ;
+		}
+		b->rend = p + PAGE_SZ;
+	}
+	b->a[b->n] = a;
+	b->len[b->n] = len;
+	b->arg[b->n++] = arg;
+	return 0;
+}
+
+/* Whether every page of [a, a + len) is in the cache. */
+static int cached(uint64_t a, uint64_t len)
+{
+	uint64_t p;
+
+	for (p = a & ~(PAGE_SZ - 1); p < a + len; p += PAGE_SZ)
+		if (cache.tag[cache_slot(p)] != p + 1)
+			return 0;
+	return 1;
+}
+
+/* [a, a + len) from the cache (cached() said it is all there). */
+static void copy_cached(void *buf, uint64_t a, size_t len)
+{
+	uint8_t *d = buf;
+	size_t n;
+
+	for (; len; len -= n, a += n, d += n) {
+		n = PAGE_SZ - (a & (PAGE_SZ - 1));
+		if (n > len)
+			n = len;
+		memcpy(d, cache.mem + cache_slot(a) * PAGE_SZ +
+		       (a & (PAGE_SZ - 1)), n);
+	}
+}
+
+/* fn on the words of [a, a + len) (8-aligned), from the cache. */
+static void scan_cached(struct scan *sc, uint64_t a, uint64_t len,
+			void (*fn)(struct scan *, uint64_t, uint32_t),
+			uint32_t arg)
+{
+	uint64_t e = a + len, pe;
+	const uint64_t *w, *we;
+
+	for (; a < e; a = pe) {
+		pe = (a | (PAGE_SZ - 1)) + 1;
+		if (pe > e)
+			pe = e;
+		w = (const uint64_t *)(cache.mem + cache_slot(a) * PAGE_SZ +
+				       (a & (PAGE_SZ - 1)));
+		for (we = w + (pe - a) / 8; w < we; w++)
+			if (*w >= sc->lo && *w < sc->hi)
+				fn(sc, *w, arg);
+	}
+}
+
+static struct batch batch_static = { .serial = 1 };	/* the control
+							   thread's */
+
+/* Read the batch's pages into the cache in one system call; those not
+ * read (gone meanwhile) leave it. */
+static void batch_load(struct scan *sc, struct batch *b)
+{
+	long got = 0;
+	size_t k;
+
+	if (b->nlv)
+		got = syscall(SYS_process_vm_readv, sc->self, b->lv,
+			      (unsigned long)b->nlv, b->rv,
+			      (unsigned long)b->nrv, 0UL);
+	if (got < 0)
+		got = 0;
+	for (k = (size_t)got / PAGE_SZ; k < b->nlv; k++)
+		cache.tag[((uint8_t *)b->lv[k].iov_base - cache.mem) / PAGE_SZ] = 0;
+}
+
+/* The pages of [a, b) into the cache, as many as it holds, by batches;
+ * for rescans whose ranges are known in advance. */
+static void cache_load(struct scan *sc, uint64_t a, uint64_t e)
+{
+	struct batch *b = &batch_static;
+	uint64_t len;
+
+	for (; a < e; a += len) {
+		len = e - a < 256 * PAGE_SZ ? e - a : 256 * PAGE_SZ;
+		if (batch_add(b, a, len, 0)) {
+			batch_load(sc, b);
+			b->n = b->nlv = b->nrv = 0;
+			if (!++b->serial)
+				b->serial = 1;
+			if (batch_add(b, a, len, 0))
+				return;
+		}
+		b->n = 0;	/* pages only, no range to scan */
+	}
+}
+
+/* After cache_load()s: read what they asked for. */
+static void cache_flush(struct scan *sc)
+{
+	struct batch *b = &batch_static;
+
+	batch_load(sc, b);
+	b->n = b->nlv = b->nrv = 0;
+	if (!++b->serial)
+		b->serial = 1;
+}
+
+/*
+ * Read the batch's pages in one system call and run fn(sc, word, arg)
+ * on every word of its ranges; then empty it.  A short read means
+ * memory went away meanwhile (a block freed and unmapped, a mapping
+ * gone): the pages not read leave the cache, and a range not all in it
+ * is scanned through the window, which skips what cannot be read page
+ * by page.
+ */
+static void batch_scan(struct scan *sc, struct batch *b,
+		       void (*fn)(struct scan *, uint64_t, uint32_t))
+{
+	size_t k;
+
+	batch_load(sc, b);
+	for (k = 0; k < b->n; k++) {
+		sc->heap_bytes += b->len[k];
+		if (cached(b->a[k], b->len[k]))
+			scan_cached(sc, b->a[k], b->len[k], fn, b->arg[k]);
+		else
+			scan_words(sc, b->a[k], b->a[k] + b->len[k], fn,
+				   b->arg[k]);
+	}
+	b->n = b->nlv = b->nrv = 0;
+	if (!++b->serial)	/* 0 is every slot's at first */
+		b->serial = 1;
+}
+
+/* A range too big for any batch, alone: scanned through the window. */
+static void scan_alone(struct scan *sc, uint64_t a, uint64_t len,
+		       void (*fn)(struct scan *, uint64_t, uint32_t),
+		       uint32_t arg)
+{
+	sc->heap_bytes += len;
+	scan_words(sc, a, a + len, fn, arg);
+}
+
+
+static int log_drain(struct scan *sc, int stopped);
+
+/*
+ * The blocks marked behind the sweep's finger whose pages are cached are
+ * scanned at once, depth first, and so are those they mark: a chain (the
+ * collector's list of an interpreter) is followed as far as the cache
+ * holds it instead of one block per sweep.  The rest wait in `later`
+ * for the next sweep.
+ */
+static void follow_cached(struct scan *sc,
+			  void (*fn)(struct scan *, uint64_t, uint32_t),
+			  uint32_t head)
+{
+	while (sc->stack.len) {
+		uint32_t i = ((uint32_t *)sc->stack.p)[--sc->stack.len];
+		uint64_t len = sc->blk[i].size & ~7ull;
+
+		if (sc->st[i] == ST_GONE)
+			continue;
+		if (!cached(sc->addr[i], len)) {
+			if (vec_push(sc, &sc->later, &i))
+				sc->partial = 1;
+			continue;
+		}
+		sc->heap_bytes += len;
+		scan_cached(sc, sc->addr[i], len, fn, fn == mark_from_block ?
+			    sc->st[i] == ST_REACHABLE : head);
+	}
+}
+
+/*
+ * One sweep of the pending blocks [finger, pmax] in address order, a
+ * batch at a time.  The finger is where the sweep stands when a batch
+ * is scanned: the blocks marked above it join this sweep, the others
+ * wait on the stack for the next.
+ */
+static void sweep_once(struct scan *sc,
+		       void (*fn)(struct scan *, uint64_t, uint32_t),
+		       uint32_t head)
+{
+	struct batch *b = &batch_static;
+	size_t i = sc->finger;
+
+	for (;;) {
+		while (i <= sc->pmax) {
+			uint64_t bits = sc->pend[i / 64] >> (i % 64);
+			uint64_t len;
+			uint32_t arg;
+
+			if (!bits) {
+				i = (i | 63) + 1;
+				continue;
+			}
+			i += (size_t)__builtin_ctzll(bits);
+			if (i > sc->pmax)
+				break;
+			len = sc->blk[i].size & ~7ull;
+			arg = fn == mark_from_block ?
+			      sc->st[i] == ST_REACHABLE : head;
+			if (sc->st[i] != ST_GONE &&	/* freed meanwhile */
+			    batch_add(b, sc->addr[i], len, arg)) {
+				if (b->n)	/* full: read it first */
+					break;
+				sc->finger = i;
+				sc->pend[i / 64] &= ~(1ull << (i % 64));
+				scan_alone(sc, sc->addr[i], len, fn, arg);
+				i++;
+				continue;
+			}
+			sc->pend[i / 64] &= ~(1ull << (i % 64));
+			i++;
+		}
+		if (!b->n)
+			break;
+		sc->finger = i - 1;
+		batch_scan(sc, b, fn);
+		follow_cached(sc, fn, head);
+		log_drain(sc, 0);
+	}
+	follow_cached(sc, fn, head);	/* what scan_alone() marked */
+}
+
+/*
+ * Drain the stack in the live process: its blocks into the pending
+ * bitmap, swept in address order; what the sweep marks behind its
+ * finger goes to the stack for the next round.  Most of a heap is
+ * marked in the first rounds; a long chain pointing downward takes a
+ * round per block, each reading only its pages.
+ */
+static void drain_safe(struct scan *sc,
+		       void (*fn)(struct scan *, uint64_t, uint32_t),
+		       uint32_t head)
+{
+	uint64_t *pend = sc->pbits;
+
+	/* Kept for the cliques' many small drains; swept bits are clear. */
+	if (!pend)
+		pend = sc->pbits = grab(sc, (sc->n + 63) / 64 * 8 + 8);
+	if (!pend) {	/* no room for the bitmap: one block at a time */
+		while (sc->stack.len) {
+			uint32_t i = ((uint32_t *)sc->stack.p)[--sc->stack.len];
+
+			scan_alone(sc, sc->addr[i], sc->blk[i].size & ~7ull, fn,
+				   fn == mark_from_block ?
+				   sc->st[i] == ST_REACHABLE : head);
+		}
+		return;
+	}
+	while (sc->stack.len) {
+		const uint32_t *stk = sc->stack.p;
+		size_t k, lo = SIZE_MAX, hi = 0;
+
+		for (k = 0; k < sc->stack.len; k++) {
+			pend[stk[k] / 64] |= 1ull << (stk[k] % 64);
+			lo = stk[k] < lo ? stk[k] : lo;
+			hi = stk[k] > hi ? stk[k] : hi;
+		}
+		sc->stack.len = 0;
+		sc->pend = pend;
+		sc->finger = lo;
+		sc->pmax = hi;
+		sweep_once(sc, fn, head);
+		sc->pend = NULL;
+		if (sc->later.len) {	/* the next sweep's */
+			struct vec t = sc->stack;
+
+			sc->stack = sc->later;
+			sc->later = t;
+			sc->later.len = 0;
+		}
+	}
+}
+
 static void mark_all(struct scan *sc)
 {
 	uint32_t *stk;
 
+	if (sc->safe) {
+		drain_safe(sc, mark_from_block, 0);
+		return;
+	}
 	while (sc->stack.len) {
 		uint32_t i;
 
@@ -942,6 +1634,10 @@ static int cliques(struct scan *sc)
 		if (sc->st[i] != ST_UNREACHED)
 			continue;
 		push_block(sc, i);
+		if (sc->safe) {
+			drain_safe(sc, clique_word, (uint32_t)i);
+			continue;
+		}
 		while (sc->stack.len) {
 			uint32_t j = ((uint32_t *)sc->stack.p)[--sc->stack.len];
 
@@ -1036,6 +1732,11 @@ static int sum_up(struct scan *sc, struct ls_reach_result *res)
 		c = cat_of[sc->st[i]];
 		sc->st[i] = c;	/* the state array becomes the categories */
 		count_block(res, b, c);
+		/* As memcheck counts them: whatever the block's state. */
+		if (sc->heur[i] && sc->heur[i] < LSNAP_HEUR_KINDS) {
+			res->heur.bytes[sc->heur[i]] += b->size;
+			res->heur.blocks[sc->heur[i]]++;
+		}
 		if (c == LSNAP_REACH_INDIRECT) {
 			uint32_t l = find_leader(sc->leader, (uint32_t)i);
 			uint32_t s = sc->blk[l].site;
@@ -1056,6 +1757,10 @@ static int sum_up(struct scan *sc, struct ls_reach_result *res)
 
 static int take_inventory(struct scan *sc, int *torn);
 static void note_own(struct scan *sc);
+static uint64_t preclean(struct scan *sc);
+
+#define PRECLEAN_PASSES 3
+#define PRECLEAN_ENOUGH 256	/* pages: few enough to leave to the pause */
 
 /* Kernel ABI (linux/fs.h and linux/userfaultfd.h of 6.7+), for older
  * headers. */
@@ -1208,15 +1913,44 @@ static ssize_t read_proc(const char *path, char *buf, size_t cap)
 	return n;
 }
 
+/* The process's threads but the caller, up to cap. */
+static size_t other_threads(pid_t *tids, size_t cap)
+{
+	char buf[4096];
+	size_t n = 0;
+	long k, off;
+	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	while ((k = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (off = 0; off < k;) {
+			const char *name = buf + off + 19;	/* d_name */
+			unsigned short reclen;
+			pid_t tid = (pid_t)strtol(name, NULL, 10);
+
+			memcpy(&reclen, buf + off + 16, sizeof(reclen));
+			off += reclen;
+			if (tid > 0 && tid != ls_gettid() && n < cap)
+				tids[n++] = tid;
+		}
+	close(fd);
+	return n;
+}
+
 /* The stack pointer of thread tid when it waits in a system call (from
- * /proc: "NR args... sp pc"), or 0 when it runs. */
-static uint64_t blocked_sp(pid_t tid)
+ * /proc: "NR args... sp pc"), or 0 when it runs; *sig (if not NULL) a
+ * hash of the whole line, which changes when the thread moves. */
+static uint64_t blocked_sp_sig(pid_t tid, uint64_t *sig)
 {
 	char path[64], buf[256], *p;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
 	n = read_proc(path, buf, sizeof(buf));
+	if (sig)
+		*sig = n > 0 ? lsnap_fnv1a(0xcbf29ce484222325ULL, buf,
+					   (uint64_t)n) : 0;
 	if (n <= 0)
 		return 0;
 	if (buf[0] < '0' || buf[0] > '9')	/* "running" */
@@ -1232,33 +1966,24 @@ static uint64_t blocked_sp(pid_t tid)
 	return p ? strtoull(p + 1, NULL, 16) : 0;
 }
 
+static uint64_t blocked_sp(pid_t tid)
+{
+	return blocked_sp_sig(tid, NULL);
+}
+
 /* The stack pointers of the threads that wait in a system call, and
  * ours; up to cap. */
 static size_t blocked_sps(uint64_t *sps, size_t cap, uint64_t self_sp)
 {
-	char buf[4096];
-	size_t n = 0;
-	long k, off;
-	int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	pid_t tids[256];
+	size_t n = 0, i, nt = other_threads(tids, 256);
+	uint64_t sp;
 
 	if (cap)
 		sps[n++] = self_sp;
-	if (fd < 0)
-		return n;
-	while ((k = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
-		for (off = 0; off < k;) {
-			const char *name = buf + off + 19;	/* d_name */
-			unsigned short reclen;
-			pid_t tid = (pid_t)strtol(name, NULL, 10);
-			uint64_t sp;
-
-			memcpy(&reclen, buf + off + 16, sizeof(reclen));
-			off += reclen;
-			if (tid > 0 && tid != ls_gettid() && n < cap &&
-			    (sp = blocked_sp(tid)))
-				sps[n++] = sp;
-		}
-	close(fd);
+	for (i = 0; i < nt && n < cap; i++)
+		if ((sp = blocked_sp(tids[i])))
+			sps[n++] = sp;
 	return n;
 }
 
@@ -1340,12 +2065,14 @@ int ls_reach_cm_begin(void)
 	sc->safe = 1;
 	sc->self = getpid();
 	sc->uffd = -1;
-	sc->stack.elem = sizeof(uint32_t);
+	sc->stack.elem = sc->later.elem = sizeof(uint32_t);
 	sc->rootp.elem = sc->regd.elem = sizeof(struct span);
 	sc->win = grab(sc, WIN_BYTES);
+	cache.mem = grab(sc, CACHE_PAGES * PAGE_SZ);
+	cache_empty();
 	sc->log_cap = LOG_RECORDS;
 	sc->log = log_buffer();
-	if (!sc->win || !sc->log) {
+	if (!sc->win || !cache.mem || !sc->log) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -1355,9 +2082,11 @@ int ls_reach_cm_begin(void)
 	/* The log first: a block allocated from here on is "new", even if
 	 * the gather sees it too. */
 	ls_live_log_start(sc->log, sc->log_cap);
+	sc->log_on = 1;
 	r = take_inventory(sc, &torn);
 	if (r)
 		goto fail;
+	log_drain(sc, 0);
 	/* Protect, then read: a word read afterwards and never written
 	 * again is the word at the stop. */
 	g = sc->regions.p;
@@ -1365,8 +2094,12 @@ int ls_reach_cm_begin(void)
 		if (protectable(sc, i))
 			protect(sc, g[i].start, g[i].end);
 	mark_roots_cm(sc);
+	log_drain(sc, 0);
 	phase('1');
 	mark_all(sc);
+	for (i = 0; i < PRECLEAN_PASSES; i++)
+		if (preclean(sc) < PRECLEAN_ENOUGH)
+			break;
 	phase('2');
 	sc->scan_ns = ls_now_ns(CLOCK_MONOTONIC) - t0;
 	return 0;
@@ -1378,57 +2111,115 @@ fail:
 /* The old block at a, if any, is no longer: freed, or replaced. */
 static void old_gone(struct scan *sc, uint64_t a)
 {
-	size_t i = first_block_from(sc, a);
+	int start;
+	int64_t i = lookup(sc, a, &start);	/* the granules: a few probes */
 
-	if (i < sc->n && sc->addr[i] == a)
+	if (i >= 0 && start)
 		sc->st[i] = ST_GONE;
 }
 
-struct nb_slot {
-	uint64_t addr;		/* 0 = empty */
-	uint64_t idx;		/* into nb */
-};
-
-/* The blocks allocated and freed since the log started: freed ones are
- * gone, allocated ones still live go to nb (a freed one keeps its slot
- * in nb with address 0). */
-static int apply_log(struct scan *sc, uint64_t count)
+/* nb's index twice as big, or -ENOMEM. */
+static int nb_grow_index(struct scan *sc)
 {
-	size_t i, k, cap = 64, mask;
-	struct nb_slot *slot;
+	size_t cap = sc->nbmask ? (sc->nbmask + 1) * 2 : 4096, i, k;
+	struct nb_slot *slot = grab(sc, cap * sizeof(*slot));
 
-	while (cap < count * 2)
-		cap *= 2;
-	mask = cap - 1;
-	slot = grab(sc, cap * sizeof(*slot));
-	sc->nb = grab(sc, (count + 1) * sizeof(*sc->nb));
-	if (!slot || !sc->nb)
+	if (!slot)
 		return -ENOMEM;
-	for (i = 0; i < count; i++) {
-		const struct ls_live_log_rec *rec = &sc->log[i];
-		uint32_t op = __atomic_load_n(&rec->op, __ATOMIC_ACQUIRE);
-		uint64_t a = rec->e.addr;
+	for (i = 0; sc->nbslot && i <= sc->nbmask; i++) {
+		uint64_t a = sc->nbslot[i].addr;
 
-		if (!op) {	/* a thread stopped while writing it */
-			sc->torn = 1;
+		if (!a)
 			continue;
-		}
-		old_gone(sc, a);
-		k = (a >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & mask;
-		while (slot[k].addr && slot[k].addr != a)
-			k = (k + 1) & mask;
-		if (!slot[k].addr) {
-			if (op != LS_LIVE_LOG_INSERT)
-				continue;	/* an old block's end */
-			slot[k].addr = a;
-			slot[k].idx = sc->nnb++;
-		}
-		sc->nb[slot[k].idx] = rec->e;
-		if (op != LS_LIVE_LOG_INSERT)
-			sc->nb[slot[k].idx].addr = 0;
+		k = (a >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & (cap - 1);
+		while (slot[k].addr)
+			k = (k + 1) & (cap - 1);
+		slot[k] = sc->nbslot[i];
 	}
+	if (sc->nbslot)
+		drop(sc, sc->nbslot, (sc->nbmask + 1) * sizeof(*slot));
+	sc->nbslot = slot;
+	sc->nbmask = cap - 1;
 	return 0;
 }
+
+/*
+ * One change: the old block at its address is gone; a block allocated
+ * (and still live) goes to nb, one freed keeps its slot in nb with
+ * address 0 (malloc gives addresses again).  0 or -ENOMEM.
+ */
+static int apply_rec(struct scan *sc, uint32_t op, const struct ls_live_entry *e)
+{
+	uint64_t a = e->addr;
+	size_t k;
+
+	old_gone(sc, a);
+	if ((sc->nnb + 1) * 2 > sc->nbmask + 1 && nb_grow_index(sc))
+		return -ENOMEM;
+	k = (a >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & sc->nbmask;
+	while (sc->nbslot[k].addr && sc->nbslot[k].addr != a)
+		k = (k + 1) & sc->nbmask;
+	if (!sc->nbslot[k].addr) {
+		if (op != LS_LIVE_LOG_INSERT)
+			return 0;	/* an old block's end */
+		if (sc->nnb == sc->nbcap) {
+			size_t cap = sc->nbcap ? sc->nbcap * 2 : 4096;
+			struct ls_live_entry *nb = grab(sc, cap * sizeof(*nb));
+
+			if (!nb)
+				return -ENOMEM;
+			if (sc->nnb)
+				memcpy(nb, sc->nb, sc->nnb * sizeof(*nb));
+			drop(sc, sc->nb, sc->nbcap * sizeof(*nb));
+			sc->nb = nb;
+			sc->nbcap = cap;
+		}
+		sc->nbslot[k].addr = a;
+		sc->nbslot[k].idx = sc->nnb++;
+	}
+	sc->nb[sc->nbslot[k].idx] = *e;
+	if (op != LS_LIVE_LOG_INSERT)
+		sc->nb[sc->nbslot[k].idx].addr = 0;
+	return 0;
+}
+
+/*
+ * Apply the change log's records from the last one read on, and give
+ * their slots back to the writers, so that the ring never fills however
+ * long the mark runs.  While the program runs, up to the first record
+ * still being written; at the stop (threads stopped), all of them, a
+ * record half written being skipped (the report says the tables were
+ * caught mid-update).  0, -EOVERFLOW when some record was lost (the ring
+ * was full, or a reset emptied the tables), -ENOMEM.
+ */
+static int log_drain(struct scan *sc, int stopped)
+{
+	uint64_t next = ls_live_log_count(), i = sc->log_done;
+	int r = 0;
+
+	if (!sc->log_on)
+		return 0;
+	for (; i < next && !r; i++) {
+		struct ls_live_log_rec *rec = &sc->log[i & (sc->log_cap - 1)];
+		uint32_t op = __atomic_load_n(&rec->op, __ATOMIC_ACQUIRE);
+
+		if (!op && !stopped)
+			break;	/* being written: next time */
+		if (!op)
+			sc->torn = 1;
+		else
+			r = apply_rec(sc, op, &rec->e);
+		__atomic_store_n(&rec->op, 0, __ATOMIC_RELAXED);
+	}
+	sc->log_done = i;
+	ls_live_log_release(i);
+	if (!r && ls_live_log_lost())
+		r = -EOVERFLOW;
+	if (r)
+		sc->log_bad = r;
+	return r;
+}
+
 /* The recorded root pieces within [a, b), scanned again. */
 static void rescan_roots(struct scan *sc, uint64_t a, uint64_t b)
 {
@@ -1469,6 +2260,51 @@ static void rescan_blocks(struct scan *sc, uint64_t a, uint64_t b)
 }
 
 /*
+ * The mark's last blocks, at the stop, in place: no thread of the
+ * program runs, a block still live is mapped, and scan_block() clips it
+ * to the readable regions of the maps read at the stop.  A chain the
+ * program relinked during the mark (an interpreter's collector moving
+ * its list from one generation to the next) is then followed at memory
+ * speed, not a system call per block (67 ms of a pause on the python
+ * bench).  A block in a file mapping (a read past the file's end would
+ * raise SIGBUS) is read through the kernel.
+ */
+static void mark_all_stopped(struct scan *sc)
+{
+	while (sc->stack.len) {
+		uint32_t i = ((uint32_t *)sc->stack.p)[--sc->stack.len];
+		const struct region *g = region_of(sc, sc->addr[i]);
+
+		if (sc->st[i] == ST_GONE)
+			continue;
+		sc->safe = g && !g->file ? 0 : 1;
+		scan_block(sc, i, mark_from_block, sc->st[i] == ST_REACHABLE);
+		sc->safe = 1;
+	}
+}
+
+/*
+ * The roots and marked blocks of [a, b) scanned again, at the stop.  No
+ * thread of the program runs, so nothing unmaps memory: a range the
+ * maps (read at the stop) say is readable is read in place, as the fork
+ * method reads its image, without a system call per page (half the
+ * pause's rescan on the python bench); any other range through the
+ * kernel.
+ */
+static void rescan_in_place(struct scan *sc, uint64_t a, uint64_t b)
+{
+	if (readable_until(sc, a) < b) {
+		rescan_roots(sc, a, b);
+		rescan_blocks(sc, a, b);
+		return;
+	}
+	sc->safe = 0;
+	rescan_roots(sc, a, b);
+	rescan_blocks(sc, a, b);
+	sc->safe = 1;
+}
+
+/*
  * Every page of the protected ranges written since it was protected
  * (or no longer protected: its mapping was replaced) has its roots and
  * its marked blocks' words scanned again.  -errno when the kernel cannot
@@ -1501,8 +2337,7 @@ static int rescan_written(struct scan *sc)
 				return -errno;
 			}
 			for (k = 0; k < n; k++) {
-				rescan_roots(sc, vec[k].start, vec[k].end);
-				rescan_blocks(sc, vec[k].start, vec[k].end);
+				rescan_in_place(sc, vec[k].start, vec[k].end);
 				/* Not protected any more: a new mapping
 				 * there, whose words are roots (the
 				 * categories come back uninverted). */
@@ -1516,6 +2351,97 @@ static int rescan_written(struct scan *sc)
 	}
 	close(fd);
 	return 0;
+}
+
+/*
+ * The blocks allocated during the mark and still live are allocated
+ * black (reachable), but what they hold is followed: read in address
+ * order, by batches of page runs.  nb is left compacted and sorted.
+ */
+static int scan_new(struct scan *sc)
+{
+	struct batch *b = &batch_static;
+	size_t i, n = 0;
+
+	for (i = 0; i < sc->nnb; i++)
+		if (sc->nb[i].addr)
+			sc->nb[n++] = sc->nb[i];
+	sc->nnb = n;
+	if (radix_sort(sc, sc->nb, n))
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		uint64_t a = sc->nb[i].addr, len = sc->nb[i].size & ~7ull;
+
+		if (!batch_add(b, a, len, 1))
+			continue;
+		batch_scan(sc, b, mark_from_block);
+		if (batch_add(b, a, len, 1))
+			scan_alone(sc, a, len, mark_from_block, 1);
+	}
+	batch_scan(sc, b, mark_from_block);
+	return 0;
+}
+
+#ifndef PM_SCAN_WP_MATCHING
+#define PM_SCAN_WP_MATCHING (1 << 0)
+#endif
+
+/*
+ * Precleaning, as concurrent collectors do it: the pages written since
+ * they were protected are protected again, in the same PAGEMAP_SCAN that
+ * lists them, and their roots and marked blocks read again while the
+ * program runs; the pause then rescans only what is written after.  A
+ * busy program writes much of its heap during a mark of a second or two
+ * (an interpreter's reference counts): rescanning it all in the pause
+ * took 7 to 12 ms on the python bench.  The pages read here are read
+ * after their protection went back on, so the argument of "Why this is
+ * exact" holds for them as for the mark's first reads.  Returns the
+ * pages found written, or 0 when the kernel cannot say (the pause then
+ * rescans everything written, as without precleaning).
+ */
+static uint64_t preclean(struct scan *sc)
+{
+	static struct page_region vec[512];
+	uint64_t pages = 0;
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	size_t i;
+	long k, n;
+
+	if (fd < 0)
+		return 0;
+	cache_empty();	/* it holds these pages as they were before */
+	for (i = 0; i < sc->regd.len; i++) {
+		const struct span *p = (const struct span *)sc->regd.p + i;
+		struct pm_scan_arg a = {
+			.size = sizeof(a), .flags = PM_SCAN_WP_MATCHING,
+			.start = p->start, .end = p->end,
+			.vec = (uint64_t)(uintptr_t)vec, .vec_len = 512,
+			/* written, and protectable again */
+			.category_mask = PAGE_IS_WRITTEN | PAGE_IS_WPALLOWED,
+			.return_mask = PAGE_IS_WRITTEN,
+		};
+
+		while (a.start < p->end) {
+			n = ioctl(fd, PAGEMAP_SCAN, &a);
+			if (n < 0)
+				goto out;
+			for (k = 0; k < n; k++)
+				cache_load(sc, vec[k].start, vec[k].end);
+			cache_flush(sc);
+			for (k = 0; k < n; k++) {
+				pages += (vec[k].end - vec[k].start) / 4096;
+				rescan_roots(sc, vec[k].start, vec[k].end);
+				rescan_blocks(sc, vec[k].start, vec[k].end);
+			}
+			if (a.walk_end <= a.start)
+				break;
+			a.start = a.walk_end;
+		}
+	}
+out:
+	close(fd);
+	mark_all(sc);
+	return pages;
 }
 
 /* The pieces of the current maps the protection did not cover: stacks
@@ -1589,16 +2515,17 @@ static void scan_protected_stacks(struct scan *sc,
 int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
 {
 	struct scan *sc = &sc_static;
-	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC), count;
+	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC);
 	volatile uint64_t here = 0;
 	size_t i, k;
 	int r;
 
-	count = ls_live_log_count();
+	cache_empty();		/* from here on, read what is there now */
+	r = log_drain(sc, 1);
 	ls_live_log_stop();
-	if (count > sc->log_cap)
-		return -EOVERFLOW;	/* too busy, or reset meanwhile */
-	r = apply_log(sc, count);
+	sc->log_on = 0;
+	if (!r)
+		r = sc->log_bad;	/* a record lost (a reset), no memory */
 	if (!r)
 		r = parse_maps(sc);
 	if (r)
@@ -1613,14 +2540,10 @@ int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
 		for (i = 0; i < th[k].nregs && i < LSNAP_CHECK_NREGS; i++)
 			if (th[k].regs[i] >= sc->lo && th[k].regs[i] < sc->hi)
 				mark_word(sc, th[k].regs[i], 1);
-	/* Allocated black, but what they hold is followed. */
-	for (i = 0; i < sc->nnb; i++)
-		if (sc->nb[i].addr) {
-			sc->heap_bytes += sc->nb[i].size;
-			mark_range(sc, sc->nb[i].addr,
-				   sc->nb[i].addr + sc->nb[i].size, 1);
-		}
-	mark_all(sc);
+	r = scan_new(sc);
+	if (r)
+		return r;
+	mark_all_stopped(sc);
 	sc->nth = nth;
 	sc->scan_ns += ls_now_ns(CLOCK_MONOTONIC) - t0;
 	return 0;
@@ -1714,6 +2637,11 @@ static void note_own(struct scan *sc)
 		sc->own_start[sc->nown] = prep.seg_start[i];
 		sc->own_len[sc->nown++] = prep.seg_end[i] - prep.seg_start[i];
 	}
+	/* The allocator's own state is no memory of the program's either. */
+	if (ls_glibcheap_main_arena()) {
+		sc->own_start[sc->nown] = ls_glibcheap_main_arena();
+		sc->own_len[sc->nown++] = ls_glibcheap_arena_size();
+	}
 }
 
 /* The blocks, sorted and indexed, the maps, the agent's own memory. */
@@ -1729,6 +2657,8 @@ static int take_inventory(struct scan *sc, int *torn)
 		r = parse_maps(sc);
 	if (!r)		/* after parse_maps: our mappings so far are noted */
 		note_own(sc);
+	if (!r)		/* reads the heaps as parse_maps found them */
+		r = note_fastbins(sc);
 	return r;
 }
 
@@ -1762,6 +2692,7 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	static struct ls_reach_result res;
 	struct sigaction sa = { .sa_handler = on_fault, .sa_flags = SA_NODEFER };
 	volatile uint64_t here = 0;
+	uint64_t self_sp;
 	sigset_t faults;
 	int r;
 
@@ -1780,7 +2711,13 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	res.mallinfo = prep.mallinfo;
 	res.pid = prep.pid;
 	res.ppid = prep.ppid;
-	r = run_scan(&sc_static, th, nth, (uint64_t)&here, &res);
+	/* At exit, this stack from the agent's exit path up (the frame is
+	 * above us on the same stack, within its 8 MiB at most). */
+	self_sp = (uint64_t)&here;
+	if (reason == LSNAP_REASON_EXIT && at_exit.frame > self_sp &&
+	    at_exit.frame - self_sp < (8ull << 20))
+		self_sp = at_exit.frame;
+	r = run_scan(&sc_static, th, nth, self_sp, &res);
 	if (!r) {
 		res.totals.flags = flags | (res.torn ? LSNAP_REACH_TORN : 0) |
 				   (sc_static.partial ? LSNAP_REACH_PARTIAL : 0);
@@ -1824,10 +2761,16 @@ pid_t ls_reach_spawn(int fd, const struct lsnap_check_thread *th, uint32_t n,
 		char c;
 
 		keep_only(fd, gate ? gate[0] : fd);
-		/* The parent's reply goes out first; then the pipe closes. */
+		/* The parent's reply goes out first; then the pipe closes.
+		 * A 'w' on it: the threads' stack pointers are stale, scan
+		 * their stacks whole. */
 		if (gate) {
-			while (read(gate[0], &c, 1) < 0 && errno == EINTR)
+			ssize_t k;
+
+			while ((k = read(gate[0], &c, 1)) < 0 && errno == EINTR)
 				;
+			if (k == 1 && c == 'w' && !th[0].nregs)
+				n = 0;
 			close(gate[0]);
 		}
 		child_main(fd, th, n, with_blocks, reason, flags);
@@ -1901,21 +2844,74 @@ static unsigned count_threads(void)
 	return p ? (unsigned)strtoul(p + 9, NULL, 10) : 0;
 }
 
+
+void ls_reach_note_exit_frame(const void *frame)
+{
+	at_exit.frame = (uint64_t)(uintptr_t)frame;
+}
+
+/* The other threads waiting in a system call, with their stack pointers
+ * (no registers) and a signature of where each waits. */
+static uint32_t exit_threads(void)
+{
+	pid_t tids[EXIT_THREADS];
+	size_t nt = other_threads(tids, EXIT_THREADS), i;
+	uint32_t n = 0;
+	uint64_t sp;
+
+	for (i = 0; i < nt; i++)
+		if ((sp = blocked_sp_sig(tids[i], &at_exit.sig[n]))) {
+			memset(&at_exit.th[n], 0, sizeof(at_exit.th[n]));
+			at_exit.th[n].tid = (uint32_t)tids[i];
+			at_exit.th[n++].sp = sp;
+		}
+	return n;
+}
+
+/* Did one of them leave its system call meanwhile? */
+static int exit_threads_moved(uint32_t n)
+{
+	uint64_t sig;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (blocked_sp_sig((pid_t)at_exit.th[i].tid, &sig) !=
+		    at_exit.th[i].sp || sig != at_exit.sig[i])
+			return 1;
+	return 0;
+}
+
 int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads)
 {
-	uint32_t flags = LSNAP_REACH_AT_EXIT;
+	uint32_t flags = LSNAP_REACH_AT_EXIT, n = 0;
+	int gate[2] = { -1, -1 };
 	pid_t child;
 	int r = ls_reach_prepare();
 
 	if (r)
 		return r;
-	/* The agent cannot stop its own process's threads (a thread group
+	/*
+	 * The agent cannot stop its own process's threads (a thread group
 	 * cannot ptrace itself): the others run on in the parent, and the
-	 * image holds them as they were, without their registers. */
-	if (count_threads() != 1 + agent_threads)
+	 * image holds them as they were, without their registers.  The
+	 * stack of one waiting in a system call is scanned from its stack
+	 * pointer (/proc's syscall file) as a stopped thread's is, unless
+	 * it left the call before the image was taken (the child is told
+	 * through the gate, then scans every stack whole).
+	 */
+	if (count_threads() != 1 + agent_threads) {
 		flags |= LSNAP_REACH_NO_REGS;
-	child = ls_reach_spawn(fd, NULL, 0, with_blocks, LSNAP_REASON_EXIT,
-			       flags, NULL);
+		if (!pipe2(gate, O_CLOEXEC))
+			n = exit_threads();
+	}
+	child = ls_reach_spawn(fd, at_exit.th, n, with_blocks,
+			       LSNAP_REASON_EXIT, flags, n ? gate : NULL);
+	if (gate[0] >= 0) {
+		close(gate[0]);
+		if (child > 0 && exit_threads_moved(n))
+			(void)!write(gate[1], "w", 1);
+		close(gate[1]);
+	}
 	if (child < 0)
 		return child;
 	return ls_reach_wait(child);

@@ -61,6 +61,15 @@ int ls_reach_wait(pid_t child);
 int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads);
 
 /*
+ * Where the agent's exit path began on the exiting thread's stack (the
+ * frame of its outermost function): the check at exit scans that stack
+ * from there up, as memcheck scans the client's, not through the
+ * agent's own frames below, whose uninitialised locals hold stale words
+ * of earlier calls (a block's address the malloc hook once held).
+ */
+void ls_reach_note_exit_frame(const void *frame);
+
+/*
  * The mostly-concurrent check (docs/REACHABILITY.md), in the live
  * process, from the control thread, after ls_reach_prepare():
  *

@@ -32,6 +32,7 @@ struct ls_reach_result {
 	struct lsnap_reach_site *sites;	/* indexed by site id */
 	uint32_t nsites;
 	struct lsnap_reach totals;
+	struct lsnap_reach_heur heur;	/* reached by valgrind's heuristics */
 	int torn;		/* tables caught mid-update */
 	int live;		/* written from the live process (a concurrent
 				   check), not from a frozen image */

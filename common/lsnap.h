@@ -53,6 +53,8 @@ enum lsnap_tag {
 	LSNAP_REACH_SITE = 13,	/* struct lsnap_reach_site, per site */
 	LSNAP_REACH_BLOCKS = 14,	/* uint8_t enum lsnap_reach_kind per
 					   block, in BLOCKS order */
+	LSNAP_REACH_HEUR = 15,	/* struct lsnap_reach_heur, at most once,
+				   with LSNAP_REACH */
 	LSNAP_ATTACH = 16,	/* struct lsnap_attach, at most once: the
 				   agent was attached to a running process */
 	LSNAP_PEAK = 20,	/* struct lsnap_peak, at most once */
@@ -353,6 +355,27 @@ struct lsnap_reach {
 	uint64_t mem_bytes;	/* the check's own memory at its peak */
 	uint32_t nthreads;	/* threads whose registers were scanned */
 	uint32_t flags;		/* enum lsnap_reach_flags */
+} __attribute__((packed));
+
+/*
+ * valgrind's leak heuristics (--leak-check-heuristics, all by default):
+ * an interior pointer of one of these shapes counts as a pointer to the
+ * block's start (docs/REACHABILITY.md).  LSNAP_REACH_HEUR sums the
+ * blocks reached that way per heuristic, as memcheck's "of which
+ * reachable via heuristic" lines do (index 0 unused).
+ */
+enum lsnap_reach_heur_kind {
+	LSNAP_HEUR_NONE = 0,
+	LSNAP_HEUR_STDSTRING = 1,
+	LSNAP_HEUR_LENGTH64 = 2,
+	LSNAP_HEUR_NEWARRAY = 3,
+	LSNAP_HEUR_MULTIPLE = 4,	/* multipleinheritance */
+	LSNAP_HEUR_KINDS = 5,
+};
+
+struct lsnap_reach_heur {
+	uint64_t bytes[LSNAP_HEUR_KINDS];
+	uint64_t blocks[LSNAP_HEUR_KINDS];
 } __attribute__((packed));
 
 /*

@@ -252,6 +252,24 @@ static void put_reach_figs(struct ls_json *j, const char *key,
 	ls_json_end(j);
 }
 
+/* What valgrind's heuristics reached: {"stdstring": {bytes, blocks}...},
+ * every heuristic listed. */
+static void put_heuristics(struct ls_json *j, const struct ls_snapshot *s)
+{
+	unsigned k;
+
+	if (!s->has_reach_heur)
+		return;
+	ls_json_object(j, "heuristics");
+	for (k = 1; k < LSNAP_HEUR_KINDS; k++) {
+		ls_json_object(j, ls_reach_heur_name(k));
+		ls_json_u64(j, "bytes", s->reach_heur.bytes[k]);
+		ls_json_u64(j, "blocks", s->reach_heur.blocks[k]);
+		ls_json_end(j);
+	}
+	ls_json_end(j);
+}
+
 /* The check itself: when, how long the threads were held, its cost. */
 static void put_check(struct ls_json *j, const struct ls_render_ctx *c)
 {
@@ -282,6 +300,7 @@ static void put_check(struct ls_json *j, const struct ls_render_ctx *c)
 	ls_json_u64(j, "root_bytes", r->root_bytes);
 	ls_json_u64(j, "heap_bytes_scanned", r->heap_bytes);
 	ls_json_u64(j, "memory_bytes", r->mem_bytes);
+	put_heuristics(j, s);
 	ls_json_end(j);
 	put_reach_figs(j, "reachability", &c->rep->reach);
 	ls_json_object(j, "suppressed");

@@ -464,6 +464,27 @@ static void put_check(const struct ls_render_ctx *c)
 	}
 }
 
+/* memcheck's "of which reachable via heuristic" lines, when any. */
+static void put_heuristics(const struct ls_render_ctx *c)
+{
+	const struct ls_snapshot *s = c->rep->snap;
+	const struct lsnap_reach_heur *h = &s->reach_heur;
+	unsigned k, any = 0;
+
+	for (k = 1; k < LSNAP_HEUR_KINDS && s->has_reach_heur; k++)
+		any += h->blocks[k] != 0;
+	if (!any)
+		return;
+	fputs("                      of which reachable via heuristic:\n",
+	      c->out);
+	for (k = 1; k < LSNAP_HEUR_KINDS; k++)
+		if (h->blocks[k])
+			fprintf(c->out, "                        %-19s: %" PRIu64
+				" bytes in %" PRIu64 " blocks\n",
+				ls_reach_heur_name(k), h->bytes[k],
+				h->blocks[k]);
+}
+
 static void put_summary(const struct ls_render_ctx *c)
 {
 	const struct ls_report *rep = c->rep;
@@ -477,6 +498,7 @@ static void put_summary(const struct ls_render_ctx *c)
 	for (k = 0; k < LSNAP_REACH_KINDS; k++)
 		fprintf(c->out, "%s: %" PRIu64 " bytes in %" PRIu64 " blocks\n",
 			label[k], rep->reach.bytes[k], rep->reach.blocks[k]);
+	put_heuristics(c);
 	fprintf(c->out, "        suppressed: %" PRIu64 " bytes in %" PRIu64
 		" blocks\n", rep->supp_bytes, rep->supp_blocks);
 }

@@ -87,6 +87,16 @@ const char *ls_reach_kind_name(unsigned kind)
 	return kind < LSNAP_REACH_KINDS ? kind_names[kind] : "not classified";
 }
 
+const char *ls_reach_heur_name(unsigned heur)
+{
+	static const char *const names[LSNAP_HEUR_KINDS] = {
+		"none", "stdstring", "length64", "newarray",
+		"multipleinheritance",
+	};
+
+	return heur < LSNAP_HEUR_KINDS ? names[heur] : "none";
+}
+
 int ls_reach_parse_kinds(const char *s, unsigned *bits, char *err,
 			 size_t errlen)
 {

@@ -144,6 +144,9 @@ int ls_reach_parse_kinds(const char *s, unsigned *bits, char *err,
 const char *ls_reach_kind_name(unsigned kind);
 /* "definite" etc. (the words of --only). */
 const char *ls_reach_kind_word(unsigned kind);
+/* valgrind's names of its leak heuristics ("stdstring"...), by enum
+ * lsnap_reach_heur_kind. */
+const char *ls_reach_heur_name(unsigned heur);
 
 /*
  * The allocated-bytes threshold test used by --fail-on-leak: nonzero when

@@ -52,6 +52,7 @@ struct parse {
 	size_t payload_cap;
 	int seen_header, seen_command, seen_totals, seen_peak, seen_mallinfo;
 	int seen_attach, seen_reach, seen_dropped, seen_agent_memory;
+	int seen_reach_heur;
 	int seen_history, seen_unwind, seen_notes;
 	struct lsnap_reach_site *rsites;	/* attached after END */
 	size_t nrsites, cap_rsites;
@@ -164,6 +165,7 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_ATTACH: return "attach";
 	case LSNAP_REACH: return "reachability";
 	case LSNAP_REACH_SITE: return "site reachability";
+	case LSNAP_REACH_HEUR: return "heuristics";
 	case LSNAP_REACH_BLOCKS: return "block reachability";
 	case LSNAP_NOTES: return "notes";
 	case LSNAP_PEAK: return "peak";
@@ -576,6 +578,10 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 	case LSNAP_REACH:
 		return parse_fixed(p, tag, len, &p->seen_reach,
 				   &s->has_reach, &s->reach, sizeof(s->reach));
+	case LSNAP_REACH_HEUR:
+		return parse_fixed(p, tag, len, &p->seen_reach_heur,
+				   &s->has_reach_heur, &s->reach_heur,
+				   sizeof(s->reach_heur));
 	case LSNAP_REACH_SITE:
 		return parse_reach_site(p, len);
 	case LSNAP_REACH_BLOCKS:

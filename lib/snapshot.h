@@ -94,6 +94,9 @@ struct ls_snapshot {
 	struct lsnap_attach attach;
 	int has_reach;		/* from a reachability check */
 	struct lsnap_reach reach;
+	int has_reach_heur;	/* ... that says what valgrind's heuristics
+				   reached */
+	struct lsnap_reach_heur reach_heur;
 	uint64_t reach_pause_ns;	/* set by the caller that stopped the
 					   threads; 0 = not measured */
 	uint64_t reach_stop_ns;		/* of which stopping every thread */

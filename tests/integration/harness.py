@@ -535,3 +535,81 @@ def parse_folded(text):
 def is_subsequence(needles, haystack):
     it = iter(haystack)
     return all(any(n == h for h in it) for n in needles)
+
+
+# --- reachability against valgrind's memcheck ------------------------------
+
+REACH_KINDS = ("definite", "indirect", "possible", "reachable")
+_VG_KINDS = {"definitely lost": "definite", "indirectly lost": "indirect",
+             "possibly lost": "possible", "still reachable": "reachable"}
+_VG_RECORD = re.compile(r"==\d+== ([\d,]+)(?: \(([\d,]+) direct, ([\d,]+) "
+                        r"indirect\))? bytes in ([\d,]+) blocks are "
+                        r"(definitely lost|indirectly lost|possibly lost|"
+                        r"still reachable) in loss record")
+
+
+def valgrind_records(text, prefix="site_"):
+    """memcheck's loss records by the first frame named prefix*: function
+    -> sorted [(kind, direct bytes, indirect bytes, blocks)]."""
+    recs, cur = {}, None
+    frame = re.compile(r"by 0x[0-9A-F]+: (%s\w+)[( ]" % re.escape(prefix))
+    num = lambda s: int(s.replace(",", "")) if s else 0
+    for line in text.splitlines():
+        m = _VG_RECORD.search(line)
+        if m:
+            direct = num(m.group(2)) if m.group(2) else num(m.group(1))
+            cur = (_VG_KINDS[m.group(5)], direct, num(m.group(3)),
+                   num(m.group(4)))
+            continue
+        m = frame.search(line)
+        if cur and m:
+            recs.setdefault(m.group(1), []).append(cur)
+            cur = None
+    return {k: sorted(v) for k, v in recs.items()}
+
+
+def reach_records(report, prefix="site_"):
+    """The same from a leakscope JSON report: one record per site (stack)
+    and category, named by the site's first function named prefix*
+    (without a C++ name's parameters)."""
+    recs = {}
+    for s in report["sites"]:
+        fn = next((re.match(r"\w+", f["function"]).group(0)
+                   for f in s["frames"]
+                   if (f.get("function") or "").startswith(prefix)), None)
+        r = s.get("reachability")
+        if not fn or not r:
+            continue
+        for k in REACH_KINDS:
+            if r[k]["blocks"]:
+                held = r["held_indirect"]["bytes"] if k == "definite" else 0
+                recs.setdefault(fn, []).append(
+                    (k, r[k]["bytes"], held, r[k]["blocks"]))
+    return {k: sorted(v) for k, v in recs.items()}
+
+
+def valgrind_run(vg, argv, input=b"", timeout=120, heuristics=False):
+    """memcheck --leak-check=full --show-leak-kinds=all on argv, at exit:
+    its loss records (valgrind_records); with heuristics, also its "of
+    which reachable via heuristic" lines: {name: (bytes, blocks)}."""
+    r = run_process([vg, "--leak-check=full", "--show-leak-kinds=all"]
+                    + list(argv), input=input, timeout=timeout)
+    text = r.stderr.decode("utf-8", "replace")
+    if not heuristics:
+        return valgrind_records(text)
+    heur = {}
+    for m in re.finditer(r"(stdstring|length64|newarray|multipleinheritance)"
+                         r"\s*: ([\d,]+) bytes in ([\d,]+) blocks", text):
+        heur[m.group(1)] = (int(m.group(2).replace(",", "")),
+                            int(m.group(3).replace(",", "")))
+    return valgrind_records(text), heur
+
+
+def expect_same_records(ours, theirs, where, only=None):
+    """Per site function, the same loss records; only: those functions."""
+    if only is not None:
+        ours = {k: v for k, v in ours.items() if k in only}
+        theirs = {k: v for k, v in theirs.items() if k in only}
+    eq(sorted(ours), sorted(theirs), "%s: sites with records" % where)
+    for fn in ours:
+        eq(ours[fn], theirs[fn], "%s: records of %s" % (where, fn))

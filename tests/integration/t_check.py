@@ -16,7 +16,7 @@ import time
 
 from harness import (cli, check, once, workload, eq, ok, contains, fail, need,
                      run_process, leakscope, root_report, LEAKSCOPE, BUILD,
-                     Failure, Skip, shorten, wait_environ)
+                     Failure, Skip, shorten, wait_environ, valgrind_records)
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-check-")
@@ -271,6 +271,40 @@ def t_concurrent_overflow():
     ok(alive, "the target runs on")
 
 
+CROWD = 300000
+
+
+@check("concurrent mark on a big heap met in no useful order while a thread "
+       "floods the change log: stays concurrent, exact")
+def t_concurrent_crowd():
+    # Before the mark read pages in address order through a cache and the
+    # change log became a ring read during the mark, this check (300,000
+    # shuffled blocks, a worker freeing and allocating without pause)
+    # marked for seconds, overflowed the log and fell back to fork.
+    need_concurrent()
+    t = Target(["crowd", str(CROWD)])
+    try:
+        runs = [check_json(t, "--top", "100") for _ in range(2)]
+        alive = t.alive()
+    finally:
+        t.close()
+    for i, j in enumerate(runs):
+        where = "crowd check %d" % i
+        eq(j["check"]["method"], "concurrent", where + ": method")
+        eq(j["check"]["partial"], False, where + ": partial")
+        expect_truth(j, where)
+        crowd = {}
+        for s in j["sites"]:
+            fn = first_function(s)
+            if fn in ("site_crowd", "site_crowd_index"):
+                r = s["reachability"]
+                crowd[fn] = {k: r[k]["blocks"] for k in KINDS if r[k]["blocks"]}
+        eq(crowd, {"site_crowd": {"reachable": CROWD},
+                   "site_crowd_index": {"reachable": 1}},
+           where + ": the crowd's blocks")
+    ok(alive, "the target runs on")
+
+
 @check("check PID text: valgrind's loss records and LEAK SUMMARY")
 def t_live_text():
     _, r, _, _ = live()
@@ -311,30 +345,6 @@ def t_exit_categories():
     ok(rep["check"]["at_exit"], "flagged at exit")
     ok(not rep["check"]["all_registers"],
        "the running holder thread is said to be scanned without registers")
-
-
-def valgrind_records(text):
-    """(kind, direct, indirect, blocks) per program site from memcheck."""
-    kinds = {"definitely lost": "definite", "indirectly lost": "indirect",
-             "possibly lost": "possible", "still reachable": "reachable"}
-    recs = {}
-    head = re.compile(r"==\d+== ([\d,]+)(?: \(([\d,]+) direct, ([\d,]+) "
-                      r"indirect\))? bytes in ([\d,]+) blocks are "
-                      r"(definitely lost|indirectly lost|possibly lost|"
-                      r"still reachable) in loss record")
-    cur = None
-    for line in text.splitlines():
-        m = head.search(line)
-        if m:
-            n = lambda s: int(s.replace(",", "")) if s else 0
-            direct = n(m.group(2)) if m.group(2) else n(m.group(1))
-            cur = (kinds[m.group(5)], direct, n(m.group(3)), n(m.group(4)))
-            continue
-        m = re.search(r"by 0x[0-9A-F]+: (site_\w+) ", line)
-        if cur and m:
-            recs.setdefault(m.group(1), []).append(cur)
-            cur = None
-    return recs
 
 
 @check("valgrind --leak-check=full on the same workload: the same records")

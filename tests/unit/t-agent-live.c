@@ -302,11 +302,56 @@ static void test_log(void)
 	is_u64(ls_live_log_count(), 22, "nothing logged once stopped");
 }
 
+/*
+ * The log is a ring the reader empties as it goes: a writer may wrap
+ * onto the slots given back, never onto one not yet read (that record
+ * is lost, and ls_live_log_lost() says so).
+ */
+static void test_log_ring(void)
+{
+	static struct ls_live_log_rec buf[16];
+	struct ls_live_entry e, old;
+	uint64_t base = 0x6a0000000000ULL;
+	size_t i, errors = 0;
+
+	memset(buf, 0, sizeof(buf));
+	ls_live_log_start(buf, 16);
+	memset(&e, 0, sizeof(e));
+	for (i = 0; i < 12; i++) {	/* 12 inserts */
+		e.addr = base + i * 64;
+		e.size = i + 1;
+		ls_live_insert(&e, &old);
+	}
+	for (i = 0; i < 8; i++)		/* the reader takes 8 */
+		__atomic_store_n(&buf[i].op, 0, __ATOMIC_RELAXED);
+	ls_live_log_release(8);
+	for (i = 0; i < 12; i++)	/* 12 removals: 24 in all, 16 unread */
+		errors += !ls_live_remove(base + i * 64, &e);
+	is_u64(ls_live_log_count(), 24, "24 records claimed");
+	ok(!ls_live_log_lost(), "none lost: the ring wrapped onto slots given back");
+	for (i = 0; i < 12; i++) {
+		const struct ls_live_log_rec *r = &buf[(12 + i) % 16];
+
+		errors += r->op != LS_LIVE_LOG_REMOVE || r->e.addr != base + i * 64;
+	}
+	ok(errors == 0, "the removals in order at slots 12..15, 0..7 (%zu errors)",
+	   errors);
+	e.addr = base;
+	ls_live_insert(&e, &old);	/* the 25th: slot 8, not yet read */
+	ok(ls_live_log_lost(), "a record over one not yet read is lost, and said");
+	ls_live_log_stop();
+	ls_live_remove(base, &e);
+	ls_live_log_start(buf, 16);
+	ok(!ls_live_log_lost(), "a new log starts with nothing lost");
+	ls_live_log_stop();
+}
+
 int main(void)
 {
 	test_steady();		/* first: on shards never grown */
 	test_collisions();
 	test_log();
+	test_log_ring();
 	test_replace();
 	test_model();
 	test_threads();

@@ -25,7 +25,14 @@
  *
  * With argument "busy" a second worker allocates and frees without pause
  * (32 live blocks of 64 bytes at most, site tmp_busy) so a check meets a
- * thread inside malloc.  Protocol: writes "ready <pid>\n" to fd 1 once set
+ * thread inside malloc.  With "crowd N" as well, N more blocks of 32 bytes
+ * (site_crowd, reachable: an array of their addresses in shuffled order
+ * hangs from a global, itself a reachable block of 8 * N bytes at
+ * site_crowd_index) make a concurrent mark visit a big heap in no useful
+ * order while the busy worker floods its change log (throttled to about a
+ * million changes a second: the old mark, seconds long, overflowed the
+ * log's 2^21 records; a reader kept off the CPU for a second must not).
+ * Protocol: writes "ready <pid>\n" to fd 1 once set
  * up, then reads fd 0 until end of file; for each 'n' read, site_after_reset
  * allocates 1300 bytes that only site_holder's block points to, and
  * "done\n" is written (after `leakscope reset`, site_holder's block is
@@ -33,8 +40,10 @@
  * stdio.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "wl.h"
 
 struct node {
@@ -177,13 +186,56 @@ static void *holder(void *arg)
 	return NULL;
 }
 
+static void **volatile crowd_keep;
+
+WL_SITE static void *site_crowd(void)
+{
+	void *p = malloc(32); /* @site_crowd */
+
+	WL_BARRIER();
+	return p;
+}
+
+WL_SITE static void **site_crowd_index(size_t n)
+{
+	void **p = malloc(n * sizeof(*p)); /* @site_crowd_index */
+
+	WL_BARRIER();
+	return p;
+}
+
+/* n blocks, their addresses shuffled (xorshift, fixed seed). */
+static void make_crowd(size_t n)
+{
+	void **a = site_crowd_index(n);
+	uint64_t x = 88172645463325252ull;
+	size_t i, j;
+
+	WL_CHECK(a != NULL, "crowd index");
+	for (i = 0; i < n; i++)
+		a[i] = site_crowd();
+	for (i = n - 1; i > 0; i--) {
+		void *t;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		j = (size_t)(x % (i + 1));
+		t = a[i], a[i] = a[j], a[j] = t;
+	}
+	crowd_keep = a;
+}
+
+static int busy_throttle;	/* crowd: ~1M changes a second, not flat out */
+
 WL_HELPER static void tmp_busy(void)
 {
+	struct timespec ts = { 0, 100000 };
 	void *slot[32] = { 0 };
 
 	for (unsigned i = 0;; i++) {
 		free(slot[i % 32]);
 		slot[i % 32] = malloc(64);
+		if (busy_throttle && i % 64 == 63)
+			nanosleep(&ts, NULL);
 	}
 }
 
@@ -205,7 +257,11 @@ int main(int argc, char **argv)
 	make_lost();
 	WL_CHECK(pthread_create(&th, NULL, holder, NULL) == 0, "thread");
 	WL_CHECK(read(up_pipe[0], &c, 1) == 1, "holder");
-	if (argc > 1 && !strcmp(argv[1], "busy"))
+	if (argc > 2 && !strcmp(argv[1], "crowd")) {
+		make_crowd(strtoul(argv[2], NULL, 10));
+		busy_throttle = 1;
+	}
+	if (argc > 1 && (!strcmp(argv[1], "busy") || !strcmp(argv[1], "crowd")))
 		WL_CHECK(pthread_create(&th, NULL, busy, NULL) == 0, "busy");
 	scrub();
 	wl_say(1, "ready %d\n", (int)getpid());
