@@ -5,7 +5,7 @@
  *
  * Starts THREADS threads (64 KiB stacks; with 1, the main thread alone
  * allocates and the process stays single-threaded), sets RLIMIT_AS to the current
- * size plus HEADROOM KiB (default 2048), then lets the threads allocate in
+ * size (once it has settled) plus HEADROOM KiB (default 2048), then lets the threads allocate in
  * strict turns, one call per turn, cycling malloc, calloc, realloc (of the
  * thread's last block, to a larger size) and posix_memalign, 16..1024
  * bytes, until every thread saw a call fail or 200000 succeeded.  Before
@@ -150,6 +150,27 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/*
+ * VmSize once it has not changed for 200 ms (at most 5 s): a preloaded
+ * tool's start-up mappings (a control thread's first sample, done at a
+ * moment that depends on the machine's load) then count in the current
+ * size rather than eating the headroom at some turn or other, which
+ * would move where glibc's failed-sbrk retry sets errno.
+ */
+static long settled_vm_kib(void)
+{
+	long prev = wl_vm_kib(), v;
+	int stable = 0, i;
+
+	for (i = 0; i < 100 && stable < 4; i++) {
+		usleep(50000);
+		v = wl_vm_kib();
+		stable = v == prev ? stable + 1 : 0;
+		prev = v;
+	}
+	return prev;
+}
+
 int main(int argc, char **argv)
 {
 	long headroom = argc > 2 ? atol(argv[2]) : 2048, vm;
@@ -168,7 +189,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < nthreads && nthreads > 1; i++)
 		WL_CHECK(pthread_create(&th[i], &attr, worker, (void *)(long)i) == 0,
 			 "pthread_create");
-	vm = wl_vm_kib();
+	vm = settled_vm_kib();
 	WL_CHECK(vm > 0, "no VmSize");
 	rl.rlim_cur = rl.rlim_max = (rlim_t)(vm + headroom) * 1024;
 	WL_CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit: %d", errno);
