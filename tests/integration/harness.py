@@ -588,6 +588,70 @@ def reach_records(report, prefix="site_"):
     return {k: sorted(v) for k, v in recs.items()}
 
 
+def vgdb_live_records(prog):
+    """valgrind's live leak check on prog running under memcheck: prog is
+    started with --vgdb=yes, and once it says "ready", `vgdb leak_check
+    full reachable any` asks memcheck for its records (valgrind_records);
+    then prog's stdin is closed so that it exits."""
+    vg = need("valgrind")
+    vgdb = need("vgdb")
+    p = subprocess.Popen([vg, "--vgdb=yes", prog],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        ok(p.stdout.readline().startswith(b"ready"),
+           "%s under valgrind" % os.path.basename(prog))
+        r = run_process([vgdb, "--pid=%d" % p.pid, "leak_check", "full",
+                         "reachable", "any"], timeout=60)
+    finally:
+        p.stdin.close()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    return valgrind_records((r.stdout + r.stderr).decode("utf-8", "replace"))
+
+
+def agent_checks(prog, runtime, methods=("concurrent", "fork"), text=False):
+    """prog started under the agent (runtime dir runtime) until it says
+    "ready", then `leakscope check --format json --method M PID` for each
+    of methods: {M: the JSON report}; with text, also "text": the fork
+    method's text report.  prog's stdin is closed at the end, so that it
+    exits."""
+    agent = {"LD_PRELOAD": os.path.join(BUILD, "libleakscope.so")}
+    p = subprocess.Popen([prog], env=agent_env(runtime, agent),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         start_new_session=True)
+    out = {}
+    try:
+        line = p.stdout.readline()
+        if not line.startswith(b"ready"):
+            fail("%s ready" % os.path.basename(prog), "ready", line)
+        for m in methods:
+            out[m] = cli_json(("check", "--format", "json", "--method", m,
+                               p.pid), agent_env(runtime))
+        if text:
+            r = cli(("check", "--method", "fork", p.pid), agent_env(runtime))
+            out["text"] = r.stdout.decode()
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
+    return out
+
+
+def ptrace_allowed():
+    """Skip unless this process may ptrace its children's siblings (Yama's
+    ptrace_scope: 0, or 1 as root)."""
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            scope = int(f.read())
+    except OSError:
+        scope = 0
+    if scope >= 2 or (scope == 1 and os.geteuid() != 0):
+        raise Skip("ptrace is not allowed here (kernel.yama.ptrace_scope=%d)" % scope)
+
+
 def valgrind_run(vg, argv, input=b"", timeout=120, heuristics=False):
     """memcheck --leak-check=full --show-leak-kinds=all on argv, at exit:
     its loss records (valgrind_records); with heuristics, also its "of

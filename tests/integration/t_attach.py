@@ -16,12 +16,12 @@ import subprocess
 import tempfile
 import time
 
-from harness import (cli, check, once, free_port, workload, eq, ok, contains, fail,
-                     run_process, expect_site, expect_no_site,
-                     expect_no_temporaries, expect_totals_consistent,
-                     outer_functions, site_text, sites_text, need,
-                     need_user_reaches, LEAKSCOPE,
-                     BUILD, Failure, Skip)
+from harness import (ptrace_allowed, cli, check, once, free_port, workload, eq,
+                     ok, contains, fail, run_process, expect_site,
+                     expect_no_site, expect_no_temporaries,
+                     expect_totals_consistent, outer_functions, site_text,
+                     sites_text, need, need_user_reaches, LEAKSCOPE, BUILD,
+                     Failure, Skip)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-attach-")
 os.chmod(RUNTIME, 0o700)
@@ -47,16 +47,6 @@ def ls_ok(*args):
     if r.returncode != 0:
         fail("leakscope %s" % " ".join(map(str, args)), "status 0", r.describe())
     return r
-
-
-def ptrace_allowed():
-    try:
-        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
-            scope = int(f.read())
-    except OSError:
-        scope = 0
-    if scope >= 2 or (scope == 1 and os.geteuid() != 0):
-        raise Skip("ptrace is not allowed here (kernel.yama.ptrace_scope=%d)" % scope)
 
 
 def readline(pipe, what):

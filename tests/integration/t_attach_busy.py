@@ -16,14 +16,14 @@ attaches to ROUNDS fresh processes; each must answer to the end, its
 threads must find every block intact, and the report must hold the known
 leak exactly.
 """
-import json
 import os
 import select
 import subprocess
 
 from harness import check, workload, eq, fail, expect_site, sites_text, need
 # The attach tests' private runtime dir, environment and ptrace check.
-from t_attach import env, ls_ok, ptrace_allowed, report, Target, TIMEOUT
+from harness import ptrace_allowed
+from t_attach import env, ls_ok, report, Target, TIMEOUT
 
 ROUNDS = 5
 

@@ -14,9 +14,10 @@ import subprocess
 import tempfile
 import time
 
-from harness import (cli, check, once, workload, eq, ok, contains, fail, need,
-                     run_process, leakscope, root_report, LEAKSCOPE, BUILD,
-                     Failure, Skip, shorten, wait_environ, valgrind_records)
+from harness import (agent_env, vgdb_live_records, cli, check, once, workload,
+                     eq, ok, contains, fail, need, run_process, leakscope,
+                     root_report, LEAKSCOPE, BUILD, Failure, Skip, shorten,
+                     wait_environ, valgrind_records)
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-check-")
@@ -41,10 +42,7 @@ SUMMARY = {"definite": (444, 5), "indirect": (224, 4),
 
 
 def env():
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
-    return e
+    return agent_env(RUNTIME)
 
 
 class Target:
@@ -398,23 +396,7 @@ def our_records(rep):
 @check("valgrind's live leak check (vgdb leak_check full reachable any) on "
        "the same workload, running: the same records as check PID")
 def t_valgrind_live():
-    vg = need("valgrind")
-    vgdb = need("vgdb")
-    p = subprocess.Popen([vg, "--vgdb=yes", workload("reach")],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        ok(p.stdout.readline().startswith(b"ready"), "reach under valgrind")
-        r = run_process([vgdb, "--pid=%d" % p.pid, "leak_check", "full",
-                         "reachable", "any"], timeout=60)
-    finally:
-        p.stdin.close()
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-    vrec = valgrind_records((r.stdout + r.stderr).decode("utf-8", "replace"))
+    vrec = vgdb_live_records(workload("reach"))
     j, _, _, _ = live()
     ours = our_records(j)
     eq(sorted(vrec), sorted(ours), "sites with records")

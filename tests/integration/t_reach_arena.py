@@ -16,9 +16,9 @@ import subprocess
 import tempfile
 import atexit
 
-from harness import (check, once, workload, eq, ok, fail, need, run_process,
-                     leakscope, root_report, reach_records, valgrind_run,
-                     expect_same_records, LEAKSCOPE, Failure, Skip)
+from harness import (cli, agent_env, ptrace_allowed, check, once, workload,
+                     eq, ok, fail, need, leakscope, root_report,
+                     reach_records, valgrind_run, expect_same_records)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-arena-")
 os.chmod(RUNTIME, 0o700)
@@ -40,25 +40,11 @@ WHOLE_RUN = dict(AFTER_ATTACH,
 
 
 def env():
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
-    return e
+    return agent_env(RUNTIME)
 
 
 def ls(*args):
-    return run_process([LEAKSCOPE] + [str(a) for a in args], env=env(),
-                       timeout=TIMEOUT)
-
-
-def ptrace_allowed():
-    try:
-        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
-            scope = int(f.read())
-    except OSError:
-        scope = 0
-    if scope >= 2 or (scope == 1 and os.geteuid() != 0):
-        raise Skip("ptrace is not allowed here (ptrace_scope=%d)" % scope)
+    return cli(args, env(), TIMEOUT)
 
 
 def command(p, c):

@@ -7,14 +7,12 @@ Ground truth: tests/workloads/reach-heur.cc (C++, built without frame
 pointers, with libstdc++'s reference-counted std::string): one block per
 heuristic, a plain interior pointer, a plain leak.
 """
-import json
 import os
-import subprocess
 import tempfile
 
-from harness import (check, once, workload, eq, ok, fail, need, run_process,
+from harness import (agent_checks, check, once, workload, eq, ok, need,
                      leakscope, root_report, reach_records, valgrind_run,
-                     expect_same_records, LEAKSCOPE, BUILD, Failure)
+                     expect_same_records)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-heur-")
 os.chmod(RUNTIME, 0o700)
@@ -31,13 +29,6 @@ HEURISTICS = {"stdstring": (65, 1), "length64": (108, 1),
               "newarray": (68, 1), "multipleinheritance": (40, 1)}
 
 
-def env():
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
-    return e
-
-
 def heuristics(report):
     h = report["check"]["heuristics"]
     return {k: (v["bytes"], v["blocks"]) for k, v in h.items() if v["blocks"]}
@@ -45,29 +36,7 @@ def heuristics(report):
 
 @once
 def live():
-    e = env()
-    e["LD_PRELOAD"] = os.path.join(BUILD, "libleakscope.so")
-    p = subprocess.Popen([workload("reach-heur")], env=e,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         start_new_session=True)
-    out = {}
-    try:
-        line = p.stdout.readline()
-        if not line.startswith(b"ready"):
-            fail("reach-heur ready", "ready", line)
-        for m in ("concurrent", "fork"):
-            r = run_process([LEAKSCOPE, "check", "--format", "json",
-                             "--method", m, str(p.pid)], env=env())
-            if r.returncode != 0:
-                fail("check --method %s" % m, 0, r.describe())
-            out[m] = json.loads(r.stdout)
-        r = run_process([LEAKSCOPE, "check", "--method", "fork",
-                         str(p.pid)], env=env())
-        out["text"] = r.stdout.decode()
-    finally:
-        p.stdin.close()
-        p.wait(timeout=30)
-    return out
+    return agent_checks(workload("reach-heur"), RUNTIME, text=True)
 
 
 @check("check PID, both methods: blocks held by heuristic-shaped interior "

@@ -7,14 +7,12 @@ must give the records valgrind's memcheck gives, stack by stack.
 Ground truth besides valgrind: the parts of the program whose sizes do
 not depend on libstdc++ (the list, the cycle, the interior pointer).
 """
-import json
 import os
-import subprocess
 import tempfile
 
-from harness import (check, once, workload, eq, ok, fail, need, run_process,
-                     leakscope, root_report, reach_records, valgrind_run,
-                     valgrind_records, expect_same_records, LEAKSCOPE, BUILD)
+from harness import (agent_checks, vgdb_live_records, check, once, workload,
+                     eq, ok, need, leakscope, root_report, reach_records,
+                     valgrind_run, expect_same_records)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-mixed-")
 os.chmod(RUNTIME, 0o700)
@@ -27,13 +25,6 @@ TRUTH = {
 }
 
 
-def env():
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
-    return e
-
-
 @once
 def valgrind():
     return valgrind_run(need("valgrind"), [workload("reach-mixed")])
@@ -41,26 +32,8 @@ def valgrind():
 
 @once
 def live():
-    e = env()
-    e["LD_PRELOAD"] = os.path.join(BUILD, "libleakscope.so")
-    p = subprocess.Popen([workload("reach-mixed")], env=e,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         start_new_session=True)
-    out = {}
-    try:
-        line = p.stdout.readline()
-        if not line.startswith(b"ready"):
-            fail("reach-mixed ready", "ready", line)
-        for m in ("concurrent", "fork"):
-            r = run_process([LEAKSCOPE, "check", "--format", "json",
-                             "--method", m, str(p.pid)], env=env())
-            if r.returncode != 0:
-                fail("check --method %s" % m, 0, r.describe())
-            out[m] = reach_records(json.loads(r.stdout))
-    finally:
-        p.stdin.close()
-        p.wait(timeout=30)
-    return out
+    return {m: reach_records(j)
+            for m, j in agent_checks(workload("reach-mixed"), RUNTIME).items()}
 
 
 @check("held-out C++ program: valgrind's records hold the known leaks")
@@ -81,24 +54,8 @@ def t_live():
 @check("held-out C++ program, running under valgrind: vgdb's leak_check "
        "full reachable any gives the records check PID gives")
 def t_vgdb_live():
-    vg = need("valgrind")
-    vgdb = need("vgdb")
-    p = subprocess.Popen([vg, "--vgdb=yes", workload("reach-mixed")],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        ok(p.stdout.readline().startswith(b"ready"), "reach-mixed under valgrind")
-        r = run_process([vgdb, "--pid=%d" % p.pid, "leak_check", "full",
-                         "reachable", "any"], timeout=60)
-    finally:
-        p.stdin.close()
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-    vrec = valgrind_records((r.stdout + r.stderr).decode("utf-8", "replace"))
-    expect_same_records(live()["fork"], vrec, "check PID against vgdb")
+    expect_same_records(live()["fork"], vgdb_live_records(workload("reach-mixed")),
+                        "check PID against vgdb")
 
 
 @check("held-out C++ program, at exit: run --leak-check gives valgrind's "
