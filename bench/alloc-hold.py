@@ -13,21 +13,12 @@ and sleeps until killed, holding it all (for `leakscope stats PID`).
 Prints "alloc-hold rounds=N keep=K records=R".
 """
 
-import importlib.util
 import json
-import os
 import random
 import sys
 import time
 
-
-def load_alloc_heavy():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                        "alloc-heavy.py")
-    spec = importlib.util.spec_from_file_location("alloc_heavy", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from alloc_heavy_load import load_alloc_heavy
 
 
 def main():

@@ -16,7 +16,6 @@ start of COUNTER_FILE, so that the bench can tell the rounds per second
 during a check from those between checks.
 """
 
-import importlib.util
 import json
 import mmap
 import os
@@ -26,14 +25,7 @@ import sys
 import threading
 import time
 
-
-def load_alloc_heavy():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                        "alloc-heavy.py")
-    spec = importlib.util.spec_from_file_location("alloc_heavy", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from alloc_heavy_load import load_alloc_heavy
 
 
 def main():
