@@ -1663,20 +1663,15 @@ static void count_block(struct ls_reach_result *res,
 /*
  * After a concurrent mark: the blocks freed meanwhile out, those
  * allocated meanwhile in (reachable), in address order, as the writer
- * lists them.
+ * lists them.  nb is as scan_new() left it at the stop: compacted and
+ * sorted, and the log was off from then on.
  */
 static int merge_new(struct scan *sc, struct ls_reach_result *res)
 {
-	size_t i, j = 0, k = 0, nb = 0, cap;
+	size_t i, j = 0, k = 0, nb = sc->nnb, cap;
 	struct ls_live_entry *blk;
 	uint8_t *cat;
 
-	for (i = 0; i < sc->nnb; i++)
-		if (sc->nb[i].addr)
-			sc->nb[nb++] = sc->nb[i];
-	sc->nnb = nb;
-	if (radix_sort(sc, sc->nb, nb))
-		return -ENOMEM;
 	cap = sc->n + nb;
 	blk = grab(sc, cap * sizeof(*blk));
 	cat = grab(sc, cap);
