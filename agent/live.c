@@ -219,6 +219,21 @@ static void put_at(struct shard *s, uint64_t i, const struct ls_live_entry *e,
 	s->slots[i] = *e;
 }
 
+/* Slot i out into *out: empty again when no probe went past its group
+ * (group_empty), else marked deleted so that probes go on past it. */
+static inline void take_at(struct shard *s, uint64_t i, int group_empty,
+			   struct ls_live_entry *out)
+{
+	*out = s->slots[i];
+	if (group_empty) {
+		s->ctrl[i] = CTRL_EMPTY;
+		s->used--;
+	} else {
+		s->ctrl[i] = CTRL_DELETED;
+	}
+	s->count--;
+}
+
 /* A new array of groups (twice as many, or as many to drop deleted
  * marks) with every live entry moved over.  Rare: out of line. */
 static __attribute__((noinline, cold)) int rebuild(struct shard *s)
@@ -312,14 +327,7 @@ int remove_locked(struct shard *s, uint64_t addr, struct ls_live_entry *out,
 	i = find(s, addr, h, &free, &group_empty);
 	if (i < 0)
 		goto out;
-	*out = s->slots[i];
-	if (group_empty) {
-		s->ctrl[i] = CTRL_EMPTY;
-		s->used--;
-	} else {
-		s->ctrl[i] = CTRL_DELETED;
-	}
-	s->count--;
+	take_at(s, (uint64_t)i, group_empty, out);
 	found = 1;
 	log_put(LS_LIVE_LOG_REMOVE, out);
 out:
@@ -371,7 +379,7 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 	uint64_t h = addr_hash(addr);
 	struct shard *s = shard_of(addr, h);
 	uint64_t g, i;
-	unsigned m, e;
+	unsigned m;
 	__m128i c;
 
 	ls_lock(&s->lock);
@@ -385,16 +393,8 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 	i = g * GROUP + (unsigned)__builtin_ctz(m | 0x10000);
 	if (ls_unlikely(!m || s->slots[i].addr != addr))
 		return remove_locked(s, addr, out, h);
-	*out = s->slots[i];
-	e = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
-					_mm_set1_epi8(CTRL_EMPTY)));
-	if (e) {	/* no probe went past this group: empty again */
-		s->ctrl[i] = CTRL_EMPTY;
-		s->used--;
-	} else {
-		s->ctrl[i] = CTRL_DELETED;
-	}
-	s->count--;
+	take_at(s, i, _mm_movemask_epi8(_mm_cmpeq_epi8(c,
+					_mm_set1_epi8(CTRL_EMPTY))) != 0, out);
 	ls_unlock(&s->lock);
 	return 1;
 }
