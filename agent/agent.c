@@ -100,8 +100,6 @@ void settle_replaced(struct ls_thread *t, const struct ls_live_entry *old,
 	ls_thread_site_delta(t, old->site, NULL, -b, -k, 0, 0, ev);
 }
 
-static void replaced(const struct ls_live_entry *old);
-
 /* Allocation calls this thread has made (recorded or not): a block is a
  * temporary when it is freed before the count moves on. */
 static inline uint64_t alloc_calls(const struct ls_thread *t)
@@ -144,9 +142,7 @@ static void insert(struct ls_thread *t, struct ls_site_rec *s, void *p,
 		.tid = (uint32_t)t->tid,
 	}, old;
 	int64_t b, k;
-	/* Sampled, the few recorded blocks go straight to the table. */
-	int r = ls_sample_rate ? ls_live_insert(&e, &old) :
-		ls_live_insert_buf(&t->live_buf, &e, &old);
+	int r = ls_live_insert(&e, &old);
 
 	if (r < 0) {
 		ls_agent_drop();
@@ -177,11 +173,11 @@ void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 /* Take p out of the live table; in sampled mode the filter answers for
  * almost every block that was never recorded. */
 static inline __attribute__((always_inline))
-int take(struct ls_thread *t, uint64_t addr, struct ls_live_entry *e)
+int take(uint64_t addr, struct ls_live_entry *e)
 {
 	if (ls_sample_rate && !ls_sample_maybe(addr))
 		return 0;
-	if (!ls_live_remove_buf(&t->live_buf, addr, e))
+	if (!ls_live_remove(addr, e))
 		return 0;
 	if (ls_sample_rate)
 		ls_sample_unmark(addr);
@@ -192,7 +188,7 @@ void ls_track_free(struct ls_thread *t, void *p)
 {
 	struct ls_live_entry e;
 
-	if (take(t, (uint64_t)(uintptr_t)p, &e))
+	if (take((uint64_t)(uintptr_t)p, &e))
 		settle_replaced(t, &e, free_event(t, &e));
 }
 
@@ -201,7 +197,7 @@ int ls_track_take(struct ls_thread *t, void *p, void *saved)
 	struct ls_live_entry *e = saved;
 
 	_Static_assert(sizeof(*e) == LS_TRACK_SAVED, "saved entry size");
-	if (!take(t, (uint64_t)(uintptr_t)p, e))
+	if (!take((uint64_t)(uintptr_t)p, e))
 		return 0;
 	settle_replaced(t, e, 0);	/* resized, not ended */
 	return 1;
@@ -554,7 +550,6 @@ int ls_agent_core_start(void)
 	ls_state_read_cmdline();
 	ls_agent.pid = getpid();
 	ls_agent.start_mono = ls_now_ns(CLOCK_MONOTONIC);
-	ls_live_on_replaced(replaced);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	/* The starting thread's record and caches, and the exit snapshot's
 	 * working memory, before the program can use up its address space;
@@ -703,44 +698,25 @@ out:
 	errno = saved;
 }
 
-/* A block's bytes and count taken off its site and the live total,
- * from any thread. */
-static void unsettle(const struct ls_live_entry *e, int64_t b, int64_t k)
-{
-	struct ls_site_rec *s = ls_site_get(e->site);
-
-	if (!s)
-		return;
-	__atomic_sub_fetch(&s->live_bytes, b, __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&s->live_blocks, k, __ATOMIC_RELAXED);
-	ls_thread_live_adjust(-b);
-}
-
 /* Forget every block seen so far (`leakscope reset`). */
 static void forget(const struct ls_live_entry *e, void *arg)
 {
+	struct ls_site_rec *s = ls_site_get(e->site);
 	int64_t b, k;
 
+	if (!s)
+		return;
 	if (arg) {		/* a mapping: weight 1 */
 		b = (int64_t)e->size * ls_sample_scale();
 		k = ls_sample_scale();
 	} else {
 		ls_sample_est(e->size, &b, &k);
-		if (ls_sample_rate && ls_site_get(e->site))
+		if (ls_sample_rate)
 			ls_sample_unmark(e->addr);
 	}
-	unsettle(e, b, k);
-}
-
-/* A stale entry that a buffer's flush replaced in the live table (its
- * block was freed through a path the agent does not see): as
- * settle_replaced(), from whichever thread flushed. */
-static void replaced(const struct ls_live_entry *old)
-{
-	int64_t b, k;
-
-	ls_sample_est(old->size, &b, &k);
-	unsettle(old, b, k);
+	__atomic_sub_fetch(&s->live_bytes, b, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&s->live_blocks, k, __ATOMIC_RELAXED);
+	ls_thread_live_adjust(-b);
 }
 
 void ls_agent_reset(void)
@@ -825,7 +801,6 @@ static int attach_once(char *err, size_t errlen)
 	first_rate = ls_agent.sample_rate;
 	ls_capture_init();
 	ls_state_read_cmdline();
-	ls_live_on_replaced(replaced);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	ls_control_on_detach(ls_agent_detach);
 	done = 1;

@@ -71,8 +71,6 @@ void log_append(struct ls_live_log_rec *buf, uint32_t op,
 }
 
 /* Inline: off, it is a load and a branch. */
-static void bufs_flush(int idx, int quiet);
-
 static inline void log_put(uint32_t op, const struct ls_live_entry *e)
 {
 	struct ls_live_log_rec *buf = __atomic_load_n(&log_buf, __ATOMIC_ACQUIRE);
@@ -88,10 +86,6 @@ void ls_live_log_start(struct ls_live_log_rec *buf, size_t cap)
 	__atomic_store_n(&log_done, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&log_lost, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&log_buf, buf, __ATOMIC_RELEASE);
-	/* From here on inserts bypass the buffers; what they hold was
-	 * allocated before the log and goes to the table unlogged, before
-	 * the check gathers the table. */
-	bufs_flush(-1, 1);
 }
 
 uint64_t ls_live_log_count(void)
@@ -295,7 +289,7 @@ size_t ls_live_shard_mapped(unsigned idx)
  */
 static __attribute__((noinline))
 int insert_locked(struct shard *s, const struct ls_live_entry *e,
-		  struct ls_live_entry *old, uint64_t h, int quiet)
+		  struct ls_live_entry *old, uint64_t h)
 {
 	int64_t i, free;
 	int ret = 0, group_empty;
@@ -310,14 +304,12 @@ int insert_locked(struct shard *s, const struct ls_live_entry *e,
 	if (i >= 0) {
 		*old = s->slots[i];
 		s->slots[i] = *e;
-		if (!quiet)
-			log_put(LS_LIVE_LOG_REMOVE, old);
+		log_put(LS_LIVE_LOG_REMOVE, old);
 		ret = 1;
 	} else {
 		put_at(s, free >= 0 ? (uint64_t)free : find_free(s, h), e, h);
 	}
-	if (!quiet)
-		log_put(LS_LIVE_LOG_INSERT, e);
+	log_put(LS_LIVE_LOG_INSERT, e);
 out:
 	ls_unlock(&s->lock);
 	return ret;
@@ -349,8 +341,7 @@ out:
  * (so the probe ends there, and its first free slot is the one to take).
  * What find() and put_at() would do, in one group.
  */
-static inline __attribute__((always_inline))
-int table_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
+int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 {
 	uint64_t h = addr_hash(e->addr);
 	struct shard *s = shard_of(e->addr, h);
@@ -362,17 +353,17 @@ int table_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 	if (ls_unlikely(!s->ctrl || (s->used + 1) * 8 >
 			(s->gmask + 1) * GROUP * 7 ||
 			__atomic_load_n(&log_buf, __ATOMIC_RELAXED)))
-		return insert_locked(s, e, old, h, 0);
+		return insert_locked(s, e, old, h);
 	g = group_of(h, s->gmask);
 	c = group_ctrl(s, g);
 	if (ls_unlikely(!_mm_movemask_epi8(_mm_cmpeq_epi8(c,
 				_mm_set1_epi8(CTRL_EMPTY)))))
-		return insert_locked(s, e, old, h, 0);
+		return insert_locked(s, e, old, h);
 	for (m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
 					_mm_set1_epi8(ctrl_of(h)))); m; m &= m - 1)
 		if (ls_unlikely(s->slots[g * GROUP +
 			(unsigned)__builtin_ctz(m)].addr == e->addr))
-			return insert_locked(s, e, old, h, 0);
+			return insert_locked(s, e, old, h);
 	m = (unsigned)_mm_movemask_epi8(c);	/* empty or deleted */
 	put_at(s, g * GROUP + (unsigned)__builtin_ctz(m), e, h);
 	ls_unlock(&s->lock);
@@ -383,8 +374,7 @@ int table_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
  * The common removal: no check running, and the first slot of the
  * address's first group whose control byte matches is the address.
  */
-static inline __attribute__((always_inline))
-int table_remove(uint64_t addr, struct ls_live_entry *out)
+int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 {
 	uint64_t h = addr_hash(addr);
 	struct shard *s = shard_of(addr, h);
@@ -409,353 +399,11 @@ int table_remove(uint64_t addr, struct ls_live_entry *out)
 	return 1;
 }
 
-int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
-{
-	return table_insert(e, old);
-}
-
-/* --- per-thread buffers of the newest allocations (live.h) ------------ */
-
-static struct ls_live_buf *bufs;	/* registry, pushed onto, never unlinked */
-static void (*on_replaced)(const struct ls_live_entry *old);
-
-void ls_live_on_replaced(void (*fn)(const struct ls_live_entry *old))
-{
-	on_replaced = fn;
-}
-
-/* The buffer's tag of an address: never 0 (empty).  Bits 4-10 tell the
- * few buffered blocks apart well enough: a false match costs a compare. */
-static inline uint8_t buf_tag(uint64_t addr)
-{
-	return (uint8_t)(addr >> 4 | 0x80);
-}
-
-static inline unsigned buf_match(const struct ls_live_buf *b, uint8_t tag)
-{
-	__m128i c = _mm_load_si128((const __m128i *)(const void *)b->tag);
-
-	return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
-							  _mm_set1_epi8((char)tag)));
-}
-
-/* The same from another thread, without b's lock: the owner stores a tag
- * (release) after its entry, and after the table insert of the entry it
- * evicted from that slot. */
-static unsigned buf_match_racy(const struct ls_live_buf *b, uint8_t tag)
-{
-	unsigned m = 0, k;
-
-	for (k = 0; k < LS_LIVE_BUF; k++)
-		if (__atomic_load_n(&b->tag[k], __ATOMIC_ACQUIRE) == tag)
-			m |= 1u << k;
-	return m;
-}
-
-static __attribute__((noinline, cold)) void buf_register(struct ls_live_buf *b)
-{
-	struct ls_live_buf *head = __atomic_load_n(&bufs, __ATOMIC_RELAXED);
-
-	b->registered = 1;
-	do
-		b->link = head;
-	while (!__atomic_compare_exchange_n(&bufs, &head, b, 1,
-					    __ATOMIC_RELEASE,
-					    __ATOMIC_RELAXED));
-}
-
-static inline void buf_set_n(struct ls_live_buf *b, uint32_t n)
-{
-	__atomic_store_n(&b->n, n, __ATOMIC_RELAXED);
-}
-
-/* Slot k of b (locked) out into *out. */
-static inline void buf_take(struct ls_live_buf *b, unsigned k,
-			    struct ls_live_entry *out)
-{
-	*out = b->e[k];
-	__atomic_store_n(&b->tag[k], 0, __ATOMIC_RELEASE);
-	buf_set_n(b, b->n - 1);
-}
-
-/*
- * Slot k of b (locked) into the table.  quiet: no change-log records (a
- * check's start: the block was there before the log, and its gather
- * reads the table after this).  A stale entry it replaces goes to
- * on_replaced.  -ENOMEM leaves the entry where it is.
- */
-static int buf_flush_slot(struct ls_live_buf *b, unsigned k, int quiet)
-{
-	struct ls_live_entry old, *e = &b->e[k];
-	uint64_t h = addr_hash(e->addr);
-	struct shard *s = shard_of(e->addr, h);
-	int r;
-
-	if (quiet) {
-		ls_lock(&s->lock);
-		r = insert_locked(s, e, &old, h, 1);
-	} else {
-		r = table_insert(e, &old);
-	}
-	if (r < 0)
-		return r;
-	if (r == 1 && on_replaced)
-		on_replaced(&old);
-	__atomic_store_n(&b->tag[k], 0, __ATOMIC_RELEASE);
-	buf_set_n(b, b->n - 1);
-	return 0;
-}
-
-/* Move b's entries (those of shard idx, or all when idx < 0) into the
- * table. */
-static void buf_flush(struct ls_live_buf *b, int idx, int quiet)
-{
-	unsigned k;
-
-	if (!__atomic_load_n(&b->n, __ATOMIC_RELAXED))
-		return;
-	ls_lock(&b->lock);
-	for (k = 0; k < LS_LIVE_BUF; k++)
-		if (b->tag[k] && (idx < 0 || ls_live_shard(b->e[k].addr) ==
-				  (unsigned)idx))
-			buf_flush_slot(b, k, quiet);
-	ls_unlock(&b->lock);
-}
-
-static void bufs_flush(int idx, int quiet)
-{
-	struct ls_live_buf *b;
-
-	for (b = __atomic_load_n(&bufs, __ATOMIC_ACQUIRE); b; b = b->link)
-		buf_flush(b, idx, quiet);
-}
-
-void ls_live_buf_flush(struct ls_live_buf *b)
-{
-	buf_flush(b, -1, 0);
-}
-
-/* Entries held in all buffers, read without locks. */
-static size_t bufs_count(void)
-{
-	struct ls_live_buf *b;
-	size_t n = 0;
-
-	for (b = __atomic_load_n(&bufs, __ATOMIC_ACQUIRE); b; b = b->link)
-		n += __atomic_load_n(&b->n, __ATOMIC_RELAXED);
-	return n;
-}
-
-/*
- * Whether buffering pays for this thread: a window of 4096 inserts in
- * which fewer than 1/8 of the blocks were freed from the buffer (the
- * churn's frees come ~4096 allocations later: 0.4% within 16) sends the
- * next 64k inserts straight to the table, where they cost what they cost
- * without buffers; then buffering is tried again.  The first call (left
- * and bypass 0 in a new record) registers the buffer.
- */
-#define BUF_WINDOW 4096
-#define BUF_BYPASS 65536
-
-static __attribute__((noinline)) void buf_window(struct ls_live_buf *b)
-{
-	if (!b->registered)
-		buf_register(b);
-	else if (b->hits < BUF_WINDOW / 8) {
-		b->bypass = BUF_BYPASS;
-		/* Empty, a free skips it without its lock. */
-		buf_flush(b, -1, 0);
-	}
-	b->left = BUF_WINDOW;
-	b->hits = 0;
-}
-
-/* Slot k (locked, full) into the table, then e into it.  -ENOMEM: b as
- * it was, e not taken. */
-static __attribute__((noinline))
-int insert_evict(struct ls_live_buf *b, unsigned k,
-		 const struct ls_live_entry *e, struct ls_live_entry *old)
-{
-	int r = table_insert(&b->e[k], old);
-
-	if (ls_likely(r >= 0)) {
-		b->next = (k + 1) & (LS_LIVE_BUF - 1);
-		b->e[k] = *e;
-		__atomic_store_n(&b->tag[k], buf_tag(e->addr),
-				 __ATOMIC_RELEASE);
-	}
-	ls_unlock(&b->lock);
-	return r;
-}
-
-/* An insert of an address still buffered (freed through a path the
- * agent missed): replaced, as the table replaces a stale entry. */
-static __attribute__((noinline))
-int insert_stale(struct ls_live_buf *b, unsigned k,
-		 const struct ls_live_entry *e, struct ls_live_entry *old)
-{
-	*old = b->e[k];
-	b->e[k] = *e;
-	ls_unlock(&b->lock);
-	return 1;
-}
-
-/* e into b, whose lock is held (and released here). */
-static inline __attribute__((always_inline))
-int insert_locked_buf(struct ls_live_buf *b, const struct ls_live_entry *e,
-		      struct ls_live_entry *old)
-{
-	uint8_t tag = buf_tag(e->addr);
-	unsigned m, k;
-
-	b->left--;
-	for (m = buf_match(b, tag); m; m &= m - 1) {
-		k = (unsigned)__builtin_ctz(m);
-		if (ls_unlikely(b->e[k].addr == e->addr))
-			return insert_stale(b, k, e, old);
-	}
-	k = b->next;
-	if (b->tag[k])
-		return insert_evict(b, k, e, old);
-	buf_set_n(b, b->n + 1);
-	b->next = (k + 1) & (LS_LIVE_BUF - 1);
-	b->e[k] = *e;
-	__atomic_store_n(&b->tag[k], tag, __ATOMIC_RELEASE);
-	ls_unlock(&b->lock);
-	return 0;
-}
-
-/* Every case the fast path below leaves: a thread that does not buffer
- * now, the end of a window, a lock someone else holds, a check's change
- * log (which wants every insert in the table). */
-static __attribute__((noinline))
-int insert_general(struct ls_live_buf *b, const struct ls_live_entry *e,
-		   struct ls_live_entry *old)
-{
-	if (!b->bypass && !b->left)
-		buf_window(b);
-	if (b->bypass) {
-		b->bypass--;
-		return table_insert(e, old);
-	}
-	ls_lock(&b->lock);
-	if (__atomic_load_n(&log_buf, __ATOMIC_RELAXED)) {
-		ls_unlock(&b->lock);
-		return table_insert(e, old);
-	}
-	return insert_locked_buf(b, e, old);
-}
-
-/* The common case inline, every other by a tail call: the fast path
- * saves no register. */
-int ls_live_insert_buf(struct ls_live_buf *b, const struct ls_live_entry *e,
-		       struct ls_live_entry *old)
-{
-	if (ls_unlikely(b->bypass || !b->left ||
-			__atomic_exchange_n(&b->lock.v, 1, __ATOMIC_ACQUIRE)))
-		return insert_general(b, e, old);
-	if (ls_unlikely(__atomic_load_n(&log_buf, __ATOMIC_RELAXED))) {
-		ls_unlock(&b->lock);
-		return insert_general(b, e, old);
-	}
-	return insert_locked_buf(b, e, old);
-}
-
-/*
- * Not in the caller's buffer nor in the table: in another thread's
- * buffer (a block freed by another thread than the one that allocated
- * it), or never tracked (dropped, or allocated before the agent came: a
- * buffer's count and tags answer for those without its lock), or moved
- * into the table by an eviction since the table was asked: asked again.
- */
-static __attribute__((noinline))
-int remove_elsewhere(struct ls_live_buf *own, uint64_t addr,
-		     struct ls_live_entry *out)
-{
-	uint8_t tag = buf_tag(addr);
-	struct ls_live_buf *b;
-	unsigned m, k;
-
-	for (b = __atomic_load_n(&bufs, __ATOMIC_ACQUIRE); b; b = b->link) {
-		if (b == own || !__atomic_load_n(&b->n, __ATOMIC_RELAXED) ||
-		    !buf_match_racy(b, tag))
-			continue;
-		ls_lock(&b->lock);
-		for (m = buf_match(b, tag); m; m &= m - 1) {
-			k = (unsigned)__builtin_ctz(m);
-			if (b->e[k].addr == addr) {
-				buf_take(b, k, out);
-				log_put(LS_LIVE_LOG_REMOVE, out);
-				ls_unlock(&b->lock);
-				return 1;
-			}
-		}
-		ls_unlock(&b->lock);
-	}
-	return table_remove(addr, out);
-}
-
-/* Not in the caller's buffer: the table, then elsewhere. */
-static __attribute__((noinline))
-int remove_table(struct ls_live_buf *own, uint64_t addr,
-		 struct ls_live_entry *out)
-{
-	if (table_remove(addr, out))
-		return 1;
-	return remove_elsewhere(own, addr, out);
-}
-
-/* addr out of b, whose lock is held (and released here). */
-static inline __attribute__((always_inline))
-int remove_locked_buf(struct ls_live_buf *b, uint64_t addr,
-		      struct ls_live_entry *out)
-{
-	unsigned m, k;
-
-	for (m = buf_match(b, buf_tag(addr)); m; m &= m - 1) {
-		k = (unsigned)__builtin_ctz(m);
-		if (ls_likely(b->e[k].addr == addr)) {
-			buf_take(b, k, out);
-			log_put(LS_LIVE_LOG_REMOVE, out);
-			ls_unlock(&b->lock);
-			b->hits++;
-			return 1;
-		}
-	}
-	ls_unlock(&b->lock);
-	return remove_table(b, addr, out);
-}
-
-static __attribute__((noinline))
-int remove_general(struct ls_live_buf *b, uint64_t addr,
-		   struct ls_live_entry *out)
-{
-	ls_lock(&b->lock);
-	return remove_locked_buf(b, addr, out);
-}
-
-int ls_live_remove_buf(struct ls_live_buf *b, uint64_t addr,
-		       struct ls_live_entry *out)
-{
-	/* Only the owner adds entries: none counted, none there. */
-	if (!b || !__atomic_load_n(&b->n, __ATOMIC_RELAXED))
-		return remove_table(b, addr, out);
-	if (ls_unlikely(__atomic_exchange_n(&b->lock.v, 1, __ATOMIC_ACQUIRE)))
-		return remove_general(b, addr, out);
-	return remove_locked_buf(b, addr, out);
-}
-
-int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
-{
-	return ls_live_remove_buf(NULL, addr, out);
-}
-
 size_t ls_live_copy_shard(unsigned idx, struct ls_live_entry *buf, size_t cap)
 {
 	struct shard *s = &shards[idx];
 	size_t n, i, k = 0;
 
-	bufs_flush((int)idx, 0);
 	ls_lock(&s->lock);
 	n = s->count;
 	if (n <= cap && s->ctrl)
@@ -776,7 +424,7 @@ size_t ls_live_max_shard(void)
 		if (n > most)
 			most = n;
 	}
-	return most + bufs_count();	/* at most, once flushed */
+	return most;
 }
 
 /* Whether [p, p + len) is mapped, asked of the kernel (mincore fails
@@ -794,76 +442,30 @@ static int mapped(const void *p, size_t len)
 	return 1;
 }
 
-/* Whether a frozen shard holds addr (its lock free, its arrays mapped). */
-static int frozen_has(const struct shard *s, uint64_t addr)
-{
-	int64_t free;
-	int group_empty;
-
-	return s->ctrl && find(s, addr, addr_hash(addr), &free,
-			       &group_empty) >= 0;
-}
-
-/*
- * Shard idx's buffered entries in a frozen image, counted from k on and
- * copied while they fit in cap.  A buffer whose lock is held was stopped
- * mid-update: an entry it was evicting may be in the table already (read
- * there, not twice), and one it was writing may be half written.
- */
-static size_t frozen_buffered(unsigned idx, const struct shard *s,
-			      int shard_ok, struct ls_live_entry *buf,
-			      size_t cap, size_t k, int *torn)
-{
-	const struct ls_live_buf *b;
-	unsigned j;
-
-	for (b = bufs; b; b = b->link) {
-		int held = b->lock.v != 0;
-
-		if (held)
-			*torn = 1;
-		for (j = 0; j < LS_LIVE_BUF; j++) {
-			const struct ls_live_entry *e = &b->e[j];
-
-			if (!b->tag[j] || !e->addr ||
-			    ls_live_shard(e->addr) != idx ||
-			    (held && shard_ok && frozen_has(s, e->addr)))
-				continue;
-			if (k < cap)
-				buf[k] = *e;
-			k++;
-		}
-	}
-	return k;
-}
-
 size_t ls_live_copy_shard_frozen(unsigned idx, struct ls_live_entry *buf,
 				 size_t cap, int *torn)
 {
 	const struct shard *s = &shards[idx];
-	size_t i, n = 0, k = 0, slots = 0;
-	int shard_ok = 1;
+	size_t i, n = 0, k = 0, slots;
 
-	if (s->ctrl) {
-		slots = (s->gmask + 1) * GROUP;
-		if (s->lock.v) {
-			/* Stopped inside an update: a rebuild may have
-			 * unmapped the arrays s->ctrl still points to. */
-			*torn = 1;
-			shard_ok = 0;
-			if (!mapped(s->ctrl, map_size(s->gmask + 1)))
-				slots = 0;
-		}
+	if (!s->ctrl)
+		return 0;
+	slots = (s->gmask + 1) * GROUP;
+	if (s->lock.v) {
+		/* Stopped inside an update: a rebuild may have unmapped the
+		 * arrays s->ctrl still points to. */
+		*torn = 1;
+		if (!mapped(s->ctrl, map_size(s->gmask + 1)))
+			return 0;
 	}
 	for (i = 0; i < slots; i++)
 		n += s->ctrl[i] >= 0 && s->slots[i].addr;
-	n = frozen_buffered(idx, s, shard_ok, buf, 0, n, torn);
 	if (n > cap)
 		return n;
 	for (i = 0; i < slots; i++)
 		if (s->ctrl[i] >= 0 && s->slots[i].addr)
 			buf[k++] = s->slots[i];
-	return frozen_buffered(idx, s, shard_ok, buf, cap, k, torn);
+	return k;
 }
 
 size_t ls_live_count(void)
@@ -873,7 +475,7 @@ size_t ls_live_count(void)
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
 		n += __atomic_load_n(&shards[i].count, __ATOMIC_RELAXED);
-	return n + bufs_count();
+	return n;
 }
 
 size_t ls_live_mapped(void)
@@ -911,7 +513,6 @@ void ls_live_visit_shard(unsigned idx,
 	struct shard *s = &shards[idx];
 	uint64_t j, slots;
 
-	bufs_flush((int)idx, 0);
 	ls_lock(&s->lock);
 	slots = s->ctrl ? (s->gmask + 1) * GROUP : 0;
 	for (j = 0; j < slots; j++)
@@ -927,7 +528,6 @@ void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
 
 	/* A concurrent check cannot follow a reset: it sees a loss. */
 	__atomic_store_n(&log_lost, 1, __ATOMIC_RELEASE);
-	bufs_flush(-1, 0);
 	for (i = 0; i < LS_LIVE_SHARDS; i++) {
 		struct shard *s = &shards[i];
 
@@ -945,43 +545,29 @@ void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
 	}
 }
 
-/* Buffers before shards: an eviction holds its buffer's lock while it
- * takes a shard's. */
 void ls_live_lock_all(void)
 {
-	struct ls_live_buf *b;
 	unsigned i;
 
-	for (b = __atomic_load_n(&bufs, __ATOMIC_ACQUIRE); b; b = b->link)
-		ls_lock(&b->lock);
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
 		ls_lock(&shards[i].lock);
 }
 
 void ls_live_unlock_all(void)
 {
-	struct ls_live_buf *b;
 	unsigned i;
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
 		ls_unlock(&shards[i].lock);
-	for (b = __atomic_load_n(&bufs, __ATOMIC_ACQUIRE); b; b = b->link)
-		ls_unlock(&b->lock);
 }
 
 void ls_live_reset_child(void)
 {
-	struct ls_live_buf *b;
 	unsigned i;
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
 		ls_lock_reset(&shards[i].lock);
-	for (b = __atomic_load_n(&bufs, __ATOMIC_ACQUIRE); b; b = b->link)
-		ls_lock_reset(&b->lock);
 	/* A check that was running belongs to the parent: the child's
 	 * hooks must not fill its copy of the log. */
 	log_buf = NULL;
-	/* The other threads are gone; their newest blocks are the child's
-	 * too. */
-	bufs_flush(-1, 0);
 }

@@ -22,7 +22,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "sys.h"
 
 /*
  * 24 bytes.  Sizes up to 2^40 - 1 (1 TiB: no heap block of a 64-bit Linux
@@ -66,68 +65,8 @@ static inline uint64_t ls_live_birth_ns(uint32_t birth, uint64_t start_ns)
 int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old);
 
 /* Remove addr; copies the entry to *out and returns 1, or returns 0 when
- * addr is not tracked (in the table or any thread's buffer below). */
+ * addr is not tracked. */
 int ls_live_remove(uint64_t addr, struct ls_live_entry *out);
-
-/*
- * A thread's buffer of its newest allocations, not yet in the table: on
- * python3 with PYTHONMALLOC=malloc 59% of frees hit one of the freeing
- * thread's last 16 allocations, which then never reach the table (no
- * shard lock, no probe, no deleted mark).  Embedded in the thread's
- * record (thread.h), zeroed memory at first; registered with the table
- * on first use and for good (records are reused, never freed).  The
- * owner inserts and removes under its lock, uncontended but for another
- * thread freeing one of its blocks, a reader flushing it, or fork.
- *
- * Every reader of the table sees buffered blocks: ls_live_copy_shard()
- * and ls_live_visit_shard() move a shard's buffered entries into it
- * first, the frozen copy reads buffers as it reads shards, ls_live_count()
- * and ls_live_max_shard() count them, ls_live_clear() flushes them, and
- * while a reachability check's change log is on every buffer is empty
- * (ls_live_log_start() flushes them, and inserts bypass them until the
- * log stops).  A flush that finds a stale entry of the same address in
- * the table (a block freed through a path the agent does not see)
- * replaces it and hands the old entry to the function set with
- * ls_live_on_replaced(), so that its site is settled.
- */
-#define LS_LIVE_BUF 16
-struct ls_live_buf {
-	uint8_t tag[LS_LIVE_BUF];	/* 0 = empty; else addr bits 4-10 | 0x80 */
-	ls_lock_t lock;
-	uint32_t n;		/* entries held (written under lock) */
-	uint32_t next;		/* slot the next insert takes, a ring */
-	uint32_t registered;
-	uint32_t left, hits;	/* the current window (owner only) */
-	uint32_t bypass;	/* inserts left to send to the table */
-	uint32_t pad_;
-	struct ls_live_buf *link;	/* registry */
-	struct ls_live_entry e[LS_LIVE_BUF];
-} __attribute__((aligned(16)));
-
-/*
- * ls_live_insert() through the calling thread's own buffer b: the entry
- * goes to b, and the oldest one b held (when full) into the table.
- * Returns as ls_live_insert(), except that the entry in *old when 1 is
- * returned may be of another address: a stale table entry that the
- * evicted one replaced.  -ENOMEM when the evicted entry found no room
- * (the new block then goes untracked, b is unchanged).  Only from b's
- * owner.
- */
-int ls_live_insert_buf(struct ls_live_buf *b, const struct ls_live_entry *e,
-		       struct ls_live_entry *old);
-
-/* ls_live_remove() looking in the calling thread's own buffer b first
- * (b may be NULL).  Only from b's owner. */
-int ls_live_remove_buf(struct ls_live_buf *b, uint64_t addr,
-		       struct ls_live_entry *out);
-
-/* Move every entry of b into the table (thread exit, a record taken
- * back).  Any thread. */
-void ls_live_buf_flush(struct ls_live_buf *b);
-
-/* Called with a stale entry that a flush replaced (may be NULL: set once
- * at start; not from hooks of the same thread inside the table). */
-void ls_live_on_replaced(void (*fn)(const struct ls_live_entry *old));
 
 /*
  * Copy shard i's entries into buf (room for cap entries).  Returns the

@@ -203,7 +203,6 @@ static void fold(struct ls_thread *t)
 		flush_entry(&t->pending[i]);
 	ls_thread_seq_end(t);
 	ls_thread_flush_live(t);
-	ls_live_buf_flush(&t->live_buf);
 	for (i = 0; i < LS_FN_COUNT; i++) {
 		__atomic_add_fetch(&retired_calls[i], t->calls[i],
 				   __ATOMIC_RELAXED);

@@ -18,7 +18,6 @@
 #define LEAKSCOPE_AGENT_THREAD_H
 
 #include <stdint.h>
-#include "live.h"
 #include "site.h"
 #include "unwind.h"
 
@@ -104,9 +103,6 @@ struct ls_thread {
 	struct ls_unwind_start start;
 	struct ls_pending pending[LS_PENDING];
 	struct ls_site_rec *stack_cache[LS_STACK_CACHE];
-	/* The newest allocations, not yet in the live table (live.h);
-	 * flushed when the record is folded. */
-	struct ls_live_buf live_buf;
 };
 
 extern __thread struct ls_thread *ls_thread_tls;
