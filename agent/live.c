@@ -33,11 +33,15 @@ struct shard {
 	uint64_t gmask;		/* groups - 1; meaningless while !ctrl */
 	uint64_t count;		/* live entries */
 	uint64_t used;		/* live and deleted slots */
+	/* used may not reach it: 7/8 of the slots, 0 until first use (so
+	 * that one compare sends a first insert to rebuild() too). */
+	uint64_t limit;
 	signed char *ctrl;	/* one byte per slot; NULL until first use */
 	struct ls_live_entry *slots;	/* in the same mapping, after ctrl */
 } __attribute__((aligned(LS_CACHELINE)));
 
 static struct shard shards[LS_LIVE_SHARDS];
+_Static_assert(sizeof(struct shard) == 64, "shard_of() scales by 64");
 
 /*
  * The change log of a concurrent reachability check (reach.c): while it
@@ -130,7 +134,10 @@ static inline uint64_t addr_hash(uint64_t a)
 
 static inline struct shard *shard_of(uint64_t addr, uint64_t h)
 {
-	return &shards[(addr >> REGION_SHIFT & 15) << 4 | (h >> 56 & 15)];
+	/* &shards[(addr >> REGION_SHIFT & 15) << 4 | (h >> 56 & 15)], as a
+	 * byte offset: two shifts, two masks, no scaling. */
+	return (struct shard *)(void *)((char *)shards +
+		((addr >> (REGION_SHIFT - 10) & 0x3c00) | (h >> 50 & 0x3c0)));
 }
 
 static inline signed char ctrl_of(uint64_t h)
@@ -259,6 +266,7 @@ static __attribute__((noinline, cold)) int rebuild(struct shard *s)
 	if (s->ctrl)
 		ls_sys_unmap(s->ctrl, map_size(old_groups));
 	s->gmask = n.gmask;
+	s->limit = groups * GROUP / 8 * 7;
 	s->used = n.used;
 	s->count = n.count;
 	s->slots = n.slots;
@@ -295,8 +303,7 @@ int insert_locked(struct shard *s, const struct ls_live_entry *e,
 	int ret = 0, group_empty;
 
 	/* Room first: a rebuild moves every slot. */
-	if ((!s->ctrl || (s->used + 1) * 8 > (s->gmask + 1) * GROUP * 7) &&
-	    rebuild(s)) {
+	if (s->used >= s->limit && rebuild(s)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -336,6 +343,32 @@ out:
 }
 
 /*
+ * The shard's lock taken by one exchange; when another thread holds it,
+ * ls_lock()'s wait and the general code, by a tail call: the fast paths
+ * below then make no call but tail calls, and save no register.
+ */
+static inline int try_lock(struct shard *s)
+{
+	return !__atomic_exchange_n(&s->lock.v, 1, __ATOMIC_ACQUIRE);
+}
+
+static __attribute__((noinline))
+int insert_wait(struct shard *s, const struct ls_live_entry *e,
+		struct ls_live_entry *old, uint64_t h)
+{
+	ls_lock(&s->lock);
+	return insert_locked(s, e, old, h);
+}
+
+static __attribute__((noinline))
+int remove_wait(struct shard *s, uint64_t addr, struct ls_live_entry *out,
+		uint64_t h)
+{
+	ls_lock(&s->lock);
+	return remove_locked(s, addr, out, h);
+}
+
+/*
  * The common insert: no check running, room in the shard, and the
  * address's first group holds no slot that might be it and an empty one
  * (so the probe ends there, and its first free slot is the one to take).
@@ -349,9 +382,10 @@ int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 	uint64_t g;
 	unsigned m;
 
-	ls_lock(&s->lock);
-	if (ls_unlikely(!s->ctrl || (s->used + 1) * 8 >
-			(s->gmask + 1) * GROUP * 7 ||
+	if (ls_unlikely(!try_lock(s)))
+		return insert_wait(s, e, old, h);
+	/* limit is 0 while the shard has no arrays. */
+	if (ls_unlikely(s->used >= s->limit ||
 			__atomic_load_n(&log_buf, __ATOMIC_RELAXED)))
 		return insert_locked(s, e, old, h);
 	g = group_of(h, s->gmask);
@@ -382,7 +416,8 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 	unsigned m;
 	__m128i c;
 
-	ls_lock(&s->lock);
+	if (ls_unlikely(!try_lock(s)))
+		return remove_wait(s, addr, out, h);
 	if (ls_unlikely(!s->ctrl || __atomic_load_n(&log_buf,
 						    __ATOMIC_RELAXED)))
 		return remove_locked(s, addr, out, h);
