@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "../../agent/live.h"
 #include "tap.h"
 
@@ -346,9 +347,124 @@ static void test_log_ring(void)
 	ls_live_log_stop();
 }
 
+/*
+ * A shard's first arrays are one group (16 slots, 25 bytes each), rebuilt
+ * twice as large when an insert would take its used slots past 7/8: 14
+ * entries fit, the 15th doubles it (the rebuild test is one compare with
+ * a limit kept per shard).
+ */
+static unsigned unused_shard(uint64_t *next)
+{
+	unsigned shard;
+
+	for (shard = ls_live_shard(*next); ls_live_shard_mapped(shard);
+	     shard = ls_live_shard(*next))
+		*next += 1ULL << 26;	/* another window */
+	return shard;
+}
+
+static void test_growth(void)
+{
+	uint64_t seed = 11, next = 0x5c0000000000ULL, addrs[15];
+	unsigned shard = unused_shard(&next);
+	struct ls_live_entry e, old;
+	size_t i, errors = 0, mapped1 = 0;
+
+	for (i = 0; i < 15; i++) {
+		memset(&e, 0, sizeof(e));
+		e.addr = addrs[i] = fresh_in(shard, &next, &seed);
+		e.size = i + 1;
+		errors += ls_live_insert(&e, &old) != 0;
+		if (i == 0)
+			mapped1 = ls_live_shard_mapped(shard);
+	}
+	is_u64(mapped1, 16 * 25, "a shard's first insert maps one group");
+	is_u64(ls_live_shard_mapped(shard), 32 * 25,
+	       "the 15th insert doubled it: 2 groups");
+	for (i = 0; i < 15; i++)
+		errors += !ls_live_remove(addrs[i], &e) || e.size != i + 1;
+	ok(errors == 0, "15 inserts and removals in one shard: %zu errors",
+	   errors);
+}
+
+/* 14 entries, the most one group holds: no rebuild yet. */
+static void test_growth_edge(void)
+{
+	uint64_t seed = 13, next = 0x5d0000000000ULL, addrs[14];
+	unsigned shard = unused_shard(&next);
+	struct ls_live_entry e, old;
+	size_t i, mapped;
+
+	for (i = 0; i < 14; i++) {
+		memset(&e, 0, sizeof(e));
+		e.addr = addrs[i] = fresh_in(shard, &next, &seed);
+		ls_live_insert(&e, &old);
+	}
+	mapped = ls_live_shard_mapped(shard);
+	for (i = 0; i < 14; i++)
+		ls_live_remove(addrs[i], &e);
+	is_u64(mapped, 16 * 25, "14 entries (7/8 of 16 slots) fit in one group");
+}
+
+/*
+ * A shard whose lock another thread holds: an insert and a removal wait
+ * for it (the inline paths only try the lock once, then wait out of
+ * line), and do their work once it is released.
+ */
+struct waiter {
+	uint64_t addr;		/* insert it, or remove it (remove) */
+	int remove, ret, done;
+	struct ls_live_entry out;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+	struct ls_live_entry e = { .addr = w->addr, .size = 77, .site = 7 };
+
+	w->ret = w->remove ? ls_live_remove(w->addr, &w->out) :
+		 ls_live_insert(&e, &w->out);
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_wait(void)
+{
+	struct waiter w[2] = {
+		{ .addr = 0x5e0000001000ULL },
+		{ .addr = 0x5e0000002000ULL, .remove = 1 },
+	};
+	struct ls_live_entry e = { .addr = w[1].addr, .size = 55, .site = 5 };
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	size_t before = ls_live_count();
+	int early = 0, i;
+	pthread_t th[2];
+
+	ls_live_insert(&e, &w[0].out);
+	ls_live_lock_all();
+	for (i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, waiter_main, &w[i]);
+	/* A wrong build finishes at once; a right one never does. */
+	nanosleep(&ts, NULL);
+	for (i = 0; i < 2; i++)
+		early += __atomic_load_n(&w[i].done, __ATOMIC_ACQUIRE);
+	ls_live_unlock_all();
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	ok(!early, "an insert and a removal wait while their shard is locked "
+	   "(%d did not)", early);
+	ok(w[0].ret == 0 && w[1].ret == 1 && w[1].out.size == 55 &&
+	   w[1].out.site == 5, "then they insert, and remove the right entry");
+	ok(ls_live_remove(w[0].addr, &e) && e.size == 77 && e.site == 7 &&
+	   ls_live_count() == before, "the waiting insert's entry is there");
+}
+
 int main(void)
 {
 	test_steady();		/* first: on shards never grown */
+	test_growth();
+	test_growth_edge();
+	test_wait();
 	test_collisions();
 	test_log();
 	test_log_ring();
