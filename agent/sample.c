@@ -9,8 +9,9 @@
 /*
  * Filter size: 2^16 counters at T = 512 KiB, more for smaller T (more
  * recorded blocks), within [2^16, 2^22].  Every free() reads one random
- * counter, so the filter must stay in the caches: 2^20 counters cost the
- * churn 1.10x where 2^16 cost 1.04x (docs/PERFORMANCE.md).
+ * bit of the summary (a bit per counter, an eighth of their size), so it
+ * must stay in the caches: 2^20 counters read directly cost the churn
+ * 1.10x where 2^16 cost 1.04x (docs/PERFORMANCE.md).
  */
 #define FILTER_BITS_MIN 16
 #define FILTER_BITS_MAX 22
@@ -23,9 +24,6 @@ unsigned ls_sample_shift = 64 - FILTER_BITS_MIN;
 static uint64_t seed_base;
 static ls_lock_t filter_lock = LS_LOCK_INIT;
 
-_Static_assert(FILTER_BITS_MIN >= LS_SAMPLE_SUMMARY_BITS,
-	       "a summary bit covers one counter or more");
-
 int ls_sample_init(uint64_t rate, uint64_t seed)
 {
 	unsigned bits = FILTER_BITS_MIN;
@@ -36,7 +34,7 @@ int ls_sample_init(uint64_t rate, uint64_t seed)
 	for (r = rate; r < FILTER_BASE_RATE && bits < FILTER_BITS_MAX; r *= 2)
 		bits++;
 	ls_sample_filter = ls_sys_map(((size_t)1 << bits) +
-				      ((size_t)1 << LS_SAMPLE_SUMMARY_BITS) / 8);
+				      ((size_t)1 << bits) / 8);
 	if (!ls_sample_filter)
 		return -ENOMEM;
 	ls_sample_summary = (uint64_t *)(void *)(ls_sample_filter +
@@ -91,44 +89,34 @@ int ls_sample_hit(struct ls_thread *t, uint64_t size)
 
 /*
  * The summary is exact: after every mark or unmark, under filter_lock,
- * a group's bit is set if and only if one of its counters is not zero.
+ * a bit is set if and only if its counter is not zero.
  * Why the lock-free reader never misses a recorded block A:
  *
- * - A is marked (its counter raised, then its group's bit set, in one
- *   store W of the summary word) before the allocation that returned A
+ * - A is marked (its counter raised, then its bit set, in one store W of
+ *   the summary word) before the allocation that returned A
  *   returns.  The program's own hand-over of A to whichever thread frees
  *   it happens after that, so that thread's load of the word reads W or
  *   a store that came after W in the word's modification order.
  * - Every store after W to that word is made under filter_lock by a
- *   mark or unmark that recomputed A's bit from the counters: A's counter
+ *   mark or unmark that kept A's bit as its counter says: A's counter
  *   stays at least 1 until A itself is unmarked, which happens only once
  *   A left the live table (its free or realloc, after that load, or a
  *   reset that forgot it).  A counter at 255 stays there, and so does
  *   its bit.  So every such store has A's bit set.
  *
- * Mark before unlock, unmark of a colliding address, a saturated
- * counter: none can make the word read 0 for A.  Without the lock, an
- * unmark that saw the last counter of the group reach 0 could clear the
- * bit after a mark of A had set it (tests/unit/t-agent-sample.c).
+ * Unmark of a colliding address, a neighbour's bit in the same word, a
+ * saturated counter: none can make the word read 0 for A.  Without the
+ * lock, an unmark that saw the counter reach 0 could clear the bit after
+ * a mark of A had raised the counter and found the bit still set, and
+ * two changes of one word could lose each other's bit
+ * (tests/unit/t-agent-sample.c finds both).
  */
-static void set_summary(uint32_t g, int on)
+static void set_summary(uint32_t slot, int on)
 {
-	uint64_t *w = &ls_sample_summary[g / 64];
-	uint64_t bit = 1ull << (g % 64);
+	uint64_t *w = &ls_sample_summary[slot / 64];
+	uint64_t bit = 1ull << (slot % 64);
 
 	__atomic_store_n(w, on ? *w | bit : *w & ~bit, __ATOMIC_RELAXED);
-}
-
-/* Is any counter of slot's group not zero? */
-static int group_used(uint32_t slot)
-{
-	unsigned n = (64 - ls_sample_shift) - LS_SAMPLE_SUMMARY_BITS, i;
-	const uint8_t *c = &ls_sample_filter[(size_t)(slot >> n) << n];
-
-	for (i = 0; i < 1u << n; i++)
-		if (c[i])
-			return 1;
-	return 0;
 }
 
 void ls_sample_mark(uint64_t addr)
@@ -140,7 +128,7 @@ void ls_sample_mark(uint64_t addr)
 	/* Saturates at 255 and then stays: never a false negative. */
 	if (*c != 255)
 		__atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
-	set_summary(ls_sample_group(addr), 1);
+	set_summary(slot, 1);
 	ls_unlock(&filter_lock);
 }
 
@@ -152,8 +140,8 @@ void ls_sample_unmark(uint64_t addr)
 	ls_lock(&filter_lock);
 	if (*c != 255 && *c != 0) {
 		__atomic_store_n(c, *c - 1, __ATOMIC_RELAXED);
-		if (!*c && !group_used(slot))
-			set_summary(ls_sample_group(addr), 0);
+		if (!*c)
+			set_summary(slot, 0);
 	}
 	ls_unlock(&filter_lock);
 }

@@ -25,13 +25,11 @@ extern uint64_t ls_sample_rate;	/* T; 0 = full tracking */
 /*
  * The counting filter of recorded blocks: one-byte counters indexed by a
  * hash of the address (ls_sample_slot), changed only under a lock by
- * ls_sample_mark/unmark, and its summary, one bit per group of counters
- * (the counters whose slots share the top LS_SAMPLE_SUMMARY_BITS bits),
- * set exactly when a counter of the group is not zero.  The fast path
- * (ls_sample_maybe) reads the summary only: 2^16 bits, 8 KiB, stay in
- * the first-level cache, where the counters (64 KiB and more) did not.
+ * ls_sample_mark/unmark, and its summary, one bit per counter, set
+ * exactly when the counter is not zero.  The fast path (ls_sample_maybe)
+ * reads the summary only: at the default rate 2^16 bits, 8 KiB, stay in
+ * the first-level cache, where the 64 KiB of counters did not.
  */
-#define LS_SAMPLE_SUMMARY_BITS 16
 extern uint8_t *ls_sample_filter;
 extern uint64_t *ls_sample_summary;
 extern unsigned ls_sample_shift;	/* 64 - log2(filter counters) */
@@ -54,12 +52,6 @@ static inline uint32_t ls_sample_slot(uint64_t addr)
 			  ls_sample_shift);
 }
 
-static inline uint32_t ls_sample_group(uint64_t addr)
-{
-	return (uint32_t)(((addr >> 4) * 0x9e3779b97f4a7c15ULL) >>
-			  (64 - LS_SAMPLE_SUMMARY_BITS));
-}
-
 /*
  * Might addr be a recorded block?  No false negatives: a block recorded
  * (ls_sample_mark) before the allocation returned, and not yet unmarked,
@@ -68,10 +60,10 @@ static inline uint32_t ls_sample_group(uint64_t addr)
  */
 static inline int ls_sample_maybe(uint64_t addr)
 {
-	uint32_t g = ls_sample_group(addr);
+	uint32_t i = ls_sample_slot(addr);
 
-	return (__atomic_load_n(&ls_sample_summary[g / 64], __ATOMIC_RELAXED) >>
-		(g % 64)) & 1;
+	return (__atomic_load_n(&ls_sample_summary[i / 64], __ATOMIC_RELAXED) >>
+		(i % 64)) & 1;
 }
 /* Count a recorded block in, or out of, the filter.  Take the filter's
  * lock (a leaf: nothing is called under it). */

@@ -1,9 +1,9 @@
 /*
  * t-agent-sample.c - sampled mode's filter of recorded blocks
- * (agent/sample.c): its one-bit-per-group summary, which free()'s fast
+ * (agent/sample.c): its one-bit-per-counter summary, which free()'s fast
  * path reads, never says "not recorded" of a recorded block, while
  * threads mark and unmark addresses that share its counter or its
- * summary bit, handing blocks to each other as a program does.
+ * summary word, handing blocks to each other as a program does.
  */
 #include <pthread.h>
 #include <string.h>
@@ -19,23 +19,21 @@ static uint64_t addr[ADDRS];
 static int state[ADDRS];
 static unsigned missed[THREADS], handed[THREADS];
 
-/* Addresses that share one summary bit: the first half in one counter,
- * the second spread over the group's other counters (when it has
- * others; else all in one counter). */
+/* Addresses that share one counter (the first half) or one word of the
+ * summary (the second: other counters, other bits of that word). */
 static void colliding(void)
 {
 	uint64_t a = 0x7f0000001000ull;
-	uint32_t g0 = ls_sample_group(a), s0 = ls_sample_slot(a);
-	unsigned same = 0, other = 0;
-	int groups = 64 - ls_sample_shift > LS_SAMPLE_SUMMARY_BITS;
+	uint32_t s0 = ls_sample_slot(a);
+	unsigned same = 0, word = 0;
 
-	for (; same + other < ADDRS; a += 16) {
-		if (ls_sample_group(a) != g0)
-			continue;
-		if (ls_sample_slot(a) == s0 && (same < ADDRS / 2 || !groups))
+	for (; same + word < ADDRS; a += 16) {
+		uint32_t s = ls_sample_slot(a);
+
+		if (s == s0 && same < ADDRS / 2)
 			addr[same++] = a;
-		else if (ls_sample_slot(a) != s0 && other < ADDRS / 2)
-			addr[ADDRS / 2 + other++] = a;
+		else if (s != s0 && s / 64 == s0 / 64 && word < ADDRS / 2)
+			addr[ADDRS / 2 + word++] = a;
 	}
 }
 
@@ -110,34 +108,32 @@ static void run(const char *what)
 
 int main(void)
 {
-	uint64_t a;
 	unsigned n;
 
-	/* The default rate: a bit per counter. */
+	/* The default rate: 2^16 counters, an 8 KiB summary. */
 	ok(ls_sample_init(512 << 10, 1) == 0 && 64 - ls_sample_shift == 16,
 	   "2^16 counters at 512 KiB");
 	ok(!ls_sample_maybe(0x1000), "nothing recorded yet");
-	run("a bit per counter");
+	run("2^16 counters");
 
-	/* 8 KiB: 2^22 counters, 64 under each summary bit. */
+	/* 8 KiB: 2^22 counters. */
 	ok(ls_sample_init(8 << 10, 1) == 0 && 64 - ls_sample_shift == 22,
 	   "2^22 counters at 8 KiB");
-	run("a bit per 64 counters");
+	run("2^22 counters");
 
-	/* One counter of a group back to 0 leaves the bit while another
-	 * counter of the group is not. */
+	/* A neighbour in the same word changes nothing. */
 	colliding();
-	a = addr[ADDRS - 1];
-	ok(ls_sample_slot(a) != ls_sample_slot(addr[0]) &&
-	   ls_sample_group(a) == ls_sample_group(addr[0]),
-	   "two counters under one bit");
 	ls_sample_mark(addr[0]);
-	ls_sample_mark(a);
-	ls_sample_unmark(a);
-	ok(ls_sample_maybe(addr[0]) && ls_sample_maybe(a),
-	   "one counter back to 0, the other not: the bit stays");
+	ls_sample_mark(addr[ADDRS - 1]);
+	ls_sample_unmark(addr[ADDRS - 1]);
+	ok(ls_sample_maybe(addr[0]) && !ls_sample_maybe(addr[ADDRS - 1]),
+	   "a neighbour's bit in the same word cleared, this one kept");
+	ls_sample_mark(addr[1]);
 	ls_sample_unmark(addr[0]);
-	ok(!ls_sample_maybe(addr[0]), "both at 0: the bit clears");
+	ok(ls_sample_maybe(addr[0]), "two blocks in one counter, one gone: "
+	   "still set");
+	ls_sample_unmark(addr[1]);
+	ok(!ls_sample_maybe(addr[0]), "both gone: the bit clears");
 
 	/* Saturated: a counter at 255 stays, and so does its bit. */
 	for (n = 0; n < 300; n++)
