@@ -183,6 +183,20 @@ struct ls_peak_state {
 } __attribute__((aligned(64)));
 extern struct ls_peak_state ls_peak;
 
+/*
+ * p, which the compiler can no longer see is p.  Adds to neighbouring
+ * counters through p and through ls_pending_opaque(p) stay scalar adds
+ * to memory: gcc's SLP vectorizer packed each pair into SSE (a move to
+ * an xmm register per value, a shuffle, a 16-byte load, add and store),
+ * 9 instructions for 4 adds on an allocation (callgrind: the inline site
+ * counters 12% fewer instructions without it).
+ */
+static inline struct ls_pending *ls_pending_opaque(struct ls_pending *p)
+{
+	__asm__("" : "+r"(p));
+	return p;
+}
+
 /* A histogram event whose bucket a pending entry does not count. */
 void ls_pending_event_far(struct ls_site_rec *site, unsigned ev);
 
@@ -205,7 +219,7 @@ static inline void ls_pending_event(struct ls_pending *p, unsigned ev,
 	}
 	if (ev & LS_EV_TEMP) {	/* on a free: the deltas are negative */
 		p->temp_blocks -= (uint64_t)dblocks;
-		p->temp_bytes -= (uint64_t)dbytes;
+		ls_pending_opaque(p)->temp_bytes -= (uint64_t)dbytes;
 	}
 }
 
@@ -224,7 +238,7 @@ void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
 					int64_t dblocks, uint64_t abytes,
 					uint64_t ablocks, unsigned ev)
 {
-	struct ls_pending *p = &t->pending[id & (LS_PENDING - 1)];
+	struct ls_pending *p = &t->pending[id & (LS_PENDING - 1)], *q;
 	uint32_t gen, seq;
 
 	/* The first decrease after growth is a local maximum of this
@@ -248,10 +262,11 @@ void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
 		if (ev)
 			ls_pending_event(p, ev, dbytes, dblocks);
 		p->live_bytes += dbytes;
-		p->live_blocks += dblocks;
 		p->alloc_bytes += abytes;
-		p->alloc_blocks += ablocks;
-		p->events++;
+		q = ls_pending_opaque(p);
+		q->live_blocks += dblocks;
+		q->alloc_blocks += ablocks;
+		q->events++;
 		ls_thread_seq_end(t, seq);
 	}
 	t->live_delta += dbytes;
