@@ -206,6 +206,7 @@ int main(void)
 	ok(torn == 0, "%u reads of the pending entries while %u threads "
 	   "changed them: %u torn entries", reads, THREADS, torn);
 	pthread_barrier_wait(&done);
+	torn = 0;
 	ls_thread_each_pending(check_entry, NULL);
 	ok(torn == 0, "every entry consistent at rest");
 	i = wrong_sites(1);
