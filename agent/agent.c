@@ -440,10 +440,12 @@ static void fork_prepare(void)
 	ls_thread_lock_all();
 	ls_arena_lock_all();
 	ls_live_lock_all();
+	ls_sample_lock_all();	/* a leaf, taken under a shard lock */
 }
 
 static void fork_parent(void)
 {
+	ls_sample_unlock_all();
 	ls_live_unlock_all();
 	ls_arena_unlock_all();
 	ls_thread_unlock_all();
@@ -455,6 +457,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	ls_sample_reset_child();
 	ls_live_reset_child();
 	ls_arena_reset_child();
 	ls_site_reset_child();

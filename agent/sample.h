@@ -22,7 +22,16 @@
 int ls_sample_init(uint64_t rate, uint64_t seed);
 
 extern uint64_t ls_sample_rate;	/* T; 0 = full tracking */
+/*
+ * The counting filter of recorded blocks: one-byte counters indexed by a
+ * hash of the address (ls_sample_slot), changed only under a lock by
+ * ls_sample_mark/unmark, and its summary, one bit per counter, set
+ * exactly when the counter is not zero.  The fast path (ls_sample_maybe)
+ * reads the summary only: at the default rate 2^16 bits, 8 KiB, stay in
+ * the first-level cache, where the 64 KiB of counters did not.
+ */
 extern uint8_t *ls_sample_filter;
+extern uint64_t *ls_sample_summary;
 extern unsigned ls_sample_shift;	/* 64 - log2(filter counters) */
 
 int ls_sample_hit(struct ls_thread *t, uint64_t size);
@@ -43,14 +52,27 @@ static inline uint32_t ls_sample_slot(uint64_t addr)
 			  ls_sample_shift);
 }
 
-/* Might addr be a recorded block?  No false negatives. */
+/*
+ * Might addr be a recorded block?  No false negatives: a block recorded
+ * (ls_sample_mark) before the allocation returned, and not yet unmarked,
+ * reads 1 in any thread the program hands it to (sample.c says why).
+ * Lock-free; safe anywhere.
+ */
 static inline int ls_sample_maybe(uint64_t addr)
 {
-	return __atomic_load_n(&ls_sample_filter[ls_sample_slot(addr)],
-			       __ATOMIC_RELAXED) != 0;
+	uint32_t i = ls_sample_slot(addr);
+
+	return (__atomic_load_n(&ls_sample_summary[i / 64], __ATOMIC_RELAXED) >>
+		(i % 64)) & 1;
 }
+/* Count a recorded block in, or out of, the filter.  Take the filter's
+ * lock (a leaf: nothing is called under it). */
 void ls_sample_mark(uint64_t addr);
 void ls_sample_unmark(uint64_t addr);
+/* Fork handlers. */
+void ls_sample_lock_all(void);
+void ls_sample_unlock_all(void);
+void ls_sample_reset_child(void);
 
 /*
  * In sampled mode the site counters hold estimates as fixed point, in

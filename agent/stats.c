@@ -116,10 +116,10 @@ void ls_stats_add_pending(struct ls_stats_sums *s, const struct ls_pending *p)
 	r->peak_k += pk;
 	r->temp_b += p->temp_bytes;
 	r->temp_k += p->temp_blocks;
-	for (i = 0; i < LS_PENDING_HIST; i++) {
+	for (i = 0; i < LS_PENDING_SIZE_HIST; i++)
 		r->hist[i] += p->size_hist[i];
-		r->hist[LS_PENDING_HIST + i] += p->life_hist[i];
-	}
+	for (i = 0; i < LS_PENDING_LIFE_HIST; i++)
+		r->hist[LS_PENDING_SIZE_HIST + i] += p->life_hist[i];
 }
 
 static uint64_t load(const uint64_t *p)
@@ -147,11 +147,11 @@ int ls_stats_site(const struct ls_stats_sums *s, const struct ls_site_rec *site,
 	r->temp_blocks = (uint64_t)ls_sample_unscale((int64_t)
 		(load(&site->temp_blocks) + (p ? p->temp_k : 0)));
 	for (i = 0; i < LS_HIST_BUCKETS; i++) {
-		int pend = p && i < LS_PENDING_HIST;
-
-		hist[i] = load(&site->size_hist[i]) + (pend ? p->hist[i] : 0);
+		hist[i] = load(&site->size_hist[i]) +
+			(p && i < LS_PENDING_SIZE_HIST ? p->hist[i] : 0);
 		hist[LS_HIST_BUCKETS + i] = load(&site->life_hist[i]) +
-			(pend ? p->hist[LS_PENDING_HIST + i] : 0);
+			(p && i < LS_PENDING_LIFE_HIST ?
+			 p->hist[LS_PENDING_SIZE_HIST + i] : 0);
 		any |= hist[i] | hist[LS_HIST_BUCKETS + i];
 	}
 	return any || r->peak_bytes || r->peak_blocks || r->temp_blocks;

@@ -26,7 +26,7 @@
 struct ls_stats_row {
 	int64_t peak_b, peak_k;
 	uint64_t temp_b, temp_k;
-	uint64_t hist[2 * LS_PENDING_HIST];	/* pending entries count no
+	uint64_t hist[LS_PENDING_SIZE_HIST + LS_PENDING_LIFE_HIST];	/* pending entries count no
 						   higher buckets */
 };
 

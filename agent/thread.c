@@ -2,7 +2,9 @@
  * thread.c - per-thread records and the flushing of their counters.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,6 +30,8 @@ static uint64_t retired_calls[LS_FN_COUNT];
 struct ls_peak_state ls_peak;
 
 _Static_assert(sizeof(struct ls_pending) == 128, "a pending entry is 128 bytes");
+_Static_assert(__builtin_offsetof(struct ls_pending, site) == 64,
+	       "an allocation's fields fill the entry's first line");
 
 /*
  * Flushes into one site are serialized by a stripe lock, so that a site's
@@ -67,15 +71,23 @@ void ls_pending_event_far(struct ls_site_rec *site, unsigned ev)
 	__atomic_add_fetch(&h[ev & 0xffu], 1, __ATOMIC_RELAXED);
 }
 
-static void add_hist(uint64_t *to, const uint8_t *from)
+/* Add n byte counts into to[]: eight at a time, since most are 0. */
+static inline void add_hist(uint64_t *to, const uint8_t *from, unsigned n)
 {
-	unsigned i;
+	unsigned i, j;
+	uint64_t w;
 
-	for (i = 0; i < LS_PENDING_HIST; i++)
-		if (from[i])
-			__atomic_add_fetch(&to[i], from[i], __ATOMIC_RELAXED);
+	for (i = 0; i < n; i += 8) {
+		w = 0;
+		memcpy(&w, from + i, n - i < 8 ? n - i : 8);
+		for (j = i; w; j++, w >>= 8)
+			if (w & 0xff)
+				__atomic_add_fetch(&to[j], w & 0xff,
+						   __ATOMIC_RELAXED);
+	}
 }
 
+/* Move p's counts into its site, and zero them.  p keeps its site. */
 static void flush_entry(struct ls_pending *p)
 {
 	struct ls_site_rec *s = p->site;
@@ -83,7 +95,7 @@ static void flush_entry(struct ls_pending *p)
 	uint32_t gen;
 	int64_t pb, pk;
 
-	if (!s)
+	if (!p->events)
 		return;
 	l = &stripe[s->id % STRIPES];
 	ls_lock(l);
@@ -107,9 +119,14 @@ static void flush_entry(struct ls_pending *p)
 		__atomic_add_fetch(&s->temp_bytes, p->temp_bytes,
 				   __ATOMIC_RELAXED);
 	}
-	add_hist(s->size_hist, p->size_hist);
-	add_hist(s->life_hist, p->life_hist);
-	memset(p, 0, sizeof(*p));
+	add_hist(s->size_hist, p->size_hist, LS_PENDING_SIZE_HIST);
+	add_hist(s->life_hist, p->life_hist, LS_PENDING_LIFE_HIST);
+	/* Everything but key and site: peak_gen 0 with zero deltas reads
+	 * as "zero at the peak", which it is. */
+	memset(&p->peak_gen, 0, offsetof(struct ls_pending, site) -
+	       offsetof(struct ls_pending, peak_gen));
+	memset(&p->peak_bytes, 0, sizeof(*p) -
+	       offsetof(struct ls_pending, peak_bytes));
 }
 
 /* live is a new peak (or not): record it, and start a new generation so
@@ -152,18 +169,19 @@ void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
 			       uint64_t ablocks, unsigned ev)
 {
 	struct ls_pending *p = &t->pending[id & (LS_PENDING - 1)];
-	uint32_t gen = __atomic_load_n(&ls_peak.gen, __ATOMIC_RELAXED);
+	uint32_t gen = __atomic_load_n(&ls_peak.gen, __ATOMIC_RELAXED), seq;
+	int other = p->key != ls_pending_key(id);
 
-	if (!site && (p->id != id || !p->site)) {
+	if (!site && other) {
 		site = ls_site_get(id);
 		if (!site)
 			return;
 	}
-	ls_thread_seq_begin(t);
-	if (p->id != id || !p->site) {
+	seq = ls_thread_seq_begin(t);
+	if (other) {
 		flush_entry(p);
+		p->key = ls_pending_key(id);
 		p->site = site;
-		p->id = id;
 	}
 	if (p->peak_gen != gen) {
 		p->peak_gen = gen;
@@ -178,7 +196,7 @@ void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
 	p->alloc_blocks += ablocks;
 	if (++p->events >= LS_PENDING_FLUSH)
 		flush_entry(p);
-	ls_thread_seq_end(t);
+	ls_thread_seq_end(t, seq);
 }
 
 /*
@@ -197,11 +215,11 @@ enum { REC_FREE, REC_USED, REC_EXITING };
 static void fold(struct ls_thread *t)
 {
 	unsigned i;
+	uint32_t seq = ls_thread_seq_begin(t);
 
-	ls_thread_seq_begin(t);
 	for (i = 0; i < LS_PENDING; i++)
 		flush_entry(&t->pending[i]);
-	ls_thread_seq_end(t);
+	ls_thread_seq_end(t, seq);
 	ls_thread_flush_live(t);
 	for (i = 0; i < LS_FN_COUNT; i++) {
 		__atomic_add_fetch(&retired_calls[i], t->calls[i],
@@ -251,13 +269,18 @@ static int rec_take(struct ls_thread *t)
 static struct ls_thread *claim(void)
 {
 	struct ls_thread *t;
+	void *raw;
 
 	for (t = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); t; t = t->next)
 		if (rec_take(t))
 			return t;
-	t = ls_arena_alloc(sizeof(*t));
-	if (!t)
+	/* The arena aligns to 16 bytes: align the pending entries to their
+	 * cache lines (an entry across three lines cost a line per event). */
+	raw = ls_arena_alloc(sizeof(*t) + _Alignof(struct ls_thread) - 16);
+	if (!raw)
 		return NULL;
+	t = (struct ls_thread *)(((uintptr_t)raw + _Alignof(struct ls_thread) - 1) &
+				 ~(uintptr_t)(_Alignof(struct ls_thread) - 1));
 	t->in_use = REC_USED;
 	ls_lock(&registry_lock);
 	t->next = registry;
@@ -299,17 +322,41 @@ void ls_thread_calls(uint64_t out[LS_FN_COUNT])
 						  __ATOMIC_RELAXED);
 }
 
+/* Copy one entry; 0 when seq says it changed meanwhile. */
+static int copy_entry(struct ls_thread *t, unsigned i, struct ls_pending *out)
+{
+	uint32_t s1 = __atomic_load_n(&t->seq, __ATOMIC_ACQUIRE), s2;
+
+	memcpy(out, &t->pending[i], sizeof(*out));
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	s2 = __atomic_load_n(&t->seq, __ATOMIC_RELAXED);
+	return s1 == s2 && !(s1 & 1);
+}
+
+/*
+ * A consistent copy of t's pending entries, one entry at a time: an
+ * entry copied while seq was odd or changed is copied again.  A copy of
+ * the whole array at once (64 KiB) took longer than a busy thread's gap
+ * between two events, so it hardly ever succeeded and gave up torn.
+ * Each entry is consistent in itself; entries are not taken at one
+ * instant (nor are the sites' flushed counters, read after them).
+ * A thread preempted in the middle of an update keeps seq odd for its
+ * time slice: after 1000 tries the reader yields the CPU to it, and
+ * takes the copy as it is only after 100 yields (a thread stopped by a
+ * debugger must not stop every reader).
+ */
 static void copy_pending(struct ls_thread *t, struct ls_pending *out)
 {
-	uint32_t s1, s2;
-	int tries = 0;
+	unsigned i, tries, yields = 0;
 
-	do {
-		s1 = __atomic_load_n(&t->seq, __ATOMIC_ACQUIRE);
-		memcpy(out, t->pending, sizeof(t->pending));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		s2 = __atomic_load_n(&t->seq, __ATOMIC_RELAXED);
-	} while ((s1 != s2 || (s1 & 1)) && ++tries < 1000);
+	for (i = 0; i < LS_PENDING; i++)
+		for (tries = 0; !copy_entry(t, i, &out[i]); tries++)
+			if (tries >= 1000) {
+				if (yields++ >= 100)
+					break;
+				sched_yield();
+				tries = 0;
+			}
 }
 
 void ls_thread_each_pending(void (*fn)(const struct ls_pending *, void *),
@@ -322,7 +369,7 @@ void ls_thread_each_pending(void (*fn)(const struct ls_pending *, void *),
 	for (t = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); t; t = t->next) {
 		copy_pending(t, copy);
 		for (i = 0; i < LS_PENDING; i++)
-			if (copy[i].site)
+			if (copy[i].events)
 				fn(&copy[i], arg);
 	}
 }
@@ -419,6 +466,9 @@ void ls_thread_reset_child(void)
 			continue;
 		}
 		if (t->in_use != REC_FREE) {
+			/* Its thread may have forked away mid-update: seq
+			 * would stay odd, and fold() would flip its parity. */
+			t->seq = 0;
 			fold(t);
 			t->in_use = REC_FREE;
 		}

@@ -34,7 +34,8 @@ static struct ls_pending pending(struct ls_site_rec *s, unsigned n,
 
 	memset(&p, 0, sizeof(p));
 	p.site = s;
-	p.id = s->id;
+	p.key = ls_pending_key(s->id);
+	p.events = (uint8_t)n;
 	p.alloc_blocks = n;
 	p.alloc_bytes = 100ull * n;
 	p.live_blocks = (int64_t)(n - t);
