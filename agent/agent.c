@@ -35,6 +35,7 @@
 #include "capture.h"
 #include "sys.h"
 #include "thread.h"
+#include "tick.h"
 
 /* --- bookkeeping, called from hooks ------------------------------------ */
 
@@ -116,8 +117,7 @@ static inline uint64_t alloc_calls(const struct ls_thread *t)
 static inline unsigned free_event(const struct ls_thread *t,
 				  const struct ls_live_entry *e)
 {
-	uint32_t now = ls_live_birth(ls_now_ns(CLOCK_MONOTONIC_COARSE),
-				     ls_agent.start_mono);
+	uint32_t now = ls_tick_now();
 	unsigned ev = LS_EV_LIFE(ls_hist_bucket(now > e->birth ?
 						now - e->birth : 0));
 
@@ -136,8 +136,7 @@ static void insert(struct ls_thread *t, struct ls_site_rec *s, void *p,
 	struct ls_live_entry e = {
 		.addr = (uint64_t)(uintptr_t)p,
 		.size = size,
-		.birth = ls_live_birth(ls_now_ns(CLOCK_MONOTONIC_COARSE),
-				       ls_agent.start_mono),
+		.birth = ls_tick_now(),
 		.site = s->id,
 		.tid = (uint32_t)t->tid,
 	}, old;
@@ -243,8 +242,7 @@ void ls_track_mmap(struct ls_thread *t, void *p, size_t len, uint32_t kind)
 	struct ls_live_entry e = {
 		.addr = (uint64_t)(uintptr_t)p,
 		.size = len,
-		.birth = ls_live_birth(ls_now_ns(CLOCK_MONOTONIC_COARSE),
-				       ls_agent.start_mono),
+		.birth = ls_tick_now(),
 		.tid = (uint32_t)t->tid,
 	};
 
@@ -455,6 +453,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	ls_tick_forget_child();	/* the ticker stayed in the parent */
 	ls_live_reset_child();
 	ls_arena_reset_child();
 	ls_site_reset_child();
