@@ -8,6 +8,16 @@
  * call made while the guard is held (the agent's own allocations, a
  * signal handler interrupting a hook) or before the agent is on goes
  * straight through.
+ *
+ * Order, and what keeps it: a block is recorded after the real allocation
+ * returned it, and a freed one is taken out of the table before the real
+ * free (or realloc) gives its address back, since another thread may be
+ * handed the same address at once.  The real calls are calls through
+ * ls_real's pointers, which the compiler cannot move bookkeeping across.
+ * The guard and errno are taken inside ls_track_alloc and ls_track_free
+ * (agent.c), not around them here: the guard's increment and decrement
+ * carry their own compiler barriers (guard.h), so no ordering depends on
+ * where the call boundary lies, and one call layer per event is gone.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -89,29 +99,6 @@ static inline struct ls_thread *tracking(enum ls_fn fn)
 	return t;
 }
 
-/* The recording itself, out of line so that the hooks' fast paths need
- * no saved registers. */
-static __attribute__((noinline)) void record_alloc(struct ls_thread *t,
-						   void *p, size_t size)
-{
-	int e = *t->err;
-
-	ls_guard_enter();
-	ls_track_alloc(t, p, size);
-	ls_guard_leave();
-	*t->err = e;
-}
-
-static __attribute__((noinline)) void record_free(struct ls_thread *t, void *p)
-{
-	int e = *t->err;
-
-	ls_guard_enter();
-	ls_track_free(t, p);
-	ls_guard_leave();
-	*t->err = e;
-}
-
 /* A block appeared.  In sampled mode most are let go here, in a few
  * instructions. */
 static inline __attribute__((always_inline))
@@ -120,7 +107,7 @@ void note_alloc(struct ls_thread *t, void *p, size_t size)
 	if (ls_sample_rate && !ls_sample_take(t, size))
 		return;
 	t->start = LS_UNWIND_HERE();	/* the program's call into the hook */
-	record_alloc(t, p, size);
+	ls_track_alloc(t, p, size);
 }
 
 /* A block is going.  In sampled mode the filter clears almost all. */
@@ -128,7 +115,7 @@ static inline void note_free(struct ls_thread *t, void *p)
 {
 	if (!p || (ls_sample_rate && !ls_sample_maybe((uint64_t)(uintptr_t)p)))
 		return;
-	record_free(t, p);
+	ls_track_free(t, p);
 }
 
 /*
@@ -255,15 +242,15 @@ void *do_realloc(void *p, size_t n, enum ls_fn fn)
 		ls_guard_leave();
 	}
 	q = ls_real.realloc(p, n);
-	e = errno;
 	if (q) {
-		note_alloc(t, q, n);
+		note_alloc(t, q, n);	/* keeps errno (ls_track_alloc) */
 	} else if (tracked && n) {	/* failed: p is still live */
+		e = *t->err;
 		ls_guard_enter();
 		ls_track_restore(t, saved);
 		ls_guard_leave();
+		*t->err = e;
 	}
-	errno = e;
 	return q;
 }
 

@@ -16,12 +16,6 @@ struct ls_tick_line ls_tick;
 /* The ticker's own: when the next tick is due (CLOCK_MONOTONIC ns). */
 static uint64_t tick_due;
 
-static uint32_t vdso_now(void)
-{
-	return ls_live_birth(ls_now_ns(CLOCK_MONOTONIC_COARSE),
-			     ls_agent.start_mono);
-}
-
 uint32_t ls_tick_now_slow(uint64_t w)
 {
 	uint32_t now;
@@ -34,7 +28,7 @@ uint32_t ls_tick_now_slow(uint64_t w)
 						__ATOMIC_RELAXED))
 			return (uint32_t)w;
 	}
-	now = vdso_now();
+	now = ls_tick_read_clock();
 	/* The ticker sleeps: one hook wakes it, the others read the vDSO
 	 * until it has published. */
 	if ((w & LS_TICK_IDLE) &&

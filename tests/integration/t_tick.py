@@ -133,14 +133,29 @@ def report(path, *args):
     return json.loads(r.stdout.decode())
 
 
+SIZES = {"site_first": 100, "site_after_idle": 101, "site_ticked": 102,
+         "site_child_first": 103, "site_child_mid": 104,
+         "site_child_ticked": 105}
+
+
 def ages(path):
-    """{site function: age_ms of its one block}."""
+    """{site function: age_ms of its one block}; each block's size and
+    thread as the workload allocated it (the hooks build the table entry's
+    size:40/tid:24 word by hand, agent.c entry_make)."""
     prog = workload("tick")
     out = {}
-    for s in report(path, "--show-allocs")["sites"]:
+    rep = report(path, "--show-allocs")
+    fns = [site_function(s, prog) for s in rep["sites"]]
+    child = any(fn.startswith("site_child") for fn in fns)
+    for fn, s in zip(fns, rep["sites"]):
         blocks = s.get("blocks", [])
-        eq(len(blocks), 1, "blocks of %s" % site_function(s, prog))
-        out[site_function(s, prog)] = blocks[0]["age_ms"]
+        eq(len(blocks), 1, "blocks of %s" % fn)
+        # A fork child's inherited blocks keep the parent's thread.
+        tid = rep["ppid"] if child and not fn.startswith("site_child") \
+            else rep["pid"]
+        eq((blocks[0]["size"], blocks[0]["tid"]), (SIZES.get(fn), tid),
+           "%s: the block's size and thread" % fn)
+        out[fn] = blocks[0]["age_ms"]
     return out
 
 
