@@ -186,7 +186,7 @@ void insert(struct ls_thread *t, struct ls_site_rec *s, void *p, size_t size)
  * function before it calls this (hooks.c says why in that order).
  */
 __attribute__((noinline))
-void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
+void *ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 {
 	int e = *t->err;
 	struct ls_site_rec *s;
@@ -199,6 +199,7 @@ void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 		ls_agent_drop();
 	ls_guard_leave();
 	*t->err = e;
+	return p;
 }
 
 /* Take p out of the live table; in sampled mode the filter answers for
@@ -215,7 +216,12 @@ int take(uint64_t addr, struct ls_live_entry *e)
 	return 1;
 }
 
-/* As ls_track_alloc: guard and errno here, called before the real free. */
+/*
+ * As ls_track_alloc: guard and errno here.  The real free comes last, as
+ * a tail call, so that free's slow path needs no register of its own
+ * across the bookkeeping; errno is put back before it, which is what the
+ * program sees (glibc's free keeps errno).
+ */
 __attribute__((noinline))
 void ls_track_free(struct ls_thread *t, void *p)
 {
@@ -227,6 +233,7 @@ void ls_track_free(struct ls_thread *t, void *p)
 		settle_replaced(t, &e, free_event(t, &e));
 	ls_guard_leave();
 	*t->err = err;
+	ls_real.free(p);
 }
 
 int ls_track_take(struct ls_thread *t, void *p, void *saved)

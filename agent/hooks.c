@@ -107,15 +107,17 @@ void note_alloc(struct ls_thread *t, void *p, size_t size)
 	if (ls_sample_rate && !ls_sample_take(t, size))
 		return;
 	t->start = LS_UNWIND_HERE();	/* the program's call into the hook */
-	ls_track_alloc(t, p, size);
+	(void)ls_track_alloc(t, p, size);
 }
 
-/* A block is going.  In sampled mode the filter clears almost all. */
+/* A block is going: recorded and freed, or (in sampled mode the filter
+ * clears almost all) just freed. */
 static inline void note_free(struct ls_thread *t, void *p)
 {
 	if (!p || (ls_sample_rate && !ls_sample_maybe((uint64_t)(uintptr_t)p)))
-		return;
-	ls_track_free(t, p);
+		ls_real.free(p);
+	else
+		ls_track_free(t, p);
 }
 
 /*
@@ -128,7 +130,21 @@ static inline void note_free(struct ls_thread *t, void *p)
  * that a sample point leads to checks both.  In full tracking
  * sample_left stays 0, so the malloc test fails at once.
  */
-static __attribute__((noinline)) void *malloc_slow(size_t n)
+/*
+ * The common case of ready() and tracking() for a thread t that has a
+ * record: no guard, the agent on, no fork child's control to start, the
+ * real functions known.  What they decide then is "track, with t"; the
+ * slow paths' first lanes take it without their calls and saved
+ * registers, and leave everything else to the general code.
+ */
+static inline int common_case(const struct ls_thread *t)
+{
+	return ls_likely(t && !ls_guard_held() && ls_agent_on() &&
+			 !ls_agent.control_pending &&
+			 __atomic_load_n(&ls_real.free, __ATOMIC_ACQUIRE));
+}
+
+static __attribute__((noinline)) void *malloc_rare(size_t n)
 {
 	struct ls_thread *t;
 	void *p;
@@ -140,6 +156,23 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
 	if (t && p)
 		note_alloc(t, p, n);
 	return p;
+}
+
+/* Both lanes are tail calls of malloc's, so LS_UNWIND_HERE() in
+ * note_alloc sees the program's call. */
+static __attribute__((noinline)) void *malloc_slow(size_t n)
+{
+	struct ls_thread *t = ls_thread_tls;
+	void *p;
+
+	if (!common_case(t))
+		return malloc_rare(n);
+	ls_thread_count(t, LS_FN_MALLOC);
+	p = ls_real.malloc(n);
+	if (!p || (ls_sample_rate && !ls_sample_take(t, n)))
+		return p;
+	t->start = LS_UNWIND_HERE();	/* the program's call into the hook */
+	return ls_track_alloc(t, p, n);
 }
 
 LS_EXPORT void *malloc(size_t n)
@@ -154,7 +187,8 @@ LS_EXPORT void *malloc(size_t n)
 	return malloc_slow(n);
 }
 
-static __attribute__((noinline)) void free_slow(void *p)
+/* Everything free_slow's first lane does not take. */
+static __attribute__((noinline)) void free_rare(void *p)
 {
 	struct ls_thread *t;
 
@@ -162,8 +196,23 @@ static __attribute__((noinline)) void free_slow(void *p)
 		return;
 	t = tracking(LS_FN_FREE);
 	if (t)
-		note_free(t, p);
-	ls_real.free(p);
+		note_free(t, p);	/* and the real free */
+	else
+		ls_real.free(p);
+}
+
+/* Full tracking's free, and sampled mode's frees the filter does not
+ * clear: only tail calls, no register to save. */
+static __attribute__((noinline)) void free_slow(void *p)
+{
+	struct ls_thread *t = ls_thread_tls;
+
+	if (!common_case(t) || ls_unlikely(ls_boot_owns(p))) {
+		free_rare(p);
+		return;
+	}
+	ls_thread_count(t, LS_FN_FREE);
+	note_free(t, p);	/* and the real free */
 }
 
 LS_EXPORT void free(void *p)
@@ -179,7 +228,7 @@ LS_EXPORT void free(void *p)
 	free_slow(p);
 }
 
-static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m)
+static __attribute__((noinline)) void *calloc_rare(size_t n, size_t m)
 {
 	struct ls_thread *t;
 	size_t total;
@@ -197,6 +246,22 @@ static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m)
 	if (t && p)
 		note_alloc(t, p, n * m);
 	return p;
+}
+
+/* As malloc_slow. */
+static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m)
+{
+	struct ls_thread *t = ls_thread_tls;
+	void *p;
+
+	if (!common_case(t))
+		return calloc_rare(n, m);
+	ls_thread_count(t, LS_FN_CALLOC);
+	p = ls_real.calloc(n, m);
+	if (!p || (ls_sample_rate && !ls_sample_take(t, n * m)))
+		return p;
+	t->start = LS_UNWIND_HERE();	/* the program's call into the hook */
+	return ls_track_alloc(t, p, n * m);
 }
 
 LS_EXPORT void *calloc(size_t n, size_t m)
