@@ -121,16 +121,6 @@ static inline void note_free(struct ls_thread *t, void *p)
 }
 
 /*
- * Sampled mode's fast paths: a thread whose next sample point lies past
- * this allocation, or a free of a block the filter says was never
- * recorded, counts the call and tail-calls the real function.  Nothing
- * else is touched, and no register is saved: everything else is in the
- * out-of-line slow paths.  They need not look at the guard or the
- * agent's state: they record nothing and take no lock, and the slow path
- * that a sample point leads to checks both.  In full tracking
- * sample_left stays 0, so the malloc test fails at once.
- */
-/*
  * The common case of ready() and tracking() for a thread t that has a
  * record: no guard, the agent on, no fork child's control to start, the
  * real functions known.  What they decide then is "track, with t"; the
@@ -144,6 +134,17 @@ static inline int common_case(const struct ls_thread *t)
 			 __atomic_load_n(&ls_real.free, __ATOMIC_ACQUIRE));
 }
 
+/*
+ * Sampled mode's fast paths (malloc, free, calloc, realloc below): a
+ * thread whose next sample point lies past this allocation, or a free of
+ * a block the filter says was never recorded, counts the call and
+ * tail-calls the real function.  Nothing else is touched, and no
+ * register is saved: everything else is in the out-of-line slow paths.
+ * They need not look at the guard or the agent's state: they record
+ * nothing and take no lock, and the slow path that a sample point leads
+ * to checks both.  In full tracking sample_left stays 0, so the malloc
+ * test fails at once.
+ */
 static __attribute__((noinline)) void *malloc_rare(size_t n)
 {
 	struct ls_thread *t;
@@ -158,8 +159,8 @@ static __attribute__((noinline)) void *malloc_rare(size_t n)
 	return p;
 }
 
-/* Both lanes are tail calls of malloc's, so LS_UNWIND_HERE() in
- * note_alloc sees the program's call. */
+/* Both lanes are tail calls of malloc's, so LS_UNWIND_HERE() here and
+ * in malloc_rare sees the program's call. */
 static __attribute__((noinline)) void *malloc_slow(size_t n)
 {
 	struct ls_thread *t = ls_thread_tls;
