@@ -358,7 +358,7 @@ static void *control_main(void *arg)
 	__atomic_store_n(&control_tid, ls_gettid(), __ATOMIC_RELEASE);
 	prctl(PR_SET_NAME, "leakscope");
 	sweep_runtime_dir();
-	ls_tick_start();
+	ls_tick_start(ls_control_wake);
 	while (!detaching && !__atomic_load_n(&pausing, __ATOMIC_ACQUIRE)) {
 		struct pollfd p[2] = { { .fd = listen_fd, .events = POLLIN },
 				       { .fd = wake_fd, .events = POLLIN } };

@@ -3,7 +3,6 @@
  * control thread's ticking.
  */
 #include <time.h>
-#include "control.h"
 #include "live.h"
 #include "state.h"
 #include "tick.h"
@@ -13,8 +12,10 @@
 /* The rest of the word's line stays unwritten: no false sharing. */
 struct ls_tick_line ls_tick;
 
-/* The ticker's own: when the next tick is due (CLOCK_MONOTONIC ns). */
+/* The ticker's own: when the next tick is due (CLOCK_MONOTONIC ns), and
+ * how a hook wakes it. */
 static uint64_t tick_due;
+static void (*wake_fn)(void);
 
 uint32_t ls_tick_now_slow(uint64_t w)
 {
@@ -34,7 +35,7 @@ uint32_t ls_tick_now_slow(uint64_t w)
 	if ((w & LS_TICK_IDLE) &&
 	    __atomic_compare_exchange_n(&ls_tick.word, &w, LS_TICK_WAKE, 0,
 					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		ls_control_wake();
+		wake_fn();
 	return now;
 }
 
@@ -57,8 +58,9 @@ static void publish(uint64_t now_ns, uint64_t flags)
 	__atomic_store_n(&ls_tick.word, flags | b, __ATOMIC_RELAXED);
 }
 
-void ls_tick_start(void)
+void ls_tick_start(void (*wake)(void))
 {
+	wake_fn = wake;
 	publish(ls_now_ns(CLOCK_MONOTONIC), LS_TICK_RUNNING);
 }
 

@@ -34,8 +34,9 @@
  * stamped by the ticker).
  *
  * Thread-safety: ls_tick_now() and ls_tick_now_slow() are safe in any
- * hook, under the guard (the slow path's wake is a write(2) on an eventfd:
- * async-signal-safe, errno is the hooks' to restore).  The ticker side
+ * hook, under the guard (the slow path's wake is the control thread's
+ * write(2) on an eventfd: async-signal-safe, errno is the hooks' to
+ * restore).  The ticker side
  * (ls_tick_start/step/busy/unbusy/stop) is for the control thread only;
  * ls_tick_forget_child() for the fork child handler.
  */
@@ -87,15 +88,16 @@ static inline uint32_t ls_tick_now(void)
 }
 
 /*
- * The ticker (the control thread).  ls_tick_start() publishes the current
- * tick; ls_tick_step(now) does what is due at CLOCK_MONOTONIC now and
+ * The ticker (the control thread).  ls_tick_start(wake) publishes the
+ * current tick; wake is what a hook calls to end the ticker's sleep
+ * (hook-safe, async-signal-safe).  ls_tick_step(now) does what is due at CLOCK_MONOTONIC now and
  * returns when to call it next (CLOCK_MONOTONIC ns; UINT64_MAX while idle
  * or stopped: sleep until woken).  ls_tick_busy() hands the hooks to the
  * vDSO while the thread does something long (a growth sample, a request)
  * and returns what ls_tick_unbusy() needs to take over again.
  * ls_tick_stop() before the thread ends.
  */
-void ls_tick_start(void);
+void ls_tick_start(void (*wake)(void));
 uint64_t ls_tick_step(uint64_t now_ns);
 uint64_t ls_tick_busy(void);
 void ls_tick_unbusy(uint64_t was);
