@@ -186,7 +186,7 @@ void insert(struct ls_thread *t, struct ls_site_rec *s, void *p, size_t size)
  * function before it calls this (hooks.c says why in that order).
  */
 __attribute__((noinline))
-void *ls_track_alloc(struct ls_thread *t, void *p, size_t size)
+void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 {
 	int e = *t->err;
 	struct ls_site_rec *s;
@@ -199,7 +199,6 @@ void *ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 		ls_agent_drop();
 	ls_guard_leave();
 	*t->err = e;
-	return p;
 }
 
 /* Take p out of the live table; in sampled mode the filter answers for

@@ -19,11 +19,11 @@
  * The recording of a new block p and of a freed one, called by the hooks
  * without the guard, out of line (the hooks' fast paths save no
  * register): each takes the guard and keeps errno itself.  ls_track_alloc
- * records p (and returns it, for the hooks' tail calls): in sampled
- * mode the hook has already decided to.  ls_track_free takes p out of the table and then frees it (the real
+ * records p: in sampled mode the hook has already decided to.
+ * ls_track_free takes p out of the table and then frees it (the real
  * free): the hook returns at once.
  */
-void *ls_track_alloc(struct ls_thread *t, void *p, size_t size);
+void ls_track_alloc(struct ls_thread *t, void *p, size_t size);
 void ls_track_free(struct ls_thread *t, void *p);
 /* With the guard held: remove p before a realloc; fills *saved, returns
  * nonzero if tracked. */
