@@ -637,6 +637,8 @@ static void ls_agent_start(void)
  * could not run, the plain one over whatever the check began. */
 static int write_checked(int fd)
 {
+	if (ls_agent.leak_check)
+		ls_tick_wait_idle();	/* a still control thread (tick.h) */
 	if (ls_agent.leak_check &&
 	    !ls_reach_at_exit(fd, ls_agent.exit_blocks, ls_control_tid() != 0))
 		return 0;

@@ -124,3 +124,17 @@ void ls_tick_forget_child(void)
 {
 	ls_tick.word = 0;
 }
+
+void ls_tick_wait_idle(void)
+{
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		if (!(__atomic_load_n(&ls_tick.word, __ATOMIC_RELAXED) &
+		      (LS_TICK_RUNNING | LS_TICK_WAKE))) {
+			ls_sys_sleep_ms(1);	/* back into its ppoll */
+			return;
+		}
+		ls_sys_sleep_ms(1);
+	}
+}

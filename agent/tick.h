@@ -103,6 +103,16 @@ uint64_t ls_tick_busy(void);
 void ls_tick_unbusy(uint64_t was);
 void ls_tick_stop(void);
 
+/*
+ * Wait, up to ~50 ms, until the ticker sleeps (two ticks after the last
+ * event).  For the check at exit (reach.c), which takes the process's
+ * image while the other threads run on: a thread that leaves its system
+ * call meanwhile makes it scan every stack whole, and a ticking control
+ * thread would do that every 3.9 ms.  Not in a hook; the caller holds the
+ * guard, so its own allocations do not wake the ticker again.
+ */
+void ls_tick_wait_idle(void);
+
 /* In the fork child: the parent's ticker did not come along. */
 void ls_tick_forget_child(void);
 
