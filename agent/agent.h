@@ -15,11 +15,18 @@
 #include "state.h"
 #include "thread.h"
 
-/* Bookkeeping, called by hooks with the guard held.  ls_track_alloc
- * records p: in sampled mode the hook has already decided to. */
+/*
+ * The recording of a new block p and of a freed one, called by the hooks
+ * without the guard, out of line (the hooks' fast paths save no
+ * register): each takes the guard and keeps errno itself.  ls_track_alloc
+ * records p: in sampled mode the hook has already decided to.
+ * ls_track_free takes p out of the table and then frees it (the real
+ * free): the hook returns at once.
+ */
 void ls_track_alloc(struct ls_thread *t, void *p, size_t size);
 void ls_track_free(struct ls_thread *t, void *p);
-/* Remove p before a realloc; fills *saved, returns nonzero if tracked. */
+/* With the guard held: remove p before a realloc; fills *saved, returns
+ * nonzero if tracked. */
 int ls_track_take(struct ls_thread *t, void *p, void *saved);
 /* Put back what ls_track_take() removed (the realloc failed). */
 void ls_track_restore(struct ls_thread *t, const void *saved);

@@ -27,6 +27,7 @@
 #include "snapwrite.h"
 #include "state.h"
 #include "sys.h"
+#include "tick.h"
 
 #define REQUEST_TIMEOUT_MS 2000
 
@@ -276,11 +277,6 @@ static void serve(int fd)
 		reply_error(fd, "unknown request");
 }
 
-static uint64_t mono_ms(void)
-{
-	return ls_now_ns(CLOCK_MONOTONIC) / 1000000;
-}
-
 /* One entry of the runtime directory: remove it if it is a leftover. */
 static void sweep_entry(int dir, const char *name, time_t now)
 {
@@ -333,25 +329,46 @@ static void sweep_runtime_dir(void)
 	close(fd);
 }
 
-/* Serve requests; between them, take a growth sample every period. */
+/* ns until at, as ppoll's timeout; NULL (no timeout) for UINT64_MAX. */
+static struct timespec *timeout_until(uint64_t at, uint64_t now,
+				      struct timespec *ts)
+{
+	uint64_t d = at > now ? at - now : 0;
+
+	if (at == UINT64_MAX)
+		return NULL;
+	ts->tv_sec = (time_t)(d / 1000000000u);
+	ts->tv_nsec = (long)(d % 1000000000u);
+	return ts;
+}
+
+/*
+ * Serve requests; between them, take a growth sample every period, and
+ * keep the hooks' clock (tick.h) while they use it.  Anything long (a
+ * sample, a request) hands the hooks to the vDSO for its duration, so a
+ * stamp is never older than a tick however long the thread is away.
+ */
 static void *control_main(void *arg)
 {
 	/* The first sample at once: a process killed early still leaves a
 	 * post-mortem file with its start-up state and command line. */
-	uint64_t next = mono_ms();
+	uint64_t next = ls_now_ns(CLOCK_MONOTONIC), was;
 
 	ls_guard_enter();	/* for good: nothing this thread does is tracked */
 	__atomic_store_n(&control_tid, ls_gettid(), __ATOMIC_RELEASE);
 	prctl(PR_SET_NAME, "leakscope");
 	sweep_runtime_dir();
+	ls_tick_start(ls_control_wake);
 	while (!detaching && !__atomic_load_n(&pausing, __ATOMIC_ACQUIRE)) {
 		struct pollfd p[2] = { { .fd = listen_fd, .events = POLLIN },
 				       { .fd = wake_fd, .events = POLLIN } };
-		uint64_t now = mono_ms();
-		uint64_t n;
+		uint64_t now = ls_now_ns(CLOCK_MONOTONIC), due, n;
+		const uint64_t period = (uint64_t)ls_pm_period_ms() * 1000000u;
+		struct timespec ts;
 		int fd, r;
 
 		if (now >= next) {
+			was = ls_tick_busy();
 			ls_snapwrite_lock();
 			ls_snapwrite_prepare();
 			ls_pm_tick();
@@ -359,12 +376,17 @@ static void *control_main(void *arg)
 			/* Attached: objects loaded without our dlopen hook
 			 * (a library's own dlopen, a racing load). */
 			ls_attach_rescan();
-			next += ls_pm_period_ms();
+			ls_tick_unbusy(was);
+			next += period;
 			if (next <= now)	/* fell behind: do not catch up */
-				next = now + ls_pm_period_ms();
+				next = now + period;
 			continue;
 		}
-		r = poll(p, wake_fd >= 0 ? 2 : 1, (int)(next - now));
+		due = ls_tick_step(now);
+		if (due > next)
+			due = next;
+		r = ppoll(p, wake_fd >= 0 ? 2 : 1, timeout_until(due, now, &ts),
+			  NULL);
 		if (r > 0 && p[1].revents & POLLIN)
 			(void)!read(wake_fd, &n, sizeof(n));
 		if (r <= 0 || !p[0].revents)
@@ -376,9 +398,12 @@ static void *control_main(void *arg)
 				break;
 			continue;
 		}
+		was = ls_tick_busy();
 		serve(fd);
 		close(fd);
+		ls_tick_unbusy(was);
 	}
+	ls_tick_stop();
 	if (detaching) {	/* the socket is gone: the listener goes too */
 		close(listen_fd);
 		listen_fd = -1;
@@ -474,9 +499,15 @@ int ls_control_start(void (*reset)(void))
 static void wake(void)
 {
 	uint64_t one = 1;
+	int fd = __atomic_load_n(&wake_fd, __ATOMIC_RELAXED);
 
-	if (wake_fd >= 0)
-		(void)!write(wake_fd, &one, sizeof(one));
+	if (fd >= 0)
+		(void)!write(fd, &one, sizeof(one));
+}
+
+void ls_control_wake(void)
+{
+	wake();
 }
 
 int ls_control_pause(void)

@@ -8,6 +8,16 @@
  * call made while the guard is held (the agent's own allocations, a
  * signal handler interrupting a hook) or before the agent is on goes
  * straight through.
+ *
+ * Order, and what keeps it: a block is recorded after the real allocation
+ * returned it, and a freed one is taken out of the table before the real
+ * free (or realloc) gives its address back, since another thread may be
+ * handed the same address at once.  The real calls are calls through
+ * ls_real's pointers, which the compiler cannot move bookkeeping across.
+ * The guard and errno are taken inside ls_track_alloc and ls_track_free
+ * (agent.c), not around them here: the guard's increment and decrement
+ * carry their own compiler barriers (guard.h), so no ordering depends on
+ * where the call boundary lies, and one call layer per event is gone.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -89,29 +99,6 @@ static inline struct ls_thread *tracking(enum ls_fn fn)
 	return t;
 }
 
-/* The recording itself, out of line so that the hooks' fast paths need
- * no saved registers. */
-static __attribute__((noinline)) void record_alloc(struct ls_thread *t,
-						   void *p, size_t size)
-{
-	int e = *t->err;
-
-	ls_guard_enter();
-	ls_track_alloc(t, p, size);
-	ls_guard_leave();
-	*t->err = e;
-}
-
-static __attribute__((noinline)) void record_free(struct ls_thread *t, void *p)
-{
-	int e = *t->err;
-
-	ls_guard_enter();
-	ls_track_free(t, p);
-	ls_guard_leave();
-	*t->err = e;
-}
-
 /* A block appeared.  In sampled mode most are let go here, in a few
  * instructions. */
 static inline __attribute__((always_inline))
@@ -120,28 +107,45 @@ void note_alloc(struct ls_thread *t, void *p, size_t size)
 	if (ls_sample_rate && !ls_sample_take(t, size))
 		return;
 	t->start = LS_UNWIND_HERE();	/* the program's call into the hook */
-	record_alloc(t, p, size);
+	ls_track_alloc(t, p, size);
 }
 
-/* A block is going.  In sampled mode the filter clears almost all. */
+/* A block is going: recorded and freed, or (in sampled mode the filter
+ * clears almost all) just freed. */
 static inline void note_free(struct ls_thread *t, void *p)
 {
 	if (!p || (ls_sample_rate && !ls_sample_maybe((uint64_t)(uintptr_t)p)))
-		return;
-	record_free(t, p);
+		ls_real.free(p);
+	else
+		ls_track_free(t, p);
 }
 
 /*
- * Sampled mode's fast paths: a thread whose next sample point lies past
- * this allocation, or a free of a block the filter says was never
- * recorded, counts the call and tail-calls the real function.  Nothing
- * else is touched, and no register is saved: everything else is in the
- * out-of-line slow paths.  They need not look at the guard or the
- * agent's state: they record nothing and take no lock, and the slow path
- * that a sample point leads to checks both.  In full tracking
- * sample_left stays 0, so the malloc test fails at once.
+ * The common case of ready() and tracking() for a thread t that has a
+ * record: no guard, the agent on, no fork child's control to start, the
+ * real functions known.  What they decide then is "track, with t"; the
+ * slow paths' first lanes take it without their calls and saved
+ * registers, and leave everything else to the general code.
  */
-static __attribute__((noinline)) void *malloc_slow(size_t n)
+static inline int common_case(const struct ls_thread *t)
+{
+	return ls_likely(t && !ls_guard_held() && ls_agent_on() &&
+			 !ls_agent.control_pending &&
+			 __atomic_load_n(&ls_real.free, __ATOMIC_ACQUIRE));
+}
+
+/*
+ * Sampled mode's fast paths (malloc, free, calloc, realloc below): a
+ * thread whose next sample point lies past this allocation, or a free of
+ * a block the filter says was never recorded, counts the call and
+ * tail-calls the real function.  Nothing else is touched, and no
+ * register is saved: everything else is in the out-of-line slow paths.
+ * They need not look at the guard or the agent's state: they record
+ * nothing and take no lock, and the slow path that a sample point leads
+ * to checks both.  In full tracking sample_left stays 0, so the malloc
+ * test fails at once.
+ */
+static __attribute__((noinline)) void *malloc_rare(size_t n)
 {
 	struct ls_thread *t;
 	void *p;
@@ -152,6 +156,32 @@ static __attribute__((noinline)) void *malloc_slow(size_t n)
 	p = ls_real.malloc(n);
 	if (t && p)
 		note_alloc(t, p, n);
+	return p;
+}
+
+/*
+ * Both lanes are tail calls of malloc's, so LS_UNWIND_HERE() here and in
+ * malloc_rare sees the program's call.  The recording is an ordinary
+ * call, not a tail call: as one (measured), a check's conservative scan
+ * of a thread stopped in a shallow read() found a block it had allocated
+ * and dropped still referenced (tests/integration/t_check.py,
+ * site_born_lost), most likely through the copy of the table entry in
+ * ls_track_alloc's dead frame, which then lay right under the program's
+ * frames, where the read()'s frame left it in a slot it did not write.
+ */
+static __attribute__((noinline)) void *malloc_slow(size_t n)
+{
+	struct ls_thread *t = ls_thread_tls;
+	void *p;
+
+	if (!common_case(t))
+		return malloc_rare(n);
+	ls_thread_count(t, LS_FN_MALLOC);
+	p = ls_real.malloc(n);
+	if (!p || (ls_sample_rate && !ls_sample_take(t, n)))
+		return p;
+	t->start = LS_UNWIND_HERE();	/* the program's call into the hook */
+	ls_track_alloc(t, p, n);
 	return p;
 }
 
@@ -167,7 +197,8 @@ LS_EXPORT void *malloc(size_t n)
 	return malloc_slow(n);
 }
 
-static __attribute__((noinline)) void free_slow(void *p)
+/* Everything free_slow's first lane does not take. */
+static __attribute__((noinline)) void free_rare(void *p)
 {
 	struct ls_thread *t;
 
@@ -175,8 +206,23 @@ static __attribute__((noinline)) void free_slow(void *p)
 		return;
 	t = tracking(LS_FN_FREE);
 	if (t)
-		note_free(t, p);
-	ls_real.free(p);
+		note_free(t, p);	/* and the real free */
+	else
+		ls_real.free(p);
+}
+
+/* Full tracking's free, and sampled mode's frees the filter does not
+ * clear: only tail calls, no register to save. */
+static __attribute__((noinline)) void free_slow(void *p)
+{
+	struct ls_thread *t = ls_thread_tls;
+
+	if (!common_case(t) || ls_unlikely(ls_boot_owns(p))) {
+		free_rare(p);
+		return;
+	}
+	ls_thread_count(t, LS_FN_FREE);
+	note_free(t, p);	/* and the real free */
 }
 
 LS_EXPORT void free(void *p)
@@ -192,7 +238,7 @@ LS_EXPORT void free(void *p)
 	free_slow(p);
 }
 
-static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m)
+static __attribute__((noinline)) void *calloc_rare(size_t n, size_t m)
 {
 	struct ls_thread *t;
 	size_t total;
@@ -209,6 +255,23 @@ static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m)
 	p = ls_real.calloc(n, m);
 	if (t && p)
 		note_alloc(t, p, n * m);
+	return p;
+}
+
+/* As malloc_slow. */
+static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m)
+{
+	struct ls_thread *t = ls_thread_tls;
+	void *p;
+
+	if (!common_case(t))
+		return calloc_rare(n, m);
+	ls_thread_count(t, LS_FN_CALLOC);
+	p = ls_real.calloc(n, m);
+	if (!p || (ls_sample_rate && !ls_sample_take(t, n * m)))
+		return p;
+	t->start = LS_UNWIND_HERE();	/* the program's call into the hook */
+	ls_track_alloc(t, p, n * m);
 	return p;
 }
 
@@ -255,15 +318,15 @@ void *do_realloc(void *p, size_t n, enum ls_fn fn)
 		ls_guard_leave();
 	}
 	q = ls_real.realloc(p, n);
-	e = errno;
 	if (q) {
-		note_alloc(t, q, n);
+		note_alloc(t, q, n);	/* keeps errno (ls_track_alloc) */
 	} else if (tracked && n) {	/* failed: p is still live */
+		e = *t->err;
 		ls_guard_enter();
 		ls_track_restore(t, saved);
 		ls_guard_leave();
+		*t->err = e;
 	}
-	errno = e;
 	return q;
 }
 
