@@ -298,6 +298,7 @@ zero:
 	return 0;
 }
 
+/* arg: non-NULL when the sample takes the stats too. */
 static void add_pending(const struct ls_pending *p, void *arg)
 {
 	uint32_t id = p->site->id;
@@ -308,7 +309,8 @@ static void add_pending(const struct ls_pending *p, void *arg)
 	scratch.live_k[id] += p->live_blocks;
 	scratch.alloc_b[id] += (int64_t)p->alloc_bytes;
 	scratch.alloc_k[id] += (int64_t)p->alloc_blocks;
-	ls_stats_add_pending(ls_stats_shared(), p);
+	if (arg)
+		ls_stats_add_pending(ls_stats_shared(), p);
 }
 
 /* Peak, temporaries and histograms of every site (a sampled site keeps
@@ -412,7 +414,9 @@ static void sample_process(struct lsnap_totals *t)
 	hdr->nthreads = ls_thread_seen();
 }
 
-void ls_pm_tick(void)
+/* A sample; full: with the modules, the sites' stats and the process's
+ * figures, else the sites and their history only. */
+static void tick(int full)
 {
 	struct lsnap_totals t = { 0 };
 	uint32_t n;
@@ -426,22 +430,36 @@ void ls_pm_tick(void)
 	/* Under the snapshot lock, grown ahead by ls_snapwrite_prepare();
 	 * short of memory, the stats of sites whose pending entries it has
 	 * no room for come from their flushed counters only. */
-	ls_stats_fit(ls_stats_shared());
+	if (full)
+		ls_stats_fit(ls_stats_shared());
 	ls_thread_peak_settle();
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
-	copy_modules();
+	if (full)
+		copy_modules();
 	copy_new_sites(n);
-	ls_thread_each_pending(add_pending, NULL);
+	ls_thread_each_pending(add_pending, full ? &t : NULL);
 	slot = hdr->ticks % hdr->hist_len;
 	sample_sites(n, slot, &t);
-	sample_stats();
-	sample_process(&t);
+	if (full) {
+		sample_stats();
+		sample_process(&t);
+	}
 	hdr->last_mono_ns = ls_now_ns(CLOCK_MONOTONIC);
 	hdr->last_wall_ns = ls_now_ns(CLOCK_REALTIME);
 	if (!hdr->ticks)
 		hdr->first_mono_ns = hdr->last_mono_ns;
 	hdr->ticks++;
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
+}
+
+void ls_pm_tick(void)
+{
+	tick(1);
+}
+
+void ls_pm_tick_exit(int keep)
+{
+	tick(keep);
 }
 
 void ls_pm_restart(void)

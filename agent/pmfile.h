@@ -24,6 +24,14 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len);
 /* Take one sample. */
 void ls_pm_tick(void);
 /*
+ * The last sample, at a normal exit, before ls_pm_close(keep).  With the
+ * file kept, a full one; else only what the exit snapshot reads from the
+ * file before it goes, the sites' history: the stats, modules and
+ * process figures would be unlinked unread (a fifth of python-malloc's
+ * exit, docs/PERFORMANCE.md).  Under the snapshot lock.
+ */
+void ls_pm_tick_exit(int keep);
+/*
  * After `reset`: forget every site's history, so that growth is judged
  * from the reset on (a leak whose bytes were just forgotten would
  * otherwise look constant against the samples from before).  Rows stay
