@@ -494,11 +494,11 @@ const struct lspm_header *ls_pm_header(void)
 	return owner == getpid() ? hdr : NULL;
 }
 
-const int64_t *ls_pm_history(uint32_t site)
+const int64_t *ls_pm_history(const struct lspm_header *h, uint32_t site)
 {
 	uint32_t row;
 
-	if (!hdr || owner != getpid() || site >= hdr->nsites)
+	if (!h || h != hdr || site >= hdr->nsites)
 		return NULL;
 	row = ((const uint32_t *)at(R_ROWS))[site];
 	if (!row)

@@ -49,8 +49,10 @@ int ls_pm_move(const char *dir, uid_t uid, gid_t gid);
 
 /* The header, or NULL when there is no file. */
 const struct lspm_header *ls_pm_header(void);
-/* Site id's ring of hist_len samples (slot k % hist_len), or NULL. */
-const int64_t *ls_pm_history(uint32_t site);
+/* Site id's ring of hist_len samples (slot k % hist_len), or NULL.  h
+ * is what ls_pm_header() returned: its check of the owner (getpid(), a
+ * system call) once for all the sites, not per site. */
+const int64_t *ls_pm_history(const struct lspm_header *h, uint32_t site);
 /* Milliseconds between samples. */
 uint32_t ls_pm_period_ms(void);
 /* Bytes of the file's mapping, and of them in RAM (0 without a file). */
