@@ -3,12 +3,20 @@ bytes a step, SITE_STATS without trailing empty buckets); the reader
 still reads version 1 files, which agents wrote before, to the same
 report; a damaged file of either version is refused with one line.
 
-The version 1 files are made here from a fresh version 2 snapshot by an
-independent writer of the old format (FNV-1a a byte at a time, every
-SITE_STATS with 32 buckets), as the old agent wrote them."""
+Version 1 files come two ways: made here from a fresh version 2
+snapshot by an independent writer of the old format (FNV-1a a byte at a
+time, every SITE_STATS with 32 buckets), and fixtures/snapshot-v1-sort.lsnap,
+the exit snapshot the last version 1 agent (main at 6102060) wrote for
+`printf 'pear\napple\nfig\n' | sort` with LEAKSCOPE_EXIT_BLOCKS=1; only the
+agent's own module path in it was changed (to the install path, its END
+hash recomputed), so that the file names no path of the machine it was
+made on."""
 
 import json
+import os
+import shutil
 import struct
+import tempfile
 
 from harness import check, once, cli, exit_snapshot, eq, ok, contains
 
@@ -162,3 +170,55 @@ def t_damaged():
         f.write(bad)
     expect_refused(path + ".v3", "unsupported snapshot version 3 (this "
                    "leakscope reads versions 1 to 2)", "version 3")
+
+
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures",
+                       "snapshot-v1-sort.lsnap")
+
+
+def parse_v1(data):
+    """An independent reading of the fixture: per site id, (live bytes,
+    live blocks, allocated bytes, allocated blocks, size histogram,
+    lifetime histogram), and the TOTALS record."""
+    sites, totals = {}, None
+    for _, tag, p in records(data):
+        if tag == 7:
+            sid, kind, gen, nf, lb, lk, ab, ak = struct.unpack_from(
+                "<IIIIqqQQ", p, 0)
+            sites[sid] = [lb, lk, ab, ak, [0] * BUCKETS, [0] * BUCKETS]
+        elif tag == TAG_SITE_STATS:
+            sid, n = struct.unpack_from("<II", p, 0)
+            h = struct.unpack_from("<%dQ" % (2 * n), p, 40)
+            sites[sid][4][:n], sites[sid][5][:n] = h[:n], h[n:]
+        elif tag == 4:
+            totals = struct.unpack_from("<6Q", p, 0)
+    return sites, totals
+
+
+@check("snapshot version 1 written by the agent before version 2 (a committed file): every site's figures as the file holds them")
+def t_fixture():
+    with open(FIXTURE, "rb") as f:
+        data = f.read()
+    eq(struct.unpack_from("<I", data, 8)[0], 1, "the fixture's version")
+    sites, totals = parse_v1(data)
+    rep = report_json(FIXTURE)
+    eq(rep["pid"], 2444, "pid")
+    eq((rep["totals"]["live_bytes"], rep["totals"]["live_blocks"],
+        rep["totals"]["allocated_bytes"], rep["totals"]["allocated_blocks"]),
+       totals[:4], "totals")
+    eq(len(rep["sites"]), len(sites), "sites listed (--by allocated)")
+    got = {s["id"]: [s["live_bytes"], s["live_blocks"], s["allocated_bytes"],
+                     s["allocated_blocks"], s["size_histogram"],
+                     s["lifetime_histogram"]] for s in rep["sites"]}
+    eq(got, sites, "every site's counters and histograms")
+    bad = bytearray(data)
+    bad[len(data) // 2] ^= 0x04
+    out = os.path.join(tempfile.mkdtemp(prefix="leakscope-v1-"), "bad.lsnap")
+    with open(out, "wb") as f:
+        f.write(bad)
+    r = cli(["report", out])
+    eq(r.returncode, 1, "a damaged version 1 file: exit status")
+    ok(r.stderr.decode().count("\n") == 1 and
+       r.stderr.decode().startswith("leakscope: "),
+       "a damaged version 1 file: one line", r.stderr.decode())
+    shutil.rmtree(os.path.dirname(out))
