@@ -298,7 +298,6 @@ zero:
 	return 0;
 }
 
-/* arg: non-NULL when the sample takes the stats too. */
 static void add_pending(const struct ls_pending *p, void *arg)
 {
 	uint32_t id = p->site->id;
@@ -309,8 +308,15 @@ static void add_pending(const struct ls_pending *p, void *arg)
 	scratch.live_k[id] += p->live_blocks;
 	scratch.alloc_b[id] += (int64_t)p->alloc_bytes;
 	scratch.alloc_k[id] += (int64_t)p->alloc_blocks;
-	if (arg)
-		ls_stats_add_pending(ls_stats_shared(), p);
+}
+
+/* The same, for a sample that takes the sites' stats too. */
+static void add_pending_stats(const struct ls_pending *p, void *arg)
+{
+	if (p->site->id >= scratch.cap)
+		return;
+	add_pending(p, arg);
+	ls_stats_add_pending(ls_stats_shared(), p);
 }
 
 /* Peak, temporaries and histograms of every site (a sampled site keeps
@@ -437,7 +443,7 @@ static void tick(int full)
 	if (full)
 		copy_modules();
 	copy_new_sites(n);
-	ls_thread_each_pending(add_pending, full ? &t : NULL);
+	ls_thread_each_pending(full ? add_pending_stats : add_pending, NULL);
 	slot = hdr->ticks % hdr->hist_len;
 	sample_sites(n, slot, &t);
 	if (full) {

@@ -27,8 +27,8 @@ void ls_pm_tick(void);
  * The last sample, at a normal exit, before ls_pm_close(keep).  With the
  * file kept, a full one; else only what the exit snapshot reads from the
  * file before it goes, the sites' history: the stats, modules and
- * process figures would be unlinked unread (a fifth of python-malloc's
- * exit, docs/PERFORMANCE.md).  Under the snapshot lock.
+ * process figures would be unlinked unread (8% of python-malloc's exit
+ * instructions, docs/PERFORMANCE.md).  Under the snapshot lock.
  */
 void ls_pm_tick_exit(int keep);
 /*

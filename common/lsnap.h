@@ -293,8 +293,10 @@ struct lsnap_peak {
 
 /*
  * Log2 histogram buckets of LSNAP_SITE_STATS: bucket 0 counts the value
- * 0, bucket b in 1..nbuckets-2 the values [2^(b-1), 2^b), the last bucket
- * everything above.  Sizes in bytes; lifetimes in 1/256 s
+ * 0, bucket b in 1..LSNAP_HIST_BUCKETS-2 the values [2^(b-1), 2^b),
+ * bucket LSNAP_HIST_BUCKETS-1 everything above.  A record may stop
+ * before it (nbuckets < LSNAP_HIST_BUCKETS): the buckets left out are 0
+ * (version 1 always wrote them all).  Sizes in bytes; lifetimes in 1/256 s
  * (LSNAP_LIFE_TICKS_PER_S), so lifetime bucket 0 is "freed within the
  * same clock tick".
  */
@@ -312,7 +314,8 @@ struct lsnap_peak {
  */
 struct lsnap_site_stats {
 	uint32_t site;		/* lsnap_site.id */
-	uint32_t nbuckets;	/* of each histogram, <= LSNAP_HIST_BUCKETS */
+	uint32_t nbuckets;	/* of each histogram, <= LSNAP_HIST_BUCKETS:
+				   the buckets written, from 0 */
 	int64_t peak_bytes;
 	int64_t peak_blocks;
 	uint64_t temp_bytes;
