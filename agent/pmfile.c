@@ -308,6 +308,14 @@ static void add_pending(const struct ls_pending *p, void *arg)
 	scratch.live_k[id] += p->live_blocks;
 	scratch.alloc_b[id] += (int64_t)p->alloc_bytes;
 	scratch.alloc_k[id] += (int64_t)p->alloc_blocks;
+}
+
+/* The same, for a sample that takes the sites' stats too. */
+static void add_pending_stats(const struct ls_pending *p, void *arg)
+{
+	if (p->site->id >= scratch.cap)
+		return;
+	add_pending(p, arg);
 	ls_stats_add_pending(ls_stats_shared(), p);
 }
 
@@ -412,7 +420,9 @@ static void sample_process(struct lsnap_totals *t)
 	hdr->nthreads = ls_thread_seen();
 }
 
-void ls_pm_tick(void)
+/* A sample; full: with the modules, the sites' stats and the process's
+ * figures, else the sites and their history only. */
+static void tick(int full)
 {
 	struct lsnap_totals t = { 0 };
 	uint32_t n;
@@ -426,22 +436,36 @@ void ls_pm_tick(void)
 	/* Under the snapshot lock, grown ahead by ls_snapwrite_prepare();
 	 * short of memory, the stats of sites whose pending entries it has
 	 * no room for come from their flushed counters only. */
-	ls_stats_fit(ls_stats_shared());
+	if (full)
+		ls_stats_fit(ls_stats_shared());
 	ls_thread_peak_settle();
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
-	copy_modules();
+	if (full)
+		copy_modules();
 	copy_new_sites(n);
-	ls_thread_each_pending(add_pending, NULL);
+	ls_thread_each_pending(full ? add_pending_stats : add_pending, NULL);
 	slot = hdr->ticks % hdr->hist_len;
 	sample_sites(n, slot, &t);
-	sample_stats();
-	sample_process(&t);
+	if (full) {
+		sample_stats();
+		sample_process(&t);
+	}
 	hdr->last_mono_ns = ls_now_ns(CLOCK_MONOTONIC);
 	hdr->last_wall_ns = ls_now_ns(CLOCK_REALTIME);
 	if (!hdr->ticks)
 		hdr->first_mono_ns = hdr->last_mono_ns;
 	hdr->ticks++;
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
+}
+
+void ls_pm_tick(void)
+{
+	tick(1);
+}
+
+void ls_pm_tick_exit(int keep)
+{
+	tick(keep);
 }
 
 void ls_pm_restart(void)
@@ -476,11 +500,11 @@ const struct lspm_header *ls_pm_header(void)
 	return owner == getpid() ? hdr : NULL;
 }
 
-const int64_t *ls_pm_history(uint32_t site)
+const int64_t *ls_pm_history(const struct lspm_header *h, uint32_t site)
 {
 	uint32_t row;
 
-	if (!hdr || owner != getpid() || site >= hdr->nsites)
+	if (!h || h != hdr || site >= hdr->nsites)
 		return NULL;
 	row = ((const uint32_t *)at(R_ROWS))[site];
 	if (!row)

@@ -24,6 +24,14 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len);
 /* Take one sample. */
 void ls_pm_tick(void);
 /*
+ * The last sample, at a normal exit, before ls_pm_close(keep).  With the
+ * file kept, a full one; else only what the exit snapshot reads from the
+ * file before it goes, the sites' history: the stats, modules and
+ * process figures would be unlinked unread (8% of python-malloc's exit
+ * instructions, docs/PERFORMANCE.md).  Under the snapshot lock.
+ */
+void ls_pm_tick_exit(int keep);
+/*
  * After `reset`: forget every site's history, so that growth is judged
  * from the reset on (a leak whose bytes were just forgotten would
  * otherwise look constant against the samples from before).  Rows stay
@@ -41,8 +49,10 @@ int ls_pm_move(const char *dir, uid_t uid, gid_t gid);
 
 /* The header, or NULL when there is no file. */
 const struct lspm_header *ls_pm_header(void);
-/* Site id's ring of hist_len samples (slot k % hist_len), or NULL. */
-const int64_t *ls_pm_history(uint32_t site);
+/* Site id's ring of hist_len samples (slot k % hist_len), or NULL.  h
+ * is what ls_pm_header() returned: its check of the owner (getpid(), a
+ * system call) once for all the sites, not per site. */
+const int64_t *ls_pm_history(const struct lspm_header *h, uint32_t site);
 /* Milliseconds between samples. */
 uint32_t ls_pm_period_ms(void);
 /* Bytes of the file's mapping, and of them in RAM (0 without a file). */

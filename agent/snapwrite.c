@@ -27,13 +27,21 @@
 
 #define WBUF (64u << 10)
 
+/*
+ * The bytes are hashed where they are, in buf, as it fills (put_end) or
+ * goes out (flush_out): one pass over whole words, rather than one call
+ * per field.  buf is flushed only when full, so every piece but the
+ * last is a multiple of 8 bytes long.
+ */
 struct writer {
 	int fd;
 	int err;
 	int is_socket;
+	int hashed_all;		/* put_end() took the hash: no more */
 	uint32_t nrecords;
 	uint32_t nblock_recs;	/* BLOCKS records written */
-	uint64_t hash;
+	struct lsnap_hash hash;
+	size_t hashed;		/* bytes of buf already hashed */
 	size_t len;
 	unsigned char buf[WBUF];
 };
@@ -52,10 +60,19 @@ struct sums {
 static ls_lock_t snap_lock = LS_LOCK_INIT;
 static struct writer w_static;
 
+/* The bytes of buf not hashed yet, unless the hash is taken. */
+static void hash_buf(struct writer *w)
+{
+	if (!w->hashed_all)
+		lsnap_hash_add(&w->hash, w->buf + w->hashed, w->len - w->hashed);
+	w->hashed = w->len;
+}
+
 static int flush_out(struct writer *w)
 {
 	size_t off = 0;
 
+	hash_buf(w);
 	while (!w->err && off < w->len) {
 		ssize_t n = w->is_socket ?
 			send(w->fd, w->buf + off, w->len - off, MSG_NOSIGNAL) :
@@ -73,14 +90,16 @@ static int flush_out(struct writer *w)
 			off += (size_t)n;
 	}
 	w->len = 0;
+	w->hashed = 0;
 	return w->err;
 }
 
-static void put(struct writer *w, const void *p, size_t len)
+/* The bytes that do not fit in buf before it goes out. */
+static void __attribute__((noinline))
+put_slow(struct writer *w, const void *p, size_t len)
 {
 	const unsigned char *c = p;
 
-	w->hash = lsnap_fnv1a(w->hash, p, len);
 	while (len && !w->err) {
 		size_t room = WBUF - w->len, k = len < room ? len : room;
 
@@ -90,6 +109,18 @@ static void put(struct writer *w, const void *p, size_t len)
 		len -= k;
 		if (w->len == WBUF)
 			flush_out(w);
+	}
+}
+
+/* Inline: most pieces are a struct of constant size, copied in a few
+ * moves rather than a call to memcpy (960k pieces at an exit). */
+static inline void put(struct writer *w, const void *p, size_t len)
+{
+	if (len < WBUF - w->len) {
+		memcpy(w->buf + w->len, p, len);
+		w->len += len;
+	} else {
+		put_slow(w, p, len);
 	}
 }
 
@@ -524,9 +555,16 @@ static void put_stats(struct writer *w, struct sums *s,
 	s->peak_sum_blocks += r.peak_blocks;
 	if (!any)
 		return;
-	record(w, LSNAP_SITE_STATS, sizeof(r) + sizeof(h));
+	/* Without the empty buckets past the last used one (most sites see
+	 * a few sizes and short lives): readers take them as 0, and each
+	 * bucket's range does not depend on nbuckets (version 2). */
+	while (r.nbuckets && !h[r.nbuckets - 1] &&
+	       !h[LS_HIST_BUCKETS + r.nbuckets - 1])
+		r.nbuckets--;
+	record(w, LSNAP_SITE_STATS, sizeof(r) + 16 * r.nbuckets);
 	put(w, &r, sizeof(r));
-	put(w, h, sizeof(h));
+	put(w, h, 8 * r.nbuckets);
+	put(w, h + LS_HIST_BUCKETS, 8 * r.nbuckets);
 }
 
 static void put_peak(struct writer *w, const struct sums *s)
@@ -585,6 +623,17 @@ static void put_totals(struct writer *w, struct lsnap_totals *t)
 	put(w, t, sizeof(*t));
 }
 
+/* Samples first .. first + n - 1 of a ring of len, oldest first: at
+ * most two pieces. */
+static void put_ring(struct writer *w, const int64_t *ring, uint64_t len,
+		     uint64_t first, uint64_t n)
+{
+	uint64_t at = first % len, k = n < len - at ? n : len - at;
+
+	put(w, ring + at, k * 8);
+	put(w, ring, (n - k) * 8);
+}
+
 /* The growth history of every site that ever held memory. */
 static void put_history(struct writer *w)
 {
@@ -605,7 +654,7 @@ static void put_history(struct writer *w)
 	record(w, LSNAP_HISTORY, sizeof(hh));
 	put(w, &hh, sizeof(hh));
 	for (id = 0; id < h->nsites; id++) {
-		const int64_t *ring = ls_pm_history(id);
+		const int64_t *ring = ls_pm_history(h, id);
 		struct lsnap_site_history sh = { .site = id, .n = (uint32_t)n };
 
 		if (!ring)
@@ -616,17 +665,19 @@ static void put_history(struct writer *w)
 			continue;	/* never held anything */
 		record(w, LSNAP_SITE_HISTORY, sizeof(sh) + n * 8);
 		put(w, &sh, sizeof(sh));
-		for (k = 0; k < n; k++)
-			put(w, &ring[(first + k) % h->hist_len], 8);
+		put_ring(w, ring, h->hist_len, first, n);
 	}
 }
 
 static void put_end(struct writer *w)
 {
-	struct lsnap_end e = { .nrecords = w->nrecords, .hash = w->hash };
+	struct lsnap_end e = { .nrecords = w->nrecords };
 	struct lsnap_rec_hdr h = { .tag = LSNAP_END, .len = sizeof(e) };
 
-	/* e.hash was taken before the END record's own bytes. */
+	/* The hash is taken before the END record's own bytes. */
+	hash_buf(w);
+	w->hashed_all = 1;
+	e.hash = lsnap_hash_end(&w->hash);
 	put(w, &h, sizeof(h));
 	put(w, &e, sizeof(e));
 }
@@ -642,7 +693,7 @@ static int write_snapshot(int fd, enum lsnap_reason reason, int with_blocks,
 	memset(w, 0, offsetof(struct writer, buf));
 	w->fd = fd;
 	w->is_socket = 1;
-	w->hash = LSNAP_FNV_INIT;
+	lsnap_hash_init(&w->hash);
 	ret = sums_init(&sums);
 	if (ret)
 		goto out;

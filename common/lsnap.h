@@ -9,8 +9,10 @@
  * bytes on the wire are the bytes of the struct on x86_64 and aarch64.
  * A reader skips tags it does not know, which is how later versions add
  * records without breaking older readers.  The last record is always
- * LSNAP_END, which carries the record count and a FNV-1a hash of every byte
- * before it: a file without a valid END record is truncated or corrupt.
+ * LSNAP_END, which carries the record count and a hash of every byte
+ * before it (version 2: lsnap_hash_*, 8 bytes a step; version 1: FNV-1a,
+ * a byte a step): a file without a valid END record is truncated or
+ * corrupt.
  *
  * The format is documented for users in docs/SNAPSHOT-FORMAT.md; keep the
  * two in step.
@@ -21,7 +23,9 @@
 #include <stdint.h>
 
 #define LSNAP_MAGIC "LEAKSCP"	/* 7 chars + NUL = 8 bytes */
-#define LSNAP_VERSION 1
+#define LSNAP_VERSION 2		/* what producers write */
+#define LSNAP_VERSION_MIN 1	/* the oldest a reader still reads: version
+				   1 differs only in END's hash (FNV-1a) */
 
 /* Upper bounds a reader enforces before trusting a length. */
 #define LSNAP_MAX_RECORD (64u << 20)
@@ -289,8 +293,10 @@ struct lsnap_peak {
 
 /*
  * Log2 histogram buckets of LSNAP_SITE_STATS: bucket 0 counts the value
- * 0, bucket b in 1..nbuckets-2 the values [2^(b-1), 2^b), the last bucket
- * everything above.  Sizes in bytes; lifetimes in 1/256 s
+ * 0, bucket b in 1..LSNAP_HIST_BUCKETS-2 the values [2^(b-1), 2^b),
+ * bucket LSNAP_HIST_BUCKETS-1 everything above.  A record may stop
+ * before it (nbuckets < LSNAP_HIST_BUCKETS): the buckets left out are 0
+ * (version 1 always wrote them all).  Sizes in bytes; lifetimes in 1/256 s
  * (LSNAP_LIFE_TICKS_PER_S), so lifetime bucket 0 is "freed within the
  * same clock tick".
  */
@@ -308,7 +314,8 @@ struct lsnap_peak {
  */
 struct lsnap_site_stats {
 	uint32_t site;		/* lsnap_site.id */
-	uint32_t nbuckets;	/* of each histogram, <= LSNAP_HIST_BUCKETS */
+	uint32_t nbuckets;	/* of each histogram, <= LSNAP_HIST_BUCKETS:
+				   the buckets written, from 0 */
 	int64_t peak_bytes;
 	int64_t peak_blocks;
 	uint64_t temp_bytes;
@@ -417,10 +424,77 @@ struct lsnap_check_thread {
 struct lsnap_end {
 	uint32_t nrecords;	/* records before this one */
 	uint32_t pad;
-	uint64_t hash;		/* FNV-1a 64 of every byte before this
-				   record's header */
+	uint64_t hash;		/* of every byte before this record's
+				   header: lsnap_hash_end() (version 1:
+				   lsnap_fnv1a() from LSNAP_FNV_INIT) */
 } __attribute__((packed));
 
+/*
+ * The END record's hash from version 2 on: the bytes as little-endian
+ * 64-bit words, the last 1-7 bytes zero-padded into one more word, each
+ * word mixed in by lsnap_hash_mix(), then the byte count.  Every step
+ * is a bijection of the state, so one damaged word always changes the
+ * hash; it is an integrity check against damage, not against an
+ * attacker.  Version 1's FNV-1a took a multiply per byte: 8 instructions
+ * a byte, most of the time an exit snapshot took (docs/PERFORMANCE.md).
+ * Feed the bytes in pieces of any size with lsnap_hash_add().
+ */
+struct lsnap_hash {
+	uint64_t h;
+	uint64_t len;		/* bytes added */
+	uint64_t tail;		/* the last len % 8 bytes, little-endian */
+};
+
+#define LSNAP_HASH_MUL 0x9e3779b97f4a7c15ULL
+
+static inline uint64_t lsnap_hash_mix(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * LSNAP_HASH_MUL;
+	return h ^ (h >> 32);	/* the high bits down: a multiply moves
+				   differences only upwards */
+}
+
+static inline void lsnap_hash_init(struct lsnap_hash *s)
+{
+	s->h = 0xcbf29ce484222325ULL;
+	s->len = 0;
+	s->tail = 0;
+}
+
+static inline void lsnap_hash_add(struct lsnap_hash *s, const void *buf,
+				  uint64_t len)
+{
+	const unsigned char *p = buf;
+	unsigned k = (unsigned)(s->len & 7);
+	uint64_t w;
+
+	s->len += len;
+	if (k) {		/* complete the word the last piece began */
+		for (; k < 8 && len; k++, len--)
+			s->tail |= (uint64_t)*p++ << (8 * k);
+		if (k < 8)
+			return;
+		s->h = lsnap_hash_mix(s->h, s->tail);
+		s->tail = 0;
+	}
+	for (; len >= 8; p += 8, len -= 8) {
+		__builtin_memcpy(&w, p, 8);	/* little-endian hosts only */
+		s->h = lsnap_hash_mix(s->h, w);
+	}
+	for (k = 0; k < len; k++)
+		s->tail |= (uint64_t)p[k] << (8 * k);
+}
+
+static inline uint64_t lsnap_hash_end(const struct lsnap_hash *s)
+{
+	uint64_t h = s->h;
+
+	if (s->len & 7)
+		h = lsnap_hash_mix(h, s->tail);
+	return lsnap_hash_mix(h, s->len);
+}
+
+/* Version 1's hash, and a string hash for tables. */
 #define LSNAP_FNV_INIT 0xcbf29ce484222325ULL
 static inline uint64_t lsnap_fnv1a(uint64_t h, const void *buf, uint64_t len)
 {

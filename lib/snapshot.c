@@ -47,7 +47,9 @@ struct parse {
 	struct reader *rd;
 	struct ls_snapshot *snap;
 	uint32_t nrec;		/* records accepted so far, END excluded */
-	uint64_t hash;
+	uint32_t version;	/* the file header's */
+	uint64_t fnv;		/* version 1's hash so far */
+	struct lsnap_hash hash;	/* version 2's */
 	unsigned char *payload;
 	size_t payload_cap;
 	int seen_header, seen_command, seen_totals, seen_peak, seen_mallinfo;
@@ -623,6 +625,20 @@ static int truncated(struct parse *p)
 		    "snapshot ends before its END record (truncated?)");
 }
 
+/* The END record's hash, by the snapshot's version. */
+static void hash_add(struct parse *p, const void *buf, size_t len)
+{
+	if (p->version == 1)
+		p->fnv = lsnap_fnv1a(p->fnv, buf, len);
+	else
+		lsnap_hash_add(&p->hash, buf, len);
+}
+
+static uint64_t hash_end(const struct parse *p)
+{
+	return p->version == 1 ? p->fnv : lsnap_hash_end(&p->hash);
+}
+
 static int read_file_hdr(struct parse *p)
 {
 	struct lsnap_file_hdr fh;
@@ -636,11 +652,14 @@ static int read_file_hdr(struct parse *p)
 		return fail(p, -EINVAL, "not a leakscope snapshot");
 	if ((size_t)n < sizeof(fh))
 		return truncated(p);
-	if (fh.version != LSNAP_VERSION)
+	if (fh.version < LSNAP_VERSION_MIN || fh.version > LSNAP_VERSION)
 		return fail(p, -EINVAL, "unsupported snapshot version %u "
-			    "(this leakscope reads version %u)", fh.version,
-			    LSNAP_VERSION);
-	p->hash = lsnap_fnv1a(LSNAP_FNV_INIT, &fh, sizeof(fh));
+			    "(this leakscope reads versions %u to %u)",
+			    fh.version, LSNAP_VERSION_MIN, LSNAP_VERSION);
+	p->version = fh.version;
+	p->fnv = LSNAP_FNV_INIT;
+	lsnap_hash_init(&p->hash);
+	hash_add(p, &fh, sizeof(fh));
 	return 0;
 }
 
@@ -752,7 +771,7 @@ static int read_end(struct parse *p, uint32_t len)
 		return fail(p, -EINVAL, "corrupt snapshot: the END record "
 			    "counts %u records, the snapshot has %u",
 			    e.nrecords, p->nrec);
-	if (e.hash != p->hash)
+	if (e.hash != hash_end(p))
 		return fail(p, -EINVAL, "corrupt snapshot: checksum mismatch "
 			    "(damaged or altered)");
 	ret = check_site_ids(p);
@@ -775,7 +794,7 @@ static int read_payload(struct parse *p, uint32_t tag, uint32_t len)
 	if ((size_t)n < len)
 		return fail(p, -EINVAL, "corrupt snapshot: record %u (%s) is "
 			    "truncated", p->nrec + 1, tag_name(tag));
-	p->hash = lsnap_fnv1a(p->hash, p->payload, len);
+	hash_add(p, p->payload, len);
 	return 0;
 }
 
@@ -804,7 +823,7 @@ static int read_record(struct parse *p)
 		ret = read_end(p, h.len);
 		return ret ? ret : 1;
 	}
-	p->hash = lsnap_fnv1a(p->hash, &h, sizeof(h));
+	hash_add(p, &h, sizeof(h));
 	ret = read_payload(p, h.tag, h.len);
 	if (!ret)
 		ret = dispatch(p, h.tag, h.len);

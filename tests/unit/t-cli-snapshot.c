@@ -69,9 +69,27 @@ static void w_end_with(struct wbuf *w, uint32_t nrec, uint64_t hash)
 	w_put(w, &e, sizeof(e));
 }
 
+/* The version w_header() writes: the current one, or 1 for the tests
+ * that read an older agent's snapshots. */
+static uint32_t w_version = LSNAP_VERSION;
+
+/* END's hash of the bytes p (a file header first), by their version. */
+static uint64_t snap_hash(const unsigned char *p, size_t len)
+{
+	struct lsnap_hash h;
+	uint32_t version;
+
+	memcpy(&version, p + 8, sizeof(version));
+	if (version == 1)
+		return lsnap_fnv1a(LSNAP_FNV_INIT, p, len);
+	lsnap_hash_init(&h);
+	lsnap_hash_add(&h, p, len);
+	return lsnap_hash_end(&h);
+}
+
 static void w_end(struct wbuf *w)
 {
-	w_end_with(w, w->nrec, lsnap_fnv1a(LSNAP_FNV_INIT, w->p, w->len));
+	w_end_with(w, w->nrec, snap_hash(w->p, w->len));
 }
 
 static const struct lsnap_header std_hdr = {
@@ -84,7 +102,7 @@ static const struct lsnap_header std_hdr = {
 
 static void w_header(struct wbuf *w)
 {
-	w_file_hdr(w, LSNAP_MAGIC, LSNAP_VERSION);
+	w_file_hdr(w, LSNAP_MAGIC, w_version);
 	w_rec(w, LSNAP_HEADER, &std_hdr, sizeof(std_hdr));
 }
 
@@ -304,6 +322,109 @@ static void test_flips(void)
 	}
 	is_u64(bad, 0, "each of the %zu single-byte corruptions is refused",
 	       w.len);
+	free(w.p);
+}
+
+/*
+ * Version 2's hash is the same whatever pieces the bytes come in (the
+ * writer hashes its buffer, the reader each record), and differs from
+ * version 1's: each version's file is checked with its own.
+ */
+static void test_hash_pieces(void)
+{
+	unsigned char b[67];
+	struct lsnap_hash one, two;
+	size_t i, j, bad = 0;
+
+	for (i = 0; i < sizeof(b); i++)
+		b[i] = (unsigned char)(i * 37 + 11);
+	lsnap_hash_init(&one);
+	lsnap_hash_add(&one, b, sizeof(b));
+	for (i = 0; i <= sizeof(b); i++)
+		for (j = i; j <= sizeof(b); j++) {
+			lsnap_hash_init(&two);
+			lsnap_hash_add(&two, b, i);
+			lsnap_hash_add(&two, b + i, j - i);
+			lsnap_hash_add(&two, b + j, sizeof(b) - j);
+			bad += lsnap_hash_end(&two) != lsnap_hash_end(&one);
+		}
+	is_u64(bad, 0, "67 bytes in three pieces, every split: one hash");
+	/* A trailing zero byte is a different input, not padding. */
+	lsnap_hash_init(&two);
+	lsnap_hash_add(&two, b, 8);
+	lsnap_hash_init(&one);
+	lsnap_hash_add(&one, b, 8);
+	lsnap_hash_add(&one, "", 1);
+	ok(lsnap_hash_end(&one) != lsnap_hash_end(&two),
+	   "a trailing zero byte changes the hash");
+	/* Known answers: the format's definition, not this code's. */
+	lsnap_hash_init(&one);
+	is_u64(lsnap_hash_end(&one), lsnap_hash_mix(0xcbf29ce484222325ULL, 0),
+	       "empty input: the byte count mixed into the basis");
+	lsnap_hash_add(&one, "\x01\x02\x03", 3);
+	is_u64(lsnap_hash_end(&one),
+	       lsnap_hash_mix(lsnap_hash_mix(0xcbf29ce484222325ULL, 0x030201),
+			      3), "3 bytes: one zero-padded word, then 3");
+}
+
+/* A snapshot version 1 (what agents before version 2 wrote: FNV-1a in
+ * END) reads back the same; each version refuses the other's hash. */
+static void test_version1(void)
+{
+	struct wbuf w = { 0 };
+	struct ls_snapshot s;
+	char err[256] = "x";
+	struct lsnap_hash h2;
+	uint64_t fnv;
+
+	w_version = 1;
+	w_standard(&w);
+	w_version = LSNAP_VERSION;
+	if (ok(read_buf(w.p, w.len, &s, err, sizeof(err)) == 0,
+	       "version 1 snapshot reads back (%s)", err))
+		check_values(&s, "version 1");
+	ls_snapshot_release(&s);
+	/* Version 1 with version 2's hash, and version 2 with version 1's. */
+	fnv = lsnap_fnv1a(LSNAP_FNV_INIT, w.p, w.len - 24);
+	w.p[8] = 2;
+	memcpy(w.p + w.len - 8, &fnv, 8);
+	read_buf(w.p, w.len, &s, err, sizeof(err));
+	ok(!strcmp(err, "corrupt snapshot: checksum mismatch (damaged or "
+		   "altered)"), "version 2 with FNV-1a refused: '%s'", err);
+	ls_snapshot_release(&s);
+	w.p[8] = 1;
+	lsnap_hash_init(&h2);
+	lsnap_hash_add(&h2, w.p, w.len - 24);
+	fnv = lsnap_hash_end(&h2);
+	memcpy(w.p + w.len - 8, &fnv, 8);
+	read_buf(w.p, w.len, &s, err, sizeof(err));
+	ok(!strcmp(err, "corrupt snapshot: checksum mismatch (damaged or "
+		   "altered)"), "version 1 with version 2's hash refused: '%s'",
+	   err);
+	ls_snapshot_release(&s);
+	free(w.p);
+}
+
+/* A damaged value that breaks no rule (a site's live bytes) is caught
+ * by the hash alone, in either version, with exactly one line. */
+static void test_value_flip(uint32_t version)
+{
+	struct wbuf w = { 0 };
+	struct ls_snapshot s;
+	char err[256];
+	int ret;
+
+	w_version = version;
+	w_standard(&w);
+	w_version = LSNAP_VERSION;
+	/* The first site's live_bytes (after id, kind, gen, nframes);
+	 * its three frames end the record. */
+	w.p[site5_end - 3 * 8 - sizeof(struct lsnap_site) + 16 + 1] ^= 0x10;
+	ret = read_buf(w.p, w.len, &s, err, sizeof(err));
+	ok(ret == -EINVAL && !strcmp(err, "corrupt snapshot: checksum "
+				     "mismatch (damaged or altered)"),
+	   "version %u: a site's live bytes altered: '%s'", version, err);
+	ls_snapshot_release(&s);
 	free(w.p);
 }
 
@@ -551,10 +672,17 @@ static void test_bad_framing(void)
 	       "not a leakscope snapshot", "bad magic");
 	ok(!strcmp(err, "not a leakscope snapshot"), "exact message");
 	w.len = 0;
-	w_file_hdr(&w, LSNAP_MAGIC, 2);
+	w_file_hdr(&w, LSNAP_MAGIC, LSNAP_VERSION + 1);
 	w_end(&w);
 	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
-	       "unsupported snapshot version 2", "bad version");
+	       "unsupported snapshot version 3", "a later version");
+	ok(!strcmp(err, "unsupported snapshot version 3 (this leakscope "
+		   "reads versions 1 to 2)"), "exact message: '%s'", err);
+	w.len = 0;
+	w_file_hdr(&w, LSNAP_MAGIC, 0);
+	w_end(&w);
+	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
+	       "unsupported snapshot version 0", "version 0");
 	w.len = w.nrec = 0;
 	w_header(&w);
 	w_end_with(&w, 1, 12345);
@@ -562,7 +690,7 @@ static void test_bad_framing(void)
 	       "checksum mismatch", "bad hash");
 	w.len = w.nrec = 0;
 	w_header(&w);
-	w_end_with(&w, 2, lsnap_fnv1a(LSNAP_FNV_INIT, w.p, w.len));
+	w_end_with(&w, 2, snap_hash(w.p, w.len));
 	expect(read_buf(w.p, w.len, &s, err, sizeof(err)), err,
 	       "counts 2 records, the snapshot has 1", "bad record count");
 	w.len = w.nrec = 0;
@@ -608,7 +736,7 @@ static void test_fuzz(void)
 		w_put(&f, w.p, body);
 		for (i = 0; i < 1 + (unsigned)it % 4; i++)
 			f.p[16 + rand_r(&seed) % (body - 16)] = (unsigned char)rand_r(&seed);
-		w_end_with(&f, w.nrec, lsnap_fnv1a(LSNAP_FNV_INIT, f.p, body));
+		w_end_with(&f, w.nrec, snap_hash(f.p, body));
 		if (read_buf(f.p, f.len, &s, err, sizeof(err)) == 0)
 			accepted++;
 		else if (err[0])
@@ -779,6 +907,14 @@ int main(void)
 	test_roundtrip();
 	test_truncations();
 	test_flips();
+	w_version = 1;
+	test_truncations();
+	test_flips();
+	w_version = LSNAP_VERSION;
+	test_hash_pieces();
+	test_version1();
+	test_value_flip(1);
+	test_value_flip(LSNAP_VERSION);
 	test_bad_records();
 	test_peak_records();
 	test_oversize();
