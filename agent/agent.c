@@ -90,14 +90,33 @@ struct ls_site_rec *capture_site(struct ls_thread *t, uint32_t kind)
 	return s;
 }
 
+/*
+ * The bookkeeping below takes the sample rate as an argument, read once
+ * per event: ls_sample_rate only changes before the agent is on.  The
+ * hot paths (ls_track_malloc, ls_track_free) pass a literal 0 in full
+ * tracking, so that their copy of the code has no test of the rate left
+ * (each was a load and a branch, reloaded after every call the compiler
+ * could not see into).  est() is ls_sample_est() for that rate.
+ */
+static inline __attribute__((always_inline))
+void est(uint64_t rate, uint64_t size, int64_t *bytes, int64_t *blocks)
+{
+	if (!rate) {
+		*bytes = (int64_t)size;
+		*blocks = 1;
+		return;
+	}
+	ls_sample_est_sampled(size, bytes, blocks);
+}
+
 /* A recorded block goes away: settle its site (ev: LS_EV_*). */
 static inline __attribute__((always_inline))
 void settle_replaced(struct ls_thread *t, const struct ls_live_entry *old,
-		     unsigned ev)
+		     unsigned ev, uint64_t rate)
 {
 	int64_t b, k;
 
-	ls_sample_est(old->size, &b, &k);
+	est(rate, old->size, &b, &k);
 	ls_thread_site_delta(t, old->site, NULL, -b, -k, 0, 0, ev);
 }
 
@@ -114,18 +133,19 @@ static inline uint64_t alloc_calls(const struct ls_thread *t)
 
 /* A block freed by the program: its lifetime, and whether it was this
  * thread's latest allocation (heaptrack's "temporary"). */
-static inline unsigned free_event(const struct ls_thread *t,
-				  const struct ls_live_entry *e)
+static inline __attribute__((always_inline))
+unsigned free_event(const struct ls_thread *t, const struct ls_live_entry *e,
+		    uint64_t rate)
 {
 	uint32_t now = ls_tick_now();
-	unsigned ev = LS_EV_LIFE(ls_hist_bucket(now > e->birth ?
-						now - e->birth : 0));
+	unsigned ev = LS_EV_LIFE(ls_hist_bucket_below63(now > e->birth ?
+							now - e->birth : 0));
 
 	/* In full tracking every allocation sets last_addr, and no other
 	 * block can have that address while it lives: the address says it
 	 * all.  Sampled, the unrecorded allocations count through calls[]. */
 	if (e->addr == t->last_addr &&
-	    (!ls_sample_rate || alloc_calls(t) == t->last_allocs))
+	    (!rate || alloc_calls(t) == t->last_allocs))
 		ev |= LS_EV_TEMP;
 	return ev;
 }
@@ -151,7 +171,8 @@ static inline void entry_make(struct ls_live_entry *e, uint64_t addr,
 }
 
 static inline __attribute__((always_inline))
-void insert(struct ls_thread *t, struct ls_site_rec *s, void *p, size_t size)
+void insert(struct ls_thread *t, struct ls_site_rec *s, void *p, size_t size,
+	    uint64_t rate)
 {
 	struct ls_live_entry e, old;
 	int64_t b, k;
@@ -166,15 +187,19 @@ void insert(struct ls_thread *t, struct ls_site_rec *s, void *p, size_t size)
 		return;
 	}
 	if (r == 1)
-		settle_replaced(t, &old, 0);
-	else if (ls_sample_rate)
+		settle_replaced(t, &old, 0, rate);
+	else if (rate)
 		ls_sample_mark(e.addr);
 	t->last_addr = e.addr;
-	if (ls_sample_rate)
+	if (rate)
 		t->last_allocs = alloc_calls(t);
-	ls_sample_est(size, &b, &k);
+	est(rate, size, &b, &k);
 	ls_thread_site_delta(t, s->id, s, b, k, (uint64_t)b, (uint64_t)k,
-			     LS_EV_SIZE(ls_hist_bucket(size)));
+			     LS_EV_SIZE(ls_hist_bucket_below63(size)));
+	/* The entry's copy of p, in a frame that may lie right under the
+	 * program's (ls_track_malloc): see hooks.c, malloc_slow. */
+	e.addr = 0;
+	__asm__ volatile("" :: "r"(&e) : "memory");
 }
 
 /*
@@ -185,8 +210,8 @@ void insert(struct ls_thread *t, struct ls_site_rec *s, void *p, size_t size)
  * errno's store cannot be moved above, and the hook has called the real
  * function before it calls this (hooks.c says why in that order).
  */
-__attribute__((noinline))
-void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
+static inline __attribute__((always_inline))
+void record(struct ls_thread *t, void *p, size_t size, uint64_t rate)
 {
 	int e = *t->err;
 	struct ls_site_rec *s;
@@ -194,23 +219,73 @@ void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 	ls_guard_enter();
 	s = capture_site(t, LSNAP_KIND_HEAP);
 	if (s)
-		insert(t, s, p, size);
+		insert(t, s, p, size, rate);
 	else
 		ls_agent_drop();
 	ls_guard_leave();
 	*t->err = e;
 }
 
+__attribute__((noinline))
+void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
+{
+	record(t, p, size, ls_sample_rate);
+}
+
+/*
+ * The hooks' slow paths reach these by tail calls (agent.h): the caller
+ * is the program, and LS_UNWIND_HERE() is its call into malloc.  The
+ * bookkeeping is inline, in this one frame (with its registers saved
+ * once), instead of a call from the hook's frame into ls_track_alloc's.
+ */
+__attribute__((noinline))
+void *ls_track_malloc(size_t n, struct ls_thread *t)
+{
+	void *p;
+
+	ls_thread_count(t, LS_FN_MALLOC);
+	p = ls_real.malloc(n);
+	if (!p)
+		return p;
+	if (ls_likely(!ls_sample_rate)) {
+		t->start = LS_UNWIND_HERE();	/* the program's call */
+		record(t, p, n, 0);
+	} else if (ls_sample_take(t, n)) {
+		t->start = LS_UNWIND_HERE();
+		record(t, p, n, ls_sample_rate);
+	}
+	return p;
+}
+
+__attribute__((noinline))
+void *ls_track_calloc(size_t n, size_t m, struct ls_thread *t)
+{
+	void *p;
+
+	ls_thread_count(t, LS_FN_CALLOC);
+	p = ls_real.calloc(n, m);
+	if (!p)
+		return p;
+	if (ls_likely(!ls_sample_rate)) {
+		t->start = LS_UNWIND_HERE();	/* the program's call */
+		record(t, p, n * m, 0);
+	} else if (ls_sample_take(t, n * m)) {
+		t->start = LS_UNWIND_HERE();
+		record(t, p, n * m, ls_sample_rate);
+	}
+	return p;
+}
+
 /* Take p out of the live table; in sampled mode the filter answers for
  * almost every block that was never recorded. */
 static inline __attribute__((always_inline))
-int take(uint64_t addr, struct ls_live_entry *e)
+int take(uint64_t addr, struct ls_live_entry *e, uint64_t rate)
 {
-	if (ls_sample_rate && !ls_sample_maybe(addr))
+	if (rate && !ls_sample_maybe(addr))
 		return 0;
 	if (!ls_live_remove(addr, e))
 		return 0;
-	if (ls_sample_rate)
+	if (rate)
 		ls_sample_unmark(addr);
 	return 1;
 }
@@ -221,18 +296,27 @@ int take(uint64_t addr, struct ls_live_entry *e)
  * across the bookkeeping; errno is put back before it, which is what the
  * program sees (glibc's free keeps errno).
  */
-__attribute__((noinline))
-void ls_track_free(struct ls_thread *t, void *p)
+static inline __attribute__((always_inline))
+void untrack(void *p, struct ls_thread *t, uint64_t rate)
 {
 	int err = *t->err;
 	struct ls_live_entry e;
 
 	ls_guard_enter();
-	if (take((uint64_t)(uintptr_t)p, &e))
-		settle_replaced(t, &e, free_event(t, &e));
+	if (take((uint64_t)(uintptr_t)p, &e, rate))
+		settle_replaced(t, &e, free_event(t, &e, rate), rate);
 	ls_guard_leave();
 	*t->err = err;
 	ls_real.free(p);
+}
+
+__attribute__((noinline))
+void ls_track_free(void *p, struct ls_thread *t)
+{
+	if (ls_likely(!ls_sample_rate))
+		untrack(p, t, 0);
+	else
+		untrack(p, t, ls_sample_rate);
 }
 
 int ls_track_take(struct ls_thread *t, void *p, void *saved)
@@ -240,9 +324,9 @@ int ls_track_take(struct ls_thread *t, void *p, void *saved)
 	struct ls_live_entry *e = saved;
 
 	_Static_assert(sizeof(*e) == LS_TRACK_SAVED, "saved entry size");
-	if (!take((uint64_t)(uintptr_t)p, e))
+	if (!take((uint64_t)(uintptr_t)p, e, ls_sample_rate))
 		return 0;
-	settle_replaced(t, e, 0);	/* resized, not ended */
+	settle_replaced(t, e, 0, ls_sample_rate);	/* resized, not ended */
 	return 1;
 }
 

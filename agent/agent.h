@@ -24,7 +24,17 @@
  * free): the hook returns at once.
  */
 void ls_track_alloc(struct ls_thread *t, void *p, size_t size);
-void ls_track_free(struct ls_thread *t, void *p);
+void ls_track_free(void *p, struct ls_thread *t);
+/*
+ * malloc and calloc's common case whole, for a thread t that hooks.c's
+ * common_case() cleared: count the call, call the real function, and
+ * record the block (in sampled mode when a sample point falls in it).
+ * One frame instead of the hook's slow path and ls_track_alloc's.  Must
+ * be reached by tail calls only from the interposed function, so that
+ * its caller is the program's frame (LS_UNWIND_HERE() inside).
+ */
+void *ls_track_malloc(size_t n, struct ls_thread *t);
+void *ls_track_calloc(size_t n, size_t m, struct ls_thread *t);
 /* With the guard held: remove p before a realloc; fills *saved, returns
  * nonzero if tracked. */
 int ls_track_take(struct ls_thread *t, void *p, void *saved);

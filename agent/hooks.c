@@ -117,21 +117,24 @@ static inline void note_free(struct ls_thread *t, void *p)
 	if (!p || (ls_sample_rate && !ls_sample_maybe((uint64_t)(uintptr_t)p)))
 		ls_real.free(p);
 	else
-		ls_track_free(t, p);
+		ls_track_free(p, t);
 }
 
 /*
  * The common case of ready() and tracking() for a thread t that has a
- * record: no guard, the agent on, no fork child's control to start, the
- * real functions known.  What they decide then is "track, with t"; the
- * slow paths' first lanes take it without their calls and saved
- * registers, and leave everything else to the general code.
+ * record: no guard, the agent on, no fork child's control to start.
+ * What they decide then is "track, with t"; the slow paths' first lanes
+ * take it without their calls and saved registers, and leave everything
+ * else to the general code.  The real functions are known then: the
+ * agent is only ever switched on (released) after ls_real.free was set
+ * (ls_agent_core_start, ls_agent_start_attached), and it is never unset,
+ * so the acquire load of the state is all ready() would add.
  */
 static inline int common_case(const struct ls_thread *t)
 {
-	return ls_likely(t && !ls_guard_held() && ls_agent_on() &&
-			 !ls_agent.control_pending &&
-			 __atomic_load_n(&ls_real.free, __ATOMIC_ACQUIRE));
+	return ls_likely(t && !ls_guard_held() &&
+			 __atomic_load_n(&ls_agent.state, __ATOMIC_ACQUIRE) ==
+			 LS_ON && !ls_agent.control_pending);
 }
 
 /*
@@ -160,29 +163,22 @@ static __attribute__((noinline)) void *malloc_rare(size_t n)
 }
 
 /*
- * Both lanes are tail calls of malloc's, so LS_UNWIND_HERE() here and in
- * malloc_rare sees the program's call.  The recording is an ordinary
- * call, not a tail call: as one (measured), a check's conservative scan
- * of a thread stopped in a shallow read() found a block it had allocated
- * and dropped still referenced (tests/integration/t_check.py,
- * site_born_lost), most likely through the copy of the table entry in
- * ls_track_alloc's dead frame, which then lay right under the program's
- * frames, where the read()'s frame left it in a slot it did not write.
+ * Both lanes are tail calls of malloc's, and ls_track_malloc one of this
+ * function's, so LS_UNWIND_HERE() there and in malloc_rare sees the
+ * program's call.  t is malloc's read of the thread record.  The frame
+ * that does the recording then lies right under the program's frames:
+ * where a check's conservative scan of a thread stopped in a shallow
+ * read() found the copy of the table entry it had left, and so a block
+ * the thread had allocated and dropped still referenced
+ * (tests/integration/t_check.py, site_born_lost).  agent.c's insert()
+ * clears that copy's address once the entry is in the table.
  */
-static __attribute__((noinline)) void *malloc_slow(size_t n)
+static __attribute__((noinline)) void *malloc_slow(size_t n,
+						   struct ls_thread *t)
 {
-	struct ls_thread *t = ls_thread_tls;
-	void *p;
-
 	if (!common_case(t))
 		return malloc_rare(n);
-	ls_thread_count(t, LS_FN_MALLOC);
-	p = ls_real.malloc(n);
-	if (!p || (ls_sample_rate && !ls_sample_take(t, n)))
-		return p;
-	t->start = LS_UNWIND_HERE();	/* the program's call into the hook */
-	ls_track_alloc(t, p, n);
-	return p;
+	return ls_track_malloc(n, t);
 }
 
 LS_EXPORT void *malloc(size_t n)
@@ -194,7 +190,7 @@ LS_EXPORT void *malloc(size_t n)
 		t->sample_left -= n;
 		return ls_real.malloc(n);
 	}
-	return malloc_slow(n);
+	return malloc_slow(n, t);
 }
 
 /* Everything free_slow's first lane does not take. */
@@ -212,11 +208,10 @@ static __attribute__((noinline)) void free_rare(void *p)
 }
 
 /* Full tracking's free, and sampled mode's frees the filter does not
- * clear: only tail calls, no register to save. */
-static __attribute__((noinline)) void free_slow(void *p)
+ * clear: only tail calls, no register to save.  t is free's read of the
+ * thread record. */
+static __attribute__((noinline)) void free_slow(void *p, struct ls_thread *t)
 {
-	struct ls_thread *t = ls_thread_tls;
-
 	if (!common_case(t) || ls_unlikely(ls_boot_owns(p))) {
 		free_rare(p);
 		return;
@@ -235,7 +230,7 @@ LS_EXPORT void free(void *p)
 		ls_real.free(p);
 		return;
 	}
-	free_slow(p);
+	free_slow(p, t);
 }
 
 static __attribute__((noinline)) void *calloc_rare(size_t n, size_t m)
@@ -259,20 +254,12 @@ static __attribute__((noinline)) void *calloc_rare(size_t n, size_t m)
 }
 
 /* As malloc_slow. */
-static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m)
+static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m,
+						   struct ls_thread *t)
 {
-	struct ls_thread *t = ls_thread_tls;
-	void *p;
-
 	if (!common_case(t))
 		return calloc_rare(n, m);
-	ls_thread_count(t, LS_FN_CALLOC);
-	p = ls_real.calloc(n, m);
-	if (!p || (ls_sample_rate && !ls_sample_take(t, n * m)))
-		return p;
-	t->start = LS_UNWIND_HERE();	/* the program's call into the hook */
-	ls_track_alloc(t, p, n * m);
-	return p;
+	return ls_track_calloc(n, m, t);
 }
 
 LS_EXPORT void *calloc(size_t n, size_t m)
@@ -286,7 +273,7 @@ LS_EXPORT void *calloc(size_t n, size_t m)
 		t->sample_left -= total;
 		return ls_real.calloc(n, m);
 	}
-	return calloc_slow(n, m);
+	return calloc_slow(n, m, t);
 }
 
 static void *boot_realloc(void *p, size_t n)

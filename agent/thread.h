@@ -60,6 +60,18 @@ extern const char *const ls_fn_names[LS_FN_COUNT];
 #define LS_PENDING_SIZE_HIST 23
 #define LS_PENDING_LIFE_HIST 24
 
+/*
+ * ls_hist_bucket() for a value below 2^63 (a block's size, a lifetime in
+ * ticks), as the hooks compute it: 64 - clz(v) is 63 - clz(2v + 1),
+ * which needs no test for 0 (two instructions fewer per event).
+ */
+static inline unsigned ls_hist_bucket_below63(uint64_t v)
+{
+	unsigned b = 63u - (unsigned)__builtin_clzll(2 * v + 1);
+
+	return b < LS_HIST_BUCKETS - 1 ? b : LS_HIST_BUCKETS - 1;
+}
+
 #define LS_EV_SIZE(b) (0x100u | (unsigned)(b))
 #define LS_EV_LIFE(b) (0x200u | (unsigned)(b))
 #define LS_EV_TEMP 0x400u

@@ -4,6 +4,7 @@
  */
 #include <pthread.h>
 #include "../../agent/site.h"
+#include "../../agent/thread.h"
 #include "tap.h"
 
 static struct ls_site_rec *intern(const uint64_t *pcs, uint32_t n, uint32_t kind)
@@ -52,5 +53,20 @@ int main(void)
 		if (!ls_site_get((uint32_t)i) || ls_site_get((uint32_t)i)->id != (uint32_t)i)
 			bad = 1;
 	ok(!bad, "ids are dense and match");
+	bad = 0;
+	for (i = 0; i < (1 << 20); i++)
+		bad |= ls_hist_bucket_below63((uint64_t)i) !=
+		       ls_hist_bucket((uint64_t)i);
+	for (i = 1; i < 63; i++) {
+		uint64_t v = 1ull << i;
+
+		bad |= ls_hist_bucket_below63(v - 1) != ls_hist_bucket(v - 1) ||
+		       ls_hist_bucket_below63(v) != ls_hist_bucket(v) ||
+		       ls_hist_bucket_below63(v + 1) != ls_hist_bucket(v + 1);
+	}
+	bad |= ls_hist_bucket_below63(INT64_MAX) != ls_hist_bucket(INT64_MAX);
+	ok(!bad, "the hooks' bucket is ls_hist_bucket below 2^63 (0, 1, 2^k +- 1)");
+	is_u64(ls_hist_bucket_below63(0), 0, "bucket of 0");
+	is_u64(ls_hist_bucket_below63(4096), 13, "bucket of 4096");
 	return tap_done();
 }
