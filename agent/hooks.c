@@ -217,7 +217,13 @@ static __attribute__((noinline)) void free_slow(void *p, struct ls_thread *t)
 		return;
 	}
 	ls_thread_count(t, LS_FN_FREE);
-	note_free(t, p);	/* and the real free */
+	/* Sampled, free() has already asked the filter: a block that came
+	 * here passed it (or free's first test failed: then common_case()
+	 * did too, and free_rare asks). */
+	if (!p)
+		ls_real.free(p);
+	else
+		ls_track_free(p, t);	/* and the real free */
 }
 
 LS_EXPORT void free(void *p)
