@@ -14,10 +14,10 @@
  * free (or realloc) gives its address back, since another thread may be
  * handed the same address at once.  The real calls are calls through
  * ls_real's pointers, which the compiler cannot move bookkeeping across.
- * The guard and errno are taken inside ls_track_alloc and ls_track_free
- * (agent.c), not around them here: the guard's increment and decrement
- * carry their own compiler barriers (guard.h), so no ordering depends on
- * where the call boundary lies, and one call layer per event is gone.
+ * The guard and errno are taken inside ls_track_alloc, ls_track_malloc,
+ * ls_track_calloc and ls_track_free (agent.c), not around them here: the
+ * guard's increment and decrement carry their own compiler barriers
+ * (guard.h), so no ordering depends on where the call boundary lies.
  */
 #include <errno.h>
 #include <malloc.h>
