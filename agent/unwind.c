@@ -1285,6 +1285,13 @@ static inline uint32_t uw_memo_set(uint64_t h)
 	return (uint32_t)(h >> (64 - UW_MEMO_SET_BITS));
 }
 
+/* The recent set's hash for a walk from sp (its pc goes with its first
+ * return address ra0) with key. */
+static inline uint64_t uw_fast_hash(uint64_t sp, uint64_t key, uint64_t ra0)
+{
+	return (sp ^ key ^ ra0) * 0x9e3779b97f4a7c15ull;
+}
+
 /* After a miss that met an entry of its own state and hint: one return
  * address deeper for the hint of walks along this one's chain. */
 static void uw_deepen(struct uw_tcache *tc, const struct uw_rec *rc)
@@ -1409,7 +1416,7 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 		ra0 = uw_ra0(tc, w.pc, w.sp, hint, &at0);
 		hint = uw_hint_from(tc, at0, ra0);
 		tc->pend_hint = hint;
-		tc->pend_h0 = uw_memo_hash(w.pc, w.sp, *key, ra0);
+		tc->pend_h0 = uw_fast_hash(w.sp, *key, ra0);
 		tc->pend = (struct uw_memo){
 			.pc = w.pc, .sp = w.sp, .rbp = w.rbp, .key = *key,
 			.pos = pos, .wd = &tc->pool[pos & (UW_POOL - 1)],
@@ -1477,11 +1484,23 @@ static inline struct uw_memo *uw_fast_set(struct uw_tcache *tc, uint64_t h0)
  * state with the same key whose words hold gives the same frames
  * whatever its hint.
  */
-__attribute__((noinline))
-static void *uw_memo_sets(struct uw_tcache *tc, uint32_t seq, uint64_t pc,
-			  uint64_t sp, uint64_t rbp, uint64_t key,
-			  uint64_t at, uint64_t ra0, struct uw_memo *fs)
+/* The lookup is over: the busy flag goes (see uw_memo_lookup). */
+static inline void *uw_memo_done(void *v)
 {
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	uw_self.busy = 0;
+	return v;
+}
+
+/* Called last by uw_memo_find(), the busy flag held, in a tail call: so
+ * few arguments, the rest found again. */
+__attribute__((noinline))
+static void *uw_memo_sets(uint64_t pc, uint64_t sp, uint64_t rbp,
+			  uint64_t key, uint64_t at, uint64_t ra0)
+{
+	struct uw_tcache *tc = uw_self.tc;
+	uint32_t seq = tc->seq;	/* uw_seq's, checked by the caller */
+	struct uw_memo *fs = uw_fast_set(tc, uw_fast_hash(sp, key, ra0));
 	uint64_t h = uw_memo_hash(pc, sp, key, uw_hint_from(tc, at, ra0));
 	uint32_t set = uw_memo_set(h), i;
 	struct uw_memo *m;
@@ -1499,23 +1518,23 @@ static void *uw_memo_sets(struct uw_tcache *tc, uint32_t seq, uint64_t pc,
 		}
 		/* A dlclose meanwhile: the rules may be stale. */
 		if (__atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE) != seq)
-			return NULL;
+			return uw_memo_done(NULL);
 		__atomic_store_n(&tc->hits, tc->hits + 1, __ATOMIC_RELAXED);
 		uw_fast_put(tc, fs, m);
-		return m->val;
+		return uw_memo_done(m->val);
 	}
 	tc->collided = collided;
 	/* The capture that follows need not ask again. */
 	tc->missed_sp = sp;
 	tc->missed_key = key;
-	return NULL;
+	return uw_memo_done(NULL);
 }
 
 /*
  * A memo entry for a walk from (pc, sp, rbp) with key whose words all hold
  * still: its value, else NULL.  Runs with the thread's busy flag set, so
- * that a signal handler's capture leaves the cache alone meanwhile.  The
- * recent entries first, then the sets.
+ * that a signal handler's capture leaves the cache alone meanwhile, and
+ * clears it.  The recent entries first, then the sets.
  */
 static inline __attribute__((always_inline))
 void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
@@ -1532,20 +1551,22 @@ void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
 	 * above hi. */
 	if (!tc || tc == UW_TC_GONE || tc->seq != seq ||
 	    tc->hi != uw_self.home_hi || sp < uw_self.home_lo)
-		return NULL;
+		return uw_memo_done(NULL);
 	ra0 = uw_ra0(tc, pc, sp, hint, &at);
-	fs = uw_fast_set(tc, uw_memo_hash(pc, sp, key, ra0));
+	fs = uw_fast_set(tc, uw_fast_hash(sp, key, ra0));
 	for (i = 0; i < UW_FAST_WAYS; i++) {
 		m = &fs[i];
 		if (!uw_memo_is(tc, m, pc, sp, rbp, key) ||
 		    !uw_memo_holds(tc, m))
 			continue;
-		if (__atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE) != seq)
-			return NULL;
+		/* A dlclose meanwhile: the rules may be stale.  (tc->seq
+		 * is seq: fewer registers live.) */
+		if (__atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE) != tc->seq)
+			return uw_memo_done(NULL);
 		__atomic_store_n(&tc->hits, tc->hits + 1, __ATOMIC_RELAXED);
-		return m->val;
+		return uw_memo_done(m->val);
 	}
-	return uw_memo_sets(tc, seq, pc, sp, rbp, key, at, ra0, fs);
+	return uw_memo_sets(pc, sp, rbp, key, at, ra0);
 }
 
 static int uw_clamp(int v)
@@ -1564,16 +1585,11 @@ static inline uint64_t uw_memo_key(uint32_t key, int max, int skip)
 static inline __attribute__((always_inline))
 void *uw_memo_lookup(const struct uw_walk *w, uint64_t key, uint64_t hint)
 {
-	void *v;
-
 	if (uw_self.busy)
 		return NULL;
 	uw_self.busy = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	v = uw_memo_find(w->pc, w->sp, w->rbp, key, hint);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	uw_self.busy = 0;
-	return v;
+	return uw_memo_find(w->pc, w->sp, w->rbp, key, hint);	/* clears it */
 }
 
 /* The state of the function that called the caller of this one: see
@@ -1670,10 +1686,14 @@ int ls_unwind_capture_memo_from(const struct ls_unwind_start *st,
 void *ls_unwind_memo_get(const struct ls_unwind_start *st, int max,
 			 uint32_t key)
 {
-	const uint64_t *fp = __builtin_frame_address(0);
 	struct uw_walk w = { 0 };
+	uint64_t rsp;
 
-	if (max <= 1 || !st || st->sp <= (uint64_t)(uintptr_t)(fp + 2))
+	/* Below this frame's sp, st cannot be a frame above the caller's
+	 * (no frame pointer needed for that, unlike __builtin_frame_address:
+	 * this is the hooks' path). */
+	__asm__("mov %%rsp, %0" : "=r"(rsp));
+	if (max <= 1 || !st || st->sp <= rsp)
 		return NULL;
 	uw_walk_from(&w, st);
 	/* The key ls_unwind_capture_memo_from() gives the walk after
