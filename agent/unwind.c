@@ -1476,14 +1476,6 @@ static inline struct uw_memo *uw_fast_set(struct uw_tcache *tc, uint64_t h0)
 	return tc->fast[h0 >> (64 - UW_FAST_BITS)];
 }
 
-/*
- * Past the recent entries: the deep hint's chain from the first word ra0
- * (read at at, 0: none) picks the set, whose ways are scanned by tag.  An
- * entry found becomes the most recent of fs.  The hint is not compared:
- * it only picks the set (the tag holds it), and a walk from the same
- * state with the same key whose words hold gives the same frames
- * whatever its hint.
- */
 /* The lookup is over: the busy flag goes (see uw_memo_lookup). */
 static inline void *uw_memo_done(void *v)
 {
@@ -1492,8 +1484,15 @@ static inline void *uw_memo_done(void *v)
 	return v;
 }
 
-/* Called last by uw_memo_find(), the busy flag held, in a tail call: so
- * few arguments, the rest found again. */
+/*
+ * Past the recent entries: the deep hint's chain from the first word ra0
+ * (read at at, 0: none) picks the set, whose ways are scanned by tag.  An
+ * entry found becomes the most recent of its recent set.  The hint is not
+ * compared: it only picks the set (the tag holds it), and a walk from the
+ * same state with the same key whose words hold gives the same frames
+ * whatever its hint.  Called last by uw_memo_find(), the busy flag held,
+ * in a tail call: so few arguments, the rest found again.
+ */
 __attribute__((noinline))
 static void *uw_memo_sets(uint64_t pc, uint64_t sp, uint64_t rbp,
 			  uint64_t key, uint64_t at, uint64_t ra0)
