@@ -1291,7 +1291,8 @@ static inline uint32_t uw_memo_set(uint64_t h)
 static inline uint64_t uw_fast_hash(uint64_t pc, uint64_t sp, uint64_t key,
 				    uint64_t ra0)
 {
-	return uw_memo_hash(pc, sp, key, ra0);
+	return (pc ^ sp << 16 ^ key ^ (ra0 << 29 | ra0 >> 35)) *
+	       0x9e3779b97f4a7c15ull;
 }
 
 /* After a miss that met an entry of its own state and hint: one return
@@ -1497,10 +1498,11 @@ static inline void *uw_memo_done(void *v)
  */
 __attribute__((noinline))
 static void *uw_memo_sets(uint64_t pc, uint64_t sp, uint64_t rbp,
-			  uint64_t key, uint64_t at, uint64_t ra0)
+			  uint64_t key, uint64_t hint)
 {
 	struct uw_tcache *tc = uw_self.tc;
 	uint32_t seq = tc->seq;	/* uw_seq's, checked by the caller */
+	uint64_t at, ra0 = uw_ra0(tc, pc, sp, hint, &at);
 	struct uw_memo *fs = uw_fast_set(tc, uw_fast_hash(pc, sp, key, ra0));
 	uint64_t h = uw_memo_hash(pc, sp, key, uw_hint_from(tc, at, ra0));
 	uint32_t set = uw_memo_set(h), i;
@@ -1544,7 +1546,7 @@ void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
 	struct uw_tcache *tc = uw_self.tc;
 	uint32_t seq = __atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE), i;
 	struct uw_memo *fs, *m;
-	uint64_t at, ra0;
+	uint64_t at;
 
 	/* An entry's words lie in [sp, hi) (the range of the stack top its
 	 * walk had; the memo is emptied when that changes): sp at or above
@@ -1553,8 +1555,8 @@ void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
 	if (!tc || tc == UW_TC_GONE || tc->seq != seq ||
 	    tc->hi != uw_self.home_hi || sp < uw_self.home_lo)
 		return uw_memo_done(NULL);
-	ra0 = uw_ra0(tc, pc, sp, hint, &at);
-	fs = uw_fast_set(tc, uw_fast_hash(pc, sp, key, ra0));
+	fs = uw_fast_set(tc, uw_fast_hash(pc, sp, key,
+					  uw_ra0(tc, pc, sp, hint, &at)));
 	for (i = 0; i < UW_FAST_WAYS; i++) {
 		m = &fs[i];
 		if (!uw_memo_is(tc, m, pc, sp, rbp, key) ||
@@ -1567,7 +1569,7 @@ void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
 		__atomic_store_n(&tc->hits, tc->hits + 1, __ATOMIC_RELAXED);
 		return uw_memo_done(m->val);
 	}
-	return uw_memo_sets(pc, sp, rbp, key, at, ra0);
+	return uw_memo_sets(pc, sp, rbp, key, hint);	/* ra0 read again */
 }
 
 static int uw_clamp(int v)
