@@ -102,3 +102,29 @@ def t_run_bench_unknown():
     eq(p.returncode, 1, "exit status")
     eq(p.stderr.strip().splitlines()[-1][:38], "run-bench: unknown workload: nosuch (h",
        "last stderr line")
+
+
+@check("run-bench --baseline-agent: baseline rows interleaved with the others, "
+       "run with the agent named (a file that is no agent leaves them n/a, saying why)")
+def t_run_bench_baseline():
+    agent = os.path.join(BUILD, "libleakscope.so")
+    p = run_bench(["--quick", "--reps", "1", "--only", "churn-1t", "--no-check",
+                   "--configs", "leakscope,leakscope-sampled", "--baseline-agent", agent])
+    eq(p.returncode, 0, "run-bench exit status (stderr: %s)" % p.stderr[-600:])
+    for cfg in ("baseline", "baseline-sampled"):
+        row = [l for l in p.stdout.splitlines() if re.match(r"churn-1t\s+%s\s" % cfg, l)]
+        eq(len(row), 1, "churn-1t %s rows in:\n%s" % (cfg, p.stdout))
+        ratio = float(row[0].split()[3])
+        ok(1.0 < ratio < 50.0, "%s's wall x is a tracked run's" % cfg, row[0])
+    bogus = os.path.join(BENCH_BIN, "t_bench-not-an-agent.so")
+    with open(bogus, "w") as f:
+        f.write("not an ELF object\n")
+    p = run_bench(["--quick", "--reps", "1", "--only", "churn-1t", "--no-check",
+                   "--configs", "leakscope", "--baseline-agent", bogus])
+    eq(p.returncode, 0, "run-bench exit status (stderr: %s)" % p.stderr[-600:])
+    contains(p.stderr, "baseline: n/a (fails on a tiny run: ", "the probe's verdict")
+    missing = os.path.join(BENCH_BIN, "no-such-agent.so")
+    p = run_bench(["--quick", "--only", "churn-1t", "--baseline-agent", missing], timeout=60)
+    eq(p.returncode, 2, "exit status for a missing agent")
+    contains(p.stderr.strip().splitlines()[-1], "--baseline-agent: cannot read " + missing,
+             "last stderr line")
