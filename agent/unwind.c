@@ -294,7 +294,10 @@ struct uw_tcache {
 	uint64_t missed_sp, missed_key;	/* the last lookup that missed */
 	struct uw_fsz fsz[UW_FSZ];	/* pc -> where its return address is */
 	struct uw_deep deep[UW_DEEP];	/* ra -> where the next one is */
-	uint64_t tag[UW_MEMO_SETS][UW_MEMO_WAYS];	/* uw_memo_hash; 0: empty */
+	/* Each set of tags and each entry one cache line (an entry across
+	 * two lines made the hit load both). */
+	uint64_t tag[UW_MEMO_SETS][UW_MEMO_WAYS]	/* uw_memo_hash; 0: empty */
+		__attribute__((aligned(64)));
 	struct uw_memo memo[UW_MEMO_SETS][UW_MEMO_WAYS];
 	/* the recent entries, most recent first; pc 0: empty */
 	struct uw_memo fast[1u << UW_FAST_BITS][UW_FAST_WAYS];
