@@ -144,10 +144,11 @@ struct uw_word {
 };
 
 struct uw_memo {
-	uint64_t pc, sp, rbp, key, hint;
+	uint64_t pc, sp, rbp, key;
 	void *val;		/* NULL: empty */
 	uint64_t pos;		/* ring position of its first word */
-	uint32_t nw;		/* words, a multiple of UW_MEMO_GROUP */
+	const struct uw_word *wd;	/* that word */
+	uint32_t nw;		/* words, a multiple of UW_MEMO_GROUP, >= 1 */
 	uint32_t need_rbp;	/* the walk used the %rbp it started with */
 };	/* 64 bytes: one line */
 
@@ -183,6 +184,19 @@ struct uw_fsz {
  */
 #define UW_DEEP 1024
 #define UW_DEEP_MAX 8
+
+/*
+ * The recent entries: a lookup first tries the last two entries hit or
+ * put for its start state, key and first return address (the hint's
+ * first word), kept as copies in a small 2-way table indexed by a hash of
+ * those.  Most captures come back to a walk they hit a moment ago, so
+ * most lookups skip the deep hint's chain, the set's hash and the tag
+ * scan.  A copy answers under the same conditions as its entry (state,
+ * key, %rbp where used, words intact in the ring, every word holding), so
+ * it is exact whatever else the sets hold.
+ */
+#define UW_FAST_BITS 9
+#define UW_FAST_WAYS 2
 
 struct uw_deep {
 	uint64_t ra;
@@ -274,10 +288,19 @@ struct uw_tcache {
 	uint64_t walks, hits;	/* counted by this thread, read by snapshots */
 	uint8_t victim[UW_MEMO_SETS];	/* next way to replace */
 	int collided;		/* the last miss met its state's entry */
+	int fast_used;		/* a recent entry was written since the clear */
+	uint64_t pend_hint;	/* the pending walk's hint */
+	uint64_t pend_h0;	/* and its recent-table hash */
+	uint64_t missed_sp, missed_key;	/* the last lookup that missed */
 	struct uw_fsz fsz[UW_FSZ];	/* pc -> where its return address is */
 	struct uw_deep deep[UW_DEEP];	/* ra -> where the next one is */
-	uint64_t tag[UW_MEMO_SETS][UW_MEMO_WAYS];	/* uw_memo_hash; 0: empty */
+	/* Each set of tags and each entry one cache line (an entry across
+	 * two lines made the hit load both). */
+	uint64_t tag[UW_MEMO_SETS][UW_MEMO_WAYS]	/* uw_memo_hash; 0: empty */
+		__attribute__((aligned(64)));
 	struct uw_memo memo[UW_MEMO_SETS][UW_MEMO_WAYS];
+	/* the recent entries, most recent first; pc 0: empty */
+	struct uw_memo fast[1u << UW_FAST_BITS][UW_FAST_WAYS];
 	/* the walk memo keyed by frame */
 	uint32_t epoch;		/* bumped when the nodes are forgotten */
 	uint64_t takes;		/* walks that ended with a suffix */
@@ -291,6 +314,10 @@ struct uw_tcache {
 static struct uw_slot *uw_tab;
 static const uint64_t uw_pad_word;	/* the memo's padding reads it */
 static uint32_t uw_seq;		/* odd while an invalidation runs */
+/* A claimed cache's seq: odd, so never one a walk caches under, and not
+ * a value uw_seq reaches (2^31 dlcloses), so that a cache whose seq is
+ * uw_seq's is current and uw_seq even. */
+#define UW_SEQ_NONE 0xffffffffu
 static struct uw_tcache *uw_registry;
 static pthread_key_t uw_key;
 static int uw_key_ok;
@@ -371,7 +398,7 @@ static struct uw_tcache *uw_tc_claim(void)
 		    __atomic_compare_exchange_n(&tc->in_use, &zero, 1, 0,
 						__ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED)) {
-			tc->seq = 1;	/* odd: never current, so cleared */
+			tc->seq = UW_SEQ_NONE;	/* never current: cleared */
 			return tc;
 		}
 	}
@@ -379,7 +406,7 @@ static struct uw_tcache *uw_tc_claim(void)
 	if (!tc)
 		return NULL;
 	tc->in_use = 1;
-	tc->seq = 1;
+	tc->seq = UW_SEQ_NONE;
 	tc->next = __atomic_load_n(&uw_registry, __ATOMIC_RELAXED);
 	while (!__atomic_compare_exchange_n(&uw_registry, &tc->next, tc, 1,
 					    __ATOMIC_RELEASE,
@@ -394,6 +421,9 @@ static void uw_memo_clear(struct uw_tcache *tc)
 	memset(tc->tag, 0, sizeof(tc->tag));
 	memset(tc->fsz, 0, sizeof(tc->fsz));
 	memset(tc->deep, 0, sizeof(tc->deep));
+	if (tc->fast_used)	/* 64 KiB: untouched until used */
+		memset(tc->fast, 0, sizeof(tc->fast));
+	tc->fast_used = 0;
 	tc->pend_ok = 0;
 	tc->epoch++;	/* every suffix goes with the nodes */
 }
@@ -1205,22 +1235,33 @@ static inline struct uw_deep *uw_deep_of(struct uw_tcache *tc, uint64_t ra)
 	return &tc->deep[(ra * 0x9e3779b97f4a7c15ull) >> 54 & (UW_DEEP - 1)];
 }
 
-/* The hint for a walk from (pc, sp): the return address it will read
- * first when the frame-size cache knows where, else the caller's; mixed
- * with the next ones where the deep cache knows them.  Reads stay in
- * [sp, hi): each distance is positive. */
-static inline uint64_t uw_hint(struct uw_tcache *tc, uint64_t pc,
-			       uint64_t sp, uint64_t hint)
+/* The hint's first word for a walk from (pc, sp): the return address it
+ * will read first when the frame-size cache knows where (*at its slot),
+ * else the caller's hint (*at 0).  The read stays in [sp, hi). */
+static inline uint64_t uw_ra0(struct uw_tcache *tc, uint64_t pc,
+			      uint64_t sp, uint64_t hint, uint64_t *at)
 {
 	const struct uw_fsz *f = uw_fsz_of(tc, pc);
-	const struct uw_deep *d;
-	uint64_t at, ra;
-	int k;
 
+	*at = 0;
 	if (f->pc != pc || sp + f->off + 8 > tc->hi)
 		return hint;
-	at = sp + f->off;
-	hint = ra = uw_load(at);
+	*at = sp + f->off;
+	return uw_load(*at);
+}
+
+/* The hint from its first word ra, read at at (0: none): mixed with the
+ * next return addresses where the deep cache knows them.  Reads stay in
+ * [sp, hi): each distance is positive. */
+static inline uint64_t uw_hint_from(struct uw_tcache *tc, uint64_t at,
+				    uint64_t ra)
+{
+	const struct uw_deep *d;
+	uint64_t hint = ra;
+	int k;
+
+	if (!at)
+		return hint;
 	for (k = 0; k < UW_DEEP_MAX; k++) {
 		d = uw_deep_of(tc, ra);
 		if (ls_likely(d->ra != ra) || at + d->off + 8 > tc->hi)
@@ -1230,6 +1271,31 @@ static inline uint64_t uw_hint(struct uw_tcache *tc, uint64_t pc,
 		hint = (hint ^ ra) * 0x9e3779b97f4a7c15ull;
 	}
 	return hint;
+}
+
+/* The set is the hash's top bits; the tag the whole hash, never 0. */
+static inline uint64_t uw_memo_hash(uint64_t pc, uint64_t sp, uint64_t key,
+				    uint64_t hint)
+{
+	uint64_t h = ((pc ^ sp << 16 ^ key) * 0x9e3779b97f4a7c15ull ^ hint) *
+		     0xff51afd7ed558ccdull;
+
+	return h | 1;
+}
+
+static inline uint32_t uw_memo_set(uint64_t h)
+{
+	return (uint32_t)(h >> (64 - UW_MEMO_SET_BITS));
+}
+
+/* The recent set's hash for a walk from (pc, sp) with key whose first
+ * return address is ra0.  (Without pc, walks from two call sites of one
+ * function at one depth collided: 16M more instructions on the churn.) */
+static inline uint64_t uw_fast_hash(uint64_t pc, uint64_t sp, uint64_t key,
+				    uint64_t ra0)
+{
+	return (pc ^ sp << 16 ^ key ^ (ra0 << 29 | ra0 >> 35)) *
+	       0x9e3779b97f4a7c15ull;
 }
 
 /* After a miss that met an entry of its own state and hint: one return
@@ -1296,7 +1362,7 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 	struct uw_out o0 = *o;
 	struct uw_rec rec;
 	struct uw_tcache *tc;
-	uint64_t pos = 0, used = 0, wend = 0, fend = 0;
+	uint64_t pos = 0, used = 0, wend = 0, fend = 0, ra0, at0;
 	int n, nested = uw_self.busy;
 
 	uw_self.busy = 1;
@@ -1308,6 +1374,7 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 	if (tc) {
 		__atomic_store_n(&tc->walks, tc->walks + 1, __ATOMIC_RELAXED);
 		tc->pend_ok = 0;
+		tc->missed_sp = 0;
 		if (key) {
 			uw_rec_open(tc, &rec, &pos);
 			w.rec = &rec;
@@ -1319,7 +1386,8 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 		fend = rec.fpos0 + (uint64_t)(rec.f - rec.f0);
 		if (tc->fdirty < fend)
 			tc->fdirty = fend;
-		while ((rec.w - tc->pool) % UW_MEMO_GROUP) {
+		/* At least one group: the check tests before it loops. */
+		while ((rec.w - tc->pool) % UW_MEMO_GROUP || rec.w == rec.w0) {
 			rec.w->at = (uint64_t)(uintptr_t)&uw_pad_word;
 			rec.w->val = 0;
 			rec.w++;
@@ -1349,13 +1417,16 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 			if (tc->collided)
 				uw_deepen(tc, &rec);
 			tc->collided = 0;
-			/* What a lookup from here computes. */
-			hint = uw_hint(tc, w.pc, w.sp, hint);
 		}
+		/* What a lookup from here computes. */
+		ra0 = uw_ra0(tc, w.pc, w.sp, hint, &at0);
+		hint = uw_hint_from(tc, at0, ra0);
+		tc->pend_hint = hint;
+		tc->pend_h0 = uw_fast_hash(w.pc, w.sp, *key, ra0);
 		tc->pend = (struct uw_memo){
 			.pc = w.pc, .sp = w.sp, .rbp = w.rbp, .key = *key,
-			.hint = hint,
-			.pos = pos, .nw = (uint32_t)used,
+			.pos = pos, .wd = &tc->pool[pos & (UW_POOL - 1)],
+			.nw = (uint32_t)used,
 			.need_rbp = (uint32_t)rec.need_rbp,
 		};
 		tc->pend_seq = w.seq;
@@ -1366,72 +1437,86 @@ static int uw_capture(const struct uw_walk *start, struct uw_out *o,
 	return n;
 }
 
-/* The set is the hash's top bits; the tag the whole hash, never 0. */
-static inline uint64_t uw_memo_hash(uint64_t pc, uint64_t sp, uint64_t key,
-				    uint64_t hint)
-{
-	uint64_t h = ((pc ^ sp << 16 ^ key) * 0x9e3779b97f4a7c15ull ^ hint) *
-		     0xff51afd7ed558ccdull;
-
-	return h | 1;
-}
-
-static inline uint32_t uw_memo_set(uint64_t h)
-{
-	return (uint32_t)(h >> (64 - UW_MEMO_SET_BITS));
-}
-
 /* Every word of m holds its value. */
 static inline int uw_memo_holds(const struct uw_tcache *tc,
 				const struct uw_memo *m)
 {
-	const struct uw_word *wd = &tc->pool[m->pos & (UW_POOL - 1)];
-	const struct uw_word *end = wd + m->nw;
+	const struct uw_word *wd = m->wd, *end = wd + m->nw;
 
 	/* Four words per test, no tail (the padding): independent loads, a
 	 * quarter of the branches; most checks hold.  Two per test with a
-	 * tail cost 8.5 instructions a word, this 5 (docs/PERFORMANCE.md). */
-	for (; wd < end; wd += UW_MEMO_GROUP)
+	 * tail cost 8.5 instructions a word, this 5 (docs/PERFORMANCE.md).
+	 * Every entry has a group at least. */
+	do {
 		if ((uw_load(wd[0].at) ^ wd[0].val) |
 		    (uw_load(wd[1].at) ^ wd[1].val) |
 		    (uw_load(wd[2].at) ^ wd[2].val) |
 		    (uw_load(wd[3].at) ^ wd[3].val))
 			return 0;
+	} while ((wd += UW_MEMO_GROUP) < end);
 	return 1;
 }
 
+/* Entry m is of the walk from (pc, sp, rbp) with key, its words intact
+ * in the ring (not whether they hold). */
+static inline int uw_memo_is(const struct uw_tcache *tc,
+			     const struct uw_memo *m, uint64_t pc,
+			     uint64_t sp, uint64_t rbp, uint64_t key)
+{
+	return m->pc == pc && m->sp == sp && m->key == key &&
+	       (!m->need_rbp || m->rbp == rbp) &&
+	       tc->dirty <= m->pos + UW_POOL;
+}
+
+/* m becomes the most recent entry of its recent set fs. */
+static inline void uw_fast_put(struct uw_tcache *tc, struct uw_memo *fs,
+			       const struct uw_memo *m)
+{
+	tc->fast_used = 1;
+	fs[1] = fs[0];
+	fs[0] = *m;
+}
+
+static inline struct uw_memo *uw_fast_set(struct uw_tcache *tc, uint64_t h0)
+{
+	return tc->fast[h0 >> (64 - UW_FAST_BITS)];
+}
+
+/* The lookup is over: the busy flag goes (see uw_memo_lookup). */
+static inline void *uw_memo_done(void *v)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	uw_self.busy = 0;
+	return v;
+}
+
 /*
- * A memo entry for a walk from (pc, sp, rbp) with key whose words all hold
- * still: its value, else NULL.  Runs with the thread's busy flag set, so
- * that a signal handler's capture leaves the cache alone meanwhile.  The
- * hint is not compared: it only picks the set (the tag holds it), and a
- * walk from the same state with the same key whose words hold gives the
- * same frames whatever its hint.
+ * Past the recent entries: the deep hint's chain from the first word ra0
+ * (read at at, 0: none) picks the set, whose ways are scanned by tag.  An
+ * entry found becomes the most recent of its recent set.  The hint is not
+ * compared: it only picks the set (the tag holds it), and a walk from the
+ * same state with the same key whose words hold gives the same frames
+ * whatever its hint.  Called last by uw_memo_find(), the busy flag held,
+ * in a tail call: so few arguments, the rest found again.
  */
-static inline __attribute__((always_inline))
-void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
-		   uint64_t hint)
+__attribute__((noinline))
+static void *uw_memo_sets(uint64_t pc, uint64_t sp, uint64_t rbp,
+			  uint64_t key, uint64_t hint)
 {
 	struct uw_tcache *tc = uw_self.tc;
-	uint32_t seq = __atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE), i, set;
-	const struct uw_memo *m;
-	uint64_t h;
+	uint32_t seq = tc->seq;	/* uw_seq's, checked by the caller */
+	uint64_t at, ra0 = uw_ra0(tc, pc, sp, hint, &at);
+	struct uw_memo *fs = uw_fast_set(tc, uw_fast_hash(pc, sp, key, ra0));
+	uint64_t h = uw_memo_hash(pc, sp, key, uw_hint_from(tc, at, ra0));
+	uint32_t set = uw_memo_set(h), i;
+	struct uw_memo *m;
 	int collided = 0;
 
-	if (!tc || tc == UW_TC_GONE || tc->seq != seq || (seq & 1) ||
-	    !tc->hi || tc->hi != uw_self.home_hi || sp < uw_self.home_lo ||
-	    sp >= tc->hi)
-		return NULL;
-	hint = uw_hint(tc, pc, sp, hint);
-	h = uw_memo_hash(pc, sp, key, hint);
-	set = uw_memo_set(h);
 	for (i = 0; i < UW_MEMO_WAYS; i++) {
 		if (tc->tag[set][i] != h)
 			continue;
 		m = &tc->memo[set][i];
-		if (m->pc != pc || m->sp != sp || m->key != key ||
-		    (m->need_rbp && m->rbp != rbp) ||
-		    tc->dirty > m->pos + UW_POOL)
+		if (!uw_memo_is(tc, m, pc, sp, rbp, key))
 			continue;
 		if (!uw_memo_holds(tc, m)) {
 			collided = 1;
@@ -1439,12 +1524,55 @@ void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
 		}
 		/* A dlclose meanwhile: the rules may be stale. */
 		if (__atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE) != seq)
-			return NULL;
+			return uw_memo_done(NULL);
 		__atomic_store_n(&tc->hits, tc->hits + 1, __ATOMIC_RELAXED);
-		return m->val;
+		uw_fast_put(tc, fs, m);
+		return uw_memo_done(m->val);
 	}
 	tc->collided = collided;
-	return NULL;
+	/* The capture that follows need not ask again. */
+	tc->missed_sp = sp;
+	tc->missed_key = key;
+	return uw_memo_done(NULL);
+}
+
+/*
+ * A memo entry for a walk from (pc, sp, rbp) with key whose words all hold
+ * still: its value, else NULL.  Runs with the thread's busy flag set, so
+ * that a signal handler's capture leaves the cache alone meanwhile, and
+ * clears it.  The recent entries first, then the sets.
+ */
+static inline __attribute__((always_inline))
+void *uw_memo_find(uint64_t pc, uint64_t sp, uint64_t rbp, uint64_t key,
+		   uint64_t hint)
+{
+	struct uw_tcache *tc = uw_self.tc;
+	uint32_t seq = __atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE), i;
+	struct uw_memo *fs, *m;
+	uint64_t at;
+
+	/* An entry's words lie in [sp, hi) (the range of the stack top its
+	 * walk had; the memo is emptied when that changes): sp at or above
+	 * home_lo keeps them proven readable, and no entry has an sp at or
+	 * above hi. */
+	if (!tc || tc == UW_TC_GONE || tc->seq != seq ||
+	    tc->hi != uw_self.home_hi || sp < uw_self.home_lo)
+		return uw_memo_done(NULL);
+	fs = uw_fast_set(tc, uw_fast_hash(pc, sp, key,
+					  uw_ra0(tc, pc, sp, hint, &at)));
+	for (i = 0; i < UW_FAST_WAYS; i++) {
+		m = &fs[i];
+		if (!uw_memo_is(tc, m, pc, sp, rbp, key) ||
+		    !uw_memo_holds(tc, m))
+			continue;
+		/* A dlclose meanwhile: the rules may be stale.  (tc->seq
+		 * is seq: fewer registers live.) */
+		if (__atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE) != tc->seq)
+			return uw_memo_done(NULL);
+		__atomic_store_n(&tc->hits, tc->hits + 1, __ATOMIC_RELAXED);
+		return uw_memo_done(m->val);
+	}
+	return uw_memo_sets(pc, sp, rbp, key, hint);	/* ra0 read again */
 }
 
 static int uw_clamp(int v)
@@ -1463,16 +1591,11 @@ static inline uint64_t uw_memo_key(uint32_t key, int max, int skip)
 static inline __attribute__((always_inline))
 void *uw_memo_lookup(const struct uw_walk *w, uint64_t key, uint64_t hint)
 {
-	void *v;
-
 	if (uw_self.busy)
 		return NULL;
 	uw_self.busy = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	v = uw_memo_find(w->pc, w->sp, w->rbp, key, hint);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	uw_self.busy = 0;
-	return v;
+	return uw_memo_find(w->pc, w->sp, w->rbp, key, hint);	/* clears it */
 }
 
 /* The state of the function that called the caller of this one: see
@@ -1521,7 +1644,16 @@ static int uw_capture_memo(struct uw_walk *w, uint64_t *pcs, int max,
 {
 	struct uw_out o = { pcs, 0, uw_clamp(max), uw_clamp(skip) };
 	uint64_t k = uw_memo_key(key, o.max, o.skip);
-	void *v = uw_memo_lookup(w, k, hint);
+	struct uw_tcache *tc = uw_self.tc;
+	void *v;
+
+	/* Right after ls_unwind_memo_get() missed for this very walk (the
+	 * agent's hooks), asking again would miss again. */
+	if (tc && tc != UW_TC_GONE && tc->missed_sp == w->sp &&
+	    tc->missed_key == k)
+		v = NULL;
+	else
+		v = uw_memo_lookup(w, k, hint);
 
 	if (v) {
 		*val = v;
@@ -1560,10 +1692,14 @@ int ls_unwind_capture_memo_from(const struct ls_unwind_start *st,
 void *ls_unwind_memo_get(const struct ls_unwind_start *st, int max,
 			 uint32_t key)
 {
-	const uint64_t *fp = __builtin_frame_address(0);
 	struct uw_walk w = { 0 };
+	uint64_t rsp;
 
-	if (max <= 1 || !st || st->sp <= (uint64_t)(uintptr_t)(fp + 2))
+	/* Below this frame's sp, st cannot be a frame above the caller's
+	 * (no frame pointer needed for that, unlike __builtin_frame_address:
+	 * this is the hooks' path). */
+	__asm__("mov %%rsp, %0" : "=r"(rsp));
+	if (max <= 1 || !st || st->sp <= rsp)
 		return NULL;
 	uw_walk_from(&w, st);
 	/* The key ls_unwind_capture_memo_from() gives the walk after
@@ -1587,7 +1723,7 @@ void ls_unwind_memo_put(void *val)
 	if (tc->pend_seq == tc->seq &&
 	    __atomic_load_n(&uw_seq, __ATOMIC_ACQUIRE) == tc->seq) {
 		h = uw_memo_hash(tc->pend.pc, tc->pend.sp, tc->pend.key,
-				 tc->pend.hint);
+				 tc->pend_hint);
 		s = uw_memo_set(h);
 		for (i = 0; i < UW_MEMO_WAYS && tc->tag[s][i] &&
 			    tc->dirty <= tc->memo[s][i].pos + UW_POOL; i++)
@@ -1597,6 +1733,7 @@ void ls_unwind_memo_put(void *val)
 		tc->memo[s][i] = tc->pend;
 		tc->memo[s][i].val = val;
 		tc->tag[s][i] = h;
+		uw_fast_put(tc, uw_fast_set(tc, tc->pend_h0), &tc->memo[s][i]);
 		tc->head = tc->pend.pos + tc->pend.nw;
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);

@@ -65,7 +65,7 @@ void ls_unwind_thread_prepare(void);
  * Safe inside allocation hooks and async-signal handlers, and
  * async-signal-safe itself: no allocation through malloc, no stdio, no
  * lock; errno is left alone.  A thread's first call maps its caches
- * (about 765 KiB of address space, touched as used, given back to a
+ * (about 1.1 MiB of address space, touched as used, given back to a
  * pool when the thread exits).
  * Thread-safe.  May be called before ls_unwind_init(); it then works
  * uncached.
@@ -121,7 +121,10 @@ int ls_unwind_capture_memo_from(const struct ls_unwind_start *st,
 /*
  * The memo alone, for a hook's fast path: the value
  * ls_unwind_capture_memo_from(st, pcs, max, 0, key, st->pc, &val) would
- * give without walking, or NULL (then call that).
+ * give without walking, or NULL (then call that, with the same st, max
+ * and key: that capture then walks without asking the memo again).  st
+ * must describe a live frame above the caller, as for that function; a
+ * NULL st, or one below this function's own frame, gives NULL.
  */
 void *ls_unwind_memo_get(const struct ls_unwind_start *st, int max,
 			 uint32_t key);

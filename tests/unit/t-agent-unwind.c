@@ -948,6 +948,161 @@ static void test_memo_variants(void)
 	free(var_vals);
 }
 
+/*
+ * The recent entries (copies of the entries last hit or put for a start
+ * state, key and first return address, tried before the sets).  The
+ * hooks' sequence: ls_unwind_memo_get(), then on a miss
+ * ls_unwind_capture_memo_from() for the same walk (which does not ask
+ * the memo again), then ls_unwind_memo_put().  A copy must answer no
+ * more than its entry would: nothing after an invalidation until a walk
+ * is put again.
+ */
+__attribute__((noipa)) static void *recent_here(struct from_val *mine,
+						 struct from_val *ref)
+{
+	struct ls_unwind_start st = LS_UNWIND_HERE();
+	void *val = ls_unwind_memo_get(&st, MAXF, 5);
+
+	ref->n = ls_unwind_capture(ref->pcs, MAXF, 0);
+	mine->n = 0;
+	if (!val)
+		mine->n = ls_unwind_capture_memo_from(&st, mine->pcs, MAXF, 0,
+						      5, st.pc, &val);
+	return val;
+}
+
+NOFP static void *recent_caller(struct from_val *mine, struct from_val *ref)
+{
+	void *v = recent_here(mine, ref);
+
+	sink++;
+	return v;
+}
+
+static void test_memo_recent(void)
+{
+	static struct from_val mine, ref, kept[2];
+	/* round: 0 walk, put; 1 hit; invalidate; 2 walk; 3 walk, put;
+	 * 4 hit */
+	static const int put[5] = { 1, 0, 0, 1, 0 };
+	uint64_t w0, w1, h0, h1;
+	void *val;
+	int round, bad = 0, walked = 0, hits = 0, k = 0;
+
+	for (round = 0; round < 5; round++) {
+		if (round == 2)
+			ls_unwind_invalidate();
+		ls_unwind_counts(&w0, &h0);
+		val = recent_caller(&mine, &ref);
+		ls_unwind_counts(&w1, &h1);
+		if (val) {
+			hits++;
+			bad += (round != 1 && round != 4) ||
+			       val != &kept[round == 4] || h1 != h0 + 1 ||
+			       w1 != w0 + 1;
+			continue;
+		}
+		walked++;
+		/* Two walks, the reference's and the capture's: the
+		 * capture did not ask the memo again. */
+		bad += round == 1 || round == 4 || w1 != w0 + 2 ||
+		       mine.n != ref.n || mine.n < 3 ||
+		       memcmp(mine.pcs, ref.pcs, (size_t)ref.n * 8);
+		if (put[round]) {
+			kept[k] = mine;
+			ls_unwind_memo_put(&kept[k++]);
+		}
+	}
+	ok(bad == 0 && hits == 2 && walked == 3, "recent entries: memo_get "
+	   "then one walk, a hit, none after an invalidation until a walk is "
+	   "put again (%d hits, %d walks, %d wrong)", hits, walked, bad);
+}
+
+/*
+ * A recent entry whose words the ring has overwritten answers nothing.
+ * Walk X from one state is put; then walks Y from the same state and
+ * first return address (another caller one frame further up), never put,
+ * are recorded again and again until the ring has gone round past X's
+ * words: those now hold Y's words, which hold on Y's stack, so without
+ * the ring check X's copy would answer Y's captures with X's frames.
+ */
+#define OVW_ROUNDS 12000
+
+static struct cap_walk ovw_x;
+static int ovw_hits, ovw_bad, ovw_walks;
+
+NOFP static void ovw_leaf(int put)
+{
+	uint64_t ref[MAXF];
+	struct cap_walk mine;
+	void *val;
+	int nref = ls_unwind_capture(ref, MAXF, 0);
+
+	mine.n = ls_unwind_capture_memo_from(NULL, mine.pcs, MAXF, 0, 13, 0,
+					     &val);
+	if (val) {
+		const struct cap_walk *v = val;
+
+		ovw_hits++;
+		ovw_bad += put != 2 || v->n != nref ||
+			   memcmp(v->pcs + 1, ref + 1,
+				  (size_t)(nref - 1) * sizeof(*ref));
+		return;
+	}
+	ovw_walks++;
+	ovw_bad += mine.n != nref || nref < 5 ||
+		   memcmp(mine.pcs + 1, ref + 1,
+			  (size_t)(nref - 1) * sizeof(*ref));
+	if (put == 1) {
+		ovw_x = mine;
+		ls_unwind_memo_put(&ovw_x);
+	}
+}
+
+NOFP static void ovw_mid(int put)
+{
+	ovw_leaf(put);
+	sink++;
+}
+
+/* put 0: Y (another call site of ovw_mid); 1: X, put; 2: X, a hit. */
+NOFP static void ovw_top(int put)
+{
+	if (put) {
+		ovw_mid(put);
+		sink += 1;
+	} else {
+		ovw_mid(put);
+		sink += 2;
+	}
+}
+
+/* One call site for every capture (the same outer frames). */
+NOFP static void ovw_run(const volatile int *put, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		ovw_top(put[i]);
+}
+
+static void test_memo_overwritten(void)
+{
+	static volatile int put[OVW_ROUNDS];
+	int hits_x;
+
+	put[0] = 1;	/* X, put */
+	put[1] = 2;	/* X again: a hit */
+	ovw_run(put, 2);
+	hits_x = ovw_hits;
+	ovw_run(put + 2, OVW_ROUNDS - 2);
+	ok(hits_x == 1 && ovw_hits == 1 && ovw_bad == 0 &&
+	   ovw_walks == OVW_ROUNDS - 1, "recent entries: after the ring went "
+	   "round, %d captures from X's state on another stack: %d answered "
+	   "(none may be), %d wrong (%d walks)", OVW_ROUNDS - 2,
+	   ovw_hits - hits_x, ovw_bad, ovw_walks);
+}
+
 /* ---------------------------------------------------------------- */
 /* The walk memo keyed by frame: suffixes of earlier walks.          */
 
@@ -1539,6 +1694,8 @@ int main(void)
 	test_memo_fake_rbp();
 	test_memo_start_rbp();
 	test_memo_from();
+	test_memo_recent();
+	test_memo_overwritten();
 	test_memo_capacity();
 	test_memo_variants();
 	memo_report("%rbp-based and realigned frames", 1);
