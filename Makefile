@@ -27,7 +27,8 @@ AGENT_CFLAGS = $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-ex
 # (empty by default).  docs/PERFORMANCE.md, "Issue 13: compiler options
 # for the agent", measured link-time optimization and the rest: fewer
 # instructions (-1.8% on the churn), no time won that the load did not
-# cover, so none is the default.  To try them:
+# cover, and LTO fails tests/integration/t_check.py (a dead agent frame
+# keeps a dropped block's address), so none is the default.  To try them:
 #   make clean && make AGENT_OPT='-flto=auto -ffat-lto-objects -fno-tree-slp-vectorize'
 # (fat objects: the unit tests' archive, the report library's cfi.o and
 # the benchmarks then still link the agent's objects as plain code).
