@@ -233,6 +233,26 @@ void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 }
 
 /*
+ * The block p a malloc or calloc returned: recorded in full tracking, and
+ * sampled when a sample point falls in it.  Inlined into ls_track_malloc
+ * and ls_track_calloc, so LS_UNWIND_HERE() describes their frame.
+ */
+static inline __attribute__((always_inline))
+void *record_new(struct ls_thread *t, void *p, size_t size)
+{
+	if (!p)
+		return p;
+	if (ls_likely(!ls_sample_rate)) {
+		t->start = LS_UNWIND_HERE();	/* the program's call */
+		record(t, p, size, 0);
+	} else if (ls_sample_take(t, size)) {
+		t->start = LS_UNWIND_HERE();
+		record(t, p, size, ls_sample_rate);
+	}
+	return p;
+}
+
+/*
  * The hooks' slow paths reach these by tail calls (agent.h): the caller
  * is the program, and LS_UNWIND_HERE() is its call into malloc.  The
  * bookkeeping is inline, in this one frame (with its registers saved
@@ -241,39 +261,15 @@ void ls_track_alloc(struct ls_thread *t, void *p, size_t size)
 __attribute__((noinline))
 void *ls_track_malloc(size_t n, struct ls_thread *t)
 {
-	void *p;
-
 	ls_thread_count(t, LS_FN_MALLOC);
-	p = ls_real.malloc(n);
-	if (!p)
-		return p;
-	if (ls_likely(!ls_sample_rate)) {
-		t->start = LS_UNWIND_HERE();	/* the program's call */
-		record(t, p, n, 0);
-	} else if (ls_sample_take(t, n)) {
-		t->start = LS_UNWIND_HERE();
-		record(t, p, n, ls_sample_rate);
-	}
-	return p;
+	return record_new(t, ls_real.malloc(n), n);
 }
 
 __attribute__((noinline))
 void *ls_track_calloc(size_t n, size_t m, struct ls_thread *t)
 {
-	void *p;
-
 	ls_thread_count(t, LS_FN_CALLOC);
-	p = ls_real.calloc(n, m);
-	if (!p)
-		return p;
-	if (ls_likely(!ls_sample_rate)) {
-		t->start = LS_UNWIND_HERE();	/* the program's call */
-		record(t, p, n * m, 0);
-	} else if (ls_sample_take(t, n * m)) {
-		t->start = LS_UNWIND_HERE();
-		record(t, p, n * m, ls_sample_rate);
-	}
-	return p;
+	return record_new(t, ls_real.calloc(n, m), n * m);
 }
 
 /* Take p out of the live table; in sampled mode the filter answers for
