@@ -496,18 +496,13 @@ int ls_control_start(void (*reset)(void))
 	return r;
 }
 
-static void wake(void)
+void ls_control_wake(void)
 {
 	uint64_t one = 1;
 	int fd = __atomic_load_n(&wake_fd, __ATOMIC_RELAXED);
 
 	if (fd >= 0)
 		(void)!write(fd, &one, sizeof(one));
-}
-
-void ls_control_wake(void)
-{
-	wake();
 }
 
 int ls_control_pause(void)
@@ -520,7 +515,7 @@ int ls_control_pause(void)
 	if (!tid)
 		return 0;
 	__atomic_store_n(&pausing, 1, __ATOMIC_RELEASE);
-	wake();
+	ls_control_wake();
 	ls_sys_wait_thread_gone(tid);
 	return 1;
 }
@@ -565,7 +560,7 @@ int ls_control_move(const char *dir, uid_t uid, gid_t gid)
 	}
 	unlink(addr.sun_path);
 	addr = to;
-	wake();
+	ls_control_wake();
 out:
 	close(fd);
 	return r;
