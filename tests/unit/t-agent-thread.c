@@ -120,22 +120,29 @@ static void check_entry(const struct ls_pending *p, void *arg)
 		torn++;
 }
 
+/* Add f's figures to the truth w: f is a pending entry or a site record,
+ * which name them alike; their histograms have size_n and life_n buckets. */
+#define ADD_FIGURES(w, f, size_n, life_n)					\
+	do {								\
+		unsigned i_;						\
+									\
+		(w)->live_b += (f)->live_bytes;				\
+		(w)->live_k += (f)->live_blocks;			\
+		(w)->alloc_b += (f)->alloc_bytes;			\
+		(w)->alloc_k += (f)->alloc_blocks;			\
+		(w)->temp_b += (f)->temp_bytes;				\
+		(w)->temp_k += (f)->temp_blocks;			\
+		for (i_ = 0; i_ < (size_n); i_++)			\
+			(w)->size_hist[i_] += (f)->size_hist[i_];	\
+		for (i_ = 0; i_ < (life_n); i_++)			\
+			(w)->life_hist[i_] += (f)->life_hist[i_];	\
+	} while (0)
+
 static void add_entry(const struct ls_pending *p, void *arg)
 {
-	struct truth *w = &sums[p->site->id];
-	unsigned i;
-
 	(void)arg;
-	w->live_b += p->live_bytes;
-	w->live_k += p->live_blocks;
-	w->alloc_b += p->alloc_bytes;
-	w->alloc_k += p->alloc_blocks;
-	w->temp_b += p->temp_bytes;
-	w->temp_k += p->temp_blocks;
-	for (i = 0; i < LS_PENDING_SIZE_HIST; i++)
-		w->size_hist[i] += p->size_hist[i];
-	for (i = 0; i < LS_PENDING_LIFE_HIST; i++)
-		w->life_hist[i] += p->life_hist[i];
+	ADD_FIGURES(&sums[p->site->id], p, LS_PENDING_SIZE_HIST,
+		    LS_PENDING_LIFE_HIST);
 }
 
 /* Sites whose figures (flushed, plus pending when with_pending) differ
@@ -164,16 +171,7 @@ static unsigned wrong_sites(int with_pending)
 				want.life_hist[j] += truth[n][i].life_hist[j];
 			}
 		}
-		w->live_b += s->live_bytes;
-		w->live_k += s->live_blocks;
-		w->alloc_b += s->alloc_bytes;
-		w->alloc_k += s->alloc_blocks;
-		w->temp_b += s->temp_bytes;
-		w->temp_k += s->temp_blocks;
-		for (j = 0; j < LS_HIST_BUCKETS; j++) {
-			w->size_hist[j] += s->size_hist[j];
-			w->life_hist[j] += s->life_hist[j];
-		}
+		ADD_FIGURES(w, s, LS_HIST_BUCKETS, LS_HIST_BUCKETS);
 		bad += memcmp(w, &want, sizeof(want)) != 0;
 	}
 	return bad;
