@@ -163,11 +163,16 @@ def cli_json(*args):
 def without_moment(rep):
     """A report without what differs between two reads of one frozen
     state: the time it was taken, the blocks' ages (relative to it), the
-    allocation rates (over the time since the start), and the trends (the
-    agent adds a growth sample every period, so the sample count moves)."""
+    allocation rates (over the time since the start), the trends (the
+    agent adds a growth sample every period, so the sample count moves),
+    and the agent's own resident pages (that sample can also grow the
+    post-mortem file by a page between the reads; mapped sizes stay)."""
     rep = dict(rep)
     for k in ("time", "uptime_ms"):
         rep.pop(k, None)
+    if isinstance(rep.get("agent_memory"), dict):
+        rep["agent_memory"] = {k: v for k, v in rep["agent_memory"].items()
+                               if k not in ("resident", "postmortem_resident")}
     if isinstance(rep.get("sites"), list):
         rep["sites"] = [{k: ([{x: y for x, y in b.items() if x != "age_ms"}
                               for b in v] if k == "blocks" else v)
