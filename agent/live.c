@@ -2,20 +2,24 @@
  * live.c - the sharded live-block table.
  *
  * Each shard is an open-addressing table in the manner of Abseil's Swiss
- * tables: slots in groups of 16 and, for each slot, a control byte that
- * says empty, deleted, or holds 7 bits of the address hash.  A lookup
- * loads its group's 16 control bytes at once (SSE2, in every x86_64),
- * compares them all with the hash byte and looks only at the entries that
- * match: usually one line of control bytes and one entry, and no
- * rearranging on removal.  Groups are probed one after the other; a probe
- * ends at a group holding an empty byte.  A removal therefore leaves its
- * slot empty when the group still has an empty byte (no probe ever went
- * past that group: a group without one never gets one back before the
- * shard is rebuilt) and marks it deleted otherwise.  A shard is rebuilt
- * when its live plus deleted slots would pass 7/8: at twice the size when
- * more than 5/8 are live, else at the same size, which drops the deleted
- * marks and leaves at least 1/4 of the slots to use before the next
- * rebuild.
+ * tables, with Folly F14's overflow counts instead of deleted marks:
+ * slots in groups of 15 and 16 control bytes per group, one per slot
+ * (empty, or 7 bits of the address hash) and the group's overflow count.
+ * A lookup loads its group's 16 control bytes at once (SSE2, in every
+ * x86_64), compares them all with the hash byte and looks only at the
+ * entries that match: usually one line of control bytes and one entry,
+ * and no rearranging on removal.  Groups are probed one after the other.
+ * An entry that found its first group full went on to the next, and
+ * counted itself in the overflow count of every group it passed; a probe
+ * ends at a group whose count is 0, since no entry of its path lies
+ * beyond.  A removal empties its slot and takes itself out of those
+ * counts again.  So the table never fills with deleted marks, and an
+ * insert whose first group has an empty slot and a count of 0 is done in
+ * that group.  (With deleted marks, a group that had once been full sent
+ * every later insert there down the general path until the shard was
+ * rebuilt: 22% of the churn's inserts, docs/PERFORMANCE.md.)  A shard is
+ * rebuilt at twice the size when its live entries would pass 7/8 of its
+ * slots.
  */
 #include <emmintrin.h>
 #include <errno.h>
@@ -23,20 +27,34 @@
 #include "live.h"
 #include "sys.h"
 
+/*
+ * A group's 16 control bytes: bytes 0-14 are its slots' (a hash byte,
+ * 0-127, or CTRL_EMPTY), byte 15 its overflow count as CTRL_EMPTY | n,
+ * n saturating at 127 (a saturated count never goes down: probes go on
+ * past that group until the next rebuild, which is slower, never wrong).
+ * Every byte that is not a full slot has its top bit set, so `ctrl[p] >=
+ * 0` says "a full slot" for any position p, the count's included, and a
+ * hash byte never compares equal to a count.  Control position p (g * 16
+ * + i) holds its entry at slots[ENT(p)] (g * 15 + i).
+ */
 #define GROUP 16
+#define GROUP_SLOTS 15
+#define SLOT_BITS 0x7fffu	/* movemask bits of the slots' bytes */
+#define OVF_BIT 0x8000u		/* movemask bit of the count's byte */
 #define CTRL_EMPTY ((signed char)0x80)
-#define CTRL_DELETED ((signed char)0xfe)	/* both have the top bit; full ones not */
+#define OVF_MAX 0xffu
+#define ENT(p) ((p) - ((p) >> 4))
 
 struct shard {
 	ls_lock_t lock;
 	uint32_t pad_;
 	uint64_t gmask;		/* groups - 1; meaningless while !ctrl */
 	uint64_t count;		/* live entries */
-	uint64_t used;		/* live and deleted slots */
-	/* used may not reach it: 7/8 of the slots, 0 until first use (so
+	uint64_t pad2_;
+	/* count may not reach it: 7/8 of the slots, 0 until first use (so
 	 * that one compare sends a first insert to rebuild() too). */
 	uint64_t limit;
-	signed char *ctrl;	/* one byte per slot; NULL until first use */
+	signed char *ctrl;	/* 16 bytes per group; NULL until first use */
 	struct ls_live_entry *slots;	/* in the same mapping, after ctrl */
 } __attribute__((aligned(LS_CACHELINE)));
 
@@ -152,7 +170,13 @@ static inline uint64_t group_of(uint64_t h, uint64_t gmask)
 
 static inline size_t map_size(uint64_t groups)
 {
-	return groups * GROUP * (1 + sizeof(struct ls_live_entry));
+	return groups * (GROUP + GROUP_SLOTS * sizeof(struct ls_live_entry));
+}
+
+/* The overflow count's byte of group g. */
+static inline unsigned char *ovf_at(const struct shard *s, uint64_t g)
+{
+	return (unsigned char *)(s->ctrl + g * GROUP + GROUP_SLOTS);
 }
 
 static inline __m128i group_ctrl(const struct shard *s, uint64_t g)
@@ -161,113 +185,99 @@ static inline __m128i group_ctrl(const struct shard *s, uint64_t g)
 							      g * GROUP));
 }
 
-/*
- * Slot holding addr, or -1.  On the way, *free gets the first free (empty
- * or deleted) slot of the probe path, or -1, and *group_empty whether the
- * group where the search ended holds an empty byte.
- */
+/* The control position of addr's entry, or -1. */
 static inline __attribute__((always_inline))
-int64_t find(const struct shard *s, uint64_t addr, uint64_t h, int64_t *free,
-	     int *group_empty)
+int64_t find(const struct shard *s, uint64_t addr, uint64_t h)
 {
 	const __m128i want = _mm_set1_epi8(ctrl_of(h));
-	const __m128i empty = _mm_set1_epi8(CTRL_EMPTY);
-	uint64_t g = group_of(h, s->gmask), n, i;
-	unsigned m, e;
-	__m128i c;
+	uint64_t g = group_of(h, s->gmask), n, p;
+	unsigned m;
 
-	*free = -1;
-	*group_empty = 0;
 	for (n = 0; n <= s->gmask; n++, g = (g + 1) & s->gmask) {
-		c = group_ctrl(s, g);
-		e = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c, empty));
-		for (m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c, want));
-		     m; m &= m - 1) {
-			i = g * GROUP + (unsigned)__builtin_ctz(m);
-			if (s->slots[i].addr == addr) {
-				*group_empty = e != 0;
-				return (int64_t)i;
-			}
+		for (m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+				group_ctrl(s, g), want)); m; m &= m - 1) {
+			p = g * GROUP + (unsigned)__builtin_ctz(m);
+			if (s->slots[ENT(p)].addr == addr)
+				return (int64_t)p;
 		}
-		m = (unsigned)_mm_movemask_epi8(c);	/* empty or deleted */
-		if (*free < 0 && m)
-			*free = (int64_t)(g * GROUP +
-					  (unsigned)__builtin_ctz(m));
-		if (e) {
-			*group_empty = 1;
-			break;
-		}
+		if (*ovf_at(s, g) == (unsigned char)CTRL_EMPTY)
+			break;	/* no entry went on past g */
 	}
 	return -1;
 }
 
-/* The first free (empty or deleted) slot on addr's probe path.  The
- * shard is never full of live and deleted slots (rebuilt at 7/8), so
- * there is one. */
-static uint64_t find_free(const struct shard *s, uint64_t h)
+/*
+ * A new entry's place: the first empty slot on its probe path.  The
+ * groups it passes count it.  The shard is never fuller than 7/8, so
+ * there is one.
+ */
+static uint64_t place(struct shard *s, uint64_t h)
 {
 	uint64_t g = group_of(h, s->gmask);
 	unsigned m;
+	unsigned char *o;
 
 	for (;;) {
-		m = (unsigned)_mm_movemask_epi8(group_ctrl(s, g));
+		m = (unsigned)_mm_movemask_epi8(group_ctrl(s, g)) & SLOT_BITS;
 		if (m)
 			return g * GROUP + (unsigned)__builtin_ctz(m);
+		o = ovf_at(s, g);
+		if (*o != OVF_MAX)
+			++*o;
 		g = (g + 1) & s->gmask;
 	}
 }
 
-static void put_at(struct shard *s, uint64_t i, const struct ls_live_entry *e,
+static void put_at(struct shard *s, uint64_t p, const struct ls_live_entry *e,
 		   uint64_t h)
 {
-	s->used += s->ctrl[i] == CTRL_EMPTY;
 	s->count++;
-	s->ctrl[i] = ctrl_of(h);
-	s->slots[i] = *e;
+	s->ctrl[p] = ctrl_of(h);
+	s->slots[ENT(p)] = *e;
 }
 
-/* Slot i out into *out: empty again when no probe went past its group
- * (group_empty), else marked deleted so that probes go on past it. */
-static inline void take_at(struct shard *s, uint64_t i, int group_empty,
+/* The entry at control position p out into *out; the groups its probe
+ * passed on the way there (from its first, the one of h) uncount it. */
+static inline void take_at(struct shard *s, uint64_t p, uint64_t h,
 			   struct ls_live_entry *out)
 {
-	*out = s->slots[i];
-	if (group_empty) {
-		s->ctrl[i] = CTRL_EMPTY;
-		s->used--;
-	} else {
-		s->ctrl[i] = CTRL_DELETED;
-	}
+	uint64_t g = group_of(h, s->gmask);
+	unsigned char *o;
+
+	*out = s->slots[ENT(p)];
+	s->ctrl[p] = CTRL_EMPTY;
 	s->count--;
+	for (; g != p / GROUP; g = (g + 1) & s->gmask) {
+		o = ovf_at(s, g);
+		if (*o != OVF_MAX)
+			--*o;
+	}
 }
 
-/* A new array of groups (twice as many, or as many to drop deleted
- * marks) with every live entry moved over.  Rare: out of line. */
+/* A new array of twice as many groups (one at first use) with every
+ * live entry moved over.  Rare: out of line. */
 static __attribute__((noinline, cold)) int rebuild(struct shard *s)
 {
-	uint64_t groups = !s->ctrl ? 1 :
-			  s->count * 8 > (s->gmask + 1) * GROUP * 5 ?
-			  (s->gmask + 1) * 2 : s->gmask + 1;
+	uint64_t groups = !s->ctrl ? 1 : (s->gmask + 1) * 2;
 	signed char *mem = ls_sys_map(map_size(groups));
 	struct shard n = { .gmask = groups - 1 };
-	uint64_t i, old_groups = s->gmask + 1;
+	uint64_t p, old_groups = s->gmask + 1;
 
 	if (!mem)
 		return -ENOMEM;
 	n.ctrl = mem;
 	n.slots = (struct ls_live_entry *)(void *)(mem + groups * GROUP);
-	memset(n.ctrl, CTRL_EMPTY, groups * GROUP);
-	for (i = 0; s->ctrl && i < old_groups * GROUP; i++)
-		if (s->ctrl[i] >= 0) {
-			uint64_t h = addr_hash(s->slots[i].addr);
+	memset(n.ctrl, CTRL_EMPTY, groups * GROUP);	/* counts 0 too */
+	for (p = 0; s->ctrl && p < old_groups * GROUP; p++)
+		if (s->ctrl[p] >= 0) {
+			uint64_t h = addr_hash(s->slots[ENT(p)].addr);
 
-			put_at(&n, find_free(&n, h), &s->slots[i], h);
+			put_at(&n, place(&n, h), &s->slots[ENT(p)], h);
 		}
 	if (s->ctrl)
 		ls_sys_unmap(s->ctrl, map_size(old_groups));
 	s->gmask = n.gmask;
-	s->limit = groups * GROUP / 8 * 7;
-	s->used = n.used;
+	s->limit = groups * GROUP_SLOTS * 7 / 8;
 	s->count = n.count;
 	s->slots = n.slots;
 	/* ls_live_mapped() reads ctrl and gmask without the lock. */
@@ -278,6 +288,17 @@ static __attribute__((noinline, cold)) int rebuild(struct shard *s)
 unsigned ls_live_shard(uint64_t addr)
 {
 	return (unsigned)(shard_of(addr, addr_hash(addr)) - shards);
+}
+
+size_t ls_live_shard_overflow(unsigned idx)
+{
+	const struct shard *s = &shards[idx];
+	size_t n = 0;
+	uint64_t g;
+
+	for (g = 0; s->ctrl && g <= s->gmask; g++)
+		n += *ovf_at(s, g) & 0x7fu;
+	return n;
 }
 
 size_t ls_live_shard_mapped(unsigned idx)
@@ -299,22 +320,22 @@ static __attribute__((noinline))
 int insert_locked(struct shard *s, const struct ls_live_entry *e,
 		  struct ls_live_entry *old, uint64_t h)
 {
-	int64_t i, free;
-	int ret = 0, group_empty;
+	int64_t p;
+	int ret = 0;
 
 	/* Room first: a rebuild moves every slot. */
-	if (s->used >= s->limit && rebuild(s)) {
+	if (s->count >= s->limit && rebuild(s)) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	i = find(s, e->addr, h, &free, &group_empty);
-	if (i >= 0) {
-		*old = s->slots[i];
-		s->slots[i] = *e;
+	p = find(s, e->addr, h);
+	if (p >= 0) {
+		*old = s->slots[ENT(p)];
+		s->slots[ENT(p)] = *e;
 		log_put(LS_LIVE_LOG_REMOVE, old);
 		ret = 1;
 	} else {
-		put_at(s, free >= 0 ? (uint64_t)free : find_free(s, h), e, h);
+		put_at(s, place(s, h), e, h);
 	}
 	log_put(LS_LIVE_LOG_INSERT, e);
 out:
@@ -326,15 +347,15 @@ static __attribute__((noinline))
 int remove_locked(struct shard *s, uint64_t addr, struct ls_live_entry *out,
 		  uint64_t h)
 {
-	int64_t i, free;
-	int found = 0, group_empty;
+	int64_t p;
+	int found = 0;
 
 	if (!s->ctrl)
 		goto out;
-	i = find(s, addr, h, &free, &group_empty);
-	if (i < 0)
+	p = find(s, addr, h);
+	if (p < 0)
 		goto out;
-	take_at(s, (uint64_t)i, group_empty, out);
+	take_at(s, (uint64_t)p, h, out);
 	found = 1;
 	log_put(LS_LIVE_LOG_REMOVE, out);
 out:
@@ -370,9 +391,10 @@ int remove_wait(struct shard *s, uint64_t addr, struct ls_live_entry *out,
 
 /*
  * The common insert: no check running, room in the shard, and the
- * address's first group holds no slot that might be it and an empty one
- * (so the probe ends there, and its first free slot is the one to take).
- * What find() and put_at() would do, in one group.
+ * address's first group holds no slot that might be it, an empty slot,
+ * and a count of 0 (so the probe ends there, and its first empty slot is
+ * the one to take): one compare with CTRL_EMPTY says both.  What find()
+ * and place() would do, in one group.
  */
 int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 {
@@ -380,26 +402,26 @@ int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 	struct shard *s = shard_of(e->addr, h);
 	__m128i c;
 	uint64_t g;
-	unsigned m;
+	unsigned m, empty;
 
 	if (ls_unlikely(!try_lock(s)))
 		return insert_wait(s, e, old, h);
 	/* limit is 0 while the shard has no arrays. */
-	if (ls_unlikely(s->used >= s->limit ||
+	if (ls_unlikely(s->count >= s->limit ||
 			__atomic_load_n(&log_buf, __ATOMIC_RELAXED)))
 		return insert_locked(s, e, old, h);
 	g = group_of(h, s->gmask);
 	c = group_ctrl(s, g);
-	if (ls_unlikely(!_mm_movemask_epi8(_mm_cmpeq_epi8(c,
-				_mm_set1_epi8(CTRL_EMPTY)))))
+	empty = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
+					_mm_set1_epi8(CTRL_EMPTY)));
+	if (ls_unlikely(!(empty & OVF_BIT) || !(empty & SLOT_BITS)))
 		return insert_locked(s, e, old, h);
 	for (m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
 					_mm_set1_epi8(ctrl_of(h)))); m; m &= m - 1)
-		if (ls_unlikely(s->slots[g * GROUP +
-			(unsigned)__builtin_ctz(m)].addr == e->addr))
+		if (ls_unlikely(s->slots[ENT(g * GROUP +
+			(unsigned)__builtin_ctz(m))].addr == e->addr))
 			return insert_locked(s, e, old, h);
-	m = (unsigned)_mm_movemask_epi8(c);	/* empty or deleted */
-	put_at(s, g * GROUP + (unsigned)__builtin_ctz(m), e, h);
+	put_at(s, g * GROUP + (unsigned)__builtin_ctz(empty), e, h);
 	ls_unlock(&s->lock);
 	return 0;
 }
@@ -426,10 +448,12 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 	m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
 					_mm_set1_epi8(ctrl_of(h))));
 	i = g * GROUP + (unsigned)__builtin_ctz(m | 0x10000);
-	if (ls_unlikely(!m || s->slots[i].addr != addr))
+	if (ls_unlikely(!m || s->slots[ENT(i)].addr != addr))
 		return remove_locked(s, addr, out, h);
-	take_at(s, i, _mm_movemask_epi8(_mm_cmpeq_epi8(c,
-					_mm_set1_epi8(CTRL_EMPTY))) != 0, out);
+	/* take_at() with no group passed */
+	*out = s->slots[ENT(i)];
+	s->ctrl[i] = CTRL_EMPTY;
+	s->count--;
 	ls_unlock(&s->lock);
 	return 1;
 }
@@ -444,7 +468,7 @@ size_t ls_live_copy_shard(unsigned idx, struct ls_live_entry *buf, size_t cap)
 	if (n <= cap && s->ctrl)
 		for (i = 0; i < (s->gmask + 1) * GROUP; i++)
 			if (s->ctrl[i] >= 0)
-				buf[k++] = s->slots[i];
+				buf[k++] = s->slots[ENT(i)];
 	ls_unlock(&s->lock);
 	return n;
 }
@@ -494,12 +518,12 @@ size_t ls_live_copy_shard_frozen(unsigned idx, struct ls_live_entry *buf,
 			return 0;
 	}
 	for (i = 0; i < slots; i++)
-		n += s->ctrl[i] >= 0 && s->slots[i].addr;
+		n += s->ctrl[i] >= 0 && s->slots[ENT(i)].addr;
 	if (n > cap)
 		return n;
 	for (i = 0; i < slots; i++)
-		if (s->ctrl[i] >= 0 && s->slots[i].addr)
-			buf[k++] = s->slots[i];
+		if (s->ctrl[i] >= 0 && s->slots[ENT(i)].addr)
+			buf[k++] = s->slots[ENT(i)];
 	return k;
 }
 
@@ -552,7 +576,7 @@ void ls_live_visit_shard(unsigned idx,
 	slots = s->ctrl ? (s->gmask + 1) * GROUP : 0;
 	for (j = 0; j < slots; j++)
 		if (s->ctrl[j] >= 0)
-			fn(&s->slots[j], arg);
+			fn(&s->slots[ENT(j)], arg);
 	ls_unlock(&s->lock);
 }
 
@@ -571,11 +595,10 @@ void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
 			slots = (s->gmask + 1) * GROUP;
 			for (j = 0; j < slots && fn; j++)
 				if (s->ctrl[j] >= 0)
-					fn(&s->slots[j], arg);
-			memset(s->ctrl, CTRL_EMPTY, slots);
+					fn(&s->slots[ENT(j)], arg);
+			memset(s->ctrl, CTRL_EMPTY, slots);	/* counts too */
 		}
 		s->count = 0;
-		s->used = 0;
 		ls_unlock(&s->lock);
 	}
 }

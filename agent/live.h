@@ -3,15 +3,16 @@
  * thread.
  *
  * Sharded by address: 16 groups by 64 MiB window (one per glibc thread
- * arena), 16 shards in each by address hash; each shard is an open-addressing table probed
- * a group of 16 slots at a time through one control byte per slot (SSE2;
- * Abseil's "Swiss table" layout), guarded by its own spinlock, so two
- * threads only meet when their blocks hash to the same shard.  No fixed
- * capacity: a shard is rebuilt, twice as large, when its used slots would
- * pass 7/8 (at the same size when deleted slots were most of that).  25
- * bytes per slot (a 24-byte entry and its control byte) at a load between
- * 7/16 and 7/8 as a shard grows: 29 to 57 bytes per live block (at worst
- * 80 right after a rebuild forced by deleted slots).
+ * arena), 16 shards in each by address hash; each shard is an
+ * open-addressing table probed a group of 15 slots at a time through 16
+ * control bytes, one per slot and the group's overflow count (SSE2;
+ * Abseil's "Swiss table" layout, Folly F14's counts instead of deleted
+ * marks), guarded by its own spinlock, so two threads only meet when
+ * their blocks hash to the same shard.  No fixed capacity: a shard is
+ * rebuilt, twice as large, when its live entries would pass 7/8 of its
+ * slots.  25.1 bytes per slot (a 24-byte entry and its control byte, and
+ * the count's byte per 15) at a load between 7/16 and 7/8 as a shard
+ * grows: 29 to 57 bytes per live block.
  *
  * All functions are safe inside allocation hooks; none is async-signal
  * safe in the sense of being callable from a handler that interrupted the
@@ -85,9 +86,11 @@ size_t ls_live_copy_shard(unsigned i, struct ls_live_entry *buf, size_t cap);
 size_t ls_live_copy_shard_frozen(unsigned i, struct ls_live_entry *buf,
 				 size_t cap, int *torn);
 
-/* The shard addr belongs to, and the bytes shard idx has mapped (tests). */
+/* The shard addr belongs to, the bytes shard idx has mapped, and the sum
+ * of its groups' overflow counts, read without its lock (tests). */
 unsigned ls_live_shard(uint64_t addr);
 size_t ls_live_shard_mapped(unsigned idx);
+size_t ls_live_shard_overflow(unsigned idx);
 
 /* Entries in all shards, read without locks (approximate while running). */
 size_t ls_live_count(void);

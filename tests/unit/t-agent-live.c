@@ -133,13 +133,17 @@ static void test_threads(void)
 	is_u64(ls_live_count(), before, "nothing left behind by the threads");
 }
 
+/* Bytes a shard of this many groups maps (live.c: 16 control bytes and
+ * 15 entries a group). */
+#define MAP(groups) ((groups) * (16 + 15 * sizeof(struct ls_live_entry)))
+
 /*
  * One shard in a steady state at high load: 75 blocks live in it (a
- * shard of 128 slots, 59% full), each removal followed by an insert at a
- * fresh address of the same shard, 500k times.  Removals leave deleted
- * marks in groups that were full; the shard must drop them by rebuilding
- * at the same size, not double again and again, and every entry must
- * stay findable.
+ * shard of 120 slots, 63% full), each removal followed by an insert at a
+ * fresh address of the same shard, 500k times.  Entries that found their
+ * first group full are counted in the groups they passed, and a removal
+ * takes them out again: the shard must not grow, every entry must stay
+ * findable, and the counts must all be back at 0 at the end.
  */
 static uint64_t fresh_in(unsigned shard, uint64_t *next, uint64_t *seed)
 {
@@ -181,9 +185,11 @@ static void test_steady(void)
 			  e.size != (addrs[i] & 0xffff);
 	ok(errors == 0 && ls_live_count() == 0, "500k removes and inserts "
 	   "around 75 live blocks in one shard: %zu errors", errors);
-	ok(mapped_max == 128 * 25, "deleted marks are dropped by rebuilding "
-	   "at the same size: the shard stays at 128 slots (%zu bytes "
-	   "mapped at most)", mapped_max);
+	ok(mapped_max == MAP(8), "removals leave nothing behind: the shard "
+	   "stays at 8 groups, 120 slots (%zu bytes mapped at most)",
+	   mapped_max);
+	is_u64(ls_live_shard_overflow(shard), 0,
+	       "every overflow count back at 0 with the shard empty");
 }
 
 /*
@@ -239,6 +245,8 @@ static void test_collisions(void)
 	}
 	ok(errors == 0 && ls_live_count() == before + N_COL,
 	   "%d inserts colliding in shard, group and control byte", N_COL);
+	ok(ls_live_shard_overflow(ls_live_shard(addrs[0])) > 0,
+	   "the entries past their first group are counted there");
 	/* Over every live one, from the last (farthest along the probe). */
 	for (i = N_COL; i-- > 0;) {
 		memset(&e, 0, sizeof(e));
@@ -258,6 +266,8 @@ static void test_collisions(void)
 		errors += !ls_live_remove(addrs[i], &e) || e.size != 1000 + i;
 	ok(errors == 0 && ls_live_count() == before,
 	   "removing them in two passes finds each once, and no more");
+	is_u64(ls_live_shard_overflow(ls_live_shard(addrs[0])), 0,
+	       "and takes every one out of the overflow counts");
 }
 
 /*
@@ -378,32 +388,32 @@ static void test_growth(void)
 		if (i == 0)
 			mapped1 = ls_live_shard_mapped(shard);
 	}
-	is_u64(mapped1, 16 * 25, "a shard's first insert maps one group");
-	is_u64(ls_live_shard_mapped(shard), 32 * 25,
-	       "the 15th insert doubled it: 2 groups");
+	is_u64(mapped1, MAP(1), "a shard's first insert maps one group");
+	is_u64(ls_live_shard_mapped(shard), MAP(2),
+	       "the 14th insert doubled it: 2 groups");
 	for (i = 0; i < 15; i++)
 		errors += !ls_live_remove(addrs[i], &e) || e.size != i + 1;
 	ok(errors == 0, "15 inserts and removals in one shard: %zu errors",
 	   errors);
 }
 
-/* 14 entries, the most one group holds: no rebuild yet. */
+/* 13 entries, the most one group holds: no rebuild yet. */
 static void test_growth_edge(void)
 {
-	uint64_t seed = 13, next = 0x5d0000000000ULL, addrs[14];
+	uint64_t seed = 13, next = 0x5d0000000000ULL, addrs[13];
 	unsigned shard = unused_shard(&next);
 	struct ls_live_entry e, old;
 	size_t i, mapped;
 
-	for (i = 0; i < 14; i++) {
+	for (i = 0; i < 13; i++) {
 		memset(&e, 0, sizeof(e));
 		e.addr = addrs[i] = fresh_in(shard, &next, &seed);
 		ls_live_insert(&e, &old);
 	}
 	mapped = ls_live_shard_mapped(shard);
-	for (i = 0; i < 14; i++)
+	for (i = 0; i < 13; i++)
 		ls_live_remove(addrs[i], &e);
-	is_u64(mapped, 16 * 25, "14 entries (7/8 of 16 slots) fit in one group");
+	is_u64(mapped, MAP(1), "13 entries (7/8 of 15 slots) fit in one group");
 }
 
 /*
