@@ -5,6 +5,7 @@ workload under full tracking with its stack check and says so in its
 table.  Built by `make -C bench build`, which the checks run (a few
 seconds the first time)."""
 
+import json
 import os
 import re
 import subprocess
@@ -116,6 +117,17 @@ def t_run_bench_baseline():
         eq(len(row), 1, "churn-1t %s rows in:\n%s" % (cfg, p.stdout))
         ratio = float(row[0].split()[3])
         ok(1.0 < ratio < 50.0, "%s's wall x is a tracked run's" % cfg, row[0])
+    # the same agent on both sides: each mode's after/before is one pair near 1
+    contains(p.stdout, "this build against --baseline-agent", "the after/before table")
+    row = [l for l in p.stdout.splitlines() if re.match(r"churn-1t\s+\d", l)]
+    eq(len(row), 1, "churn-1t after/before rows in:\n%s" % p.stdout)
+    with open(os.path.join(BENCH_BIN, "t_bench.json")) as f:
+        ab = json.load(f)["after_before"]["churn-1t"]
+    for mode in ("full", "sampled"):
+        eq(ab[mode]["pairs"], 1, "%s pairs" % mode)
+        ok(0.3 < ab[mode]["median"] < 3.0, "%s after/before of an agent against "
+           "itself" % mode, str(ab[mode]))
+        contains(row[0], "%.3f" % ab[mode]["median"], "%s median printed" % mode)
     bogus = os.path.join(BENCH_BIN, "t_bench-not-an-agent.so")
     with open(bogus, "w") as f:
         f.write("not an ELF object\n")
@@ -123,6 +135,8 @@ def t_run_bench_baseline():
                    "--configs", "leakscope", "--baseline-agent", bogus])
     eq(p.returncode, 0, "run-bench exit status (stderr: %s)" % p.stderr[-600:])
     contains(p.stderr, "baseline: n/a (fails on a tiny run: ", "the probe's verdict")
+    ok("this build against --baseline-agent" not in p.stdout,
+       "no after/before table without baseline runs", p.stdout)
     missing = os.path.join(BENCH_BIN, "no-such-agent.so")
     p = run_bench(["--quick", "--only", "churn-1t", "--baseline-agent", missing], timeout=60)
     eq(p.returncode, 2, "exit status for a missing agent")
