@@ -750,6 +750,15 @@ struct cap_walk {
 	uint64_t pcs[MAXF];
 };
 
+/* w is not the reference walk ref (nref frames, at least min of them)
+ * past their first frame, where each capture's own call site lies. */
+static int walk_differs(const struct cap_walk *w, const uint64_t *ref,
+			int nref, int min)
+{
+	return w->n != nref || nref < min ||
+	       memcmp(w->pcs + 1, ref + 1, (size_t)(nref - 1) * sizeof(*ref));
+}
+
 static struct cap_walk *cap_vals;
 static int cap_hits, cap_bad;
 static volatile int cap_passes = 2;
@@ -766,14 +775,10 @@ NOFP static void cap_leaf(int id)
 	if (val) {
 		cap_hits++;
 		cap_bad += val != &cap_vals[id] ||
-			   cap_vals[id].n != nref || nref < CAP_DEPTH ||
-			   memcmp(cap_vals[id].pcs + 1, ref + 1,
-				  (size_t)(nref - 1) * sizeof(*ref));
+			   walk_differs(&cap_vals[id], ref, nref, CAP_DEPTH);
 		return;
 	}
-	cap_bad += mine.n != nref || nref < CAP_DEPTH ||
-		   memcmp(mine.pcs + 1, ref + 1,
-			  (size_t)(nref - 1) * sizeof(*ref));
+	cap_bad += walk_differs(&mine, ref, nref, CAP_DEPTH);
 	cap_vals[id] = mine;
 	ls_unwind_memo_put(&cap_vals[id]);
 }
@@ -857,14 +862,10 @@ NOFP static void var_leaf(int id)
 	if (val) {
 		var_hits++;
 		var_bad += val != &var_vals[id] ||
-			   var_vals[id].n != nref || nref < 20 ||
-			   memcmp(var_vals[id].pcs + 1, ref + 1,
-				  (size_t)(nref - 1) * sizeof(*ref));
+			   walk_differs(&var_vals[id], ref, nref, 20);
 		return;
 	}
-	var_bad += mine.n != nref || nref < 20 ||
-		   memcmp(mine.pcs + 1, ref + 1,
-			  (size_t)(nref - 1) * sizeof(*ref));
+	var_bad += walk_differs(&mine, ref, nref, 20);
 	var_vals[id] = mine;
 	ls_unwind_memo_put(&var_vals[id]);
 }
@@ -1044,15 +1045,11 @@ NOFP static void ovw_leaf(int put)
 		const struct cap_walk *v = val;
 
 		ovw_hits++;
-		ovw_bad += put != 2 || v->n != nref ||
-			   memcmp(v->pcs + 1, ref + 1,
-				  (size_t)(nref - 1) * sizeof(*ref));
+		ovw_bad += put != 2 || walk_differs(v, ref, nref, 0);
 		return;
 	}
 	ovw_walks++;
-	ovw_bad += mine.n != nref || nref < 5 ||
-		   memcmp(mine.pcs + 1, ref + 1,
-			  (size_t)(nref - 1) * sizeof(*ref));
+	ovw_bad += walk_differs(&mine, ref, nref, 5);
 	if (put == 1) {
 		ovw_x = mine;
 		ls_unwind_memo_put(&ovw_x);
