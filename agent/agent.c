@@ -96,18 +96,8 @@ struct ls_site_rec *capture_site(struct ls_thread *t, uint32_t kind)
  * hot paths (ls_track_malloc, ls_track_free) pass a literal 0 in full
  * tracking, so that their copy of the code has no test of the rate left
  * (each was a load and a branch, reloaded after every call the compiler
- * could not see into).  est() is ls_sample_est() for that rate.
+ * could not see into): ls_sample_est_at() for that rate.
  */
-static inline __attribute__((always_inline))
-void est(uint64_t rate, uint64_t size, int64_t *bytes, int64_t *blocks)
-{
-	if (!rate) {
-		*bytes = (int64_t)size;
-		*blocks = 1;
-		return;
-	}
-	ls_sample_est_sampled(size, bytes, blocks);
-}
 
 /* A recorded block goes away: settle its site (ev: LS_EV_*). */
 static inline __attribute__((always_inline))
@@ -116,7 +106,7 @@ void settle_replaced(struct ls_thread *t, const struct ls_live_entry *old,
 {
 	int64_t b, k;
 
-	est(rate, old->size, &b, &k);
+	ls_sample_est_at(rate, old->size, &b, &k);
 	ls_thread_site_delta(t, old->site, NULL, -b, -k, 0, 0, ev);
 }
 
@@ -193,7 +183,7 @@ void insert(struct ls_thread *t, struct ls_site_rec *s, void *p, size_t size,
 	t->last_addr = e.addr;
 	if (rate)
 		t->last_allocs = alloc_calls(t);
-	est(rate, size, &b, &k);
+	ls_sample_est_at(rate, size, &b, &k);
 	ls_thread_site_delta(t, s->id, s, b, k, (uint64_t)b, (uint64_t)k,
 			     LS_EV_SIZE(ls_hist_bucket_below63(size)));
 	/* The entry's copy of p, in a frame that may lie right under the

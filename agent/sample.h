@@ -96,16 +96,25 @@ static inline int64_t ls_sample_unscale(int64_t v)
 
 void ls_sample_est_sampled(uint64_t size, int64_t *bytes, int64_t *blocks);
 
-/* What a recorded block of size bytes stands for, in counter units:
- * exactly (size, 1) in full tracking. */
-static inline void ls_sample_est(uint64_t size, int64_t *bytes, int64_t *blocks)
+/* What a recorded block of size bytes stands for, in counter units, at
+ * sample rate rate: exactly (size, 1) in full tracking (rate 0).  The
+ * hooks pass the rate they read once per event (agent.c). */
+static inline __attribute__((always_inline))
+void ls_sample_est_at(uint64_t rate, uint64_t size, int64_t *bytes,
+		      int64_t *blocks)
 {
-	if (ls_likely(!ls_sample_rate)) {
+	if (ls_likely(!rate)) {
 		*bytes = (int64_t)size;
 		*blocks = 1;
 		return;
 	}
 	ls_sample_est_sampled(size, bytes, blocks);
+}
+
+/* The same at the agent's rate. */
+static inline void ls_sample_est(uint64_t size, int64_t *bytes, int64_t *blocks)
+{
+	ls_sample_est_at(ls_sample_rate, size, bytes, blocks);
 }
 
 #endif
