@@ -236,17 +236,24 @@ static void put_at(struct shard *s, uint64_t p, const struct ls_live_entry *e,
 	s->slots[ENT(p)] = *e;
 }
 
-/* The entry at control position p out into *out; the groups its probe
- * passed on the way there (from its first, the one of h) uncount it. */
+/* The entry at control position p out into *out, its slot empty. */
+static inline void empty_at(struct shard *s, uint64_t p,
+			    struct ls_live_entry *out)
+{
+	*out = s->slots[ENT(p)];
+	s->ctrl[p] = CTRL_EMPTY;
+	s->count--;
+}
+
+/* empty_at(), and the groups its probe passed on the way there (from its
+ * first, the one of h) uncount it. */
 static inline void take_at(struct shard *s, uint64_t p, uint64_t h,
 			   struct ls_live_entry *out)
 {
 	uint64_t g = group_of(h, s->gmask);
 	unsigned char *o;
 
-	*out = s->slots[ENT(p)];
-	s->ctrl[p] = CTRL_EMPTY;
-	s->count--;
+	empty_at(s, p, out);
 	for (; g != p / GROUP; g = (g + 1) & s->gmask) {
 		o = ovf_at(s, g);
 		if (*o != OVF_MAX)
@@ -450,10 +457,7 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 	i = g * GROUP + (unsigned)__builtin_ctz(m | 0x10000);
 	if (ls_unlikely(!m || s->slots[ENT(i)].addr != addr))
 		return remove_locked(s, addr, out, h);
-	/* take_at() with no group passed */
-	*out = s->slots[ENT(i)];
-	s->ctrl[i] = CTRL_EMPTY;
-	s->count--;
+	empty_at(s, i, out);	/* in its first group: no group passed */
 	ls_unlock(&s->lock);
 	return 1;
 }
