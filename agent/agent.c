@@ -207,6 +207,7 @@ void record(struct ls_thread *t, void *p, size_t size, uint64_t rate)
 	struct ls_site_rec *s;
 
 	ls_guard_enter();
+	ls_live_prefetch((uint64_t)(uintptr_t)p);	/* under the capture */
 	s = capture_site(t, LSNAP_KIND_HEAP);
 	if (s)
 		insert(t, s, p, size, rate);
@@ -277,23 +278,29 @@ int take(uint64_t addr, struct ls_live_entry *e, uint64_t rate)
 }
 
 /*
- * As ls_track_alloc: guard and errno here.  The real free comes last, as
- * a tail call, so that free's slow path needs no register of its own
- * across the bookkeeping; errno is put back before it, which is what the
- * program sees (glibc's free keeps errno).
+ * As ls_track_alloc: guard and errno here.  The real free runs between
+ * the removal and the settling: on a large heap the removal's table
+ * lines miss, and nothing the real free does depends on them, so the
+ * core runs free's work while they arrive (python3 with
+ * PYTHONMALLOC=malloc, docs/PERFORMANCE.md).  The order that matters is
+ * kept: the entry is out of the table, under its shard's lock, before
+ * the real free can hand the block to another thread, whose insert of
+ * the same address must not find it.  errno is put back last, which is
+ * what the program sees (glibc's free keeps errno).
  */
 static inline __attribute__((always_inline))
 void untrack(void *p, struct ls_thread *t, uint64_t rate)
 {
-	int err = *t->err;
+	int err = *t->err, got;
 	struct ls_live_entry e;
 
 	ls_guard_enter();
-	if (take((uint64_t)(uintptr_t)p, &e, rate))
+	got = take((uint64_t)(uintptr_t)p, &e, rate);
+	ls_real.free(p);
+	if (got)
 		settle_replaced(t, &e, free_event(t, &e, rate), rate);
 	ls_guard_leave();
 	*t->err = err;
-	ls_real.free(p);
 }
 
 __attribute__((noinline))

@@ -62,6 +62,17 @@ static struct shard shards[LS_LIVE_SHARDS];
 _Static_assert(sizeof(struct shard) == 64, "shard_of() scales by 64");
 
 /*
+ * Prefetching starts once a shard reaches this many groups (47 KiB of
+ * slots): a program whose shards all stay smaller has a table that stays
+ * in the second-level cache (the churn's 4096 live blocks per thread fill
+ * 16 shards of 32 groups), where the prefetches would only add
+ * instructions.
+ */
+#define PREFETCH_MIN_GROUPS 128
+
+int ls_live_prefetch_on;
+
+/*
  * The change log of a concurrent reachability check (reach.c): while it
  * is on, every insert and removal is appended, under the shard's lock,
  * so that the entries of one address come in the order the table saw
@@ -283,12 +294,15 @@ static __attribute__((noinline, cold)) int rebuild(struct shard *s)
 		}
 	if (s->ctrl)
 		ls_sys_unmap(s->ctrl, map_size(old_groups));
-	s->gmask = n.gmask;
+	/* ls_live_mapped() reads ctrl and gmask without the lock, and
+	 * ls_live_prefetch() all three. */
+	__atomic_store_n(&s->gmask, n.gmask, __ATOMIC_RELAXED);
 	s->limit = groups * GROUP_SLOTS * 7 / 8;
 	s->count = n.count;
-	s->slots = n.slots;
-	/* ls_live_mapped() reads ctrl and gmask without the lock. */
+	__atomic_store_n(&s->slots, n.slots, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->ctrl, n.ctrl, __ATOMIC_RELAXED);
+	if (groups >= PREFETCH_MIN_GROUPS)
+		__atomic_store_n(&ls_live_prefetch_on, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -460,6 +474,42 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 	empty_at(s, i, out);	/* in its first group: no group passed */
 	ls_unlock(&s->lock);
 	return 1;
+}
+
+/*
+ * The lines an insert or removal of addr reads first: its first group's
+ * control bytes and that group's 15 slots (360 bytes, 6 or 7 lines).
+ * Which slot holds the entry is not known before the control bytes
+ * arrive, and waiting for them would put the two misses back in a row:
+ * so all seven lines, unrolled.  Without the lock: a rebuild meanwhile
+ * can make these fields disagree or name an array it has unmapped, and
+ * a prefetch of any address is harmless on x86_64 (a hint; it never
+ * faults).
+ */
+void ls_live_prefetch_lines(uint64_t addr)
+{
+	uint64_t h = addr_hash(addr);
+	const struct shard *s = shard_of(addr, h);
+	const signed char *ctrl = __atomic_load_n(&s->ctrl, __ATOMIC_RELAXED);
+	uint64_t g = group_of(h, __atomic_load_n(&s->gmask, __ATOMIC_RELAXED));
+	const char *a;
+
+	if (!ctrl)
+		return;
+	__builtin_prefetch(ctrl + g * GROUP, 1);
+	a = (const char *)((uintptr_t)(__atomic_load_n(&s->slots,
+						       __ATOMIC_RELAXED) +
+				       g * GROUP_SLOTS) &
+			   ~(uintptr_t)(LS_CACHELINE - 1));
+	_Static_assert(GROUP_SLOTS * sizeof(struct ls_live_entry) + 64 - 8 <=
+		       7 * 64, "a group's slots lie in 7 lines");
+	__builtin_prefetch(a, 1);
+	__builtin_prefetch(a + 64, 1);
+	__builtin_prefetch(a + 128, 1);
+	__builtin_prefetch(a + 192, 1);
+	__builtin_prefetch(a + 256, 1);
+	__builtin_prefetch(a + 320, 1);
+	__builtin_prefetch(a + 384, 1);
 }
 
 size_t ls_live_copy_shard(unsigned idx, struct ls_live_entry *buf, size_t cap)

@@ -2,6 +2,7 @@
  * t-agent-live.c - the live-block table against a reference model.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -417,6 +418,98 @@ static void test_growth_edge(void)
 }
 
 /*
+ * The prefetch: off while every shard is small, on from the rebuild that
+ * takes one shard to 128 groups (840 entries fit in 64, the 841st
+ * doubles it); it changes nothing in the table, and it never faults,
+ * not even racing rebuilds that unmap the arrays it reads the addresses
+ * of.
+ */
+struct prefetcher {
+	uint64_t lo, hi;
+	int stop;
+	uint64_t rounds;
+};
+
+static void *prefetcher_main(void *arg)
+{
+	struct prefetcher *p = arg;
+	uint64_t a;
+
+	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+		for (a = p->lo; a < p->hi; a += 16 * 37)
+			ls_live_prefetch_lines(a);
+		p->rounds++;
+	}
+	return NULL;
+}
+
+static void test_prefetch(void)
+{
+	static uint64_t addrs[20000];
+	uint64_t seed = 17, next = 0x5e0000000000ULL, first;
+	unsigned shard = unused_shard(&next);
+	struct ls_live_entry e, old, buf[900];
+	struct prefetcher pf;
+	pthread_t th;
+	size_t i, errors = 0, mapped64 = 0, n;
+	int on64 = -1;
+
+	is_u64((uint64_t)ls_live_prefetch_on, 0,
+	       "no prefetching while shards are small");
+	ls_live_prefetch_lines(next);	/* a shard without arrays */
+	ls_live_prefetch(next);
+	first = next;
+	for (i = 0; i < 841; i++) {
+		memset(&e, 0, sizeof(e));
+		e.addr = addrs[i] = fresh_in(shard, &next, &seed);
+		e.size = i + 1;
+		errors += ls_live_insert(&e, &old) != 0;
+		if (i == 839) {
+			mapped64 = ls_live_shard_mapped(shard);
+			on64 = ls_live_prefetch_on;
+		}
+	}
+	is_u64(mapped64, MAP(64), "840 entries: 64 groups");
+	is_u64((uint64_t)on64, 0, "64 groups: still no prefetching");
+	is_u64(ls_live_shard_mapped(shard), MAP(128), "the 841st: 128 groups");
+	is_u64((uint64_t)ls_live_prefetch_on, 1, "128 groups: prefetching on");
+	for (i = 0; i < 841; i++)
+		ls_live_prefetch(addrs[i]);
+	for (i = first; i < next + 4096; i += 16)
+		ls_live_prefetch_lines(i);	/* absent ones too */
+	n = ls_live_copy_shard(shard, buf, 900);
+	is_u64(n, 841, "prefetching left the shard's 841 entries");
+	for (i = 0; i < 841; i++)
+		errors += !ls_live_remove(addrs[i], &e) || e.size != i + 1;
+	ok(errors == 0, "prefetched entries removed with their sizes: "
+	   "%zu errors", errors);
+
+	/* Racing rebuilds: one shard grows from nothing to 2048 groups. */
+	shard = unused_shard(&next);
+	pf = (struct prefetcher){ .lo = next, .hi = next + 20000 * 16 * 40 };
+	if (pthread_create(&th, NULL, prefetcher_main, &pf)) {
+		ok(0, "pthread_create");
+		return;
+	}
+	for (i = 0; i < 20000; i++) {
+		memset(&e, 0, sizeof(e));
+		e.addr = addrs[i] = fresh_in(shard, &next, &seed);
+		e.size = 1;
+		errors += ls_live_insert(&e, &old) != 0;
+		if (i % 2000 == 0)	/* let the other thread in */
+			sched_yield();
+	}
+	__atomic_store_n(&pf.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	for (i = 0; i < 20000; i++)
+		errors += !ls_live_remove(addrs[i], &e);
+	ok(errors == 0 && pf.rounds > 0,
+	   "20000 inserts through 11 rebuilds while another thread "
+	   "prefetched (%llu rounds): %zu errors",
+	   (unsigned long long)pf.rounds, errors);
+}
+
+/*
  * A shard whose lock another thread holds: an insert and a removal wait
  * for it (the inline paths only try the lock once, then wait out of
  * line), and do their work once it is released.
@@ -474,6 +567,7 @@ int main(void)
 	test_steady();		/* first: on shards never grown */
 	test_growth();
 	test_growth_edge();
+	test_prefetch();	/* before test_model grows shards */
 	test_wait();
 	test_collisions();
 	test_log();
