@@ -285,8 +285,10 @@ int take(uint64_t addr, struct ls_live_entry *e, uint64_t rate)
  * PYTHONMALLOC=malloc, docs/PERFORMANCE.md).  The order that matters is
  * kept: the entry is out of the table, under its shard's lock, before
  * the real free can hand the block to another thread, whose insert of
- * the same address must not find it.  errno is put back last, which is
- * what the program sees (glibc's free keeps errno).
+ * the same address must not find it.  The guard is not held across the
+ * real free (an allocator under the agent may munmap in it, which must
+ * be seen), and errno is the one the real free leaves, as without the
+ * agent.
  */
 static inline __attribute__((always_inline))
 void untrack(void *p, struct ls_thread *t, uint64_t rate)
@@ -296,11 +298,16 @@ void untrack(void *p, struct ls_thread *t, uint64_t rate)
 
 	ls_guard_enter();
 	got = take((uint64_t)(uintptr_t)p, &e, rate);
-	ls_real.free(p);
-	if (got)
-		settle_replaced(t, &e, free_event(t, &e, rate), rate);
 	ls_guard_leave();
 	*t->err = err;
+	ls_real.free(p);
+	if (got) {
+		err = *t->err;
+		ls_guard_enter();
+		settle_replaced(t, &e, free_event(t, &e, rate), rate);
+		ls_guard_leave();
+		*t->err = err;
+	}
 }
 
 __attribute__((noinline))

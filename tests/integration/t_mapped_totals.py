@@ -46,7 +46,8 @@ def t_totals():
     rep = run()
     t = rep["totals"]
     eq((t["live_bytes"], t["live_blocks"]), (3020480, 32), "live totals")
-    ok(t["peak_live_bytes"] < 3020480 + t["peak_slack"] + 1,
+    # At the peak the 30 blocks and site_big's 600000 bytes were live.
+    ok(t["peak_live_bytes"] < 3620480 + t["peak_slack"] + 1,
        "peak without chunks or reservation", str(t))
     expect_totals_consistent(rep)
 
@@ -55,6 +56,16 @@ def t_totals():
 def t_allocator_apart():
     a = run()["totals"]["allocator_mapped_bytes"]
     ok(a in (2 * MIB, 3 * MIB), "allocator_mapped_bytes 2 or 3 MiB", str(a))
+
+
+@check("a block the allocator unmaps inside free(): neither live nor mapped")
+def t_big_freed():
+    rep = run()
+    eq(find_sites(rep, "site_big", workload("mapped-totals")), [],
+       "site_big's sites")
+    a = rep["totals"]["allocator_mapped_bytes"]
+    ok(a % MIB == 0, "allocator_mapped_bytes whole MiB: the 600000-byte "
+       "block's own mapping went with its munmap", str(a))
 
 
 @check("the 64 MiB PROT_NONE reservation shown apart, less the fixed part")

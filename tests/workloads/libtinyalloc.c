@@ -5,13 +5,17 @@
  *
  * It carves blocks out of chunks of TA_CHUNK (1 MiB) bytes it maps itself
  * with anonymous mmap; a request that does not fit a chunk gets a mapping
- * of its own.  Every block has a 16-byte header holding its size.  free()
- * keeps the memory (a bump allocator): enough for a test, and it makes the
- * chunk count exact.  The mmap calls are not in tail position (their
- * result is checked), so the agent sees this object as their caller.
+ * of its own.  Every block has a 16-byte header: its size, and for a
+ * block with a mapping of its own that mapping's start.  free() keeps the
+ * memory of chunk blocks (a bump allocator: enough for a test, and it
+ * makes the chunk count exact) and unmaps a block with its own mapping,
+ * from inside the program's call of free, as real allocators do.  The
+ * mmap and munmap calls are not in tail position (their results are
+ * checked), so the agent sees this object as their caller.
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -41,6 +45,13 @@ static __attribute__((noinline)) void *ta_map(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* The length of the mapping of its own that a block of n bytes gets:
+ * room for any alignment up to 4096. */
+static size_t ta_own_len(size_t n)
+{
+	return n + 4096 + TA_HDR;
+}
+
 /* A block of n bytes whose start is a multiple of align (a power of two,
  * at most 4096). */
 static void *ta_alloc(size_t n, size_t align)
@@ -51,11 +62,14 @@ static void *ta_alloc(size_t n, size_t align)
 	if (align < TA_HDR)
 		align = TA_HDR;
 	if (n > TA_CHUNK / 2) {
-		p = ta_map(n + align + TA_HDR);
-		if (!p)
+		char *base = ta_map(ta_own_len(n));
+
+		if (!base)
 			goto out;
-		at = ((uintptr_t)p + TA_HDR + align - 1) & ~(uintptr_t)(align - 1);
+		at = ((uintptr_t)base + TA_HDR + align - 1) &
+		     ~(uintptr_t)(align - 1);
 		p = (char *)at;
+		memcpy(p - TA_HDR + 8, &base, sizeof(base));
 		goto out;
 	}
 	ta_lock();
@@ -94,7 +108,19 @@ void *malloc(size_t n)
 
 void free(void *p)
 {
-	(void)p;
+	size_t n;
+	char *base;
+	int saved = errno;
+
+	if (!p)
+		return;
+	n = ta_size(p);
+	if (n <= TA_CHUNK / 2)
+		return;
+	memcpy(&base, (char *)p - TA_HDR + 8, sizeof(base));
+	if (munmap(base, ta_own_len(n)))
+		abort();
+	errno = saved;
 }
 
 void *calloc(size_t k, size_t n)

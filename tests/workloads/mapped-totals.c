@@ -12,6 +12,14 @@
  *                                                 inside the reservation
  *   site_reserve     reserved   67100672  1       mmap(64 MiB, PROT_NONE)
  *                                                 less the 2 pages above
+ *   site_big         -          0         0       malloc(600000), freed:
+ *                                                 libtinyalloc maps it on
+ *                                                 its own and its free()
+ *                                                 unmaps it, inside the
+ *                                                 program's free call (the
+ *                                                 agent must see that
+ *                                                 munmap: the allocator
+ *                                                 total stays whole MiB)
  *   (libtinyalloc)   allocator  2 or 3 MiB        its chunks mapped while
  *                                                 traced: the 30 blocks
  *                                                 need 3000480 bytes with
@@ -23,7 +31,7 @@
  * Live totals: 3020480 bytes in 32 blocks: the chunks and the
  * reservation are not live, shown apart as allocator_mapped_bytes and
  * reserved_bytes (67100672).  The program calls nothing that allocates
- * besides site_blocks (no stdio).
+ * besides site_blocks and site_big (no stdio).
  */
 #include <sys/mman.h>
 #include "wl.h"
@@ -42,6 +50,16 @@ WL_SITE static void site_blocks(void)
 		p[0] = 1;
 		wl_sink = p;
 	}
+}
+
+WL_SITE static void site_big(void)
+{
+	char *p = malloc(600000); /* @site_big */
+
+	WL_CHECK(p != NULL, "malloc failed");
+	p[0] = 1;
+	wl_sink = p;
+	free(p);
 }
 
 WL_SITE static void site_prog_map(void)
@@ -78,6 +96,8 @@ WL_SITE static void site_fixed(char *in)
 int main(void)
 {
 	site_blocks();
+	WL_BARRIER();
+	site_big();
 	WL_BARRIER();
 	site_prog_map();
 	WL_BARRIER();
