@@ -142,3 +142,52 @@ def t_run_bench_baseline():
     eq(p.returncode, 2, "exit status for a missing agent")
     contains(p.stderr.strip().splitlines()[-1], "--baseline-agent: cannot read " + missing,
              "last stderr line")
+
+
+FLOOR_PROBE = r"""
+import ctypes, sys
+libc = ctypes.CDLL(None)
+found = {}
+for name in ("malloc", "calloc", "realloc", "free", "posix_memalign"):
+    addr = ctypes.cast(getattr(libc, name), ctypes.c_void_p).value
+    with open("/proc/self/maps") as f:
+        for line in f:
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if lo <= addr < hi:
+                found[name] = line.split()[-1]
+libc.malloc.restype = libc.calloc.restype = libc.realloc.restype = ctypes.c_void_p
+libc.realloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+p = libc.calloc(1000, 8)
+zero = ctypes.string_at(p, 8000) == bytes(8000)
+ctypes.memmove(p, b"floor", 5)
+p = libc.realloc(p, 1 << 20)
+kept = ctypes.string_at(p, 5) == b"floor"
+libc.free(p)
+print(" ".join("%s=%s" % kv for kv in sorted(found.items())), "zero=%d kept=%d" % (zero, kept),
+      "sum=%d" % sum(len(str(i) * 3) for i in range(200000)))
+"""
+
+
+@check("preload-floor: the program's malloc family resolves to the forwarding "
+       "library, which behaves as glibc's (calloc zeroes, realloc keeps); "
+       "run-bench times it next to native")
+def t_preload_floor():
+    built()
+    lib = os.path.join(BENCH_BIN, "libpreload-floor.so")
+    env = dict(os.environ, LD_PRELOAD=lib)
+    p = subprocess.run(["python3", "-c", FLOOR_PROBE], env=env, capture_output=True,
+                       text=True, timeout=60)
+    eq(p.returncode, 0, "python3 under the floor library (stderr: %s)" % p.stderr[-400:])
+    for name in ("calloc", "free", "malloc", "posix_memalign", "realloc"):
+        contains(p.stdout, "%s=%s " % (name, lib), "where %s resolves" % name)
+    contains(p.stdout, "zero=1 kept=1 sum=%d" % sum(len(str(i) * 3) for i in range(200000)),
+             "the program's results")
+    p = run_bench(["--quick", "--reps", "1", "--only", "churn-1t", "--no-check",
+                   "--configs", "preload-floor"])
+    eq(p.returncode, 0, "run-bench exit status (stderr: %s)" % p.stderr[-600:])
+    row = [l for l in p.stdout.splitlines() if re.match(r"churn-1t\s+preload-floor\s", l)]
+    eq(len(row), 1, "churn-1t preload-floor rows in:\n" + p.stdout)
+    ratio = float(row[0].split()[3])
+    ok(0.3 < ratio < 3.0, "the floor's wall x is a forwarded run's, not a failure's",
+       row[0])
