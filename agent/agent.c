@@ -21,6 +21,7 @@
 #include "attach.h"
 #include "control.h"
 #include "exec.h"
+#include "figures.h"
 #include "glibcheap.h"
 #include "guard.h"
 #include "live.h"
@@ -591,6 +592,7 @@ static void fork_child(void)
 	ls_mmaps_reset_child();
 	ls_modules_reset_child();
 	ls_snapwrite_reset_child();
+	ls_figures_reset_child();
 	ls_thread_reset_child();
 	ls_capture_atfork_child();
 	ls_attach_reset_child();

@@ -4,6 +4,7 @@
 #include <malloc.h>
 #include <string.h>
 #include "figures.h"
+#include "sys.h"
 #include "sample.h"
 #include "thread.h"
 
@@ -20,16 +21,55 @@ void ls_figures_calls(struct lsnap_call *out)
 	}
 }
 
+/* The last count, how long it took, and when the next may be taken (0:
+ * at once).  Under mi_lock, held only around these (not across
+ * mallinfo2(): glibc's own fork handler waits for the arena locks
+ * mallinfo2() holds, and this lock is only reset in the child). */
+static ls_lock_t mi_lock = LS_LOCK_INIT;
+static struct lsnap_mallinfo mi_last;
+static uint64_t mi_last_ns, mi_next_mono, mi_skipped;
+
 void ls_figures_mallinfo(struct lsnap_mallinfo *m)
 {
-	struct mallinfo2 mi = mallinfo2();
+	struct mallinfo2 mi;
+	uint64_t t0, t1;
 
+	ls_lock(&mi_lock);
+	t0 = ls_now_ns(CLOCK_MONOTONIC);
+	if (t0 < mi_next_mono) {
+		*m = mi_last;
+		mi_skipped++;
+		ls_unlock(&mi_lock);
+		return;
+	}
+	ls_unlock(&mi_lock);
+	mi = mallinfo2();
+	t1 = ls_now_ns(CLOCK_MONOTONIC);
 	*m = (struct lsnap_mallinfo){
 		.arena = mi.arena, .ordblks = mi.ordblks, .smblks = mi.smblks,
 		.hblks = mi.hblks, .hblkhd = mi.hblkhd, .usmblks = mi.usmblks,
 		.fsmblks = mi.fsmblks, .uordblks = mi.uordblks,
 		.fordblks = mi.fordblks, .keepcost = mi.keepcost,
 	};
+	ls_lock(&mi_lock);
+	mi_last = *m;
+	mi_last_ns = t1 - t0;
+	mi_next_mono = mi_last_ns < LS_MALLINFO_SLOW_NS ? 0 :
+		       t1 + mi_last_ns * LS_MALLINFO_DUTY;
+	ls_unlock(&mi_lock);
+}
+
+void ls_figures_reset_child(void)
+{
+	ls_lock_reset(&mi_lock);
+}
+
+void ls_figures_mallinfo_ration(uint64_t *last_ns, uint64_t *skipped)
+{
+	ls_lock(&mi_lock);
+	*last_ns = mi_last_ns;
+	*skipped = mi_skipped;
+	ls_unlock(&mi_lock);
 }
 
 void ls_figures_peak(struct lsnap_totals *t)

@@ -448,3 +448,43 @@ def t_sweep():
         p.kill()
         p.wait()
         shutil.rmtree(d, ignore_errors=True)
+
+
+FASTBIN_CHUNKS = 2000000
+SLOW_ROUND_MS = 40
+
+
+@check("live: the agent's counts of the allocator (mallinfo2) do not stall the "
+       "program: 2M scattered chunks in a fast bin, growth sampled every 100 ms "
+       "for 4 s, at most 2 rounds of its allocations over %d ms; stats still "
+       "show the allocator's figures" % SLOW_ROUND_MS)
+def t_mallinfo_stall():
+    prog = workload("fastbins")
+    e = env({"LEAKSCOPE_PERIOD_MS": "100"})
+    e["LD_PRELOAD"] = AGENT
+    p = subprocess.Popen([prog, str(FASTBIN_CHUNKS), "4", str(SLOW_ROUND_MS)], env=e,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        time.sleep(2.5)
+        s = ls_json("stats", "--format", "json", p.pid)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    eq(p.returncode, 0, "fastbins exit status (stderr: %s)" % err.decode()[-300:])
+    line = out.decode().strip()
+    f = dict(kv.split("=") for kv in line.split()[1:])
+    eq(int(f["chunks"]), FASTBIN_CHUNKS, "chunks in the fast bin")
+    # the heap is what the check is about: one count of it holds the
+    # arena's lock longer than a slow round
+    ge(float(f["count_ms"]), SLOW_ROUND_MS, "ms one mallinfo2() takes on this heap")
+    ge(int(f["rounds"]), 1000, "rounds of allocations in 4 s")
+    ok(int(f["slow"]) <= 2, "at most 2 rounds over %d ms (one count, one "
+       "preemption)" % SLOW_ROUND_MS, line)
+    ok(float(f["max_ms"]) < 1000, "no round waits a second (the agent counting "
+       "back to back starved the program for 18.9 s before the counts were "
+       "rationed)", line)
+    ok(s["mallinfo"]["arena"] > 0 and s["mallinfo"]["smblks"] >= 0,
+       "stats still show the allocator's figures", repr(s.get("mallinfo")))
