@@ -486,5 +486,5 @@ def t_mallinfo_stall():
     ok(float(f["max_ms"]) < 1000, "no round waits a second (the agent counting "
        "back to back starved the program for 18.9 s before the counts were "
        "rationed)", line)
-    ok(s["mallinfo"]["arena"] > 0 and s["mallinfo"]["smblks"] >= 0,
-       "stats still show the allocator's figures", repr(s.get("mallinfo")))
+    ok(s["mallinfo"]["arena"] > 0, "stats still show the allocator's figures",
+       repr(s.get("mallinfo")))
