@@ -171,7 +171,7 @@ print(" ".join("%s=%s" % kv for kv in sorted(found.items())), "zero=%d kept=%d" 
 
 @check("preload-floor: the program's malloc family resolves to the forwarding "
        "library, which behaves as glibc's (calloc zeroes, realloc keeps); "
-       "run-bench times it next to native")
+       "run-bench times it next to native, and says n/a without it")
 def t_preload_floor():
     built()
     lib = os.path.join(BENCH_BIN, "libpreload-floor.so")
@@ -191,3 +191,16 @@ def t_preload_floor():
     ratio = float(row[0].split()[3])
     ok(0.3 < ratio < 3.0, "the floor's wall x is a forwarded run's, not a failure's",
        row[0])
+    # without the library the configuration is n/a, saying how to build it
+    aside = lib + ".aside"
+    os.rename(lib, aside)
+    try:
+        p = run_bench(["--quick", "--reps", "1", "--only", "churn-1t", "--no-check",
+                       "--configs", "preload-floor"])
+    finally:
+        os.rename(aside, lib)
+    eq(p.returncode, 0, "run-bench exit status without the floor library")
+    contains(p.stderr, "preload-floor: n/a (not built (make -C bench build))",
+             "the probe's verdict")
+    ok(not [l for l in p.stdout.splitlines() if re.match(r"churn-1t\s+preload-floor\s+\d", l)],
+       "no timed preload-floor row", p.stdout)
