@@ -32,6 +32,7 @@
 #include "exec.h"
 #include "guard.h"
 #include "live.h"
+#include "reach.h"
 #include "real.h"
 #include "sample.h"
 #include "sys.h"
@@ -675,23 +676,62 @@ LS_EXPORT int execle(const char *path, const char *arg, ...)
 	return execve(path, argv, envp);
 }
 
-LS_EXPORT void _exit(int status)
+/*
+ * exit, _exit and _Exit: an entry in assembly notes, before any frame of
+ * the exit path exists, where the caller's live stack begins (its stack
+ * pointer once the call returns, the CFA) and its callee-saved
+ * registers, for the check at exit (reach.h), then calls the C part.
+ * The CFI keeps the caller's frame visible to the unwinders.
+ */
+#define EXIT_ENTRY(name, c_part)					\
+	__asm__(".text\n.globl " #name "\n.type " #name ", @function\n"	\
+		#name ":\n.cfi_startproc\n"				\
+		"subq $56, %rsp\n.cfi_adjust_cfa_offset 56\n"		\
+		"movq %rbx, 0(%rsp)\nmovq %rbp, 8(%rsp)\n"		\
+		"movq %r12, 16(%rsp)\nmovq %r13, 24(%rsp)\n"		\
+		"movq %r14, 32(%rsp)\nmovq %r15, 40(%rsp)\n"		\
+		"movq %rsp, %rsi\nleaq 64(%rsp), %rdx\n"		\
+		"call " #c_part "\nud2\n.cfi_endproc\n"			\
+		".size " #name ", .-" #name "\n")
+
+typedef void (*exit_fn)(int) __attribute__((noreturn));
+
+/* Into libc's *real once resolved, else straight to the kernel. */
+__attribute__((noreturn))
+static void leave(exit_fn const *real, int status)
 {
-	ls_agent_exit_report();
-	if (ready() && ls_real.exit_)
-		ls_real.exit_(status);
+	if (ready() && *real)
+		(*real)(status);
 	for (;;)
 		syscall(SYS_exit_group, status);
 }
 
-LS_EXPORT void _Exit(int status)
+__attribute__((noreturn, used))
+void ls_hook_exit(int status, const uint64_t *regs, uint64_t cfa)
 {
-	ls_agent_exit_report();
-	if (ready() && ls_real.Exit_)
-		ls_real.Exit_(status);
-	for (;;)
-		syscall(SYS_exit_group, status);
+	ls_reach_note_exit_call(cfa, regs);
+	leave(&ls_real.libc_exit, status);
 }
+
+__attribute__((noreturn, used))
+void ls_hook__exit(int status, const uint64_t *regs, uint64_t cfa)
+{
+	ls_reach_note_exit_call(cfa, regs);
+	ls_agent_exit_report();
+	leave(&ls_real.exit_, status);
+}
+
+__attribute__((noreturn, used))
+void ls_hook__Exit(int status, const uint64_t *regs, uint64_t cfa)
+{
+	ls_reach_note_exit_call(cfa, regs);
+	ls_agent_exit_report();
+	leave(&ls_real.Exit_, status);
+}
+
+EXIT_ENTRY(exit, ls_hook_exit);
+EXIT_ENTRY(_exit, ls_hook__exit);
+EXIT_ENTRY(_Exit, ls_hook__Exit);
 
 __attribute__((constructor(101)))
 static void hooks_init(void)

@@ -30,7 +30,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <poll.h>
 #include <stdio.h>
 #include <setjmp.h>
@@ -48,11 +50,13 @@
 #include "glibcheap.h"
 #include "live.h"
 #include "mmaps.h"
+#include "real.h"
 #include "modules.h"
 #include "reach.h"
 #include "site.h"
 #include "snapwrite.h"
 #include "sys.h"
+#include "unwind.h"
 
 #define RED_ZONE 128
 #define GRANULE_SHIFT 20
@@ -160,6 +164,9 @@ static struct {
 	unsigned nseg;
 	struct lsnap_mallinfo mallinfo;
 	pid_t pid, ppid;
+	uint64_t tid_off;	/* of the tid in glibc's struct pthread, 0
+				   when this glibc's is not known */
+	uint64_t tls_span;	/* a thread's static TLS and descriptor */
 } prep;
 
 /* The check at exit: the other threads waiting in a system call, and
@@ -170,6 +177,15 @@ static struct {
 	struct lsnap_check_thread th[EXIT_THREADS];
 	uint64_t sig[EXIT_THREADS];
 	uint64_t frame;		/* ls_reach_note_exit_frame() */
+	/* Where the exiting thread's live frames begin (0: not known, the
+	 * stack is scanned from frame), and the registers its caller of
+	 * exit() held (nregs 0: not known). */
+	uint64_t live;
+	uint64_t regs[LS_REACH_EXIT_REGS];
+	uint32_t nregs;
+	/* ls_reach_note_exit_call(): the first call of the process. */
+	pid_t call_pid, call_claim, call_tid;
+	uint64_t call_cfa, call_regs[LS_REACH_EXIT_REGS];
 } at_exit;
 
 static struct scan sc_static;	/* the child's; static: no stack for 260 KiB */
@@ -1152,39 +1168,84 @@ static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
 		mark_plain(sc, g, cur, g->end);
 }
 
+/*
+ * glibc's thread descriptor (struct pthread) sits at the top of every
+ * stack glibc maps for a thread, under the thread's static TLS: its
+ * first and third words (the TCB's tcb and self) are its own address.
+ * The descriptor at most 16 KiB below the end of region g, or 0.
+ */
+static uint64_t thread_desc(struct scan *sc, const struct region *g)
+{
+	uint64_t pd, w0, w2;
+
+	if (!prep.tid_off || g->file || g->end - g->start < (64u << 10))
+		return 0;
+	for (pd = (g->end - 64) & ~63ull; pd + (16u << 10) >= g->end; pd -= 64)
+		if (!peek(sc, pd, &w0) && w0 == pd && !peek(sc, pd + 16, &w2) &&
+		    w2 == pd)
+			return pd;
+	return 0;
+}
+
+/*
+ * Where the roots of region g begin.  A stack from its thread's stack
+ * pointer less the red zone (the exiting thread's at exit: exactly from
+ * where its live frames begin, self_red 0).  The stack of a thread that
+ * has ended (glibc keeps it mapped, in its stack cache or until a join;
+ * the kernel cleared the descriptor's tid): only its static TLS and
+ * descriptor, the part above the thread's first frame, which a new
+ * thread reusing it initialises before it runs.
+ */
+static uint64_t root_start(struct scan *sc, const struct region *g,
+			   const struct lsnap_check_thread *th, uint32_t nth,
+			   uint64_t self_sp, uint64_t self_red)
+{
+	uint64_t s = g->start, sp, red, pd, tid;
+	size_t k;
+
+	for (k = 0; k <= nth; k++) {
+		sp = k < nth ? th[k].sp : self_sp;
+		red = k < nth ? RED_ZONE : self_red;
+		if (sp >= s && sp < g->end && sp - red > s)
+			return sp - red;
+	}
+	pd = thread_desc(sc, g);
+	if (pd && !peek(sc, pd + prep.tid_off, &tid) && (int32_t)tid <= 0 &&
+	    g->end - g->start > prep.tls_span)
+		s = (g->end - prep.tls_span) & ~63ull;
+	return s;
+}
+
 /* A page that faults (a file mapping cut short) ends the region. */
-static void mark_region_guarded(struct scan *sc, const struct region *g,
-				uint64_t s)
+static void mark_root_region(struct scan *sc, const struct region *g,
+			     const struct lsnap_check_thread *th, uint32_t nth,
+			     uint64_t self_sp, uint64_t self_red)
 {
 	if (!sc->safe && sigsetjmp(fault_jmp, 0))
 		return;
-	mark_region(sc, g, s);
+	mark_region(sc, g, root_start(sc, g, th, nth, self_sp, self_red));
 }
 
 static void mark_roots(struct scan *sc, const struct lsnap_check_thread *th,
-		       uint32_t nth, uint64_t self_sp)
+		       uint32_t nth, uint64_t self_sp, uint64_t self_red)
 {
 	const struct region *g = sc->regions.p;
 	size_t i, k;
 
 	for (i = 0; i < sc->regions.len; i++) {
-		uint64_t s = g[i].start, e = g[i].end, sp;
-
 		if (!g[i].readable || !g[i].writable ||
 		    (g[i].shared && g[i].file))
 			continue;
-		/* A stack: only from its thread's stack pointer up. */
-		for (k = 0; k <= nth; k++) {
-			sp = k < nth ? th[k].sp : self_sp;
-			if (sp >= s && sp < e && sp - RED_ZONE > s)
-				s = sp - RED_ZONE;
-		}
-		mark_region_guarded(sc, &g[i], s);
+		mark_root_region(sc, &g[i], th, nth, self_sp, self_red);
 	}
 	for (k = 0; k < nth; k++)
 		for (i = 0; i < th[k].nregs && i < LSNAP_CHECK_NREGS; i++)
 			if (th[k].regs[i] >= sc->lo && th[k].regs[i] < sc->hi)
 				mark_word(sc, th[k].regs[i], 1);
+	/* At exit, the registers the caller of exit() held. */
+	for (i = 0; i < at_exit.nregs; i++)
+		if (at_exit.regs[i] >= sc->lo && at_exit.regs[i] < sc->hi)
+			mark_word(sc, at_exit.regs[i], 1);
 }
 
 static void scan_block(struct scan *sc, uint32_t i,
@@ -2658,7 +2719,8 @@ static int take_inventory(struct scan *sc, int *torn)
 }
 
 static int run_scan(struct scan *sc, const struct lsnap_check_thread *th,
-		    uint32_t nth, uint64_t self_sp, struct ls_reach_result *res)
+		    uint32_t nth, uint64_t self_sp, uint64_t self_red,
+		    struct ls_reach_result *res)
 {
 	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC);
 	int r;
@@ -2667,7 +2729,7 @@ static int run_scan(struct scan *sc, const struct lsnap_check_thread *th,
 	r = take_inventory(sc, &res->torn);
 	if (r)
 		return r;
-	mark_roots(sc, th, nth, self_sp);
+	mark_roots(sc, th, nth, self_sp, self_red);
 	mark_all(sc);
 	r = cliques(sc);
 	if (!r)
@@ -2687,7 +2749,7 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	static struct ls_reach_result res;
 	struct sigaction sa = { .sa_handler = on_fault, .sa_flags = SA_NODEFER };
 	volatile uint64_t here = 0;
-	uint64_t self_sp;
+	uint64_t self_sp, self_red;
 	sigset_t faults;
 	int r;
 
@@ -2706,13 +2768,21 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	res.mallinfo = prep.mallinfo;
 	res.pid = prep.pid;
 	res.ppid = prep.ppid;
-	/* At exit, this stack from the agent's exit path up (the frame is
-	 * above us on the same stack, within its 8 MiB at most). */
+	/* At exit, this stack from where the program's live frames begin,
+	 * else from the agent's exit path up (above us on the same stack,
+	 * within its 8 MiB at most). */
 	self_sp = (uint64_t)&here;
-	if (reason == LSNAP_REASON_EXIT && at_exit.frame > self_sp &&
-	    at_exit.frame - self_sp < (8ull << 20))
+	self_red = RED_ZONE;
+	if (reason == LSNAP_REASON_EXIT && at_exit.live > self_sp &&
+	    at_exit.live - self_sp < (8ull << 20)) {
+		self_sp = at_exit.live;
+		self_red = 0;
+	} else if (reason == LSNAP_REASON_EXIT && at_exit.frame > self_sp &&
+		   at_exit.frame - self_sp < (8ull << 20))
 		self_sp = at_exit.frame;
-	r = run_scan(&sc_static, th, nth, self_sp, &res);
+	if (reason != LSNAP_REASON_EXIT)
+		at_exit.nregs = 0;
+	r = run_scan(&sc_static, th, nth, self_sp, self_red, &res);
 	if (!r) {
 		res.totals.flags = flags | (res.torn ? LSNAP_REACH_TORN : 0) |
 				   (sc_static.partial ? LSNAP_REACH_PARTIAL : 0);
@@ -2815,6 +2885,33 @@ static int own_segments(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/*
+ * glibc's thread layout, checked on the calling thread: the offset of
+ * the tid in struct pthread (2.26 to 2.38 on x86-64; another glibc
+ * leaves ended threads' stacks scanned whole), and the span of a
+ * thread's static TLS and descriptor (_dl_get_tls_static_info, which
+ * LeakSanitizer also asks).
+ */
+static void learn_threads(void)
+{
+	void (*info)(size_t *, size_t *) =
+		(void (*)(size_t *, size_t *))dlsym(RTLD_DEFAULT,
+						     "_dl_get_tls_static_info");
+	const char *self = (const char *)pthread_self();
+	size_t size = 0, align = 0;
+	int32_t tid;
+
+	prep.tid_off = 0;
+	memcpy(&tid, self + 0x2d0, sizeof(tid));
+	if (!info || tid != ls_gettid())
+		return;
+	info(&size, &align);
+	if (!size || size > (1u << 20) || align > 4096)
+		return;
+	prep.tls_span = size + align;
+	prep.tid_off = 0x2d0;
+}
+
 int ls_reach_prepare(void)
 {
 	if (ls_agent.sample_rate)
@@ -2824,6 +2921,7 @@ int ls_reach_prepare(void)
 	prep.ppid = getppid();
 	dl_iterate_phdr(own_segments, NULL);
 	ls_figures_mallinfo(&prep.mallinfo);
+	learn_threads();
 	return prep.nseg ? 0 : -ENOENT;
 }
 
@@ -2840,9 +2938,84 @@ static unsigned count_threads(void)
 }
 
 
+void ls_reach_note_exit_call(uint64_t cfa, const uint64_t *regs)
+{
+	pid_t pid = getpid(), old = __atomic_load_n(&at_exit.call_claim,
+						    __ATOMIC_ACQUIRE);
+
+	if (old == pid || !__atomic_compare_exchange_n(&at_exit.call_claim,
+			&old, pid, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	memcpy(at_exit.call_regs, regs, sizeof(at_exit.call_regs));
+	at_exit.call_cfa = cfa;
+	at_exit.call_tid = ls_gettid();
+	__atomic_store_n(&at_exit.call_pid, pid, __ATOMIC_RELEASE);
+}
+
+/* libc's exit(): [*lo, *hi], its end included (the return address of
+ * its last call, which never returns, is one past its last byte). */
+static int libc_exit_range(uint64_t *lo, uint64_t *hi)
+{
+	const ElfW(Sym) *sym = NULL;
+	Dl_info info;
+
+	*lo = (uint64_t)(uintptr_t)ls_real.libc_exit;
+	if (!*lo)
+		return -ENOENT;
+	*hi = *lo + 64;
+	if (dladdr1((void *)(uintptr_t)*lo, &info, (void **)&sym,
+		    RTLD_DL_SYMENT) && sym && sym->st_size)
+		*hi = *lo + sym->st_size;
+	return 0;
+}
+
+/*
+ * The stack pointer of the caller of the outermost libc exit() on this
+ * stack, or 0: the return address into that caller, found by unwinding,
+ * looked for in the stack from frame up (read through the kernel: a
+ * miss ends at the top of the stack, never in a fault).
+ */
+static uint64_t exit_caller_sp(uint64_t frame)
+{
+	uint64_t pcs[128], lo, hi, ret, buf[512], a;
+	int n = ls_unwind_capture(pcs, 128, 0), i, k = -1;
+	struct scan sc = { .self = getpid() };
+	size_t got, j;
+
+	if (libc_exit_range(&lo, &hi))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (pcs[i] >= lo && pcs[i] <= hi)
+			k = i;
+	if (k < 0 || k + 1 >= n)
+		return 0;
+	ret = pcs[k + 1];
+	for (a = frame & ~7ull; a - frame < (8ull << 20); a += got) {
+		got = read_safe(&sc, a, buf, sizeof(buf)) & ~7ul;
+		if (!got)
+			return 0;
+		for (j = 0; j < got / 8; j++)
+			if (buf[j] == ret)
+				return a + j * 8 + 8;
+	}
+	return 0;
+}
+
 void ls_reach_note_exit_frame(const void *frame)
 {
-	at_exit.frame = (uint64_t)(uintptr_t)frame;
+	uint64_t f = (uint64_t)(uintptr_t)frame, b = exit_caller_sp(f);
+	int call = __atomic_load_n(&at_exit.call_pid, __ATOMIC_ACQUIRE) ==
+		   getpid() && at_exit.call_tid == ls_gettid() &&
+		   at_exit.call_cfa > f && at_exit.call_cfa - f < (8ull << 20);
+
+	at_exit.frame = f;
+	at_exit.live = b;
+	at_exit.nregs = 0;
+	if (call && at_exit.call_cfa >= b) {
+		at_exit.live = at_exit.call_cfa;
+		memcpy(at_exit.regs, at_exit.call_regs, sizeof(at_exit.regs));
+		at_exit.nregs = LS_REACH_EXIT_REGS;
+	}
 }
 
 /* The other threads waiting in a system call, with their stack pointers

@@ -62,12 +62,27 @@ int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads);
 
 /*
  * Where the agent's exit path began on the exiting thread's stack (the
- * frame of its outermost function): the check at exit scans that stack
- * from there up, as memcheck scans the client's, not through the
- * agent's own frames below, whose uninitialised locals hold stale words
- * of earlier calls (a block's address the malloc hook once held).
+ * frame of its outermost function), and from there where the program's
+ * live frames begin (docs/REACHABILITY.md, "At exit"): the caller of the
+ * outermost exit() (libc's, found by unwinding, as when main returns, or
+ * the one ls_reach_note_exit_call() noted).  The check at exit scans
+ * that stack from there up: not main's frame once main has returned,
+ * not the exit path's frames (exit(), atexit handlers, destructors, the
+ * agent's), whose unset locals and padding hold stale words.  Not in an
+ * allocation hook.
  */
 void ls_reach_note_exit_frame(const void *frame);
+
+/*
+ * From the entries of exit(), _exit() and _Exit() (hooks.c), before any
+ * frame of the exit path: cfa, the stack pointer the caller will have
+ * when the call returns (its live frames begin there), and regs, the
+ * callee-saved registers it holds (rbx, rbp, r12 to r15).  The first
+ * call of the process counts (exit() from an atexit handler is part of
+ * the exit path).  Lock-free, async-signal-safe.
+ */
+#define LS_REACH_EXIT_REGS 6
+void ls_reach_note_exit_call(uint64_t cfa, const uint64_t *regs);
 
 /*
  * The mostly-concurrent check (docs/REACHABILITY.md), in the live

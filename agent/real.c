@@ -193,6 +193,7 @@ static void resolve_locked(void)
 	RESOLVE(execve, "execve");
 	RESOLVE(execvpe, "execvpe");
 	RESOLVE(fexecve, "fexecve");
+	RESOLVE(libc_exit, "exit");
 	RESOLVE(exit_, "_exit");
 	RESOLVE(Exit_, "_Exit");
 	/* free last: its being set is what says resolution is complete.
