@@ -13,8 +13,9 @@ static const struct ls_option own[] = {
 	{ .kind = LS_OPT_FLAG,
 	  .long_name = "fail-on-leak",
 	  .offset = A(fail_on_leak),
-	  .help = "exit 99 when definitely or indirectly lost bytes remain\n"
-	  "after the filters and suppressions, with a one-line reason" },
+	  .help = "exit 99 when definitely or indirectly lost blocks (even of\n"
+	  "0 bytes) remain after the filters and suppressions, with a\n"
+	  "one-line reason" },
 	{ .kind = LS_OPT_STRING,
 	  .long_name = "fail-on",
 	  .offset = A(fail_on),
@@ -101,7 +102,7 @@ int ls_cmd_check(struct ls_invocation *inv)
 	}
 	if (!write_check(a, &snap, kinds, &gate)) {
 		r = LS_EXIT_OK;
-		if (a->fail_on_leak && gate.bytes) {
+		if (a->fail_on_leak && ls_gate_trips(&gate, 0)) {
 			ls_gate_reason(inv->pid, &gate, kinds);
 			r = LS_EXIT_LEAK;
 		}

@@ -86,8 +86,8 @@ static const struct ls_option own[] = {
 	  .long_name = "fail-on-leak",
 	  .offset = A(leak_limit),
 	  .argh = "BYTES",
-	  .help = "exit 99 if a process ends with more than BYTES (default 0)\n"
-	  "outstanding",
+	  .help = "exit 99 if a process ends with more than BYTES outstanding,\n"
+	  "or without BYTES with any block, even of 0 bytes",
 	  .flags = LS_OPTF_OPTIONAL,
 	  .set_offset = A(fail_on_leak),
 	  .want = "bytes" },
@@ -235,7 +235,7 @@ static int render(struct run *r, FILE *fp, const char *path,
 	ls_symbolizer_free(sym);
 	if (!err)
 		fflush(fp);
-	if (!err && gated && gate.bytes > r->a->leak_limit) {
+	if (!err && gated && ls_gate_trips(&gate, r->a->leak_limit)) {
 		*tripped = 1;
 		ls_gate_reason((pid_t)snap->hdr.pid, &gate, r->a->fail_kinds);
 	}

@@ -629,10 +629,10 @@ void ls_report_gate(const struct ls_report *rep, unsigned kinds,
 	/* Every site the filters kept, --top or not. */
 	for (i = 0; i < rep->nsites_total; i++) {
 		const struct ls_report_site *r = &rep->sites[i];
-		uint64_t b = 0;
+		uint64_t b = 0, n = 0;
 
 		if (!g->reach) {
-			if (r->live_bytes <= 0)
+			if (r->live_bytes <= 0 && r->live_blocks <= 0)
 				continue;
 			g->bytes += (uint64_t)r->live_bytes;
 			g->blocks += (uint64_t)r->live_blocks;
@@ -642,9 +642,15 @@ void ls_report_gate(const struct ls_report *rep, unsigned kinds,
 		for (k = 0; k < LSNAP_REACH_KINDS; k++)
 			if (kinds & 1u << k) {
 				b += r->reach.bytes[k];
-				g->blocks += r->reach.blocks[k];
+				n += r->reach.blocks[k];
 			}
 		g->bytes += b;
-		g->sites += b > 0;
+		g->blocks += n;
+		g->sites += n > 0;
 	}
+}
+
+int ls_gate_trips(const struct ls_gate *g, uint64_t limit)
+{
+	return g->bytes > limit || (!limit && g->blocks);
 }

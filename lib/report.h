@@ -135,6 +135,12 @@ struct ls_gate {
 };
 void ls_report_gate(const struct ls_report *rep, unsigned kinds,
 		    struct ls_gate *g);
+/*
+ * Whether the gate trips: more than limit bytes, or, with no limit (0),
+ * any block at all (a block of 0 bytes never freed is a leak, as
+ * LeakSanitizer counts it).
+ */
+int ls_gate_trips(const struct ls_gate *g, uint64_t limit);
 
 /* "definite,indirect" -> bits of enum lsnap_reach_kind; 0 and *bits, or
  * -EINVAL naming the bad word in err. */
