@@ -166,7 +166,6 @@ static struct {
 	pid_t pid, ppid;
 	uint64_t tid_off;	/* of the tid in glibc's struct pthread, 0
 				   when this glibc's is not known */
-	uint64_t tls_span;	/* a thread's static TLS and descriptor */
 } prep;
 
 /* The check at exit: the other threads waiting in a system call, and
@@ -186,6 +185,7 @@ static struct {
 	/* ls_reach_note_exit_call(): the first call of the process. */
 	pid_t call_pid, call_claim, call_tid;
 	uint64_t call_cfa, call_regs[LS_REACH_EXIT_REGS];
+	uint32_t call_nregs;
 } at_exit;
 
 static struct scan sc_static;	/* the child's; static: no stack for 260 KiB */
@@ -1192,9 +1192,11 @@ static uint64_t thread_desc(struct scan *sc, const struct region *g)
  * pointer less the red zone (the exiting thread's at exit: exactly from
  * where its live frames begin, self_red 0).  The stack of a thread that
  * has ended (glibc keeps it mapped, in its stack cache or until a join;
- * the kernel cleared the descriptor's tid): only its static TLS and
- * descriptor, the part above the thread's first frame, which a new
- * thread reusing it initialises before it runs.
+ * the kernel cleared the descriptor's tid): only its descriptor, which
+ * glibc reuses (its DTV, and through it the dynamic TLS blocks glibc
+ * frees when the stack is reused).  Not its frames, not its static TLS:
+ * what only an ended thread's __thread variable holds is lost, as
+ * memcheck and LeakSanitizer both say.
  */
 static uint64_t root_start(struct scan *sc, const struct region *g,
 			   const struct lsnap_check_thread *th, uint32_t nth,
@@ -1210,9 +1212,8 @@ static uint64_t root_start(struct scan *sc, const struct region *g,
 			return sp - red;
 	}
 	pd = thread_desc(sc, g);
-	if (pd && !peek(sc, pd + prep.tid_off, &tid) && (int32_t)tid <= 0 &&
-	    g->end - g->start > prep.tls_span)
-		s = (g->end - prep.tls_span) & ~63ull;
+	if (pd && !peek(sc, pd + prep.tid_off, &tid) && (int32_t)tid <= 0)
+		s = pd;
 	return s;
 }
 
@@ -2834,7 +2835,7 @@ pid_t ls_reach_spawn(int fd, const struct lsnap_check_thread *th, uint32_t n,
 
 			while ((k = read(gate[0], &c, 1)) < 0 && errno == EINTR)
 				;
-			if (k == 1 && c == 'w' && !th[0].nregs)
+			if (k == 1 && c == 'w' && reason == LSNAP_REASON_EXIT)
 				n = 0;
 			close(gate[0]);
 		}
@@ -2886,30 +2887,17 @@ static int own_segments(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /*
- * glibc's thread layout, checked on the calling thread: the offset of
- * the tid in struct pthread (2.26 to 2.38 on x86-64; another glibc
- * leaves ended threads' stacks scanned whole), and the span of a
- * thread's static TLS and descriptor (_dl_get_tls_static_info, which
- * LeakSanitizer also asks).
+ * glibc's thread descriptor, checked on the calling thread: the offset
+ * of the tid in struct pthread (2.26 to 2.38 on x86-64; with another
+ * glibc ended threads' stacks are scanned whole).
  */
 static void learn_threads(void)
 {
-	void (*info)(size_t *, size_t *) =
-		(void (*)(size_t *, size_t *))dlsym(RTLD_DEFAULT,
-						     "_dl_get_tls_static_info");
 	const char *self = (const char *)pthread_self();
-	size_t size = 0, align = 0;
 	int32_t tid;
 
-	prep.tid_off = 0;
 	memcpy(&tid, self + 0x2d0, sizeof(tid));
-	if (!info || tid != ls_gettid())
-		return;
-	info(&size, &align);
-	if (!size || size > (1u << 20) || align > 4096)
-		return;
-	prep.tls_span = size + align;
-	prep.tid_off = 0x2d0;
+	prep.tid_off = tid == ls_gettid() ? 0x2d0 : 0;
 }
 
 int ls_reach_prepare(void)
@@ -2946,7 +2934,9 @@ void ls_reach_note_exit_call(uint64_t cfa, const uint64_t *regs)
 	if (old == pid || !__atomic_compare_exchange_n(&at_exit.call_claim,
 			&old, pid, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
-	memcpy(at_exit.call_regs, regs, sizeof(at_exit.call_regs));
+	at_exit.call_nregs = regs ? LS_REACH_EXIT_REGS : 0;
+	if (regs)
+		memcpy(at_exit.call_regs, regs, sizeof(at_exit.call_regs));
 	at_exit.call_cfa = cfa;
 	at_exit.call_tid = ls_gettid();
 	__atomic_store_n(&at_exit.call_pid, pid, __ATOMIC_RELEASE);
@@ -3014,23 +3004,47 @@ void ls_reach_note_exit_frame(const void *frame)
 	if (call && at_exit.call_cfa >= b) {
 		at_exit.live = at_exit.call_cfa;
 		memcpy(at_exit.regs, at_exit.call_regs, sizeof(at_exit.regs));
-		at_exit.nregs = LS_REACH_EXIT_REGS;
+		at_exit.nregs = at_exit.call_nregs;
 	}
 }
 
-/* The other threads waiting in a system call, with their stack pointers
- * (no registers) and a signature of where each waits. */
+/* The six argument registers of thread tid's system call (rdi, rsi,
+ * rdx, r10, r8, r9, whatever the call takes), from /proc, into regs:
+ * how many. */
+static uint32_t syscall_regs(pid_t tid, uint64_t *regs)
+{
+	char path[64], buf[256], *p = buf, *e;
+	uint32_t n = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	if (read_proc(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	strtoull(p, &e, 10);	/* the call's number */
+	for (p = e; n < 6; p = e) {
+		regs[n] = strtoull(p, &e, 16);
+		if (e == p)
+			break;
+		n++;
+	}
+	return n == 6 ? n : 0;
+}
+
+/* The other threads waiting in a system call, with their stack pointers,
+ * the argument registers of their calls (the kernel shows no others)
+ * and a signature of where each waits. */
 static uint32_t exit_threads(void)
 {
 	pid_t tids[EXIT_THREADS];
 	size_t nt = other_threads(tids, EXIT_THREADS), i;
 	uint32_t n = 0;
-	uint64_t sp;
+	uint64_t sp, regs[6];
 
 	for (i = 0; i < nt; i++)
 		if ((sp = blocked_sp_sig(tids[i], &at_exit.sig[n]))) {
 			memset(&at_exit.th[n], 0, sizeof(at_exit.th[n]));
 			at_exit.th[n].tid = (uint32_t)tids[i];
+			at_exit.th[n].nregs = syscall_regs(tids[i], regs);
+			memcpy(at_exit.th[n].regs, regs, sizeof(regs));
 			at_exit.th[n++].sp = sp;
 		}
 	return n;

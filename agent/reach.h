@@ -77,7 +77,8 @@ void ls_reach_note_exit_frame(const void *frame);
  * From the entries of exit(), _exit() and _Exit() (hooks.c), before any
  * frame of the exit path: cfa, the stack pointer the caller will have
  * when the call returns (its live frames begin there), and regs, the
- * callee-saved registers it holds (rbx, rbp, r12 to r15).  The first
+ * callee-saved registers it holds (rbx, rbp, r12 to r15; NULL: none
+ * count, the call ends the process without saving them).  The first
  * call of the process counts (exit() from an atexit handler is part of
  * the exit path).  Lock-free, async-signal-safe.
  */
