@@ -1,0 +1,396 @@
+"""Leak verdicts against independent oracles: valgrind's memcheck and
+LeakSanitizer, on the small programs of tests/workloads/verdict/ (each
+documents its truth in its opening comment).
+
+Every program is built here with gcc and clang, at -O0 and -O2, and run
+under `leakscope run --leak-check --fail-on-leak` and under valgrind
+(`--leak-check=full --show-leak-kinds=all
+--errors-for-leak-kinds=definite,indirect`) on the same binary: the four
+LEAK SUMMARY lines (bytes and blocks) must be equal, and leakscope's gate
+(exit 99) must trip exactly when valgrind's leak errors do.  The cases
+that were intermittent (stale words of dead frames, ended threads'
+stacks, threads running at exit) run 3 times under leakscope.  Where LeakSanitizer's verdict is
+the same as valgrind's (clang -fsanitize=leak), its leaked bytes and
+allocations and its exit status are compared too.  The suite compares
+every case; docs/REACHABILITY.md records the figures.
+"""
+import concurrent.futures
+import os
+import re
+import subprocess
+import tempfile
+
+from harness import (agent_env, check, cli, once, eq, ok, fail, need,
+                     leakscope, run_process, BUILD, WORKLOAD_SRC, Failure)
+
+SRC = os.path.join(WORKLOAD_SRC, "verdict")
+OUT = tempfile.mkdtemp(prefix="leakscope-verdicts-")
+AGENT = os.path.join(BUILD, "libleakscope.so")
+ALL = (("gcc", "-O0"), ("gcc", "-O2"), ("clang", "-O0"), ("clang", "-O2"))
+TWO = (("gcc", "-O0"), ("clang", "-O2"))
+REPS = 3
+KINDS = ("definitely lost", "indirectly lost", "possibly lost",
+         "still reachable")
+LOST = KINDS[:3]
+
+# (program, modes, build variants, leakscope runs per -O0 build, the
+# kinds compared): each mode of each build is one case.
+CASES = (
+    ("exitpath", range(5), ALL, REPS, KINDS),
+    ("deadframe", range(3), ALL, REPS, KINDS),
+    ("threadend", range(4), ALL, REPS, KINDS),
+    ("regs", (0, 2), ALL, 1, KINDS),
+    ("regs", (1,), (("gcc", "-O0"), ("clang", "-O0")), 1, KINDS),
+    ("gate", range(4), ALL, 1, KINDS),
+    ("livethreads", (0,), ALL, REPS, KINDS),
+    # A thread churning 2 MiB blocks: whether one is live at the instant
+    # of the exit differs from run to run (and under valgrind); what is
+    # lost does not.
+    ("livethreads", (1,), ALL, REPS, LOST),
+    ("shapes", range(5), TWO, 1, KINDS),
+)
+PROGRAMS = sorted({c[0] for c in CASES})
+# LeakSanitizer is compared where its verdict is valgrind's: it scans the
+# exiting thread's stack from its stack pointer inside the leak check, so
+# the stale words in the exit path's frames count there (the exit-path
+# cases at -O0 differ), and it takes interior pointers for pointers (no
+# "possibly lost").
+LSAN = ("threadend", "gate", "exitpath", "deadframe")
+
+# leakscope's default suppressions (lib/suppress.c) that these programs
+# meet, for valgrind: the dynamic loader's TLS vectors and dlopen's own.
+VG_SUPP = "".join(
+    "{\n   %s\n   Memcheck:Leak\n   match-leak-kinds: all\n   ...\n"
+    "   fun:%s\n}\n" % (f, f) for f in (
+        "_dl_allocate_tls", "_dl_resize_dtv", "_dl_update_slotinfo",
+        "__tls_get_addr", "_dl_new_object", "_dl_map_object",
+        "_dl_check_map_versions", "_dlerror_run"))
+
+_SUMMARY = re.compile(r"(definitely lost|indirectly lost|possibly lost|"
+                      r"still reachable): ([\d,]+) bytes in ([\d,]+) blocks")
+
+
+def summary(text, who):
+    """The LEAK SUMMARY of a report or of valgrind's output: kind ->
+    (bytes, blocks)."""
+    if "All heap blocks were freed" in text:
+        return {k: (0, 0) for k in KINDS}
+    got = {}
+    for m in _SUMMARY.finditer(text):
+        got[m.group(1)] = (int(m.group(2).replace(",", "")),
+                           int(m.group(3).replace(",", "")))
+    if sorted(got) != sorted(KINDS):
+        fail("%s: a LEAK SUMMARY" % who, "its four lines", text[-1500:])
+    return got
+
+
+def build(name, cc, opt, extra=()):
+    src = os.path.join(SRC, name + ".c")
+    tag = "%s-%s%s%s" % (name, cc, opt, "-lsan" if extra else "")
+    out = os.path.join(OUT, tag)
+    r = subprocess.run([need(cc), opt, "-g", "-pthread", "-o", out, src]
+                       + list(extra) + ["-ldl"], capture_output=True,
+                       timeout=120)
+    if r.returncode != 0:
+        raise Failure("%s %s %s: %s" % (cc, opt, src, r.stderr.decode()))
+    return out
+
+
+def run_ls(binary, mode):
+    r = leakscope(["--leak-check", "--fail-on-leak"], [binary, str(mode)],
+                  env=agent_env(OUT))
+    text = r.files.get("report", "")
+    if r.returncode not in (0, 99):
+        fail("leakscope run %s %d: exit status" % (binary, mode), "0 or 99",
+             r.returncode)
+    return summary(text, "leakscope %s %d" % (binary, mode)), r.returncode
+
+
+def run_vg_args(binary, args):
+    supp = os.path.join(OUT, "vg.supp")
+    if not os.path.exists(supp):
+        with open(supp, "w") as f:
+            f.write(VG_SUPP)
+    r = run_process([need("valgrind"), "--leak-check=full",
+                     "--show-leak-kinds=all",
+                     "--errors-for-leak-kinds=definite,indirect",
+                     "--error-exitcode=42", "--suppressions=" + supp,
+                     binary] + list(args), timeout=120)
+    text = r.stderr.decode("utf-8", "replace")
+    return summary(text, "valgrind %s %s" % (binary, args)), r.returncode
+
+
+def run_vg(binary, mode):
+    return run_vg_args(binary, [str(mode)])
+
+
+def run_lsan(binary, mode):
+    r = run_process([binary, str(mode)], timeout=60,
+                    env=dict(os.environ, LSAN_OPTIONS="exitcode=23"))
+    text = r.stderr.decode("utf-8", "replace")
+    m = re.search(r"SUMMARY: LeakSanitizer: (\d+) byte\(s\) leaked in "
+                  r"(\d+) allocation", text)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0), r.returncode
+
+
+def pool_map(fn, jobs):
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        return list(ex.map(lambda j: fn(*j), jobs))
+
+
+@once
+def results():
+    """(program, mode, cc, opt) -> (valgrind's summary and status,
+    [leakscope's summaries and statuses, one per run], kinds compared)."""
+    need("valgrind")
+    builds = sorted({(n, cc, opt) for n, _, vs, _, _ in CASES
+                     for cc, opt in vs})
+    bins = dict(zip(builds, pool_map(build, builds)))
+    keys, reps, kinds = [], {}, {}
+    for n, modes, vs, r, ks in CASES:
+        for m in modes:
+            for cc, opt in vs:
+                keys.append((n, m, cc, opt))
+                reps[n, m, cc, opt] = r if opt == "-O0" else 1
+                kinds[n, m, cc, opt] = ks
+    vg = pool_map(lambda n, m, cc, opt: run_vg(bins[n, cc, opt], m), keys)
+    ls_jobs = [(k, i) for k in keys for i in range(reps[k])]
+    ls = pool_map(lambda k, i: run_ls(bins[k[0], k[2], k[3]], k[1]), ls_jobs)
+    out = {k: (v, [], kinds[k]) for k, v in zip(keys, vg)}
+    for (k, _), r in zip(ls_jobs, ls):
+        out[k][1].append(r)
+    return out
+
+
+def differences(names):
+    """Every case of these programs where a run's LEAK SUMMARY or gate is
+    not valgrind's, and the count of cases compared."""
+    bad, n = [], 0
+    for (name, mode, cc, opt), ((vsum, vrc), runs, kinds) in \
+            results().items():
+        if name not in names:
+            continue
+        n += 1
+        want = {k: vsum[k] for k in kinds}
+        for lsum, lrc in runs:
+            got = {k: lsum[k] for k in kinds}
+            if got != want or (lrc == 99) != (vrc == 42):
+                bad.append("%s %d (%s %s): leakscope %s (exit %d), "
+                           "valgrind %s (exit %d)" % (
+                               name, mode, cc, opt, got, lrc, want, vrc))
+                break
+    return bad, n
+
+
+def agree(name, truths=()):
+    """Every case of program name as valgrind says, and the truths the
+    program states ((mode, cc, opt), kind, (bytes, blocks)) in valgrind's
+    and every leakscope run's summary."""
+    bad, n = differences((name,))
+    ok(n > 0, "%s: cases compared" % name)
+    ok(not bad, "%s: %d of %d cases differ from valgrind" % (
+        name, len(bad), n), "\n  ".join(bad))
+    for (mode, cc, opt), kind, want in truths:
+        (vsum, _), runs, _ = results()[(name, mode, cc, opt)]
+        for who, got in [("valgrind", vsum)] + [("leakscope", r[0])
+                                                 for r in runs]:
+            eq(got[kind], want, "%s %d (%s %s): %s %s" % (
+                name, mode, cc, opt, who, kind))
+
+
+@check("exit paths (return from main, exit(), exit() in an atexit "
+       "handler, _exit, _Exit): valgrind's LEAK SUMMARY and gate, gcc and "
+       "clang at -O0 and -O2, 3 runs each at -O0")
+def t_exit_paths():
+    agree("exitpath", [((0, "gcc", "-O0"), "definitely lost", (300, 2)),
+                       ((1, "gcc", "-O0"), "still reachable", (200, 1)),
+                       ((2, "clang", "-O0"), "definitely lost", (300, 2))])
+
+
+@check("blocks whose last pointer sat in a returned function's frame "
+       "(recursion, an array): lost, as valgrind says, every run")
+def t_dead_frames():
+    agree("deadframe", [((0, cc, opt), "definitely lost", (512, 8))
+                        for cc, opt in ALL])
+
+
+@check("ended threads (joined, detached, a cached stack reused, a __thread "
+       "of an ended thread): valgrind's verdict, every run")
+def t_ended_threads():
+    agree("threadend", [((0, "gcc", "-O0"), "definitely lost", (2048, 4)),
+                        ((3, "clang", "-O2"), "definitely lost", (96, 1))])
+
+
+@check("the caller of exit() or _exit() holds its blocks in registers "
+       "(-O2) or its frame (-O0): still reachable, as valgrind says; an "
+       "atexit handler's leak is lost")
+def t_exit_registers():
+    agree("regs", [((0, "clang", "-O2"), "still reachable", (896, 3)),
+                   ((1, "gcc", "-O0"), "still reachable", (896, 3))])
+
+
+@check("zero-byte blocks, a large block, realloc and calloc: valgrind's "
+       "summary; malloc(0) never freed trips --fail-on-leak (99)")
+def t_gate_sizes():
+    agree("gate", [((0, cc, opt), "definitely lost", (0, 1))
+                   for cc, opt in ALL])
+    for cc, opt in ALL:
+        runs = results()[("gate", 0, cc, opt)][1]
+        eq([rc for _, rc in runs], [99] * len(runs),
+           "gate 0 (%s %s): --fail-on-leak exit status" % (cc, opt))
+
+
+@check("threads still running at exit (blocked holding blocks on their "
+       "stack and TLS; churning 2 MiB blocks): no false leak, valgrind's "
+       "summary, 3 runs")
+def t_live_threads():
+    agree("livethreads", [((0, cc, opt), "still reachable", (790, 2))
+                          for cc, opt in ALL])
+
+
+@check("lists, trees, cycles, interior pointers, many blocks: valgrind's "
+       "summary (gcc -O0, clang -O2)")
+def t_shapes():
+    agree("shapes", [((0, "gcc", "-O0"), "indirectly lost", (240, 5)),
+                     ((2, "clang", "-O2"), "definitely lost", (104, 2))])
+
+
+@once
+def lsan_results():
+    need("clang")
+    builds = [(n, "clang", opt, ("-fsanitize=leak",)) for n in LSAN
+              for opt in ("-O0", "-O2")]
+    bins = dict(zip([b[:3] for b in builds], pool_map(build, builds)))
+    keys = [k for k in results() if k[0] in LSAN and k[2] == "clang"]
+    return dict(zip(keys, pool_map(
+        lambda n, m, cc, opt: run_lsan(bins[n, cc, opt], m), keys)))
+
+
+@check("LeakSanitizer (clang -fsanitize=leak), where its verdict is "
+       "valgrind's: its leaked bytes and allocations are leakscope's "
+       "definitely + indirectly lost, its failure leakscope's gate")
+def t_lsan():
+    bad, same = [], 0
+    for key, (leaked, rc) in lsan_results().items():
+        (vsum, vrc), runs, _ = results()[key]
+        vg = tuple(a + b for a, b in zip(vsum["definitely lost"],
+                                         vsum["indirectly lost"]))
+        if key[:2] == ("gate", 0) and leaked[1]:
+            leaked = (0, leaked[1])	# it counts a malloc(0) as 1 byte
+        if vg != leaked or (vrc == 42) != (rc == 23):
+            continue		# the oracles differ: valgrind's case only
+        same += 1
+        for lsum, lrc in runs:
+            ours = tuple(a + b for a, b in zip(lsum["definitely lost"],
+                                               lsum["indirectly lost"]))
+            if ours != leaked or (lrc == 99) != (rc == 23):
+                bad.append("%s %d clang %s: leakscope %s (exit %d), "
+                           "LeakSanitizer %s (exit %d)" % (
+                               key[0], key[1], key[3], ours, lrc, leaked,
+                               rc))
+                break
+    ok(same >= 16, "cases where LeakSanitizer and valgrind agree: %d, "
+       "expected at least 16" % same)
+    ok(not bad, "%d of %d cases differ from LeakSanitizer" % (
+        len(bad), same), "\n  ".join(bad))
+
+
+@check("suite: every case's LEAK SUMMARY (4 kinds, bytes and blocks) "
+       "equals valgrind's")
+def t_suite():
+    bad, n = differences(PROGRAMS)
+    eq(n, sum(len(c[1]) * len(c[2]) for c in CASES), "cases compared")
+    ok(not bad, "%d of %d cases differ from valgrind" % (len(bad), n),
+       "\n  ".join(bad))
+
+
+@once
+def tls_binaries():
+    lib = os.path.join(OUT, "libvtls.so")
+    r = subprocess.run([need("gcc"), "-O2", "-shared", "-fPIC", "-o", lib,
+                        os.path.join(SRC, "libvtls.c")], capture_output=True)
+    if r.returncode:
+        raise Failure("libvtls.so: %s" % r.stderr.decode())
+    return {(cc, opt): build("tlsstart", cc, opt) for cc, opt in ALL}, lib
+
+
+def check_at_start(binary, lib, method):
+    e = agent_env(OUT, {"LD_PRELOAD": AGENT})
+    p = subprocess.Popen([binary, lib], env=e, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    try:
+        line = p.stdout.readline()
+        if line != b"ready\n":
+            raise Failure("tlsstart did not get ready: %r" % line)
+        r = cli(["check", "--method", method, p.pid], agent_env(OUT))
+        if r.returncode != 0:
+            fail("check %s exit status" % method, 0, r.returncode)
+        return summary(r.stdout.decode() + r.stderr.decode(), "check")
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
+
+
+@check("a block held only in a new thread's static or dynamic TLS, checked "
+       "at once (both methods, gcc and clang, -O0 and -O2, 2 runs each): "
+       "still reachable, never lost")
+def t_tls_at_start():
+    bins, lib = tls_binaries()
+    vsum, _ = run_vg_args(bins["gcc", "-O0"], [lib])
+    eq((vsum["definitely lost"], vsum["still reachable"]),
+       ((0, 0), (1332, 2)), "valgrind on tlsstart at exit")
+    bad = []
+    for (cc, opt), binary in bins.items():
+        for method in ("concurrent", "fork"):
+            for _ in range(2):
+                s = check_at_start(binary, lib, method)
+                if s["definitely lost"] != (0, 0) or \
+                   s["still reachable"] != (1332, 2):
+                    bad.append("%s %s %s: %s" % (cc, opt, method, s))
+    ok(not bad, "TLS-held blocks misjudged", "\n  ".join(bad))
+
+
+def ls_supp_run(binary, mode, supp):
+    r = leakscope(["--leak-check", "--fail-on-leak", "--suppressions", supp],
+                  [binary, str(mode)], env=agent_env(OUT))
+    text = r.files.get("report", "")
+    m = re.search(r"suppressed: ([\d,]+) bytes in ([\d,]+) blocks", text)
+    if not m:
+        fail("suppscope %d: a suppressed line" % mode, "one", text[-800:])
+    return (summary(text, "leakscope suppscope %d" % mode),
+            (int(m.group(1)), int(m.group(2))), r.returncode)
+
+
+@check("suppression scope: the blocks that only a suppressed block holds "
+       "(another site's list nodes) are suppressed with it, as "
+       "LeakSanitizer does (gcc and clang, -O0 and -O2; LeakSanitizer "
+       "with the same file at -O0)")
+def t_suppression_scope():
+    supp = os.path.join(OUT, "scope.supp")
+    with open(supp, "w") as f:
+        f.write("leak:site_head\n")
+    want = {0: ((24, 1), (0, 0), (224, 5), 99), 1: ((0, 0), (0, 0),
+                                                    (224, 5), 0)}
+    for cc, opt in ALL:
+        binary = build("suppscope", cc, opt)
+        for mode, (definite, indirect, suppressed, rc) in want.items():
+            s, sup, lrc = ls_supp_run(binary, mode, supp)
+            eq((s["definitely lost"], s["indirectly lost"], sup, lrc),
+               (definite, indirect, suppressed, rc),
+               "suppscope %d (%s %s): definitely, indirectly lost, "
+               "suppressed, exit status" % (mode, cc, opt))
+    lsan = build("suppscope", "clang", "-O0", ("-fsanitize=leak",))
+    for mode, (definite, indirect, suppressed, rc) in want.items():
+        r = run_process([lsan, str(mode)], timeout=60, env=dict(
+            os.environ, LSAN_OPTIONS="exitcode=23:suppressions=" + supp))
+        text = r.stderr.decode("utf-8", "replace")
+        m = re.search(r"SUMMARY: LeakSanitizer: (\d+) byte\(s\) leaked in "
+                      r"(\d+) allocation", text)
+        used = re.search(r"^\s+(\d+)\s+(\d+) site_head$", text, re.M)
+        eq(((int(m.group(1)), int(m.group(2))) if m else (0, 0),
+            (int(used.group(2)), int(used.group(1))) if used else None,
+            r.returncode == 23),
+           (definite, suppressed, rc == 99),
+           "LeakSanitizer on suppscope %d: leaked, suppressed, failed"
+           % mode)
