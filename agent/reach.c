@@ -1758,6 +1758,39 @@ static int merge_new(struct scan *sc, struct ls_reach_result *res)
 	return 0;
 }
 
+/* The slot of the pair (lsite, site) in res->held. */
+static struct lsnap_reach_held *held_slot(struct ls_reach_result *res,
+					  uint32_t lsite, uint32_t site)
+{
+	uint64_t h = ((uint64_t)lsite << 32 | site) * 0x9e3779b97f4a7c15ull;
+	size_t i = (size_t)(h >> 20) & res->held_mask;
+
+	while (res->held[i].blocks && (res->held[i].leader_site != lsite ||
+				       res->held[i].site != site))
+		i = (i + 1) & res->held_mask;
+	res->held[i].leader_site = lsite;
+	res->held[i].site = site;
+	return &res->held[i];
+}
+
+/* Room for one pair of sites per indirectly lost block, at most. */
+static int held_grab(struct scan *sc, struct ls_reach_result *res)
+{
+	size_t i, n = 0, cap = 16;
+
+	for (i = 0; i < sc->n; i++)
+		n += sc->st[i] == ST_INDIRECT;
+	if (!n)
+		return 0;
+	while (cap < 2 * n)
+		cap *= 2;
+	res->held = grab(sc, cap * sizeof(*res->held));
+	if (!res->held)
+		return -ENOMEM;
+	res->held_mask = cap - 1;
+	return 0;
+}
+
 static int sum_up(struct scan *sc, struct ls_reach_result *res)
 {
 	static const uint8_t cat_of[] = {
@@ -1770,7 +1803,7 @@ static int sum_up(struct scan *sc, struct ls_reach_result *res)
 	size_t i, gone = 0;
 
 	res->sites = grab(sc, nsites * sizeof(*res->sites));
-	if (!res->sites)
+	if (!res->sites || held_grab(sc, res))
 		return -ENOMEM;
 	res->nsites = nsites;
 	for (i = 0; i < nsites; i++)
@@ -1797,7 +1830,10 @@ static int sum_up(struct scan *sc, struct ls_reach_result *res)
 		if (c == LSNAP_REACH_INDIRECT) {
 			uint32_t l = find_leader(sc->leader, (uint32_t)i);
 			uint32_t s = sc->blk[l].site;
+			struct lsnap_reach_held *h = held_slot(res, s, b->site);
 
+			h->bytes += b->size;
+			h->blocks++;
 			if (s < nsites) {
 				res->sites[s].indirect_bytes += b->size;
 				res->sites[s].indirect_blocks++;

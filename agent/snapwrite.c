@@ -508,6 +508,11 @@ static void put_reach(struct writer *w, const struct ls_reach_result *res)
 		record(w, LSNAP_REACH_SITE, sizeof(*r));
 		put(w, r, sizeof(*r));
 	}
+	for (id = 0; res->held && id <= res->held_mask; id++)
+		if (res->held[id].blocks) {
+			record(w, LSNAP_REACH_HELD, sizeof(res->held[id]));
+			put(w, &res->held[id], sizeof(res->held[id]));
+		}
 	record(w, LSNAP_REACH_HEUR, sizeof(res->heur));
 	put(w, &res->heur, sizeof(res->heur));
 	record(w, LSNAP_REACH, sizeof(res->totals));

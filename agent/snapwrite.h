@@ -33,6 +33,9 @@ struct ls_reach_result {
 	uint32_t nsites;
 	struct lsnap_reach totals;
 	struct lsnap_reach_heur heur;	/* reached by valgrind's heuristics */
+	struct lsnap_reach_held *held;	/* an open hash, held_mask + 1
+					   slots, blocks 0 = empty */
+	size_t held_mask;
 	int torn;		/* tables caught mid-update */
 	int live;		/* written from the live process (a concurrent
 				   check), not from a frozen image */

@@ -72,6 +72,8 @@ enum lsnap_tag {
 	LSNAP_DROPPED = 19,	/* struct lsnap_dropped, at most once */
 	LSNAP_AGENT_MEMORY = 30,	/* struct lsnap_agent_memory, at most
 					   once: the agent's own memory */
+	LSNAP_REACH_HELD = 32,	/* struct lsnap_reach_held, per pair of
+				   sites, with LSNAP_REACH */
 	LSNAP_END = 0xffff,	/* struct lsnap_end, last */
 };
 
@@ -398,6 +400,19 @@ struct lsnap_reach_site {
 	uint64_t blocks[LSNAP_REACH_KINDS];
 	uint64_t indirect_bytes;
 	uint64_t indirect_blocks;
+} __attribute__((packed));
+
+/*
+ * What the definitely lost blocks of one site hold, by the site of the
+ * indirectly lost blocks (each indirectly lost block counts once, under
+ * the definitely lost block whose clique it joined).  A report that
+ * suppresses leader_site suppresses these too, as LeakSanitizer does.
+ */
+struct lsnap_reach_held {
+	uint32_t leader_site;	/* of the definitely lost blocks */
+	uint32_t site;		/* of the indirectly lost blocks */
+	uint64_t bytes;
+	uint64_t blocks;
 } __attribute__((packed));
 
 /*

@@ -503,14 +503,78 @@ static void sum_histograms(const struct ls_snapshot *snap, struct ls_report *rep
 		}
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The kept site of snapshot site id, or NULL. */
+static struct ls_report_site *kept_site(struct ls_report *rep, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < rep->nsites; i++)
+		if (rep->sites[i].site->id == id)
+			return &rep->sites[i];
+	return NULL;
+}
+
+/*
+ * LeakSanitizer's scope: the indirectly lost blocks that the suppressed
+ * sites' definitely lost blocks hold (ids, n of them, sorted) are
+ * suppressed too, whatever their own site.  A site left with nothing
+ * goes.
+ */
+static void suppress_held(struct ls_report *rep, const uint32_t *ids,
+			  size_t n)
+{
+	const struct ls_snapshot *snap = rep->snap;
+	size_t i, k = 0;
+
+	for (i = 0; i < snap->nreach_held; i++) {
+		const struct lsnap_reach_held *h = &snap->reach_held[i];
+		struct ls_report_site *r;
+		uint64_t b, c;
+
+		if (!bsearch(&h->leader_site, ids, n, sizeof(*ids), cmp_u32) ||
+		    !(r = kept_site(rep, h->site)))
+			continue;
+		b = h->bytes < r->reach.bytes[LSNAP_REACH_INDIRECT] ?
+		    h->bytes : r->reach.bytes[LSNAP_REACH_INDIRECT];
+		c = h->blocks < r->reach.blocks[LSNAP_REACH_INDIRECT] ?
+		    h->blocks : r->reach.blocks[LSNAP_REACH_INDIRECT];
+		r->reach.bytes[LSNAP_REACH_INDIRECT] -= b;
+		r->reach.blocks[LSNAP_REACH_INDIRECT] -= c;
+		r->live_bytes -= (int64_t)b;
+		r->live_blocks -= (int64_t)c;
+		rep->supp_bytes += b;
+		rep->supp_blocks += c;
+	}
+	for (i = 0; i < rep->nsites; i++) {
+		if (rep->sites[i].live_blocks <= 0 &&
+		    rep->sites[i].live_bytes <= 0) {
+			free(rep->sites[i].blocks);
+			continue;
+		}
+		rep->sites[k++] = rep->sites[i];
+	}
+	rep->nsites = k;
+}
+
 /* Leave out the sites a suppression matches (symbolized once here). */
 static int suppress(struct ls_report *rep, struct ls_supp *supp)
 {
 	struct ls_symbolizer *sym = ls_symbolizer_new(rep->snap);
-	size_t i, n = 0;
+	uint32_t *ids = calloc(rep->nsites + 1, sizeof(*ids));
+	size_t i, n = 0, nids = 0;
 
-	if (!sym)
+	if (!sym || !ids) {
+		ls_symbolizer_free(sym);
+		free(ids);
 		return -ENOMEM;
+	}
 	for (i = 0; i < supp->n; i++)
 		supp->e[i].hits = 0;
 	for (i = 0; i < rep->nsites; i++) {
@@ -520,12 +584,17 @@ static int suppress(struct ls_report *rep, struct ls_supp *supp)
 			rep->supp_bytes += (uint64_t)r->live_bytes;
 			rep->supp_blocks += (uint64_t)r->live_blocks;
 			rep->supp_sites++;
+			ids[nids++] = r->site->id;
 			free(r->blocks);
 			continue;
 		}
 		rep->sites[n++] = *r;
 	}
 	rep->nsites = n;
+	qsort(ids, nids, sizeof(*ids), cmp_u32);
+	if (nids)
+		suppress_held(rep, ids, nids);
+	free(ids);
 	ls_symbolizer_free(sym);
 	return 0;
 }

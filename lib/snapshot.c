@@ -58,6 +58,7 @@ struct parse {
 	int seen_history, seen_unwind, seen_notes;
 	struct lsnap_reach_site *rsites;	/* attached after END */
 	size_t nrsites, cap_rsites;
+	size_t cap_held;		/* of snap->reach_held */
 	uint8_t *cats;		/* LSNAP_REACH_BLOCKS, in BLOCKS order */
 	size_t ncats, cap_cats;
 	int sites_sorted;
@@ -168,6 +169,7 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_REACH: return "reachability";
 	case LSNAP_REACH_SITE: return "site reachability";
 	case LSNAP_REACH_HEUR: return "heuristics";
+	case LSNAP_REACH_HELD: return "held reachability";
 	case LSNAP_REACH_BLOCKS: return "block reachability";
 	case LSNAP_NOTES: return "notes";
 	case LSNAP_PEAK: return "peak";
@@ -504,19 +506,35 @@ static int parse_site_stats(struct parse *p, uint32_t len)
 	return 0;
 }
 
-static int parse_reach_site(struct parse *p, uint32_t len)
+/* A fixed-size record of tag, appended to the array *arr of *n (room
+ * for *cap) elements of size bytes. */
+static int append_fixed(struct parse *p, uint32_t tag, uint32_t len,
+			size_t size, void *arr, size_t *n, size_t *cap)
 {
 	int ret;
 
-	if (len != sizeof(struct lsnap_reach_site))
-		return bad_len(p, LSNAP_REACH_SITE, len,
-			       sizeof(struct lsnap_reach_site));
-	ret = ls_grow(&p->rsites, &p->cap_rsites, p->nrsites + 1,
-		   sizeof(*p->rsites));
+	if (len != size)
+		return bad_len(p, tag, len, size);
+	ret = ls_grow(arr, cap, *n + 1, size);
 	if (ret)
 		return ret;
-	memcpy(&p->rsites[p->nrsites++], p->payload, len);
+	memcpy((char *)*(void **)arr + (*n)++ * size, p->payload, len);
 	return 0;
+}
+
+static int parse_reach_site(struct parse *p, uint32_t len)
+{
+	return append_fixed(p, LSNAP_REACH_SITE, len,
+			    sizeof(struct lsnap_reach_site), &p->rsites,
+			    &p->nrsites, &p->cap_rsites);
+}
+
+static int parse_reach_held(struct parse *p, uint32_t len)
+{
+	return append_fixed(p, LSNAP_REACH_HELD, len,
+			    sizeof(struct lsnap_reach_held),
+			    &p->snap->reach_held, &p->snap->nreach_held,
+			    &p->cap_held);
 }
 
 static int parse_reach_blocks(struct parse *p, uint32_t len)
@@ -588,6 +606,8 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 		return parse_reach_site(p, len);
 	case LSNAP_REACH_BLOCKS:
 		return parse_reach_blocks(p, len);
+	case LSNAP_REACH_HELD:
+		return parse_reach_held(p, len);
 	case LSNAP_NOTES:
 		return parse_notes(p, len);
 	case LSNAP_PEAK:
@@ -924,6 +944,7 @@ void ls_snapshot_release(struct ls_snapshot *snap)
 	free(snap->sites);
 	free(snap->blocks);
 	free(snap->notes);
+	free(snap->reach_held);
 	memset(snap, 0, sizeof(*snap));
 }
 

@@ -97,6 +97,9 @@ struct ls_snapshot {
 	int has_reach_heur;	/* ... that says what valgrind's heuristics
 				   reached */
 	struct lsnap_reach_heur reach_heur;
+	struct lsnap_reach_held *reach_held;	/* what each site's lost
+						   blocks hold, by site */
+	size_t nreach_held;
 	uint64_t reach_pause_ns;	/* set by the caller that stopped the
 					   threads; 0 = not measured */
 	uint64_t reach_stop_ns;		/* of which stopping every thread */
