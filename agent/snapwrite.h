@@ -33,6 +33,7 @@ struct ls_reach_result {
 	uint32_t nsites;
 	struct lsnap_reach totals;
 	struct lsnap_reach_heur heur;	/* reached by valgrind's heuristics */
+	struct lsnap_reach_how how;	/* the method, the heap model */
 	int torn;		/* tables caught mid-update */
 	int live;		/* written from the live process (a concurrent
 				   check), not from a frozen image */

@@ -97,6 +97,8 @@ struct ls_snapshot {
 	int has_reach_heur;	/* ... that says what valgrind's heuristics
 				   reached */
 	struct lsnap_reach_heur reach_heur;
+	int has_reach_how;	/* ... that says how it ran */
+	struct lsnap_reach_how reach_how;
 	uint64_t reach_pause_ns;	/* set by the caller that stopped the
 					   threads; 0 = not measured */
 	uint64_t reach_stop_ns;		/* of which stopping every thread */
