@@ -109,3 +109,15 @@ def t_tight_budget():
        "pause budget" in out["text"], "the text report says why",
        out["text"][:800])
     ok(out["alive"], "the target ran on")
+
+
+@check("check --pause-budget with a bad value: one line naming the option, "
+       "exit status 125, no check")
+def t_bad_budget():
+    for bad in ("abc", "60001", "-1"):
+        r = cli(["check", "--pause-budget", bad, "1"], agent_env(RUNTIME))
+        eq(r.returncode, 125, "exit status for --pause-budget %s" % bad)
+        lines = r.stderr.decode().strip().splitlines()
+        eq(len(lines), 1, "one line of error for %s" % bad)
+        ok("--pause-budget" in lines[0] and bad in lines[0],
+           "the error names the option and the value", lines[0])
