@@ -1806,6 +1806,8 @@ static int take_inventory(struct scan *sc, int *torn);
 static void note_own(struct scan *sc);
 static uint64_t preclean(struct scan *sc);
 static int overrun(struct scan *sc);
+static int64_t list_written(struct scan *sc);
+static int hopeless(struct scan *sc);
 
 #define PRECLEAN_PASSES 8	/* at most; more while the dirty set shrinks */
 #define PRECLEAN_ENOUGH 256	/* pages: few enough to leave to the pause */
@@ -2167,6 +2169,10 @@ int ls_reach_cm_begin(void)
 			protect(sc, g[i].start, g[i].end);
 	mark_roots_cm(sc);
 	log_drain(sc, 0);
+	if (hopeless(sc)) {
+		r = -ETIME;
+		goto fail;
+	}
 	phase('1');
 	mark_all(sc);
 	precleaning(sc);
@@ -2721,6 +2727,36 @@ static uint64_t predict_stop(const struct scan *sc, uint64_t pages)
 	return pages * STOP_NS_PER_PAGE + records * STOP_NS_PER_RECORD +
 	       blocks * STOP_NS_PER_NEW_BLOCK +
 	       (bytes + PAGE_SZ - 1) / PAGE_SZ * STOP_NS_PER_NEW_PAGE;
+}
+
+/*
+ * Before the mark: a program that wrote a quarter of the protected pages
+ * while the roots were read, enough for a stop four times the budget,
+ * keeps its whole heap dirty; its concurrent stop cannot be short
+ * however many passes run, and marking a large heap so written takes
+ * minutes.  Then the fork image is taken at once (the fallback says the
+ * budget, with the stop the written pages predict so far).
+ */
+static int hopeless(struct scan *sc)
+{
+	const struct span *p = sc->regd.p;
+	uint64_t protected_pages = 0;
+	int64_t pages;
+	size_t i;
+
+	if (!how.budget_ns)
+		return 0;
+	for (i = 0; i < sc->regd.len; i++)
+		protected_pages += (p[i].end - p[i].start) / PAGE_SZ;
+	pages = list_written(sc);
+	if (pages <= 0 || (uint64_t)pages < protected_pages / 4 ||
+	    (uint64_t)pages * STOP_NS_PER_PAGE <= 4 * how.budget_ns)
+		return 0;
+	how.dirty_pages = (uint64_t)pages;
+	how.predicted_ns = (uint64_t)pages * STOP_NS_PER_PAGE;
+	how.stop_work_ns = 0;
+	how.fallback = LSNAP_FALLBACK_BUDGET;
+	return 1;
 }
 
 int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
