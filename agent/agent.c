@@ -22,7 +22,7 @@
 #include "control.h"
 #include "exec.h"
 #include "figures.h"
-#include "glibcheap.h"
+#include "heapmodel.h"
 #include "guard.h"
 #include "live.h"
 #include "mmaps.h"
@@ -713,7 +713,7 @@ static void ls_agent_start(void)
 		return;
 	ls_guard_enter();
 	ls_modules_refresh();	/* what loaded since an early start */
-	ls_glibcheap_learn();
+	ls_heapmodel_learn();
 	ls_exec_init();
 	ls_state_restore_environment();
 	if (ls_agent.control)
@@ -959,7 +959,7 @@ int ls_agent_start_attached(char *err, size_t errlen)
 	if (r)
 		return r;
 	ls_modules_refresh();
-	ls_glibcheap_learn();
+	ls_heapmodel_learn();
 	ls_agent.pid = getpid();
 	ls_agent.start_mono = ls_now_ns(CLOCK_MONOTONIC);
 	ls_agent.attach_wall_ns = ls_now_ns(CLOCK_REALTIME);

@@ -2,6 +2,7 @@
  * control.c - the control thread: accept, check the peer, read one
  * bounded request line, answer, close.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -162,7 +163,8 @@ static int recv_threads(int fd, struct lsnap_check_thread **th, uint32_t *n,
  * CLONED, and the child sends the snapshot; it waits on a pipe for our
  * CLONED line to be out first.  docs/CONTROL-PROTOCOL.md.
  */
-static void serve_check(int fd, int with_blocks, int fork_method)
+static void serve_check(int fd, int with_blocks, int fork_method,
+			uint64_t budget_ns)
 {
 	struct lsnap_check_thread *th = NULL;
 	size_t bytes = 0;
@@ -181,6 +183,7 @@ static void serve_check(int fd, int with_blocks, int fork_method)
 		reply_error(fd, "cannot prepare the check");
 		return;
 	}
+	ls_reach_set_method(fork_method, budget_ns);
 	cm = !fork_method && !ls_reach_cm_begin();
 	len = snprintf(line, sizeof(line), "READY %d\n", (int)ls_gettid());
 	if (send(fd, line, (size_t)len, MSG_NOSIGNAL) != len)
@@ -227,9 +230,34 @@ out:
 	ls_sys_unmap(th, bytes);
 }
 
+/*
+ * A check request may end with " budget=US", the concurrent method's
+ * pause budget in microseconds (0: none); cut it off the request into
+ * *ns.  0, or -1 when it is malformed.  Without it, the default.
+ */
+static int check_budget(char *req, uint64_t *ns)
+{
+	char *b = strstr(req, LS_CHECK_BUDGET_ARG), *end;
+	unsigned long long us;
+
+	*ns = LS_CHECK_BUDGET_US * 1000ull;
+	if (!b || strncmp(req, LS_VERB_CHECK, strlen(LS_VERB_CHECK)))
+		return 0;
+	errno = 0;
+	us = strtoull(b + strlen(LS_CHECK_BUDGET_ARG), &end, 10);
+	if (errno || *end || end == b + strlen(LS_CHECK_BUDGET_ARG) ||
+	    !isdigit((unsigned char)b[strlen(LS_CHECK_BUDGET_ARG)]) ||
+	    us > LS_CHECK_BUDGET_MAX_US)
+		return -1;
+	*b = 0;
+	*ns = us * 1000ull;
+	return 0;
+}
+
 static void serve(int fd)
 {
 	char req[LS_CONTROL_MAX_REQUEST];
+	uint64_t budget;
 	struct timeval tv = { .tv_sec = 5 };
 	int r;
 
@@ -263,14 +291,16 @@ static void serve(int fd)
 		}
 		detaching = 1;
 		send_line(fd, LS_REPLY_OK, "");
-	} else if (!strcmp(req, LS_VERB_CHECK))
-		serve_check(fd, 0, 0);
+	} else if (check_budget(req, &budget))
+		reply_error(fd, "malformed pause budget");
+	else if (!strcmp(req, LS_VERB_CHECK))
+		serve_check(fd, 0, 0, budget);
 	else if (!strcmp(req, LS_VERB_CHECK_BLOCKS))
-		serve_check(fd, 1, 0);
+		serve_check(fd, 1, 0, budget);
 	else if (!strcmp(req, LS_VERB_CHECK_FORK))
-		serve_check(fd, 0, 1);
+		serve_check(fd, 0, 1, 0);
 	else if (!strcmp(req, LS_VERB_CHECK_FORK_BLOCKS))
-		serve_check(fd, 1, 1);
+		serve_check(fd, 1, 1, 0);
 	else if (!strcmp(req, LS_VERB_PING))
 		send_line(fd, LS_REPLY_PING, "");
 	else

@@ -48,6 +48,7 @@
 #include "state.h"
 #include "figures.h"
 #include "glibcheap.h"
+#include "heapmodel.h"
 #include "live.h"
 #include "mmaps.h"
 #include "real.h"
@@ -129,6 +130,7 @@ struct scan {
 	uint64_t log_done;	/* its records applied */
 	int log_on, log_bad;	/* log_bad: the first error of log_drain */
 	struct ls_live_entry *nb;	/* blocks allocated during the mark */
+	uint8_t *nbdone;	/* nb[i] scanned while the program ran */
 	size_t nnb, nbcap;
 	struct nb_slot *nbslot;	/* nb's index by address */
 	size_t nbmask;
@@ -155,7 +157,20 @@ struct scan {
 	 * already judged vtables or not. */
 	uint8_t *heur;
 	struct { uint64_t addr; int is; } vt[512];
+	/* The allocator's memory outside tracked blocks: scanned as roots,
+	 * and not scanned (heapmodel.h). */
+	uint64_t alloc_root, alloc_unscanned;
+	/* The concurrent mark's stop: the written pages (struct span),
+	 * listed before any is rescanned, and when the stop's work must
+	 * end (0: no bound); overrun once it passed. */
+	struct vec dirty;
+	uint64_t deadline;
+	int overrun;
 };
+
+/* How the current check runs (struct lsnap_reach_how): set by the
+ * control thread, read by the child and by the concurrent mark. */
+static struct lsnap_reach_how how;
 
 /* Filled by ls_reach_prepare(), read by the child. */
 static struct {
@@ -885,6 +900,17 @@ static size_t first_block_from(const struct scan *sc, uint64_t a)
 	return lo;
 }
 
+/* The bytes of the tracked blocks that start in [s, e). */
+static uint64_t tracked_bytes(const struct scan *sc, uint64_t s, uint64_t e)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = first_block_from(sc, s); i < sc->n && sc->addr[i] < e; i++)
+		sum += sc->blk[i].size;
+	return sum;
+}
+
 #define HEAP_MAX_SIZE (64ull << 20)	/* glibc's arena heaps, 64-bit */
 #define CHUNK_MMAPPED 2ull
 #define CHUNK_NON_MAIN 4ull
@@ -921,7 +947,8 @@ static void heap_range(struct scan *sc, size_t i, uint64_t gs,
 	*arena = 0;
 	*xs = a;
 	*xe = a + (size ? size : 1);
-	if (a < gs + 16 || (a & 15) || peek(sc, a - 8, &hdr))
+	if (!ls_heapmodel()->chunk_headers || a < gs + 16 || (a & 15) ||
+	    peek(sc, a - 8, &hdr))
 		return;
 	cs = hdr & ~7ull;
 	if (hdr & CHUNK_MMAPPED) {
@@ -1034,6 +1061,7 @@ static void gh_chunk(void *ctx, uint64_t user, uint64_t end)
 
 	if (sc->fast && *fast_slot(sc, user - 16))
 		return;
+	sc->alloc_root += end - user;
 	mark_piece(sc, user, end);
 }
 
@@ -1078,8 +1106,13 @@ static int note_fastbins(struct scan *sc)
  * the agent's.  Its free chunks, cached ones included, are not. */
 static void walk_heap(struct scan *sc, const struct ls_gh_heap *h)
 {
+	uint64_t roots = sc->alloc_root, used;
+
 	sc->wcur = first_block_from(sc, h->first);
 	sc->resyncs += ls_gh_walk(gh_ops(sc), h, ls_glibcheap_tcache_key());
+	used = sc->alloc_root - roots + tracked_bytes(sc, h->start, h->end);
+	if (h->end - h->start > used)
+		sc->alloc_unscanned += h->end - h->start - used;
 }
 
 /*
@@ -1123,20 +1156,35 @@ static void mark_plain(struct scan *sc, const struct region *g, uint64_t s,
 		heap_range(sc, i, g->start, g->end, &xs, &xe, &arena);
 		if (xe > e)
 			xe = e;
-		if (xs > cur)
+		if (xs > cur) {
+			/* Another allocator's memory between its blocks
+			 * (or a program's mapping the kernel merged). */
+			if (!ls_heapmodel()->chunk_headers)
+				sc->alloc_root += xs - cur;
 			mark_piece(sc, cur, xs);
+		}
 		/* A main-arena heap that is not [heap] (glibc's mmap'd
 		 * fallback, or the main arena not found): walked from the
 		 * region's start. */
 		if (arena == 1 && xs == g->start) {
 			h = (struct ls_gh_heap){ xs, xe, xs, xe, 0 };
 			walk_heap(sc, &h);
+		} else if (xe > xs && xs >= cur) {
+			/* A chunk's own mapping less its block, or a thread
+			 * arena's memory that is no heap glibcheap.c knows:
+			 * not scanned. */
+			uint64_t t = tracked_bytes(sc, xs, xe);
+
+			sc->alloc_unscanned += xe - xs > t ? xe - xs - t : 0;
 		}
 		if (xe > cur)
 			cur = xe;
 	}
-	if (cur < e)
+	if (cur < e) {
+		if (!ls_heapmodel()->chunk_headers && cur > s)
+			sc->alloc_root += e - cur;
 		mark_piece(sc, cur, e);
+	}
 }
 
 /*
@@ -1151,6 +1199,10 @@ static void mark_region(struct scan *sc, const struct region *g, uint64_t s)
 	struct ls_gh_heap h;
 	uint64_t cur = s, a;
 
+	if (!ls_heapmodel()->chunk_headers) {	/* not glibc's heaps */
+		mark_plain(sc, g, s, g->end);
+		return;
+	}
 	if (g->heap && s == g->start &&
 	    ls_gh_main_heap(gh_ops(sc), g->start, g->end, &h)) {
 		walk_heap(sc, &h);
@@ -1851,8 +1903,11 @@ static int sum_up(struct scan *sc, struct ls_reach_result *res)
 static int take_inventory(struct scan *sc, int *torn);
 static void note_own(struct scan *sc);
 static uint64_t preclean(struct scan *sc);
+static int overrun(struct scan *sc);
+static int64_t list_written(struct scan *sc);
+static int hopeless(struct scan *sc);
 
-#define PRECLEAN_PASSES 3
+#define PRECLEAN_PASSES 8	/* at most; more while the dirty set shrinks */
 #define PRECLEAN_ENOUGH 256	/* pages: few enough to leave to the pause */
 
 /* Kernel ABI (linux/fs.h and linux/userfaultfd.h of 6.7+), for older
@@ -2146,6 +2201,28 @@ static void log_empty(void)
 		madvise(buf, LOG_RECORDS * sizeof(*buf), MADV_DONTNEED);
 }
 
+/*
+ * Precleaning passes while the dirty set shrinks: each pass rescans the
+ * pages written during the one before, so while the program writes less
+ * in a pass than the last one took to rescan, another pass leaves the
+ * stop less to do.  Stop below PRECLEAN_ENOUGH pages, when a pass finds
+ * not a quarter fewer than the last (a program that rewrites its whole
+ * heap all the time dirties it again in every pass, each as long as the
+ * mark), or after PRECLEAN_PASSES.
+ */
+static void precleaning(struct scan *sc)
+{
+	uint64_t pages, last = UINT64_MAX;
+
+	for (how.passes = 0; how.passes < PRECLEAN_PASSES;) {
+		pages = preclean(sc);
+		how.passes++;
+		if (pages < PRECLEAN_ENOUGH || pages > last - last / 4)
+			break;
+		last = pages;
+	}
+}
+
 int ls_reach_cm_begin(void)
 {
 	struct scan *sc = &sc_static;
@@ -2170,8 +2247,10 @@ int ls_reach_cm_begin(void)
 		goto fail;
 	}
 	r = uffd_open(sc);
-	if (r)
+	if (r) {
+		how.fallback = LSNAP_FALLBACK_KERNEL;
 		goto fail;
+	}
 	/* The log first: a block allocated from here on is "new", even if
 	 * the gather sees it too. */
 	ls_live_log_start(sc->log, sc->log_cap);
@@ -2188,15 +2267,19 @@ int ls_reach_cm_begin(void)
 			protect(sc, g[i].start, g[i].end);
 	mark_roots_cm(sc);
 	log_drain(sc, 0);
+	if (hopeless(sc)) {
+		r = -ETIME;
+		goto fail;
+	}
 	phase('1');
 	mark_all(sc);
-	for (i = 0; i < PRECLEAN_PASSES; i++)
-		if (preclean(sc) < PRECLEAN_ENOUGH)
-			break;
+	precleaning(sc);
 	phase('2');
 	sc->scan_ns = ls_now_ns(CLOCK_MONOTONIC) - t0;
 	return 0;
 fail:
+	if (!how.fallback)
+		how.fallback = LSNAP_FALLBACK_ERROR;
 	ls_reach_cm_abort();
 	return r;
 }
@@ -2258,19 +2341,27 @@ static int apply_rec(struct scan *sc, uint32_t op, const struct ls_live_entry *e
 		if (sc->nnb == sc->nbcap) {
 			size_t cap = sc->nbcap ? sc->nbcap * 2 : 4096;
 			struct ls_live_entry *nb = grab(sc, cap * sizeof(*nb));
+			uint8_t *done = grab(sc, cap);
 
-			if (!nb)
+			if (!nb || !done) {
+				drop(sc, nb, cap * sizeof(*nb));
 				return -ENOMEM;
-			if (sc->nnb)
+			}
+			if (sc->nnb) {
 				memcpy(nb, sc->nb, sc->nnb * sizeof(*nb));
+				memcpy(done, sc->nbdone, sc->nnb);
+			}
 			drop(sc, sc->nb, sc->nbcap * sizeof(*nb));
+			drop(sc, sc->nbdone, sc->nbcap);
 			sc->nb = nb;
+			sc->nbdone = done;
 			sc->nbcap = cap;
 		}
 		sc->nbslot[k].addr = a;
 		sc->nbslot[k].idx = sc->nnb++;
 	}
 	sc->nb[sc->nbslot[k].idx] = *e;
+	sc->nbdone[sc->nbslot[k].idx] = 0;	/* a new block there */
 	if (op != LS_LIVE_LOG_INSERT)
 		sc->nb[sc->nbslot[k].idx].addr = 0;
 	return 0;
@@ -2364,7 +2455,9 @@ static void rescan_blocks(struct scan *sc, uint64_t a, uint64_t b)
  */
 static void mark_all_stopped(struct scan *sc)
 {
-	while (sc->stack.len) {
+	unsigned n = 0;
+
+	while (sc->stack.len && ((++n & 1023) || !overrun(sc))) {
 		uint32_t i = ((uint32_t *)sc->stack.p)[--sc->stack.len];
 		const struct region *g = region_of(sc, sc->addr[i]);
 
@@ -2397,21 +2490,34 @@ static void rescan_in_place(struct scan *sc, uint64_t a, uint64_t b)
 	sc->safe = 1;
 }
 
+/* The stop's work is over its budget: abandon it for the fork image. */
+static int overrun(struct scan *sc)
+{
+	if (sc->deadline && !sc->overrun &&
+	    ls_now_ns(CLOCK_MONOTONIC) > sc->deadline)
+		sc->overrun = 1;
+	return sc->overrun;
+}
+
 /*
- * Every page of the protected ranges written since it was protected
- * (or no longer protected: its mapping was replaced) has its roots and
- * its marked blocks' words scanned again.  -errno when the kernel cannot
- * say (then nothing is known and the caller falls back).
+ * Every page of the protected ranges written since it was protected (or
+ * no longer protected: its mapping was replaced) into sc->dirty, in
+ * address order: struct span, the low bit of start set when the page
+ * is not protectable any more.  Returns the pages, or -errno when the
+ * kernel cannot say (then nothing is known and the caller falls back).
  */
-static int rescan_written(struct scan *sc)
+static int64_t list_written(struct scan *sc)
 {
 	static struct page_region vec[512];
 	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	int64_t pages = 0;
 	size_t i;
 	long k, n;
 
 	if (fd < 0)
 		return -errno;
+	sc->dirty.elem = sizeof(struct span);
+	sc->dirty.len = 0;
 	for (i = 0; i < sc->regd.len; i++) {
 		const struct span *p = (const struct span *)sc->regd.p + i;
 		struct pm_scan_arg a = {
@@ -2426,16 +2532,22 @@ static int rescan_written(struct scan *sc)
 		while (a.start < p->end) {
 			n = ioctl(fd, PAGEMAP_SCAN, &a);
 			if (n < 0) {
+				n = -errno;
 				close(fd);
-				return -errno;
+				return n;
 			}
 			for (k = 0; k < n; k++) {
-				rescan_in_place(sc, vec[k].start, vec[k].end);
-				/* Not protected any more: a new mapping
-				 * there, whose words are roots (the
-				 * categories come back uninverted). */
-				if (!(vec[k].categories & PAGE_IS_WPALLOWED))
-					mark_piece(sc, vec[k].start, vec[k].end);
+				/* the categories come back uninverted */
+				struct span sp = { vec[k].start |
+					!(vec[k].categories & PAGE_IS_WPALLOWED),
+					vec[k].end };
+
+				pages += (int64_t)((vec[k].end - vec[k].start) /
+						   PAGE_SZ);
+				if (vec_push(sc, &sc->dirty, &sp)) {
+					close(fd);
+					return -ENOMEM;
+				}
 			}
 			if (a.walk_end <= a.start)
 				break;
@@ -2443,36 +2555,100 @@ static int rescan_written(struct scan *sc)
 		}
 	}
 	close(fd);
-	return 0;
+	return pages;
+}
+
+/*
+ * The written pages list_written() found have their roots and their
+ * marked blocks' words scanned again; a page no longer protectable is a
+ * new mapping, whose words are roots.  Stops early past the deadline.
+ */
+static void rescan_written(struct scan *sc)
+{
+	const struct span *d = sc->dirty.p;
+	size_t k;
+
+	for (k = 0; k < sc->dirty.len && !overrun(sc); k++) {
+		uint64_t a = d[k].start & ~1ull;
+
+		rescan_in_place(sc, a, d[k].end);
+		if (d[k].start & 1)
+			mark_piece(sc, a, d[k].end);
+	}
+}
+
+/* Does [a, b) lie in the protected ranges, with no page of it written
+ * since its last read (sc->dirty, sorted)? */
+static int still_clean(const struct scan *sc, uint64_t a, uint64_t b)
+{
+	const struct span *p = sc->regd.p, *d = sc->dirty.p;
+	size_t i, lo = 0, hi = sc->dirty.len;
+
+	for (i = 0; i < sc->regd.len; i++)
+		if (a >= p[i].start && b <= p[i].end)
+			break;
+	if (i == sc->regd.len)
+		return 0;
+	while (lo < hi) {	/* the first written range ending after a */
+		size_t mid = (lo + hi) / 2;
+
+		if (d[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == sc->dirty.len || (d[lo].start & ~1ull) >= b;
 }
 
 /*
  * The blocks allocated during the mark and still live are allocated
- * black (reachable), but what they hold is followed: read in address
- * order, by batches of page runs.  nb is left compacted and sorted.
+ * black (reachable), but what they hold is followed.  While the program
+ * runs (precleaning, stopped 0) those not yet read are read; at the stop
+ * those not yet read, and those read before whose pages were written
+ * since (or lie outside the protected ranges), in batches of page runs;
+ * then nb is left compacted and sorted.
  */
-static int scan_new(struct scan *sc)
+static int scan_new(struct scan *sc, int stopped)
 {
 	struct batch *b = &batch_static;
-	size_t i, n = 0;
+	const struct region *g;
+	size_t i, n = 0, k = 0;
 
-	for (i = 0; i < sc->nnb; i++)
-		if (sc->nb[i].addr)
-			sc->nb[n++] = sc->nb[i];
-	sc->nnb = n;
-	if (radix_sort(sc, sc->nb, n))
-		return -ENOMEM;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < sc->nnb; i++) {
 		uint64_t a = sc->nb[i].addr, len = sc->nb[i].size & ~7ull;
 
+		if (!a || (sc->nbdone[i] &&
+			   (!stopped || still_clean(sc, a, a + len))))
+			continue;
+		sc->nbdone[i] = 1;
+		if (stopped && (++k & 1023) == 0 && overrun(sc))
+			return 0;
+		/* At the stop, a live block is mapped: read in place,
+		 * as mark_all_stopped() reads (not a file mapping). */
+		g = stopped ? region_of(sc, a) : NULL;
+		if (g && !g->file && readable_until(sc, a) >= a + len) {
+			sc->safe = 0;
+			sc->heap_bytes += len;
+			scan_words(sc, a, a + len, mark_from_block, 1);
+			sc->safe = 1;
+			continue;
+		}
 		if (!batch_add(b, a, len, 1))
 			continue;
+		if (stopped && overrun(sc))
+			return 0;
 		batch_scan(sc, b, mark_from_block);
 		if (batch_add(b, a, len, 1))
 			scan_alone(sc, a, len, mark_from_block, 1);
 	}
 	batch_scan(sc, b, mark_from_block);
-	return 0;
+	if (!stopped)
+		return 0;
+	for (i = 0; i < sc->nnb; i++)
+		if (sc->nb[i].addr)
+			sc->nb[n++] = sc->nb[i];
+	sc->nnb = n;
+	return radix_sort(sc, sc->nb, n) ? -ENOMEM : 0;
 }
 
 #ifndef PM_SCAN_WP_MATCHING
@@ -2503,6 +2679,8 @@ static uint64_t preclean(struct scan *sc)
 	if (fd < 0)
 		return 0;
 	cache_empty();	/* it holds these pages as they were before */
+	sc->dirty.elem = sizeof(struct span);
+	sc->dirty.len = 0;
 	for (i = 0; i < sc->regd.len; i++) {
 		const struct span *p = (const struct span *)sc->regd.p + i;
 		struct pm_scan_arg a = {
@@ -2522,9 +2700,14 @@ static uint64_t preclean(struct scan *sc)
 				cache_load(sc, vec[k].start, vec[k].end);
 			cache_flush(sc);
 			for (k = 0; k < n; k++) {
+				struct span sp = { vec[k].start, vec[k].end };
+
 				pages += (vec[k].end - vec[k].start) / 4096;
 				rescan_roots(sc, vec[k].start, vec[k].end);
 				rescan_blocks(sc, vec[k].start, vec[k].end);
+				/* Not listed: every new block is read again. */
+				if (vec_push(sc, &sc->dirty, &sp) && sc->nnb)
+					memset(sc->nbdone, 0, sc->nnb);
 			}
 			if (a.walk_end <= a.start)
 				break;
@@ -2533,6 +2716,11 @@ static uint64_t preclean(struct scan *sc)
 	}
 out:
 	close(fd);
+	/* The blocks allocated since the last pass, and those read before
+	 * whose pages this pass protected again: read now, after. */
+	log_drain(sc, 0);
+	if (scan_new(sc, 0))
+		sc->partial = 1;
 	mark_all(sc);
 	return pages;
 }
@@ -2605,40 +2793,137 @@ static void scan_protected_stacks(struct scan *sc,
 	}
 }
 
+/*
+ * What the stop's work costs, at most, as measured here (docs/
+ * REACHABILITY.md, "A bounded pause"): a written page rescanned in
+ * place; a page of the blocks allocated during the mark, read through
+ * the kernel; each of those blocks.
+ */
+#define STOP_NS_PER_PAGE 1000ull
+#define STOP_NS_PER_RECORD 300ull
+#define STOP_NS_PER_NEW_PAGE 1000ull
+#define STOP_NS_PER_NEW_BLOCK 1000ull
+
+/* The stop's work from here on: the written pages, the change log's
+ * records not yet applied, the blocks allocated during the mark that
+ * scan_new() reads (sc->dirty is the stop's); the rest (stacks,
+ * registers, new mappings, what the rescans reach) is bounded by the
+ * deadline. */
+static uint64_t predict_stop(const struct scan *sc, uint64_t pages)
+{
+	uint64_t bytes = 0, blocks = 0, records;
+	size_t i;
+
+	for (i = 0; i < sc->nnb; i++)
+		if (sc->nb[i].addr && (!sc->nbdone[i] ||
+		    !still_clean(sc, sc->nb[i].addr, sc->nb[i].addr +
+				 (sc->nb[i].size & ~7ull)))) {
+			bytes += sc->nb[i].size;
+			blocks++;
+		}
+	records = ls_live_log_count() - sc->log_done;
+	return pages * STOP_NS_PER_PAGE + records * STOP_NS_PER_RECORD +
+	       blocks * STOP_NS_PER_NEW_BLOCK +
+	       (bytes + PAGE_SZ - 1) / PAGE_SZ * STOP_NS_PER_NEW_PAGE;
+}
+
+/*
+ * Before the mark: a program that wrote a quarter of the protected pages
+ * while the roots were read, enough for a stop four times the budget,
+ * keeps its whole heap dirty; its concurrent stop cannot be short
+ * however many passes run, and marking a large heap so written takes
+ * minutes.  Then the fork image is taken at once (the fallback says the
+ * budget, with the stop the written pages predict so far).
+ */
+static int hopeless(struct scan *sc)
+{
+	const struct span *p = sc->regd.p;
+	uint64_t protected_pages = 0;
+	int64_t pages;
+	size_t i;
+
+	if (!how.budget_ns)
+		return 0;
+	for (i = 0; i < sc->regd.len; i++)
+		protected_pages += (p[i].end - p[i].start) / PAGE_SZ;
+	pages = list_written(sc);
+	if (pages <= 0 || (uint64_t)pages < protected_pages / 4 ||
+	    (uint64_t)pages * STOP_NS_PER_PAGE <= 4 * how.budget_ns)
+		return 0;
+	how.dirty_pages = (uint64_t)pages;
+	how.predicted_ns = (uint64_t)pages * STOP_NS_PER_PAGE;
+	how.stop_work_ns = 0;
+	how.fallback = LSNAP_FALLBACK_BUDGET;
+	return 1;
+}
+
 int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
 {
 	struct scan *sc = &sc_static;
 	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC);
 	volatile uint64_t here = 0;
+	int64_t pages;
 	size_t i, k;
 	int r;
 
 	cache_empty();		/* from here on, read what is there now */
+	/* First what the stop would cost: the fork image, if cheaper by
+	 * the budget, needs none of the work below. */
+	pages = list_written(sc);
+	if (pages < 0) {
+		how.fallback = LSNAP_FALLBACK_ERROR;
+		return (int)pages;
+	}
+	how.dirty_pages = (uint64_t)pages;
+	how.predicted_ns = ls_now_ns(CLOCK_MONOTONIC) - t0 +
+			   predict_stop(sc, (uint64_t)pages);
+	if (how.budget_ns && how.predicted_ns > how.budget_ns &&
+	    !sc->log_bad && !ls_live_log_lost()) {
+		how.fallback = LSNAP_FALLBACK_BUDGET;
+		return -ETIME;
+	}
+	sc->deadline = how.budget_ns ? t0 + how.budget_ns : 0;
 	r = log_drain(sc, 1);
 	ls_live_log_stop();
 	sc->log_on = 0;
 	if (!r)
 		r = sc->log_bad;	/* a record lost (a reset), no memory */
-	if (!r)
-		r = parse_maps(sc);
-	if (r)
+	if (r) {
+		how.fallback = r == -EOVERFLOW ? LSNAP_FALLBACK_LOG :
+			       LSNAP_FALLBACK_ERROR;
 		return r;
+	}
+	r = parse_maps(sc);
+	if (r) {
+		how.fallback = LSNAP_FALLBACK_ERROR;
+		return r;
+	}
 	note_own(sc);	/* the mappings made since */
-	r = rescan_written(sc);
-	if (r)
-		return r;
-	scan_unprotected(sc, th, nth, (uint64_t)&here);
-	scan_protected_stacks(sc, th, nth);
+	rescan_written(sc);
+	if (!overrun(sc))
+		scan_unprotected(sc, th, nth, (uint64_t)&here);
+	if (!overrun(sc))
+		scan_protected_stacks(sc, th, nth);
 	for (k = 0; k < nth; k++)
 		for (i = 0; i < th[k].nregs && i < LSNAP_CHECK_NREGS; i++)
 			if (th[k].regs[i] >= sc->lo && th[k].regs[i] < sc->hi)
 				mark_word(sc, th[k].regs[i], 1);
-	r = scan_new(sc);
-	if (r)
+	r = overrun(sc) ? 0 : scan_new(sc, 1);
+	if (r) {
+		how.fallback = LSNAP_FALLBACK_ERROR;
 		return r;
-	mark_all_stopped(sc);
+	}
+	if (!overrun(sc))
+		mark_all_stopped(sc);
+	/* Past the deadline even after the last step: over budget too. */
+	overrun(sc);
+	how.stop_work_ns = ls_now_ns(CLOCK_MONOTONIC) - t0;
+	if (sc->overrun) {
+		how.fallback = LSNAP_FALLBACK_OVERRUN;
+		return -ETIME;
+	}
 	sc->nth = nth;
-	sc->scan_ns += ls_now_ns(CLOCK_MONOTONIC) - t0;
+	sc->scan_ns += how.stop_work_ns;
 	return 0;
 }
 
@@ -2704,6 +2989,10 @@ int ls_reach_cm_finish(int fd, int with_blocks)
 	res.totals.mem_bytes = sc->peak;
 	res.totals.nthreads = sc->nth;
 	res.torn = sc->torn;
+	how.allocator = ls_heapmodel()->id;
+	how.alloc_root_bytes = sc->alloc_root;
+	how.alloc_unscanned_bytes = sc->alloc_unscanned;
+	res.how = how;
 	if (!r) {
 		res.totals.flags = LSNAP_REACH_CONCURRENT |
 				   (res.torn ? LSNAP_REACH_TORN : 0) |
@@ -2776,6 +3065,10 @@ static int run_scan(struct scan *sc, const struct lsnap_check_thread *th,
 	res->totals.heap_bytes = sc->heap_bytes;
 	res->totals.mem_bytes = sc->peak;
 	res->totals.nthreads = nth;
+	how.allocator = ls_heapmodel()->id;
+	how.alloc_root_bytes = sc->alloc_root;
+	how.alloc_unscanned_bytes = sc->alloc_unscanned;
+	res->how = how;
 	return r;
 }
 
@@ -2936,8 +3229,17 @@ static void learn_threads(void)
 	prep.tid_off = tid == ls_gettid() ? 0x2d0 : 0;
 }
 
+void ls_reach_set_method(int fork_method, uint64_t budget_ns)
+{
+	how.asked = !!fork_method;
+	how.budget_ns = fork_method ? 0 : budget_ns;
+}
+
 int ls_reach_prepare(void)
 {
+	/* The fork method unless the caller says otherwise (at exit). */
+	memset(&how, 0, sizeof(how));
+	how.asked = 1;
 	if (ls_agent.sample_rate)
 		return -ENOTSUP;
 	ls_modules_refresh();

@@ -35,6 +35,14 @@
 int ls_reach_prepare(void);
 
 /*
+ * After ls_reach_prepare(), for a `check` request: the method asked for
+ * (1 fork) and the concurrent method's pause budget (0: none).  The
+ * snapshot's LSNAP_REACH_HOW record says both, and why another method
+ * ran, if one did (docs/REACHABILITY.md, "A bounded pause").
+ */
+void ls_reach_set_method(int fork_method, uint64_t budget_ns);
+
+/*
  * Clone the image and start the scan in it.  th[0..n) are the stopped
  * threads with their registers (none at exit); flags are enum
  * lsnap_reach_flags to report.  gate, if not NULL, is a pipe: the child

@@ -515,6 +515,8 @@ static void put_reach(struct writer *w, const struct ls_reach_result *res)
 		}
 	record(w, LSNAP_REACH_HEUR, sizeof(res->heur));
 	put(w, &res->heur, sizeof(res->heur));
+	record(w, LSNAP_REACH_HOW, sizeof(res->how));
+	put(w, &res->how, sizeof(res->how));
 	record(w, LSNAP_REACH, sizeof(res->totals));
 	put(w, &res->totals, sizeof(res->totals));
 }

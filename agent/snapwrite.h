@@ -36,6 +36,7 @@ struct ls_reach_result {
 	struct lsnap_reach_held *held;	/* an open hash, held_mask + 1
 					   slots, blocks 0 = empty */
 	size_t held_mask;
+	struct lsnap_reach_how how;	/* the method, the heap model */
 	int torn;		/* tables caught mid-update */
 	int live;		/* written from the live process (a concurrent
 				   check), not from a frozen image */

@@ -4,6 +4,7 @@
  * sorts them (docs/REACHABILITY.md).
  */
 #include <errno.h>
+#include "../common/contract.h"
 #include "../lib/client.h"
 #include "cmds.h"
 
@@ -31,6 +32,15 @@ static const struct ls_option own[] = {
 	  .help = "how: mark while the process runs, then stop it only to\n"
 	  "rescan what it wrote (the default), or stop it to clone a\n"
 	  "copy-on-write image and scan that" },
+	{ .kind = LS_OPT_MS,
+	  .long_name = "pause-budget",
+	  .offset = A(budget_ns),
+	  .argh = "MS",
+	  .help = "the longest the concurrent method may hold the threads\n"
+	  "(default 10): when its last rescan would take longer, the\n"
+	  "fork method runs instead and the report says why; 0: no bound",
+	  .max = LS_CHECK_BUDGET_MAX_US * 1000,
+	  .want = "milliseconds, at most 60000" },
 	{ .kind = LS_OPT_END },
 };
 
@@ -59,6 +69,7 @@ void ls_check_defaults(void *args)
 	struct ls_check_args *a = args;
 
 	a->r.default_supp = 1;
+	a->budget_ns = LS_CHECK_BUDGET_US * 1000;
 }
 
 static int write_check(struct ls_check_args *a, const struct ls_snapshot *snap,
@@ -96,7 +107,7 @@ int ls_cmd_check(struct ls_invocation *inv)
 	}
 	if (ls_client_check(inv->pid, a->r.ropts.need_blocks ||
 			    a->r.ropts.only, (enum ls_check_method)a->method,
-			    &snap, err, sizeof(err))) {
+			    a->budget_ns / 1000, &snap, err, sizeof(err))) {
 		ls_error("%s", err);
 		goto out;
 	}

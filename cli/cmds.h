@@ -28,6 +28,7 @@ struct ls_check_args {
 	int fail_on_leak;
 	const char *fail_on;	/* --fail-on KINDS */
 	int method;		/* --method: enum ls_check_method */
+	uint64_t budget_ns;	/* --pause-budget */
 };
 
 struct ls_olds_args {

@@ -152,6 +152,11 @@ static inline int ls_preload_splice(char *buf, size_t cap, const char *agent,
 #define LS_VERB_CHECK_BLOCKS "check blocks"
 #define LS_VERB_CHECK_FORK "check fork"	/* the same by the fork method */
 #define LS_VERB_CHECK_FORK_BLOCKS "check fork blocks"
+/* "check[ blocks] budget=US": the concurrent method's pause budget, in
+ * microseconds (0: none); without it, LS_CHECK_BUDGET_US. */
+#define LS_CHECK_BUDGET_ARG " budget="
+#define LS_CHECK_BUDGET_US 10000ull
+#define LS_CHECK_BUDGET_MAX_US 60000000ull
 #define LS_REPLY_READY "READY"	/* check: "READY <control thread tid>" */
 #define LS_REPLY_CLONED "CLONED"	/* check: "CLONED <child pid>" */
 #define LS_REPLY_MARKED "MARKED"	/* concurrent check: marked, let go */

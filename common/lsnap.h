@@ -59,6 +59,8 @@ enum lsnap_tag {
 					   block, in BLOCKS order */
 	LSNAP_REACH_HEUR = 15,	/* struct lsnap_reach_heur, at most once,
 				   with LSNAP_REACH */
+	LSNAP_REACH_HOW = 17,	/* struct lsnap_reach_how, at most once,
+				   with LSNAP_REACH */
 	LSNAP_ATTACH = 16,	/* struct lsnap_attach, at most once: the
 				   agent was attached to a running process */
 	LSNAP_PEAK = 20,	/* struct lsnap_peak, at most once */
@@ -385,6 +387,52 @@ enum lsnap_reach_heur_kind {
 struct lsnap_reach_heur {
 	uint64_t bytes[LSNAP_HEUR_KINDS];
 	uint64_t blocks[LSNAP_HEUR_KINDS];
+} __attribute__((packed));
+
+/*
+ * How a check ran (docs/REACHABILITY.md, "A bounded pause" and "Heap
+ * models"): the method asked for, and why another ran instead; the
+ * concurrent method's pause budget and the stop's work; which allocator
+ * the scan modelled and how much of its memory it scanned as roots or
+ * left unscanned.
+ */
+enum lsnap_reach_fallback {
+	LSNAP_FALLBACK_NONE = 0,	/* the method asked for ran */
+	LSNAP_FALLBACK_KERNEL = 1,	/* no asynchronous write-protection
+					   (userfaultfd WP_ASYNC, 6.7+) */
+	LSNAP_FALLBACK_LOG = 2,		/* a change-log record was lost */
+	LSNAP_FALLBACK_BUDGET = 3,	/* the stop's work, predicted at the
+					   stop, exceeded the pause budget */
+	LSNAP_FALLBACK_OVERRUN = 4,	/* the stop's work ran past the
+					   budget and was abandoned */
+	LSNAP_FALLBACK_ERROR = 5,	/* the mark failed (out of memory,
+					   the maps unreadable) */
+	LSNAP_FALLBACKS = 6,
+};
+
+enum lsnap_heap_alloc {
+	LSNAP_ALLOC_GLIBC = 0,		/* glibc's malloc: heaps walked */
+	LSNAP_ALLOC_JEMALLOC = 1,	/* jemalloc */
+	LSNAP_ALLOC_OTHER = 2,		/* another allocator behind malloc */
+	LSNAP_ALLOCS = 3,
+};
+
+struct lsnap_reach_how {
+	uint32_t asked;		/* 0 the concurrent method, 1 fork */
+	uint32_t fallback;	/* enum lsnap_reach_fallback */
+	uint64_t budget_ns;	/* the concurrent method's pause budget */
+	uint64_t predicted_ns;	/* the stop's work predicted at the stop
+				   (0: not predicted) */
+	uint64_t stop_work_ns;	/* the agent's work in the stop, measured
+				   (0 for the fork method) */
+	uint32_t passes;	/* precleaning passes while the program ran */
+	uint32_t allocator;	/* enum lsnap_heap_alloc */
+	uint64_t dirty_pages;	/* written pages found at the stop */
+	uint64_t alloc_root_bytes;	/* the allocator's memory outside
+					   tracked blocks, scanned as roots */
+	uint64_t alloc_unscanned_bytes;	/* the allocator's memory not
+					   scanned: free chunks, headers,
+					   its own state */
 } __attribute__((packed));
 
 /*

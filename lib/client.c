@@ -368,7 +368,8 @@ static int no_snapshot(int fd, pid_t pid, char *err, size_t errlen)
 }
 
 int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
-		    struct ls_snapshot *snap, char *err, size_t errlen)
+		    uint64_t budget_us, struct ls_snapshot *snap, char *err,
+		    size_t errlen)
 {
 	static const char *const verbs[2][2] = {
 		{ LS_VERB_CHECK, LS_VERB_CHECK_BLOCKS },
@@ -385,8 +386,13 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 	fd = connect_agent(pid, err, errlen);
 	if (fd < 0)
 		return fd;
-	snprintf(line, sizeof(line), "%s\n",
-		 verbs[method == LS_CHECK_FORK][!!blocks]);
+	/* The default budget goes unsaid: an agent of before it knew it. */
+	if (method == LS_CHECK_FORK || budget_us == LS_CHECK_BUDGET_US)
+		snprintf(line, sizeof(line), "%s\n",
+			 verbs[method == LS_CHECK_FORK][!!blocks]);
+	else
+		snprintf(line, sizeof(line), "%s%s%llu\n", verbs[0][!!blocks],
+			 LS_CHECK_BUDGET_ARG, (unsigned long long)budget_us);
 	/* READY comes after the concurrent mark: seconds for a large heap,
 	 * within the reply deadline. */
 	if (send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 ||

@@ -61,7 +61,10 @@ int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err,
  * stop to the calling thread).
  */
 enum ls_check_method { LS_CHECK_CONCURRENT = 0, LS_CHECK_FORK = 1 };
+/* budget_us: the concurrent method's pause budget (docs/REACHABILITY.md,
+ * "A bounded pause"), LS_CHECK_BUDGET_US by default, 0 for none. */
 int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
-		    struct ls_snapshot *snap, char *err, size_t errlen);
+		    uint64_t budget_us, struct ls_snapshot *snap, char *err,
+		    size_t errlen);
 
 #endif

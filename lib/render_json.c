@@ -270,6 +270,38 @@ static void put_heuristics(struct ls_json *j, const struct ls_snapshot *s)
 	ls_json_end(j);
 }
 
+/* Which method ran and why, the pause budget, the heap model. */
+static void put_how(struct ls_json *j, const struct ls_snapshot *s)
+{
+	const struct lsnap_reach_how *h = &s->reach_how;
+	const char *word;
+
+	if (!s->has_reach_how)
+		return;
+	ls_json_str(j, "method_asked", h->asked ? "fork" : "concurrent");
+	if (ls_reach_fallback_text(h->fallback, &word)) {
+		ls_json_str(j, "fallback", word);
+		ls_json_str(j, "fallback_reason",
+			    ls_reach_fallback_text(h->fallback, NULL));
+	} else {
+		ls_json_null(j, "fallback");
+		ls_json_null(j, "fallback_reason");
+	}
+	if (h->budget_ns)
+		ls_json_f64(j, "pause_budget_ms", (double)h->budget_ns / 1e6, 3);
+	else
+		ls_json_null(j, "pause_budget_ms");
+	ls_json_f64(j, "stop_predicted_ms", (double)h->predicted_ns / 1e6, 3);
+	ls_json_f64(j, "stop_work_ms", (double)h->stop_work_ns / 1e6, 3);
+	ls_json_u64(j, "preclean_passes", h->passes);
+	ls_json_u64(j, "dirty_pages", h->dirty_pages);
+	ls_json_object(j, "heap_model");
+	ls_json_str(j, "allocator", ls_heap_alloc_name(h->allocator));
+	ls_json_u64(j, "untracked_scanned_bytes", h->alloc_root_bytes);
+	ls_json_u64(j, "unscanned_bytes", h->alloc_unscanned_bytes);
+	ls_json_end(j);
+}
+
 /* The check itself: when, how long the threads were held, its cost. */
 static void put_check(struct ls_json *j, const struct ls_render_ctx *c)
 {
@@ -296,6 +328,7 @@ static void put_check(struct ls_json *j, const struct ls_render_ctx *c)
 	} else {
 		ls_json_null(j, "pause_ms");
 	}
+	put_how(j, s);
 	ls_json_f64(j, "scan_ms", (double)r->scan_ns / 1e6, 3);
 	ls_json_u64(j, "root_bytes", r->root_bytes);
 	ls_json_u64(j, "heap_bytes_scanned", r->heap_bytes);

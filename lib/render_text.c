@@ -424,6 +424,33 @@ static struct loss_record *loss_records(const struct ls_report *rep, size_t *n)
 	return v;
 }
 
+/* The method asked for, why another ran, the heap model's figures. */
+static void put_how(const struct ls_render_ctx *c, const struct ls_snapshot *s)
+{
+	const struct lsnap_reach_how *h = &s->reach_how;
+	const char *why;
+
+	if (!s->has_reach_how)
+		return;
+	why = ls_reach_fallback_text(h->fallback, NULL);
+	if (why && !h->asked)
+		fprintf(c->out, "Method: fork, not the concurrent mark asked "
+			"for: %s (predicted %.3f ms, budget %.3f ms)\n", why,
+			(double)h->predicted_ns / 1e6,
+			(double)h->budget_ns / 1e6);
+	else if (!h->asked && !(s->reach.flags & LSNAP_REACH_AT_EXIT))
+		fprintf(c->out, "Method: concurrent mark, %u precleaning "
+			"passes, %" PRIu64 " pages written at the stop, the "
+			"agent's part of the stop %.3f ms (budget %.3f ms)\n",
+			h->passes, h->dirty_pages, (double)h->stop_work_ns / 1e6,
+			(double)h->budget_ns / 1e6);
+	fprintf(c->out, "Heap model: %s; its memory outside tracked blocks: "
+		"%" PRIu64 " bytes scanned as roots, %" PRIu64 " bytes not "
+		"scanned (free, headers, its own state)\n",
+		ls_heap_alloc_name(h->allocator), h->alloc_root_bytes,
+		h->alloc_unscanned_bytes);
+}
+
 static void put_check(const struct ls_render_ctx *c)
 {
 	const struct ls_snapshot *s = c->rep->snap;
@@ -440,6 +467,7 @@ static void put_check(const struct ls_render_ctx *c)
 	fprintf(c->out, "; scanned %" PRIu64 " bytes of roots and %" PRIu64
 		" of blocks in %.3f ms\n", r->root_bytes, r->heap_bytes,
 		(double)r->scan_ns / 1e6);
+	put_how(c, s);
 	if (r->flags & LSNAP_REACH_NO_REGS)
 		fputs("Note: other threads were still running: their stacks "
 		      "were scanned whole, without their registers\n", c->out);

@@ -97,6 +97,40 @@ const char *ls_reach_heur_name(unsigned heur)
 	return heur < LSNAP_HEUR_KINDS ? names[heur] : "none";
 }
 
+const char *ls_reach_fallback_text(unsigned why, const char **word)
+{
+	static const char *const words[LSNAP_FALLBACKS] = {
+		NULL, "kernel", "log", "budget", "overrun", "error",
+	};
+	static const char *const texts[LSNAP_FALLBACKS] = {
+		NULL,
+		"the kernel lacks asynchronous write-protection "
+		"(userfaultfd WP_ASYNC, Linux 6.7+)",
+		"the program outran the change log (a record was lost)",
+		"the concurrent method's last rescan would have held the "
+		"threads longer than the pause budget",
+		"the concurrent method's last rescan ran past the pause budget "
+		"and was abandoned",
+		"the concurrent mark failed (out of memory, or the maps "
+		"unreadable)",
+	};
+
+	if (why >= LSNAP_FALLBACKS)
+		why = LSNAP_FALLBACK_ERROR;
+	if (word)
+		*word = words[why];
+	return texts[why];
+}
+
+const char *ls_heap_alloc_name(unsigned id)
+{
+	static const char *const names[LSNAP_ALLOCS] = {
+		"glibc", "jemalloc", "other",
+	};
+
+	return id < LSNAP_ALLOCS ? names[id] : "other";
+}
+
 int ls_reach_parse_kinds(const char *s, unsigned *bits, char *err,
 			 size_t errlen)
 {

@@ -153,6 +153,11 @@ const char *ls_reach_kind_word(unsigned kind);
 /* valgrind's names of its leak heuristics ("stdstring"...), by enum
  * lsnap_reach_heur_kind. */
 const char *ls_reach_heur_name(unsigned heur);
+/* Why the check ran by another method than asked ("pause budget"...),
+ * by enum lsnap_reach_fallback; NULL for none.  *word: the JSON token. */
+const char *ls_reach_fallback_text(unsigned why, const char **word);
+/* The heap model's allocator ("glibc"...), by enum lsnap_heap_alloc. */
+const char *ls_heap_alloc_name(unsigned id);
 
 /*
  * The allocated-bytes threshold test used by --fail-on-leak: nonzero when

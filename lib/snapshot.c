@@ -54,7 +54,7 @@ struct parse {
 	size_t payload_cap;
 	int seen_header, seen_command, seen_totals, seen_peak, seen_mallinfo;
 	int seen_attach, seen_reach, seen_dropped, seen_agent_memory;
-	int seen_reach_heur;
+	int seen_reach_heur, seen_reach_how;
 	int seen_history, seen_unwind, seen_notes;
 	struct lsnap_reach_site *rsites;	/* attached after END */
 	size_t nrsites, cap_rsites;
@@ -170,6 +170,7 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_REACH_SITE: return "site reachability";
 	case LSNAP_REACH_HEUR: return "heuristics";
 	case LSNAP_REACH_HELD: return "held reachability";
+	case LSNAP_REACH_HOW: return "check method";
 	case LSNAP_REACH_BLOCKS: return "block reachability";
 	case LSNAP_NOTES: return "notes";
 	case LSNAP_PEAK: return "peak";
@@ -602,6 +603,10 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 		return parse_fixed(p, tag, len, &p->seen_reach_heur,
 				   &s->has_reach_heur, &s->reach_heur,
 				   sizeof(s->reach_heur));
+	case LSNAP_REACH_HOW:
+		return parse_fixed(p, tag, len, &p->seen_reach_how,
+				   &s->has_reach_how, &s->reach_how,
+				   sizeof(s->reach_how));
 	case LSNAP_REACH_SITE:
 		return parse_reach_site(p, len);
 	case LSNAP_REACH_BLOCKS:

@@ -100,6 +100,8 @@ struct ls_snapshot {
 	struct lsnap_reach_held *reach_held;	/* what each site's lost
 						   blocks hold, by site */
 	size_t nreach_held;
+	int has_reach_how;	/* ... that says how it ran */
+	struct lsnap_reach_how reach_how;
 	uint64_t reach_pause_ns;	/* set by the caller that stopped the
 					   threads; 0 = not measured */
 	uint64_t reach_stop_ns;		/* of which stopping every thread */

@@ -203,6 +203,20 @@ def free_port():
     return port
 
 
+def reap(p, timeout=60, end=None):
+    """End a test's target: close its stdin (or call end(p)), wait for it
+    up to timeout seconds, kill it past that."""
+    if end:
+        end(p)
+    else:
+        p.stdin.close()
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
 def agent_env(runtime, extra=None):
     """This environment for a test's own agents: LEAKSCOPE_RUNTIME_DIR set
     to the test's private runtime dir, no inherited LD_PRELOAD, plus

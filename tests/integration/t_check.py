@@ -154,8 +154,15 @@ def t_live_stats():
     ok(c["pause_ms"] is not None and c["pause_ms"] > 0, "pause measured",
        str(c))
     eq(j["reason"], "live", "snapshot reason")
-    eq(c["method"], "concurrent" if concurrent_ok() else "fork",
-       "the default method")
+    if concurrent_ok() and c["method"] == "fork":
+        # the default's pause budget may send it to the fork image, by
+        # name (a loaded machine can hold the control thread that long)
+        eq(c["method_asked"], "concurrent", "the method asked for")
+        ok(c["fallback"] in ("budget", "overrun"),
+           "a fallback from the default method is named", str(c))
+    else:
+        eq(c["method"], "concurrent" if concurrent_ok() else "fork",
+           "the default method")
 
 
 @once
@@ -191,7 +198,8 @@ def t_methods_agree():
     t = Target()
     try:
         fork = check_json(t, "--method", "fork")
-        conc = check_json(t, "--method", "concurrent")
+        # no pause budget: the concurrent mark itself is compared
+        conc = check_json(t, "--method", "concurrent", "--pause-budget", "0")
     finally:
         t.close()
     eq(fork["check"]["method"], "fork", "--method fork")
@@ -234,7 +242,7 @@ def t_concurrent_moves():
              "site_born_lost": {"reachable": 1}}
     t = Target(name="reach-move")
     try:
-        first = check_json(t, "--top", "100")
+        first = check_json(t, "--top", "100", "--pause-budget", "0")
         second = check_json(t, "--top", "100")
         fork = check_json(t, "--top", "100", "--method", "fork")
         alive = t.alive()
@@ -282,7 +290,8 @@ def t_concurrent_crowd():
     need_concurrent()
     t = Target(["crowd", str(CROWD)])
     try:
-        runs = [check_json(t, "--top", "100") for _ in range(2)]
+        runs = [check_json(t, "--top", "100", "--pause-budget", "0")
+                for _ in range(2)]
         alive = t.alive()
     finally:
         t.close()

@@ -17,7 +17,7 @@ import tempfile
 import atexit
 
 from harness import (cli, agent_env, ptrace_allowed, check, once, workload,
-                     eq, ok, fail, need, leakscope, root_report,
+                     eq, ok, fail, need, leakscope, root_report, reap,
                      reach_records, valgrind_run, expect_same_records)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-arena-")
@@ -72,18 +72,15 @@ def attached():
         command(p, b"a")
         command(p, b"c")
         for m in ("concurrent", "fork"):
-            r = ls("check", "--format", "json", "--method", m, p.pid)
+            # no pause budget: the method asked for is the one compared
+            r = ls("check", "--format", "json", "--method", m,
+                   "--pause-budget", "0", p.pid)
             if r.returncode != 0:
                 fail("check --method %s" % m, 0, r.describe())
             out[m] = json.loads(r.stdout)
         out["alive"] = p.poll() is None
     finally:
-        p.stdin.close()
-        try:
-            p.wait(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        reap(p, TIMEOUT)
     return out
 
 
