@@ -757,8 +757,8 @@ void ls_agent_open_exit_report(void)
 	if (exit_fd >= 0 || !ls_agent.out_dir[0])
 		return;
 	exit_snapshot_path(path, sizeof(path));
-	exit_fd = ls_sys_fd_high(open(path, O_WRONLY | O_CREAT | O_TRUNC |
-				      O_CLOEXEC, 0600));
+	exit_fd = ls_sys_fd_high(open(path, O_WRONLY | O_CREAT | O_EXCL |
+				      O_NOFOLLOW | O_CLOEXEC, 0600));
 }
 
 static void write_exit_snapshot(void)
@@ -775,7 +775,9 @@ static void write_exit_snapshot(void)
 	}
 	exit_snapshot_path(path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s" LS_SUFFIX_TMP, path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	unlink(tmp);	/* a leftover of a pid's earlier life */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
 	if (fd < 0)
 		return;
 	if (write_checked(fd)) {

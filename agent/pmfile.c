@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "state.h"
 #include "modules.h"
@@ -41,7 +42,9 @@ static struct region {
 
 static struct lspm_header *hdr;
 static pid_t owner;
-static char path[4200];
+static int pm_fd = -1;		/* the file, kept to allocate its regions */
+static int pm_dir = -1;		/* its directory, for unlinkat and renameat */
+static char pm_name[32];	/* PID.pm; empty once removed */
 static uint32_t period = 1000;
 static uint32_t modules_gen_seen;
 
@@ -146,18 +149,43 @@ static uint64_t lay_out(uint32_t hist_len)
 	return off;
 }
 
+/* The file, created new in dir (a stale one of a dead process of this
+ * pid goes first); its fd or -errno, pm_dir and pm_name set. */
+static int create_file(const char *dir)
+{
+	int fd, tries;
+
+	snprintf(pm_name, sizeof(pm_name), "%d" LS_SUFFIX_PM, (int)getpid());
+	pm_dir = ls_sys_fd_high(open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+				     O_CLOEXEC));
+	if (pm_dir < 0)
+		return -errno;
+	for (tries = 0; tries < 2; tries++) {
+		fd = openat(pm_dir, pm_name, O_RDWR | O_CREAT | O_EXCL |
+			    O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+		unlinkat(pm_dir, pm_name, 0);
+	}
+	if (fd < 0) {
+		fd = -errno;
+		close(pm_dir);
+		pm_dir = -1;
+		pm_name[0] = 0;
+		return fd;
+	}
+	return ls_sys_fd_high(fd);
+}
+
 int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 {
 	uint64_t size = lay_out(hist_len);
 	int fd, n;
 
 	period = period_ms;
-	n = snprintf(path, sizeof(path), "%s/%d.pm", dir, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = create_file(dir);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (ftruncate(fd, (off_t)size)) {
 		n = -errno;
 		goto fail;
@@ -165,7 +193,7 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 	n = map_regions(fd);
 	if (n)
 		goto fail;
-	close(fd);
+	pm_fd = fd;
 	memcpy(hdr->magic, LSPM_MAGIC, sizeof(LSPM_MAGIC));
 	hdr->version = LSPM_VERSION;
 	hdr->header_size = LSPM_HEADER_SIZE;
@@ -197,7 +225,10 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 fail:
 	unmap_regions();
 	close(fd);
-	unlink(path);
+	unlinkat(pm_dir, pm_name, 0);
+	close(pm_dir);
+	pm_dir = -1;
+	pm_name[0] = 0;
 	return n;
 }
 
@@ -484,13 +515,19 @@ void ls_pm_close(int keep)
 	if (!hdr || owner != getpid())
 		return;
 	hdr->exited = 1;
-	if (!keep && path[0])
-		unlink(path);
+	if (!keep && pm_name[0])
+		unlinkat(pm_dir, pm_name, 0);
 }
 
 void ls_pm_forget_child(void)
 {
 	unmap_regions();
+	if (pm_fd >= 0)		/* the parent's */
+		close(pm_fd);
+	if (pm_dir >= 0)
+		close(pm_dir);
+	pm_fd = pm_dir = -1;
+	pm_name[0] = 0;
 	owner = 0;
 	scratch.cap = 0;	/* the child's copy stays mapped: never reused */
 }
@@ -544,31 +581,52 @@ uint32_t ls_pm_period_ms(void)
 	return period;
 }
 
-int ls_pm_move(const char *dir, uid_t uid, gid_t gid)
+/* renameat2(RENAME_NOREPLACE), plain renameat where the file system
+ * cannot say (EINVAL); 0 or -errno. */
+static int rename_new(int from, const char *name, int to)
 {
-	char to[sizeof(path)];
-	int n;
+	if (!renameat2(from, name, to, name, RENAME_NOREPLACE))
+		return 0;
+	if (errno == EINVAL && !renameat(from, name, to, name))
+		return 0;
+	return -errno;
+}
 
-	if (!hdr || owner != getpid())
+int ls_pm_move(int dfd, uid_t uid, gid_t gid)
+{
+	struct stat st;
+	int n, nd;
+
+	if (!hdr || owner != getpid() || !pm_name[0] || fstat(pm_fd, &st))
 		return -ENOENT;
-	n = snprintf(to, sizeof(to), "%s/%d.pm", dir, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof(to))
-		return -ENAMETOOLONG;
-	/* The mapping stays: only the name and the owner change.  Across
-	 * file systems the file cannot follow, and the new user could not
-	 * remove it at exit: it goes now (no post-mortem file after the
-	 * switch; the mapping keeps serving the samples). */
-	if (rename(path, to)) {
+	nd = ls_sys_fd_high(fcntl(dfd, F_DUPFD_CLOEXEC, 0));
+	if (nd < 0)
+		return -errno;
+	/* The mapping stays: only the name and the owner change, the owner
+	 * through the fd, the name through both directories' fds (a name
+	 * the new user planted there goes, never followed).  Across file
+	 * systems the file cannot follow, and the new user could not remove
+	 * it at exit: it goes now (no post-mortem file after the switch;
+	 * the mapping keeps serving the samples). */
+	if (fchown(pm_fd, uid, gid)) {
 		n = -errno;
-		if (n == -EXDEV && !unlink(path))
-			path[0] = 0;
-		return n;
+		goto out;
 	}
-	if (chown(to, uid, gid)) {
-		n = -errno;
-		rename(to, path);
-		return n;
+	n = rename_new(pm_dir, pm_name, nd);
+	if (n == -EEXIST) {
+		unlinkat(nd, pm_name, 0);
+		n = rename_new(pm_dir, pm_name, nd);
 	}
-	memcpy(path, to, sizeof(to));
+	if (n == -EXDEV && !unlinkat(pm_dir, pm_name, 0))
+		pm_name[0] = 0;
+	if (n) {
+		(void)!fchown(pm_fd, st.st_uid, st.st_gid);
+		goto out;
+	}
+	close(pm_dir);
+	pm_dir = nd;
 	return 0;
+out:
+	close(nd);
+	return n;
 }

@@ -1,0 +1,106 @@
+"""Attacks on the agent and on attach (docs/SECURITY.md, "The agent and
+attach"), each run by an unprivileged user created here
+(leakscope-attacker) against root: the attacker gains nothing and the
+target lives."""
+
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+
+from harness import (check, workload, eq, ok, run_process, need,
+                     BUILD, Skip)
+
+AGENT = os.path.join(BUILD, "libleakscope.so")
+ATTACKER = "leakscope-attacker"
+
+
+def attacker():
+    """The attacker's (uid, gid), the user created if absent."""
+    if os.geteuid() != 0:
+        raise Skip("needs root to create and act as another user")
+    try:
+        pw = pwd.getpwnam(ATTACKER)
+    except KeyError:
+        subprocess.run([need("useradd"), "-M", "-r", "-s", "/usr/sbin/nologin",
+                        ATTACKER], check=True, capture_output=True)
+        pw = pwd.getpwnam(ATTACKER)
+    return pw.pw_uid, pw.pw_gid
+
+
+def as_user(uid, gid):
+    def become():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    return become
+
+
+def own_runtime_dir(uid, gid):
+    """The attacker's default runtime dir (common/runtime.h), made by the
+    attacker as its own, emptied."""
+    d = "/dev/shm/leakscope-%d" % uid
+    if os.path.islink(d) or (os.path.exists(d) and not os.path.isdir(d)):
+        os.unlink(d)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.mkdir(d, 0o700)
+    os.chown(d, uid, gid)
+    return d
+
+
+def swap_race(uid, gid, where, target, seconds):
+    p = subprocess.Popen([workload("swap-race"), where, target, str(seconds)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE,
+                         preexec_fn=as_user(uid, gid))
+    eq(p.stdout.readline(), b"ready\n", "the attacker watches " + where)
+    return p
+
+
+def swap_count(p):
+    out, err = p.communicate(b"", timeout=30)
+    eq(p.returncode, 0, "the attacker's status (%s)" % err.decode())
+    return int(out.split()[-1])
+
+
+DROPS = int(os.environ.get("LEAKSCOPE_SEC_DROPS", "40"))
+
+
+@check("a root daemon dropping to the attacker: no symlink swap in its runtime dir gets a root file chowned or chmodded")
+def t_drop_priv_swap():
+    uid, gid = attacker()
+    rundir = own_runtime_dir(uid, gid)
+    work = tempfile.mkdtemp(prefix="leakscope-sec-")
+    try:
+        os.chmod(work, 0o755)
+        victim = os.path.join(work, "victim")
+        with open(victim, "w") as f:
+            f.write("root's\n")
+        os.chmod(victim, 0o644)
+        private = os.path.join(work, "root-runtime")
+        os.mkdir(private, 0o700)
+        env = dict(os.environ, LD_PRELOAD=AGENT, LEAKSCOPE_RUNTIME_DIR=private)
+        race = swap_race(uid, gid, rundir, victim, 600)
+        try:
+            moved = 0
+            for i in range(DROPS):
+                r = run_process([workload("drop-priv"), str(uid), str(gid)],
+                                env=env, timeout=30)
+                eq(r.returncode, 0, "drop-priv %d: %s" % (i, r.describe()))
+                st = os.lstat(victim)
+                eq((st.st_uid, st.st_gid, st.st_mode & 0o7777),
+                   (0, 0, 0o644), "root's file after drop %d" % i)
+                moved += any(n.startswith("%d." % r.pid) and n.endswith(".aside")
+                             for n in os.listdir(rundir))
+        finally:
+            swapped = swap_count(race)
+        ok(swapped > 0, "the attacker swapped a name in its dir",
+           "no .sock or .pm ever appeared in %s" % rundir)
+        ok(moved > 0, "the agent moved a file into the attacker's dir",
+           "in none of %d drops" % DROPS)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(rundir, ignore_errors=True)
