@@ -26,9 +26,11 @@
  * The file has its full size from the start (sparse: no page of it exists
  * until written), but only what is in use is mapped: the header, and each
  * region as a mapping of its own at its offset, grown with mremap as
- * sites, frames and history rows come.  A region that cannot grow (an
- * exhausted RLIMIT_AS) keeps what it has; what the file could not hold
- * is counted in its header's `dropped`.
+ * sites, frames and history rows come.  Every mapped byte has its block
+ * allocated in the file first (fallocate): a store into a hole of a full
+ * file system would kill the program with SIGBUS.  A region that cannot
+ * grow (an exhausted RLIMIT_AS, a full file system) keeps what it has;
+ * what the file could not hold is counted in its header's `dropped`.
  */
 enum { R_MODULES, R_SITES, R_FRAMES, R_ROWS, R_HIST, R_STATS, R_COUNT };
 
@@ -59,8 +61,30 @@ static uint64_t page_up(uint64_t n)
 	return (n + 4095) & ~4095ull;
 }
 
-/* The region's first `bytes` are mapped (grown if need be); 0 when they
- * cannot be: past its capacity or refused by the kernel. */
+/*
+ * The file's blocks of [off, off + len) allocated; 0, or -1 when the file
+ * system has no room (ENOSPC, EDQUOT).  Where it cannot allocate ahead
+ * (EOPNOTSUPP) a zero byte written into each page of the range, never
+ * written before, does the same.  errno is left as it was.
+ */
+static int reserve(uint64_t off, uint64_t len)
+{
+	int e = errno, r = 0;
+	uint64_t o;
+
+	if (fallocate(pm_fd, 0, (off_t)off, (off_t)len)) {
+		r = errno == EOPNOTSUPP ? 0 : -1;
+		for (o = off; !r && o < off + len; o += 4096)
+			if (pwrite(pm_fd, "", 1, (off_t)o) != 1)
+				r = -1;
+	}
+	errno = e;
+	return r;
+}
+
+/* The region's first `bytes` are mapped (grown if need be), their blocks
+ * allocated; 0 when they cannot be: past its capacity, no room in the
+ * file system, or refused by the kernel. */
 static int region_fit(int i, uint64_t bytes)
 {
 	struct region *r = &reg[i];
@@ -75,6 +99,11 @@ static int region_fit(int i, uint64_t bytes)
 	len = page_up(bytes > r->len + REGION_STEP ? bytes : r->len + REGION_STEP);
 	if (len > r->cap)
 		len = r->cap;
+	if (reserve(r->off + r->len, len - r->len)) {
+		len = page_up(bytes);	/* the step is more than needed */
+		if (reserve(r->off + r->len, len - r->len))
+			return 0;
+	}
 	e = errno;
 	p = syscall(SYS_mremap, r->base, r->len, len, MREMAP_MAYMOVE);
 	errno = e;
@@ -90,12 +119,19 @@ static inline void *at(int i)
 	return reg[i].base;
 }
 
-/* Map the header and the first bytes of every region; 0 or -ENOMEM. */
+/* Map the header and the first bytes of every region, their blocks
+ * allocated; 0, -ENOSPC or -ENOMEM. */
 static int map_regions(int fd)
 {
 	long p;
 	int i;
 
+	if (reserve(0, LSPM_HEADER_SIZE))
+		return -ENOSPC;
+	for (i = 0; i < R_COUNT; i++)
+		if (reserve(reg[i].off, reg[i].cap < REGION_FIRST ? reg[i].cap :
+			    REGION_FIRST))
+			return -ENOSPC;
 	p = syscall(SYS_mmap, NULL, LSPM_HEADER_SIZE, PROT_READ | PROT_WRITE,
 		    MAP_SHARED, fd, 0);
 	if (p == -1)
@@ -190,10 +226,10 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 		n = -errno;
 		goto fail;
 	}
+	pm_fd = fd;
 	n = map_regions(fd);
 	if (n)
 		goto fail;
-	pm_fd = fd;
 	memcpy(hdr->magic, LSPM_MAGIC, sizeof(LSPM_MAGIC));
 	hdr->version = LSPM_VERSION;
 	hdr->header_size = LSPM_HEADER_SIZE;
@@ -225,6 +261,7 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 fail:
 	unmap_regions();
 	close(fd);
+	pm_fd = -1;
 	unlinkat(pm_dir, pm_name, 0);
 	close(pm_dir);
 	pm_dir = -1;

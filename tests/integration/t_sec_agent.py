@@ -11,7 +11,7 @@ import tempfile
 import time
 
 from harness import (check, workload, eq, ok, run_process, need,
-                     BUILD, Skip)
+                     BUILD, LEAKSCOPE, Skip)
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
 ATTACKER = "leakscope-attacker"
@@ -104,3 +104,38 @@ def t_drop_priv_swap():
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(rundir, ignore_errors=True)
+
+
+@check("a full file system under the post-mortem file: the program exits 0 with its output unchanged, the file readable")
+def t_full_runtime_fs():
+    if os.geteuid() != 0:
+        raise Skip("needs root to mount a tmpfs")
+    prog = [workload("many-sites"), "400"]
+    native = run_process(prog, timeout=30)
+    eq((native.returncode, native.stderr), (0, b""), "native many-sites")
+    # A 1 MiB tmpfs in a mount namespace of its own: 256 sites with a
+    # 4096-sample history each need 8 MiB of history rows.
+    script = ('mount -t tmpfs -o size=1m,mode=0700 tmpfs "$1" || exit 99; '
+              'shift; LD_PRELOAD=%s "$@"; echo "status $?"; '
+              'echo "free $(stat -f -c %%a "$LEAKSCOPE_RUNTIME_DIR")"; '
+              'set -- "$LEAKSCOPE_RUNTIME_DIR"/*.pm; unset LD_PRELOAD; '
+              '%s report "$1" | grep -E "post-mortem|stacks|Dropped"' % (AGENT, LEAKSCOPE))
+    where = tempfile.mkdtemp(prefix="leakscope-fullfs-")
+    try:
+        env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=where,
+                   LEAKSCOPE_PERIOD_MS="10", LEAKSCOPE_HISTORY="4096",
+                   LEAKSCOPE_KEEP="1")
+        r = run_process([need("unshare"), "-m", "--propagation", "private",
+                         "sh", "-c", script, "sh", where] + prog,
+                        env=env, timeout=60)
+    finally:
+        os.rmdir(where)
+    if r.returncode == 99:
+        raise Skip("cannot mount a tmpfs here: " + r.stderr.decode())
+    lines = r.stdout.decode().splitlines()
+    eq(lines[0], native.stdout.decode().strip(), "the traced program's output")
+    eq(lines[1], "status 0", "the traced program's exit status")
+    ok(int(lines[2].split()[1]) < 16, "the file system filled up", lines[2])
+    report = "\n".join(lines[3:])
+    ok("post-mortem after exit" in report and "stacks with outstanding" in report,
+       "the post-mortem file is read", report)
