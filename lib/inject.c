@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -63,6 +64,9 @@ struct ctx {
 	char *err;
 	size_t errlen;
 };
+
+/* The signal that interrupted the attach (worker side), 0 if none. */
+static volatile sig_atomic_t interrupted;
 
 static uint64_t now_ns(void)
 {
@@ -442,7 +446,10 @@ static enum ev on_status(struct ctx *c, pid_t tid, int status,
 	return IEV_NONE;
 }
 
-static int wait_any(pid_t *tid, int *status, uint64_t deadline)
+/* A status of any traced thread before deadline; -EINTR as soon as the
+ * attach is interrupted when that may end the wait. */
+static int wait_any(pid_t *tid, int *status, uint64_t deadline,
+		    int interruptible)
 {
 	for (;;) {
 		pid_t r = waitpid(-1, status, __WALL | WNOHANG);
@@ -453,6 +460,8 @@ static int wait_any(pid_t *tid, int *status, uint64_t deadline)
 		}
 		if (r < 0 && errno != EINTR)
 			return -errno;
+		if (interruptible && interrupted)
+			return -EINTR;
 		if (now_ns() > deadline)
 			return -ETIMEDOUT;
 		nap();
@@ -508,7 +517,7 @@ static int stop_others(struct ctx *c, uint64_t deadline)
 			waiting += c->t[i].tid != c->safe && !c->t[i].stopped;
 		if (!waiting)
 			return 0;
-		if (wait_any(&tid, &st, deadline))
+		if (wait_any(&tid, &st, deadline, 0))
 			return FAIL(c, -ETIMEDOUT, "threads of pid %d did not stop", (int)c->pid);
 		e = on_status(c, tid, st, &r);
 		if (e == IEV_GONE)
@@ -581,10 +590,10 @@ static int wait_trap(struct ctx *c, uint64_t deadline, struct ls_inject_result *
 	for (;;) {
 		struct user_regs_struct r;
 		pid_t tid;
-		int st, w = wait_any(&tid, &st, deadline);
+		int st, w = wait_any(&tid, &st, deadline, 1);
 		enum ev e;
 
-		if (w == -ETIMEDOUT)
+		if (w == -ETIMEDOUT || w == -EINTR)
 			return w;
 		if (w)
 			return FAIL(c, -ESRCH, "pid %d exited during the attach", (int)c->pid);
@@ -1005,6 +1014,29 @@ static void rearm(struct ctx *c)
 	}
 }
 
+/* Interrupted while the breakpoints are in: every thread stopped (a
+ * thread at a breakpoint rewound), the original bytes back, all let go.
+ * A thread that would not stop in time is left to the kernel, which lets
+ * it go when this process ends: the bytes are restored all the same. */
+static void abandon(struct ctx *c)
+{
+	uint64_t t0 = now_ns();
+
+	c->safe = 0;
+	stop_others(c, t0 + 2000000000ull);
+	bp_set(c, 0);
+	drain_traps(c);
+	release_others(c);
+}
+
+static int interrupted_fail(struct ctx *c)
+{
+	return FAIL(c, -EINTR, "interrupted by %s: pid %d was left as it was "
+		    "(every breakpoint removed, nothing loaded)",
+		    sigabbrev_np(interrupted) ? sigabbrev_np(interrupted) : "a signal",
+		    (int)c->pid);
+}
+
 /*
  * Stop 2: a safe thread held, the breakpoints gone, the others running.
  * A breakpoint is waited for; every BLOCKED_GRACE_MS all threads are
@@ -1020,6 +1052,10 @@ static int find_safe_point(struct ctx *c, int timeout_ms, struct ls_inject_resul
 		uint64_t next = now_ns() + BLOCKED_GRACE_MS * 1000000ull;
 
 		r = wait_trap(c, next < end ? next : end, res);
+		if (r == -EINTR) {
+			abandon(c);
+			return interrupted_fail(c);
+		}
 		if (r != -ETIMEDOUT)
 			break;
 		r = try_blocked(c, res, &t0);
@@ -1093,8 +1129,8 @@ static int open_target(struct ctx *c, pid_t pid)
 	return 0;
 }
 
-int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
-		     struct ls_inject_result *res, char *err, size_t errlen)
+static int attach_here(pid_t pid, const struct ls_inject_opts *opts,
+		       struct ls_inject_result *res, char *err, size_t errlen)
 {
 	struct ctx c = { .err = err, .errlen = errlen, .mem = -1 };
 	char in_target[4096], copy[4200] = "";
@@ -1123,15 +1159,26 @@ int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
 	    (r = agent_path(&c, opts->agent, in_target, sizeof(in_target),
 			    copy, sizeof(copy))))
 		goto out;
+	if (interrupted) {
+		r = interrupted_fail(&c);
+		goto out;
+	}
 	if ((r = stop_and_arm(&c, res)) || (r = find_safe_point(&c, timeout, res)))
 		goto out;
-	r = load_agent(&c, in_target, res);
+	/* From here on the calls are bounded (CALL_TIMEOUT_MS each): an
+	 * interruption is seen between them. */
+	r = interrupted ? interrupted_fail(&c) : load_agent(&c, in_target, res);
 	if (!r)
 		r = start_agent(&c, opts->settings, &ar, res);
 	if (!r) {
 		r = do_switch(&c, &ar, res);
 		started = 1;
 	}
+	if (!r && interrupted)
+		r = FAIL(&c, -EINTR, "interrupted by %s: the agent started in pid "
+			 "%d was asked to detach again",
+			 sigabbrev_np(interrupted) ? sigabbrev_np(interrupted) :
+			 "a signal", (int)pid);
 	/* The safe thread runs on from where it was, whatever happened. */
 	regs_set(c.safe, &c.saved);
 	let_go_safe(&c);
@@ -1146,5 +1193,157 @@ out:
 	if (c.mem >= 0)
 		close(c.mem);
 	free(c.t);
+	return r;
+}
+
+/* --- the worker ------------------------------------------------------------------ */
+
+/*
+ * The attach runs in a worker process of its own session, which alone
+ * traces the target, so that no signal to `leakscope attach` (its pid or
+ * its process group: Ctrl-C, SIGTERM, SIGHUP, `timeout`, SIGKILL) can end
+ * it while a breakpoint is in the target.  The caller forwards the
+ * catchable ones; the worker is told of the caller's death by
+ * PR_SET_PDEATHSIG (SIGTERM).  Either way the worker's handler only
+ * notes the signal, and the attach stops at its next check with every
+ * byte it wrote restored.
+ */
+static pid_t worker;
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+#define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
+
+static void note_signal(int sig)
+{
+	if (!interrupted)
+		interrupted = sig;
+}
+
+static void forward_signal(int sig)
+{
+	int e = errno;
+
+	note_signal(sig);
+	if (worker > 0)
+		kill(worker, sig);
+	errno = e;
+}
+
+static void on_stop_signals(void (*fn)(int), struct sigaction *old)
+{
+	struct sigaction sa = { .sa_handler = fn };
+	size_t i;
+
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < NSTOP; i++)
+		sigaction(stop_signals[i], &sa, old ? &old[i] : NULL);
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static size_t read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, p + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
+static __attribute__((noreturn)) void
+work(pid_t parent, int out, pid_t pid, const struct ls_inject_opts *opts,
+     struct ls_inject_result *res, char *err, size_t errlen)
+{
+	int r;
+
+	setsid();	/* out of the caller's process group */
+	on_stop_signals(note_signal, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)	/* it died before the prctl */
+		note_signal(SIGTERM);
+	r = attach_here(pid, opts, res, err, errlen);
+	if (write_all(out, &r, sizeof(r)) || write_all(out, res, sizeof(*res)) ||
+	    write_all(out, err, errlen))
+		_exit(1);
+	_exit(0);
+}
+
+int ls_inject_interrupted(void)
+{
+	return interrupted;
+}
+
+int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
+		     struct ls_inject_result *res, char *err, size_t errlen)
+{
+	struct sigaction old[NSTOP];
+	sigset_t block, was;
+	int p[2], r = -EIO, st;
+	size_t i;
+
+	memset(res, 0, sizeof(*res));
+	if (pipe2(p, O_CLOEXEC)) {
+		snprintf(err, errlen, "cannot create a pipe: %s", strerror(errno));
+		return -EAGAIN;
+	}
+	/* Signals held until the worker's pid is known to the handler. */
+	sigemptyset(&block);
+	for (i = 0; i < NSTOP; i++)
+		sigaddset(&block, stop_signals[i]);
+	sigprocmask(SIG_BLOCK, &block, &was);
+	on_stop_signals(forward_signal, old);
+	worker = fork();
+	if (!worker) {
+		close(p[0]);
+		sigprocmask(SIG_SETMASK, &was, NULL);
+		work(getppid(), p[1], pid, opts, res, err, errlen);
+	}
+	close(p[1]);
+	sigprocmask(SIG_SETMASK, &was, NULL);
+	if (worker < 0) {
+		snprintf(err, errlen, "cannot start the attach: fork: %s",
+			 strerror(errno));
+		close(p[0]);
+		worker = 0;
+		for (i = 0; i < NSTOP; i++)
+			sigaction(stop_signals[i], &old[i], NULL);
+		return -EAGAIN;
+	}
+	if (read_all(p[0], &r, sizeof(r)) != sizeof(r) ||
+	    read_all(p[0], res, sizeof(*res)) != sizeof(*res) ||
+	    read_all(p[0], err, errlen) != errlen) {
+		r = -EIO;
+		snprintf(err, errlen, "the attach's worker process ended without "
+			 "an answer: pid %d may be left traced or with a "
+			 "breakpoint", (int)pid);
+	}
+	close(p[0]);
+	while (waitpid(worker, &st, 0) < 0 && errno == EINTR)
+		;
+	worker = 0;
+	for (i = 0; i < NSTOP; i++)
+		sigaction(stop_signals[i], &old[i], NULL);
 	return r;
 }

@@ -6,12 +6,13 @@ target lives."""
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 
-from harness import (check, workload, eq, ok, run_process, need,
-                     BUILD, LEAKSCOPE, Skip)
+from harness import (check, workload, eq, ok, contains, run_process, need,
+                     ptrace_allowed, BUILD, LEAKSCOPE, Skip)
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
 ATTACKER = "leakscope-attacker"
@@ -139,3 +140,80 @@ def t_full_runtime_fs():
     report = "\n".join(lines[3:])
     ok("post-mortem after exit" in report and "stacks with outstanding" in report,
        "the post-mortem file is read", report)
+
+
+ROUNDS = int(os.environ.get("LEAKSCOPE_SEC_ROUNDS", "1"))
+
+
+def tracer_of(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("TracerPid:"):
+                return int(line.split()[1])
+    return -1
+
+
+def untraced(pid, timeout=10):
+    """Wait until nobody traces pid (bounded); the last tracer pid seen."""
+    end = time.monotonic() + timeout
+    while tracer_of(pid) and time.monotonic() < end:
+        time.sleep(0.02)
+    return tracer_of(pid)
+
+
+@check("attach interrupted by SIGINT, SIGTERM, SIGHUP or SIGKILL while it waits for a safe point: the target lives on, unchanged, and attaches later")
+def t_interrupted_attach():
+    ptrace_allowed()
+    rt = tempfile.mkdtemp(prefix="leakscope-sec-attach-")
+    env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=rt)
+    env.pop("LD_PRELOAD", None)
+    t = subprocess.Popen([workload("attach-target")], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, env=env)
+
+    def cmd(c):
+        t.stdin.write(c.encode() + b"\n")
+        t.stdin.flush()
+        return t.stdout.readline().decode().strip()
+
+    try:
+        checksum = 0
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP,
+                    signal.SIGKILL):
+            for i in range(ROUNDS):
+                what = "%s, round %d" % (sig.name, i + 1)
+                eq(cmd("s"), "spinning", "the target spins (%s)" % what)
+                a = subprocess.Popen([LEAKSCOPE, "attach", "--timeout", "30",
+                                      str(t.pid)], env=env,
+                                     start_new_session=True,
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+                # No malloc, no system call: attach waits, breakpoints in.
+                time.sleep(0.5)
+                os.kill(a.pid, sig)
+                out, err = a.communicate(timeout=60)
+                eq(untraced(t.pid), 0, "the target's tracer after " + what)
+                os.kill(t.pid, signal.SIGUSR1)
+                checksum = ord("s")
+                eq(t.stdout.readline().decode().strip(), "ok s %d" % checksum,
+                   "the target ends its spin (%s)" % what)
+                checksum = checksum * 31 + ord("l")
+                eq(cmd("l"), "ok l %d" % checksum,
+                   "the target mallocs after " + what)
+                eq(a.returncode, -sig, "attach's status after %s: %s" %
+                   (what, err.decode()))
+                if sig != signal.SIGKILL:
+                    contains(err.decode(), "interrupted by " + sig.name[3:],
+                             "attach's message (%s)" % what)
+        with open("/proc/%d/maps" % t.pid) as f:
+            ok("libleakscope" not in f.read(), "no agent was loaded")
+        r = run_process([LEAKSCOPE, "attach", str(t.pid)], env=env, timeout=60)
+        eq(r.returncode, 0, "a plain attach after them: " + r.describe())
+        r = run_process([LEAKSCOPE, "detach", str(t.pid)], env=env, timeout=60)
+        eq(r.returncode, 0, "detach: " + r.describe())
+        eq(cmd("q"), "bye %d" % checksum, "the target's last answer")
+        eq(t.wait(timeout=30), 0, "the target's exit status")
+    finally:
+        if t.poll() is None:
+            t.kill()
+            t.wait()
+        shutil.rmtree(rt, ignore_errors=True)
