@@ -52,6 +52,21 @@ def own_runtime_dir(uid, gid):
     return d
 
 
+def finish(t, last):
+    """The target's answer to q starts with last; it exits 0."""
+    t.stdin.write(b"q\n")
+    t.stdin.flush()
+    line = t.stdout.readline().decode().strip()
+    ok(line.startswith(last), "the target's last answer", line)
+    eq(t.wait(timeout=30), 0, "the target's exit status")
+
+
+def kill(t):
+    if t.poll() is None:
+        t.kill()
+        t.wait()
+
+
 def swap_race(uid, gid, where, target, seconds):
     p = subprocess.Popen([workload("swap-race"), where, target, str(seconds)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -210,10 +225,87 @@ def t_interrupted_attach():
         eq(r.returncode, 0, "a plain attach after them: " + r.describe())
         r = run_process([LEAKSCOPE, "detach", str(t.pid)], env=env, timeout=60)
         eq(r.returncode, 0, "detach: " + r.describe())
-        eq(cmd("q"), "bye %d" % checksum, "the target's last answer")
-        eq(t.wait(timeout=30), 0, "the target's exit status")
+        finish(t, "bye %d" % checksum)
     finally:
-        if t.poll() is None:
-            t.kill()
-            t.wait()
+        kill(t)
         shutil.rmtree(rt, ignore_errors=True)
+
+
+@check("attach to another user's process in its own user and mount namespace: its /tmp link redirects no write of root's; the agent arrives as a memfd")
+def t_attach_planted_tmp():
+    ptrace_allowed()
+    uid, gid = attacker()
+    work = tempfile.mkdtemp(prefix="leakscope-sec-ns-")
+    shm = tempfile.mkdtemp(prefix="leakscope-sec-ns-", dir="/dev/shm")
+    os.chmod(shm, 0o755)
+    rt = os.path.join(work, "runtime")
+    os.mkdir(rt, 0o700)
+    victim_dir = os.path.join(work, "victim")
+    os.mkdir(victim_dir, 0o755)
+    os.chmod(work, 0o755)
+    victim = os.path.join(victim_dir, "libleakscope.so")
+    with open(victim, "w") as f:
+        f.write("root's\n")
+    prog_copy = os.path.join(shm, "attach-target")
+    shutil.copy(workload("attach-target"), prog_copy)
+    env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=rt)
+    env.pop("LD_PRELOAD", None)
+    # The attacker's process, root of its own user namespace: a tmpfs of
+    # its own on /tmp and over the agent's directory (hidden from it),
+    # then a link to a directory of root's at the name under which an
+    # attach that copied the agent into the target's /tmp would put it
+    # (/tmp/leakscope-attach-<attach's pid>, followed against root's own
+    # root through /proc/PID/root).
+    top = "/" + BUILD.strip("/").split("/")[0]
+    script = ('mount -t tmpfs none /tmp && mount -t tmpfs none "$1" && '
+              'read apid && ln -s "$2" /tmp/leakscope-attach-$apid && '
+              'echo planted && exec "$3"')
+    t = subprocess.Popen([need("unshare"), "-U", "-r", "-m", "sh", "-c", script,
+                          "sh", top, victim_dir, prog_copy],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env,
+                         preexec_fn=as_user(uid, gid))
+    try:
+        # attach's pid, known before it runs: sh execs it on a line.
+        a = subprocess.Popen(["sh", "-c", 'read x; exec "$@"', "sh", LEAKSCOPE,
+                              "attach", str(t.pid)], env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        t.stdin.write(b"%d\np\n" % a.pid)
+        t.stdin.flush()
+        line = t.stdout.readline()
+        if line != b"planted\n":
+            a.kill()
+            raise Skip("no user namespace for %s here: %s" %
+                       (ATTACKER, t.stderr.read1().decode()))
+        eq(t.stdout.readline().split()[:2], [b"ok", b"p"], "the target runs")
+        ok(not os.path.exists("/proc/%d/root%s" % (t.pid, AGENT)),
+           "the agent's path is hidden from the target")
+        out, err = a.communicate(b"go\n", timeout=60)
+        ok(os.path.exists(victim), "root's file behind the link still exists")
+        with open(victim) as f:
+            eq(f.read(), "root's\n", "root's file behind the link")
+        eq(sorted(os.listdir(victim_dir)), ["libleakscope.so"],
+           "nothing created behind the link")
+        eq(a.returncode, 0, "attach: " + err.decode())
+        with open("/proc/%d/maps" % t.pid) as f:
+            contains(f.read(), "/memfd:libleakscope.so", "the agent's mapping")
+        t.stdin.write(b"l\n")
+        t.stdin.flush()
+        t.stdout.readline()
+        # Asked by its own user (the agent in a user namespace takes
+        # requests from its uid there, the attacker's).
+        env.pop("LEAKSCOPE_RUNTIME_DIR")
+        for args in (["report", "--format", "json"], ["detach"]):
+            r = subprocess.run([LEAKSCOPE] + args + [str(t.pid)], env=env,
+                               capture_output=True, timeout=60,
+                               preexec_fn=as_user(uid, gid))
+            eq(r.returncode, 0, "%s as %s: %s" % (args[0], ATTACKER,
+                                                   r.stderr.decode()))
+            if args[0] == "report":
+                contains(r.stdout.decode(), "site_malloc", "the report")
+        finish(t, "bye")
+    finally:
+        kill(t)
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(shm, ignore_errors=True)
