@@ -31,7 +31,13 @@
 #include "sys.h"
 #include "tick.h"
 
+/* Whole-request limits: a client has REQUEST_TIMEOUT_MS for its request
+ * line, as much again for each block of data it sends after it (check's
+ * registers), and SEND_BUDGET_MS of our time blocked in send() for the
+ * answer: a slow client never holds the control thread, and with it the
+ * growth samples and the post-mortem file, longer than that. */
 #define REQUEST_TIMEOUT_MS 2000
+#define SEND_BUDGET_MS 5000
 
 static int listen_fd = -1;
 static pid_t control_tid;	/* the thread serving listen_fd, 0 = none */
@@ -69,17 +75,36 @@ static int peer_allowed(int fd)
 	return cred.uid == 0 || cred.uid == getuid();
 }
 
-/* One line, at most LS_CONTROL_MAX_REQUEST bytes, within the timeout. */
+/* Wait until fd is readable before the deadline (CLOCK_MONOTONIC ns):
+ * 0 or -ETIMEDOUT. */
+static int readable_by(int fd, uint64_t deadline)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint64_t now = ls_now_ns(CLOCK_MONOTONIC);
+
+	if (now >= deadline ||
+	    poll(&p, 1, (int)((deadline - now + 999999) / 1000000)) <= 0)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+static uint64_t deadline_in(unsigned ms)
+{
+	return ls_now_ns(CLOCK_MONOTONIC) + ms * 1000000ull;
+}
+
+/* One line, at most LS_CONTROL_MAX_REQUEST bytes, within the timeout for
+ * the whole line (not per byte: one a second would do forever). */
 static int read_request(int fd, char *buf, size_t cap)
 {
+	uint64_t deadline = deadline_in(REQUEST_TIMEOUT_MS);
 	size_t len = 0;
 	char *nl;
 
 	while (len < cap - 1) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&p, 1, REQUEST_TIMEOUT_MS) <= 0)
+		if (readable_by(fd, deadline))
 			return -ETIMEDOUT;
 		n = recv(fd, buf + len, cap - 1 - len, 0);
 		if (n < 0 && errno == EINTR)
@@ -112,16 +137,17 @@ static void reply_error(int fd, const char *msg)
 	send_line(fd, LS_REPLY_ERR, msg);
 }
 
-/* Exactly len bytes within the timeout; 0 or a negative errno. */
+/* Exactly len bytes within the timeout for them all; 0 or a negative
+ * errno. */
 static int recv_all(int fd, void *buf, size_t len)
 {
+	uint64_t deadline = deadline_in(REQUEST_TIMEOUT_MS);
 	char *p = buf;
 
 	while (len) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&pf, 1, REQUEST_TIMEOUT_MS) <= 0)
+		if (readable_by(fd, deadline))
 			return -ETIMEDOUT;
 		n = recv(fd, p, len, 0);
 		if (n < 0 && errno == EINTR)
@@ -233,10 +259,11 @@ out:
 static void serve(int fd)
 {
 	char req[LS_CONTROL_MAX_REQUEST];
-	struct timeval tv = { .tv_sec = 5 };
+	struct timeval tv = { .tv_sec = 1 };	/* a send returns within 1 s */
 	int r;
 
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	ls_snapwrite_send_budget_ns = SEND_BUDGET_MS * 1000000ull;
 	if (!peer_allowed(fd)) {
 		reply_error(fd, "permission denied");
 		return;
@@ -280,6 +307,25 @@ static void serve(int fd)
 		reply_error(fd, "unknown request");
 }
 
+/* Does something listen on the socket name in dir?  Anything but a
+ * refused connection says so (a full backlog, no permission). */
+static int socket_answers(int dir, const char *name)
+{
+	struct sockaddr_un to = { .sun_family = AF_UNIX };
+	int fd, r, n;
+
+	n = snprintf(to.sun_path, sizeof(to.sun_path), "/proc/self/fd/%d/%s",
+		     dir, name);
+	if (n < 0 || (size_t)n >= sizeof(to.sun_path))
+		return 1;	/* cannot tell: kept */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 1;
+	r = connect(fd, (struct sockaddr *)&to, sizeof(to)) ? errno : 0;
+	close(fd);
+	return r != ECONNREFUSED;
+}
+
 /* One entry of the runtime directory: remove it if it is a leftover. */
 static void sweep_entry(int dir, const char *name, time_t now)
 {
@@ -299,27 +345,46 @@ static void sweep_entry(int dir, const char *name, time_t now)
 	    (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) ||
 	     now - st.st_mtime < keep))
 		return;
+	if (!strcmp(end, LS_SUFFIX_SOCKET) && socket_answers(dir, name))
+		return;		/* an agent of another pid namespace's */
 	unlinkat(dir, name, 0);
+}
+
+/* Is this process in the initial PID namespace, where the pid in a
+ * file's name is the one kill() asks about?  (Its inode number is fixed:
+ * PROC_PID_INIT_INO.) */
+static int initial_pid_namespace(void)
+{
+	struct stat st;
+
+	return !stat("/proc/self/ns/pid", &st) && st.st_ino == 0xEFFFFFFCu;
 }
 
 /*
  * Leftovers of processes that are gone, in our runtime directory: their
  * sockets at once (nobody can connect to them), their post-mortem files
  * once LS_PM_KEEP_DAYS old (long enough to look at a crash).  A pid that
- * exists, even as another user's process, keeps its files.  Runs once, in
- * this thread, off the program's path.  getdents64 into a stack buffer,
- * not opendir: opendir mallocs its buffer, and this thread's first malloc
- * would make glibc map an arena of its own, 64 MiB of the program's
- * address space (under a program's RLIMIT_AS, or against `ulimit -v`).
- * Nothing in this thread may call the program's allocator.
+ * exists, even as another user's process, keeps its files, and so does a
+ * socket that answers.  Only in the initial PID namespace: in another,
+ * the pids of the host's processes do not exist, and their files would
+ * go.  Runs once, in this thread, off the program's path.  getdents64
+ * into a stack buffer, not opendir: opendir mallocs its buffer, and this
+ * thread's first malloc would make glibc map an arena of its own, 64 MiB
+ * of the program's address space (under a program's RLIMIT_AS, or
+ * against `ulimit -v`).  Nothing in this thread may call the program's
+ * allocator.
  */
 static void sweep_runtime_dir(void)
 {
 	char buf[4096] __attribute__((aligned(8)));
 	time_t now = time(NULL);
-	int fd = open(ls_agent.runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd;
 	ssize_t n, off;
 
+	if (!initial_pid_namespace())
+		return;
+	fd = open(ls_agent.runtime_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		  O_CLOEXEC);
 	if (fd < 0)
 		return;
 	while ((n = getdents64(fd, buf, sizeof(buf))) > 0)

@@ -7,6 +7,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -309,3 +310,153 @@ def t_attach_planted_tmp():
         kill(t)
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(shm, ignore_errors=True)
+
+
+def wait_for(path, timeout=15):
+    end = time.monotonic() + timeout
+    while not os.path.exists(path) and time.monotonic() < end:
+        time.sleep(0.02)
+    ok(os.path.exists(path), "%s appears" % path)
+
+
+def sockets(d):
+    return sorted(x for x in os.listdir(d) if x.endswith(".sock"))
+
+
+def free_pids(n):
+    """n pids that no process has here (near the top of the pid range)."""
+    with open("/proc/sys/kernel/pid_max") as f:
+        top = int(f.read())
+    pids = [p for p in range(top - 1, top - 1000, -1)
+            if not os.path.exists("/proc/%d" % p)]
+    return pids[:n]
+
+
+@check("the sweep of stale sockets: a traced process in a child PID namespace removes no host process's socket; none removes a socket that answers; a dead one goes")
+def t_sweep():
+    if os.geteuid() != 0:
+        raise Skip("needs root for a PID namespace")
+    rt = tempfile.mkdtemp(prefix="leakscope-sec-sweep-")
+    env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=rt, LD_PRELOAD=AGENT)
+    host = subprocess.Popen([workload("attach-target")], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    listener = None
+    try:
+        host_sock = os.path.join(rt, "%d.sock" % host.pid)
+        wait_for(host_sock)
+        # A live agent's socket named by a pid that does not exist here
+        # (an agent in another PID namespace), and a dead one's.
+        alive_pid, dead_pid = free_pids(2)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(os.path.join(rt, "%d.sock" % alive_pid))
+        listener.listen(1)
+        dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        dead.bind(os.path.join(rt, "%d.sock" % dead_pid))
+        dead.close()
+        inner = dict(env)
+        inner.pop("LD_PRELOAD")     # unshare itself stays out here
+        r = run_process([need("unshare"), "-p", "-f", "--mount-proc", "env",
+                         "LD_PRELOAD=" + AGENT, workload("many-sites"), "300"],
+                        env=inner, timeout=60)
+        eq(r.returncode, 0, "a traced program in a child PID namespace: " +
+           r.describe())
+        eq(sockets(rt), sorted("%d.sock" % p for p in
+                               (host.pid, alive_pid, dead_pid)),
+           "the sockets after a sweep in a child PID namespace")
+        r = run_process([workload("many-sites"), "300"], env=env, timeout=60)
+        eq(r.returncode, 0, "a traced program here: " + r.describe())
+        eq(sockets(rt), sorted("%d.sock" % p for p in (host.pid, alive_pid)),
+           "the sockets after a sweep here: the dead one gone")
+        r = run_process([LEAKSCOPE, "stats", str(host.pid)], env=env,
+                        timeout=60)
+        eq(r.returncode, 0, "the host process still answers: " + r.describe())
+        finish(host, "bye")
+    finally:
+        kill(host)
+        if listener:
+            listener.close()
+        shutil.rmtree(rt, ignore_errors=True)
+
+
+@check("a set-user-ID root program under a system-wide agent: LEAKSCOPE_* paths from its caller are ignored")
+def t_secure_exec():
+    uid, gid = attacker()
+    cc = need("cc")
+    work = tempfile.mkdtemp(prefix="leakscope-sec-suid-")
+    try:
+        os.chmod(work, 0o755)
+        # The agent linked in, as /etc/ld.so.preload would put it in every
+        # program (this machine's own preload is left alone).
+        agent = os.path.join(work, "libleakscope.so")
+        shutil.copy(AGENT, agent)
+        src = os.path.join(work, "suid.c")
+        with open(src, "w") as f:
+            f.write('#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n'
+                    'int main(void) { void *p = malloc(100);\n'
+                    '  printf("agent %d euid %d\\n", '
+                    'dlsym(RTLD_DEFAULT, "leakscope_attach") != NULL, '
+                    '(int)geteuid());\n  free(p); return 0; }\n')
+        prog = os.path.join(work, "suid")
+        r = subprocess.run([cc, "-w", "-o", prog, src, agent, "-ldl",
+                            "-Wl,-rpath," + work], capture_output=True)
+        eq(r.returncode, 0, "cc: " + r.stderr.decode())
+        os.chmod(prog, 0o4755)
+        made = os.path.join(work, "made-by-root")
+        out = os.path.join(work, "out")
+        os.mkdir(out, 0o755)
+        env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=made,
+                   LEAKSCOPE_OUT_DIR=out, LEAKSCOPE_RUN="1")
+        env.pop("LD_PRELOAD", None)
+        r = subprocess.run([prog], env=env, capture_output=True, timeout=60,
+                           preexec_fn=as_user(uid, gid))
+        eq((r.returncode, r.stdout), (0, b"agent 1 euid 0\n"),
+           "the set-user-ID program as %s, with the agent (%s)" %
+           (ATTACKER, r.stderr.decode()))
+        ok(not os.path.exists(made), "no directory made where its caller said",
+           str(os.listdir(made)) if os.path.isdir(made) else "")
+        eq(os.listdir(out), [], "nothing written where its caller said")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@check("a client sending its request a byte every 1.9 s is cut off after 2 s; other requests are served meanwhile")
+def t_slow_client():
+    rt = tempfile.mkdtemp(prefix="leakscope-sec-slow-")
+    env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=rt, LD_PRELOAD=AGENT)
+    t = subprocess.Popen([workload("attach-target")], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        sock = os.path.join(rt, "%d.sock" % t.pid)
+        wait_for(sock)
+        env.pop("LD_PRELOAD")
+        slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        slow.connect(sock)
+        t0 = time.monotonic()
+        stats = subprocess.Popen([LEAKSCOPE, "stats", str(t.pid)], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        cut = None
+        for c in b"snapshot":
+            try:
+                slow.send(bytes([c]))
+            except OSError:
+                cut = time.monotonic() - t0
+                break
+            slow.settimeout(1.9)
+            try:
+                if slow.recv(256) is not None:
+                    cut = time.monotonic() - t0
+                    break
+            except socket.timeout:
+                pass
+        out, err = stats.communicate(timeout=60)
+        served = time.monotonic() - t0
+        eq(stats.returncode, 0, "stats meanwhile: " + err.decode())
+        ok(cut is not None and cut < 4, "the slow client is cut off within 4 s",
+           "after %s s" % cut)
+        ok(served < 5, "the other request is served within 5 s",
+           "after %.1f s" % served)
+        slow.close()
+        finish(t, "bye")
+    finally:
+        kill(t)
+        shutil.rmtree(rt, ignore_errors=True)
