@@ -118,6 +118,7 @@ struct moved {
 static void before_switch(uid_t to, struct moved *m)
 {
 	char dir[sizeof(ls_agent.runtime_dir)];
+	int e = errno;	/* a successful switch leaves the program's */
 
 	m->done = 0;
 	if (to == (uid_t)-1 || to == geteuid() || geteuid() != 0 || !active())
@@ -146,6 +147,7 @@ static void before_switch(uid_t to, struct moved *m)
 				      "this process now", dir, (unsigned)to);
 	}
 	ls_guard_leave();
+	errno = e;
 }
 
 static int after_switch(int r, const struct moved *m)
