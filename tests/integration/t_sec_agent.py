@@ -460,3 +460,57 @@ def t_slow_client():
     finally:
         kill(t)
         shutil.rmtree(rt, ignore_errors=True)
+
+
+LONG = os.environ.get("LEAKSCOPE_SEC_LONG") == "1"
+
+
+@check("a client reading its snapshot 4 KiB every 0.9 s is cut off after 5 s blocked; other requests are served (long: tests/security/run-agent-attacks)")
+def t_slow_reader():
+    if not LONG:
+        raise Skip("takes 10 s: tests/security/run-agent-attacks runs it")
+    rt = tempfile.mkdtemp(prefix="leakscope-sec-reader-")
+    env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=rt, LD_PRELOAD=AGENT)
+    # Some 100k live blocks after 2 s: a snapshot with its blocks of
+    # megabytes, far more than a socket buffer.
+    t = subprocess.Popen([workload("many-sites"), "30000"], env=env,
+                         stdout=subprocess.DEVNULL)
+    try:
+        sock = os.path.join(rt, "%d.sock" % t.pid)
+        wait_for(sock)
+        time.sleep(2)
+        env.pop("LD_PRELOAD")
+        slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.connect(sock)
+        slow.sendall(b"snapshot blocks\n")
+        t0 = time.monotonic()
+        stats = subprocess.Popen([LEAKSCOPE, "stats", str(t.pid)], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        got = 0
+        slow.settimeout(1)
+        while stats.poll() is None and time.monotonic() - t0 < 60:
+            time.sleep(0.9)
+            try:
+                got += len(slow.recv(4096))
+            except socket.timeout:
+                pass
+        served = time.monotonic() - t0
+        out, err = stats.communicate(timeout=60)
+        eq(stats.returncode, 0, "stats meanwhile: " + err.decode())
+        ok(served < 12, "the other request is served within 12 s",
+           "after %.1f s" % served)
+        # What the agent queued before it gave up, read at once: far
+        # less than the whole snapshot (megabytes).
+        slow.settimeout(10)
+        while True:
+            data = slow.recv(1 << 20)
+            if not data:
+                break
+            got += len(data)
+        slow.close()
+        ok(got < 2 << 20, "the slow reader's snapshot was abandoned",
+           "%d bytes came" % got)
+    finally:
+        kill(t)
+        shutil.rmtree(rt, ignore_errors=True)
