@@ -253,15 +253,25 @@ void *record_new(struct ls_thread *t, void *p, size_t size)
 __attribute__((noinline))
 void *ls_track_malloc(size_t n, struct ls_thread *t)
 {
+	int e = *t->err;
+	void *p;
+
 	ls_thread_count(t, LS_FN_MALLOC);
-	return record_new(t, ls_real.malloc(n), n);
+	p = ls_real.malloc(n);
+	ls_thread_keep_errno(t->err, e, p);
+	return record_new(t, p, n);
 }
 
 __attribute__((noinline))
 void *ls_track_calloc(size_t n, size_t m, struct ls_thread *t)
 {
+	int e = *t->err;
+	void *p;
+
 	ls_thread_count(t, LS_FN_CALLOC);
-	return record_new(t, ls_real.calloc(n, m), n * m);
+	p = ls_real.calloc(n, m);
+	ls_thread_keep_errno(t->err, e, p);
+	return record_new(t, p, n * m);
 }
 
 /* Take p out of the live table; in sampled mode the filter answers for
@@ -757,8 +767,8 @@ void ls_agent_open_exit_report(void)
 	if (exit_fd >= 0 || !ls_agent.out_dir[0])
 		return;
 	exit_snapshot_path(path, sizeof(path));
-	exit_fd = ls_sys_fd_high(open(path, O_WRONLY | O_CREAT | O_TRUNC |
-				      O_CLOEXEC, 0600));
+	exit_fd = ls_sys_fd_high(open(path, O_WRONLY | O_CREAT | O_EXCL |
+				      O_NOFOLLOW | O_CLOEXEC, 0600));
 }
 
 static void write_exit_snapshot(void)
@@ -775,7 +785,9 @@ static void write_exit_snapshot(void)
 	}
 	exit_snapshot_path(path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s" LS_SUFFIX_TMP, path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	unlink(tmp);	/* a leftover of a pid's earlier life */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
 	if (fd < 0)
 		return;
 	if (write_checked(fd)) {

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,14 +32,21 @@
 #include "sys.h"
 #include "tick.h"
 
+/* Whole-request limits: a client has REQUEST_TIMEOUT_MS for its request
+ * line, as much again for each block of data it sends after it (check's
+ * registers), and SEND_BUDGET_MS of our time blocked in send() for the
+ * answer: a slow client never holds the control thread, and with it the
+ * growth samples and the post-mortem file, longer than that. */
 #define REQUEST_TIMEOUT_MS 2000
+#define SEND_BUDGET_MS 5000
 
 static int listen_fd = -1;
 static pid_t control_tid;	/* the thread serving listen_fd, 0 = none */
 static int detaching;		/* the detach verb was answered: end */
 static int (*detach_fn)(char *why, size_t len);
 static pid_t owner;		/* the pid whose socket path we hold */
-static struct sockaddr_un addr;
+static int sock_dir = -1;	/* the socket's directory, for unlinkat */
+static char sock_name[32];	/* PID.sock */
 static void (*reset_fn)(void);	/* the "reset" verb: agent.c's */
 static int wake_fd = -1;	/* an eventfd: ends the control thread's poll */
 static int pausing;		/* the thread is to end, the socket to stay */
@@ -67,17 +76,36 @@ static int peer_allowed(int fd)
 	return cred.uid == 0 || cred.uid == getuid();
 }
 
-/* One line, at most LS_CONTROL_MAX_REQUEST bytes, within the timeout. */
+/* Wait until fd is readable before the deadline (CLOCK_MONOTONIC ns):
+ * 0 or -ETIMEDOUT. */
+static int readable_by(int fd, uint64_t deadline)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint64_t now = ls_now_ns(CLOCK_MONOTONIC);
+
+	if (now >= deadline ||
+	    poll(&p, 1, (int)((deadline - now + 999999) / 1000000)) <= 0)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+static uint64_t deadline_in(unsigned ms)
+{
+	return ls_now_ns(CLOCK_MONOTONIC) + ms * 1000000ull;
+}
+
+/* One line, at most LS_CONTROL_MAX_REQUEST bytes, within the timeout for
+ * the whole line (not per byte: one a second would do forever). */
 static int read_request(int fd, char *buf, size_t cap)
 {
+	uint64_t deadline = deadline_in(REQUEST_TIMEOUT_MS);
 	size_t len = 0;
 	char *nl;
 
 	while (len < cap - 1) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&p, 1, REQUEST_TIMEOUT_MS) <= 0)
+		if (readable_by(fd, deadline))
 			return -ETIMEDOUT;
 		n = recv(fd, buf + len, cap - 1 - len, 0);
 		if (n < 0 && errno == EINTR)
@@ -110,16 +138,17 @@ static void reply_error(int fd, const char *msg)
 	send_line(fd, LS_REPLY_ERR, msg);
 }
 
-/* Exactly len bytes within the timeout; 0 or a negative errno. */
+/* Exactly len bytes within the timeout for them all; 0 or a negative
+ * errno. */
 static int recv_all(int fd, void *buf, size_t len)
 {
+	uint64_t deadline = deadline_in(REQUEST_TIMEOUT_MS);
 	char *p = buf;
 
 	while (len) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&pf, 1, REQUEST_TIMEOUT_MS) <= 0)
+		if (readable_by(fd, deadline))
 			return -ETIMEDOUT;
 		n = recv(fd, p, len, 0);
 		if (n < 0 && errno == EINTR)
@@ -258,10 +287,11 @@ static void serve(int fd)
 {
 	char req[LS_CONTROL_MAX_REQUEST];
 	uint64_t budget;
-	struct timeval tv = { .tv_sec = 5 };
+	struct timeval tv = { .tv_sec = 1 };	/* a send returns within 1 s */
 	int r;
 
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	ls_snapwrite_send_budget_ns = SEND_BUDGET_MS * 1000000ull;
 	if (!peer_allowed(fd)) {
 		reply_error(fd, "permission denied");
 		return;
@@ -307,6 +337,25 @@ static void serve(int fd)
 		reply_error(fd, "unknown request");
 }
 
+/* Does something listen on the socket name in dir?  Anything but a
+ * refused connection says so (a full backlog, no permission). */
+static int socket_answers(int dir, const char *name)
+{
+	struct sockaddr_un to = { .sun_family = AF_UNIX };
+	int fd, r, n;
+
+	n = snprintf(to.sun_path, sizeof(to.sun_path), "/proc/self/fd/%d/%s",
+		     dir, name);
+	if (n < 0 || (size_t)n >= sizeof(to.sun_path))
+		return 1;	/* cannot tell: kept */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 1;
+	r = connect(fd, (struct sockaddr *)&to, sizeof(to)) ? errno : 0;
+	close(fd);
+	return r != ECONNREFUSED;
+}
+
 /* One entry of the runtime directory: remove it if it is a leftover. */
 static void sweep_entry(int dir, const char *name, time_t now)
 {
@@ -326,27 +375,46 @@ static void sweep_entry(int dir, const char *name, time_t now)
 	    (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) ||
 	     now - st.st_mtime < keep))
 		return;
+	if (!strcmp(end, LS_SUFFIX_SOCKET) && socket_answers(dir, name))
+		return;		/* an agent of another pid namespace's */
 	unlinkat(dir, name, 0);
+}
+
+/* Is this process in the initial PID namespace, where the pid in a
+ * file's name is the one kill() asks about?  (Its inode number is fixed:
+ * PROC_PID_INIT_INO.) */
+static int initial_pid_namespace(void)
+{
+	struct stat st;
+
+	return !stat("/proc/self/ns/pid", &st) && st.st_ino == 0xEFFFFFFCu;
 }
 
 /*
  * Leftovers of processes that are gone, in our runtime directory: their
  * sockets at once (nobody can connect to them), their post-mortem files
  * once LS_PM_KEEP_DAYS old (long enough to look at a crash).  A pid that
- * exists, even as another user's process, keeps its files.  Runs once, in
- * this thread, off the program's path.  getdents64 into a stack buffer,
- * not opendir: opendir mallocs its buffer, and this thread's first malloc
- * would make glibc map an arena of its own, 64 MiB of the program's
- * address space (under a program's RLIMIT_AS, or against `ulimit -v`).
- * Nothing in this thread may call the program's allocator.
+ * exists, even as another user's process, keeps its files, and so does a
+ * socket that answers.  Only in the initial PID namespace: in another,
+ * the pids of the host's processes do not exist, and their files would
+ * go.  Runs once, in this thread, off the program's path.  getdents64
+ * into a stack buffer, not opendir: opendir mallocs its buffer, and this
+ * thread's first malloc would make glibc map an arena of its own, 64 MiB
+ * of the program's address space (under a program's RLIMIT_AS, or
+ * against `ulimit -v`).  Nothing in this thread may call the program's
+ * allocator.
  */
 static void sweep_runtime_dir(void)
 {
 	char buf[4096] __attribute__((aligned(8)));
 	time_t now = time(NULL);
-	int fd = open(ls_agent.runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd;
 	ssize_t n, off;
 
+	if (!initial_pid_namespace())
+		return;
+	fd = open(ls_agent.runtime_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		  O_CLOEXEC);
 	if (fd < 0)
 		return;
 	while ((n = getdents64(fd, buf, sizeof(buf))) > 0)
@@ -437,6 +505,8 @@ static void *control_main(void *arg)
 	if (detaching) {	/* the socket is gone: the listener goes too */
 		close(listen_fd);
 		listen_fd = -1;
+		close(sock_dir);
+		sock_dir = -1;
 		owner = 0;
 		detaching = 0;
 	}
@@ -467,27 +537,62 @@ void ls_control_on_detach(int (*detach)(char *why, size_t len))
 	detach_fn = detach;
 }
 
-static int open_socket(void)
+/* The socket's name in its directory; 0 or -ENAMETOOLONG when dir/name
+ * does not fit a socket address (copied into *to). */
+static int socket_address(const char *dir, struct sockaddr_un *to)
 {
-	int fd, r, n;
+	int n;
 
-	addr.sun_family = AF_UNIX;
-	n = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/%d" LS_SUFFIX_SOCKET,
-		     ls_agent.runtime_dir, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof(addr.sun_path))
-		return -ENAMETOOLONG;
-	fd = ls_sys_fd_high(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	snprintf(sock_name, sizeof(sock_name), "%d" LS_SUFFIX_SOCKET,
+		 (int)getpid());
+	to->sun_family = AF_UNIX;
+	n = snprintf(to->sun_path, sizeof(to->sun_path), "%s/%s", dir,
+		     sock_name);
+	return n < 0 || (size_t)n >= sizeof(to->sun_path) ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * A listening socket at to, in the directory dfd, made by the calling
+ * thread with its current credentials (the owner of the directory): a
+ * stale one of a dead process of this pid goes first, the new one is
+ * 0600.  The new fd, or -errno.
+ */
+static int bind_in(int dfd, const struct sockaddr_un *to, const char *name)
+{
+	int fd = ls_sys_fd_high(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	int r;
+
 	if (fd < 0)
 		return -errno;
-	unlink(addr.sun_path);	/* stale, from a dead process of this pid */
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) ||
-	    chmod(addr.sun_path, 0600) || listen(fd, 8)) {
+	unlinkat(dfd, name, 0);
+	if (bind(fd, (const struct sockaddr *)to, sizeof(*to)) ||
+	    fchmodat(dfd, name, 0600, 0) || listen(fd, 8)) {
 		r = -errno;
 		close(fd);
-		unlink(addr.sun_path);
+		unlinkat(dfd, name, 0);
 		return r;
 	}
+	return fd;
+}
+
+static int open_socket(void)
+{
+	struct sockaddr_un to;
+	int fd, dfd, r = socket_address(ls_agent.runtime_dir, &to);
+
+	if (r)
+		return r;
+	dfd = ls_sys_fd_high(open(ls_agent.runtime_dir, O_PATH | O_DIRECTORY |
+				  O_NOFOLLOW | O_CLOEXEC));
+	if (dfd < 0)
+		return -errno;
+	fd = bind_in(dfd, &to, sock_name);
+	if (fd < 0) {
+		close(dfd);
+		return fd;
+	}
 	listen_fd = fd;
+	sock_dir = dfd;
 	owner = getpid();
 	return 0;
 }
@@ -559,40 +664,105 @@ void ls_control_resume(void)
 		start_thread();
 }
 
-int ls_control_move(const char *dir, uid_t uid, gid_t gid)
+/*
+ * The calling thread's credentials, changed for the time of a bind in
+ * another user's directory and put back.  The raw system calls change
+ * this thread only (glibc's setresuid() changes every thread): the rest
+ * of the program keeps its own.  Supplementary groups go too, and the
+ * capability sets are restored as they were (a return to euid 0 would
+ * otherwise raise the effective set to the permitted one).
+ */
+struct creds {
+	uid_t euid;
+	gid_t egid;
+	int ngroups;
+	gid_t groups[64];
+	struct __user_cap_data_struct cap[2];
+};
+
+static int cap_call(long nr, struct __user_cap_data_struct *cap)
 {
-	struct sockaddr_un to = { .sun_family = AF_UNIX };
-	int fd, n, r = 0;
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+
+	return (int)syscall(nr, &h, cap);
+}
+
+static void unbecome(const struct creds *c)
+{
+	/* Back to the saved ids (still 0): none of these can fail. */
+	(void)!syscall(SYS_setresuid, -1, c->euid, -1);
+	(void)!syscall(SYS_setresgid, -1, c->egid, -1);
+	(void)!syscall(SYS_setgroups, c->ngroups, c->groups);
+	(void)!cap_call(SYS_capset, (struct __user_cap_data_struct *)c->cap);
+}
+
+static int become(uid_t uid, gid_t gid, struct creds *c)
+{
+	c->euid = geteuid();
+	c->egid = getegid();
+	c->ngroups = getgroups(64, c->groups);
+	if (c->ngroups < 0 || cap_call(SYS_capget, c->cap))
+		return -errno;
+	if (syscall(SYS_setgroups, 0, NULL) ||
+	    syscall(SYS_setresgid, -1, gid, -1) ||
+	    syscall(SYS_setresuid, -1, uid, -1)) {
+		int r = -errno;
+
+		unbecome(c);
+		return r;
+	}
+	return 0;
+}
+
+/*
+ * Before the process becomes uid:gid: the socket is made again in that
+ * user's directory dfd (dir, checked by the caller), bound by this thread
+ * as that user, so that nothing there is ever created, chmodded or
+ * chowned by root through a name the user could swap.  The old socket is
+ * removed from its own directory through its fd.
+ */
+int ls_control_move(int dfd, const char *dir, uid_t uid, gid_t gid)
+{
+	struct sockaddr_un to;
+	char old[sizeof(sock_name)];
+	struct creds c;
+	int fd, r, nd;
 
 	if (listen_fd < 0 || owner != getpid())
 		return -ENOTCONN;
-	n = snprintf(to.sun_path, sizeof(to.sun_path), "%s/%d" LS_SUFFIX_SOCKET,
-		     dir, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof(to.sun_path))
-		return -ENAMETOOLONG;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	unlink(to.sun_path);	/* stale, from a dead process of this pid */
-	if (bind(fd, (struct sockaddr *)&to, sizeof(to)) ||
-	    chmod(to.sun_path, 0600) || chown(to.sun_path, uid, gid) ||
-	    listen(fd, 8)) {
+	memcpy(old, sock_name, sizeof(old));
+	r = socket_address(dir, &to);
+	nd = ls_sys_fd_high(fcntl(dfd, F_DUPFD_CLOEXEC, 0));
+	if (!r && nd < 0)
 		r = -errno;
-		unlink(to.sun_path);
-		goto out;
+	if (!r)
+		r = become(uid, gid, &c);
+	if (r)
+		goto fail;
+	fd = bind_in(nd, &to, sock_name);
+	unbecome(&c);
+	if (fd < 0) {
+		r = fd;
+		goto fail;
 	}
 	/* The control thread polls listen_fd: the same number, now the new
 	 * socket; the wake makes it poll that at once. */
 	if (dup3(fd, listen_fd, O_CLOEXEC) < 0) {
 		r = -errno;
-		unlink(to.sun_path);
-		goto out;
+		unlinkat(nd, sock_name, 0);
+		close(fd);
+		goto fail;
 	}
-	unlink(addr.sun_path);
-	addr = to;
-	ls_control_wake();
-out:
 	close(fd);
+	unlinkat(sock_dir, old, 0);
+	close(sock_dir);
+	sock_dir = nd;
+	ls_control_wake();
+	return 0;
+fail:
+	if (nd >= 0)
+		close(nd);
+	memcpy(sock_name, old, sizeof(old));
 	return r;
 }
 
@@ -600,7 +770,7 @@ void ls_control_stop(void)
 {
 	if (listen_fd < 0 || owner != getpid())
 		return;
-	unlink(addr.sun_path);
+	unlinkat(sock_dir, sock_name, 0);
 }
 
 void ls_control_forget_child(void)
@@ -613,5 +783,8 @@ void ls_control_forget_child(void)
 	if (listen_fd >= 0)
 		close(listen_fd);
 	listen_fd = -1;
+	if (sock_dir >= 0)
+		close(sock_dir);
+	sock_dir = -1;
 	owner = 0;
 }

@@ -49,12 +49,13 @@ void ls_control_resume(void);
  * the caller's to keep; nothing when there is no thread. */
 void ls_control_wake(void);
 /*
- * Move the socket into dir, owned by uid:gid (a process about to become
- * that user, still privileged): a new socket there takes the listening
- * descriptor's number, the old path goes.  0 or a negative errno (the old
- * socket stays).
+ * Move the socket into dir, whose fd is dfd (a directory of uid's,
+ * checked by the caller), for a process about to become uid:gid, still
+ * privileged: a new socket bound there by this thread as uid:gid takes
+ * the listening descriptor's number, the old one goes.  0 or a negative
+ * errno (the old socket stays).
  */
-int ls_control_move(const char *dir, uid_t uid, gid_t gid);
+int ls_control_move(int dfd, const char *dir, uid_t uid, gid_t gid);
 
 /* The control thread's id once it runs in this process, else 0. */
 pid_t ls_control_tid(void);

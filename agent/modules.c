@@ -126,6 +126,11 @@ static int visit(struct dl_phdr_info *info, size_t size, void *arg)
 		path = exe_path;
 	if (lo == hi)
 		return 0;
+	/* The agent itself, loaded by attach from a memfd by the name of
+	 * its descriptor, closed since: the name the mapping has. */
+	if (!strncmp(path, "/proc/self/fd/", 14) &&
+	    (uint64_t)(uintptr_t)&visit >= lo && (uint64_t)(uintptr_t)&visit < hi)
+		path = "/memfd:libleakscope.so";
 	i = find(path, info->dlpi_addr, lo);
 	if (i < 0)
 		i = add(info, path, lo, hi);

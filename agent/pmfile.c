@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "state.h"
 #include "modules.h"
@@ -25,9 +26,11 @@
  * The file has its full size from the start (sparse: no page of it exists
  * until written), but only what is in use is mapped: the header, and each
  * region as a mapping of its own at its offset, grown with mremap as
- * sites, frames and history rows come.  A region that cannot grow (an
- * exhausted RLIMIT_AS) keeps what it has; what the file could not hold
- * is counted in its header's `dropped`.
+ * sites, frames and history rows come.  Every mapped byte has its block
+ * allocated in the file first (fallocate): a store into a hole of a full
+ * file system would kill the program with SIGBUS.  A region that cannot
+ * grow (an exhausted RLIMIT_AS, a full file system) keeps what it has;
+ * what the file could not hold is counted in its header's `dropped`.
  */
 enum { R_MODULES, R_SITES, R_FRAMES, R_ROWS, R_HIST, R_STATS, R_COUNT };
 
@@ -41,7 +44,9 @@ static struct region {
 
 static struct lspm_header *hdr;
 static pid_t owner;
-static char path[4200];
+static int pm_fd = -1;		/* the file, kept to allocate its regions */
+static int pm_dir = -1;		/* its directory, for unlinkat and renameat */
+static char pm_name[32];	/* PID.pm; empty once removed */
 static uint32_t period = 1000;
 static uint32_t modules_gen_seen;
 
@@ -56,8 +61,30 @@ static uint64_t page_up(uint64_t n)
 	return (n + 4095) & ~4095ull;
 }
 
-/* The region's first `bytes` are mapped (grown if need be); 0 when they
- * cannot be: past its capacity or refused by the kernel. */
+/*
+ * The file's blocks of [off, off + len) allocated; 0, or -1 when the file
+ * system has no room (ENOSPC, EDQUOT).  Where it cannot allocate ahead
+ * (EOPNOTSUPP) a zero byte written into each page of the range, never
+ * written before, does the same.  errno is left as it was.
+ */
+static int reserve(uint64_t off, uint64_t len)
+{
+	int e = errno, r = 0;
+	uint64_t o;
+
+	if (fallocate(pm_fd, 0, (off_t)off, (off_t)len)) {
+		r = errno == EOPNOTSUPP ? 0 : -1;
+		for (o = off; !r && o < off + len; o += 4096)
+			if (pwrite(pm_fd, "", 1, (off_t)o) != 1)
+				r = -1;
+	}
+	errno = e;
+	return r;
+}
+
+/* The region's first `bytes` are mapped (grown if need be), their blocks
+ * allocated; 0 when they cannot be: past its capacity, no room in the
+ * file system, or refused by the kernel. */
 static int region_fit(int i, uint64_t bytes)
 {
 	struct region *r = &reg[i];
@@ -72,6 +99,11 @@ static int region_fit(int i, uint64_t bytes)
 	len = page_up(bytes > r->len + REGION_STEP ? bytes : r->len + REGION_STEP);
 	if (len > r->cap)
 		len = r->cap;
+	if (reserve(r->off + r->len, len - r->len)) {
+		len = page_up(bytes);	/* the step is more than needed */
+		if (reserve(r->off + r->len, len - r->len))
+			return 0;
+	}
 	e = errno;
 	p = syscall(SYS_mremap, r->base, r->len, len, MREMAP_MAYMOVE);
 	errno = e;
@@ -87,12 +119,19 @@ static inline void *at(int i)
 	return reg[i].base;
 }
 
-/* Map the header and the first bytes of every region; 0 or -ENOMEM. */
+/* Map the header and the first bytes of every region, their blocks
+ * allocated; 0, -ENOSPC or -ENOMEM. */
 static int map_regions(int fd)
 {
 	long p;
 	int i;
 
+	if (reserve(0, LSPM_HEADER_SIZE))
+		return -ENOSPC;
+	for (i = 0; i < R_COUNT; i++)
+		if (reserve(reg[i].off, reg[i].cap < REGION_FIRST ? reg[i].cap :
+			    REGION_FIRST))
+			return -ENOSPC;
 	p = syscall(SYS_mmap, NULL, LSPM_HEADER_SIZE, PROT_READ | PROT_WRITE,
 		    MAP_SHARED, fd, 0);
 	if (p == -1)
@@ -146,26 +185,51 @@ static uint64_t lay_out(uint32_t hist_len)
 	return off;
 }
 
+/* The file, created new in dir (a stale one of a dead process of this
+ * pid goes first); its fd or -errno, pm_dir and pm_name set. */
+static int create_file(const char *dir)
+{
+	int fd, tries;
+
+	snprintf(pm_name, sizeof(pm_name), "%d" LS_SUFFIX_PM, (int)getpid());
+	pm_dir = ls_sys_fd_high(open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+				     O_CLOEXEC));
+	if (pm_dir < 0)
+		return -errno;
+	for (tries = 0; tries < 2; tries++) {
+		fd = openat(pm_dir, pm_name, O_RDWR | O_CREAT | O_EXCL |
+			    O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+		unlinkat(pm_dir, pm_name, 0);
+	}
+	if (fd < 0) {
+		fd = -errno;
+		close(pm_dir);
+		pm_dir = -1;
+		pm_name[0] = 0;
+		return fd;
+	}
+	return ls_sys_fd_high(fd);
+}
+
 int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 {
 	uint64_t size = lay_out(hist_len);
 	int fd, n;
 
 	period = period_ms;
-	n = snprintf(path, sizeof(path), "%s/%d.pm", dir, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = create_file(dir);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (ftruncate(fd, (off_t)size)) {
 		n = -errno;
 		goto fail;
 	}
+	pm_fd = fd;
 	n = map_regions(fd);
 	if (n)
 		goto fail;
-	close(fd);
 	memcpy(hdr->magic, LSPM_MAGIC, sizeof(LSPM_MAGIC));
 	hdr->version = LSPM_VERSION;
 	hdr->header_size = LSPM_HEADER_SIZE;
@@ -197,7 +261,11 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 fail:
 	unmap_regions();
 	close(fd);
-	unlink(path);
+	pm_fd = -1;
+	unlinkat(pm_dir, pm_name, 0);
+	close(pm_dir);
+	pm_dir = -1;
+	pm_name[0] = 0;
 	return n;
 }
 
@@ -484,13 +552,19 @@ void ls_pm_close(int keep)
 	if (!hdr || owner != getpid())
 		return;
 	hdr->exited = 1;
-	if (!keep && path[0])
-		unlink(path);
+	if (!keep && pm_name[0])
+		unlinkat(pm_dir, pm_name, 0);
 }
 
 void ls_pm_forget_child(void)
 {
 	unmap_regions();
+	if (pm_fd >= 0)		/* the parent's */
+		close(pm_fd);
+	if (pm_dir >= 0)
+		close(pm_dir);
+	pm_fd = pm_dir = -1;
+	pm_name[0] = 0;
 	owner = 0;
 	scratch.cap = 0;	/* the child's copy stays mapped: never reused */
 }
@@ -544,31 +618,52 @@ uint32_t ls_pm_period_ms(void)
 	return period;
 }
 
-int ls_pm_move(const char *dir, uid_t uid, gid_t gid)
+/* renameat2(RENAME_NOREPLACE), plain renameat where the file system
+ * cannot say (EINVAL); 0 or -errno. */
+static int rename_new(int from, const char *name, int to)
 {
-	char to[sizeof(path)];
-	int n;
+	if (!renameat2(from, name, to, name, RENAME_NOREPLACE))
+		return 0;
+	if (errno == EINVAL && !renameat(from, name, to, name))
+		return 0;
+	return -errno;
+}
 
-	if (!hdr || owner != getpid())
+int ls_pm_move(int dfd, uid_t uid, gid_t gid)
+{
+	struct stat st;
+	int n, nd;
+
+	if (!hdr || owner != getpid() || !pm_name[0] || fstat(pm_fd, &st))
 		return -ENOENT;
-	n = snprintf(to, sizeof(to), "%s/%d.pm", dir, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof(to))
-		return -ENAMETOOLONG;
-	/* The mapping stays: only the name and the owner change.  Across
-	 * file systems the file cannot follow, and the new user could not
-	 * remove it at exit: it goes now (no post-mortem file after the
-	 * switch; the mapping keeps serving the samples). */
-	if (rename(path, to)) {
+	nd = ls_sys_fd_high(fcntl(dfd, F_DUPFD_CLOEXEC, 0));
+	if (nd < 0)
+		return -errno;
+	/* The mapping stays: only the name and the owner change, the owner
+	 * through the fd, the name through both directories' fds (a name
+	 * the new user planted there goes, never followed).  Across file
+	 * systems the file cannot follow, and the new user could not remove
+	 * it at exit: it goes now (no post-mortem file after the switch;
+	 * the mapping keeps serving the samples). */
+	if (fchown(pm_fd, uid, gid)) {
 		n = -errno;
-		if (n == -EXDEV && !unlink(path))
-			path[0] = 0;
-		return n;
+		goto out;
 	}
-	if (chown(to, uid, gid)) {
-		n = -errno;
-		rename(to, path);
-		return n;
+	n = rename_new(pm_dir, pm_name, nd);
+	if (n == -EEXIST) {
+		unlinkat(nd, pm_name, 0);
+		n = rename_new(pm_dir, pm_name, nd);
 	}
-	memcpy(path, to, sizeof(to));
+	if (n == -EXDEV && !unlinkat(pm_dir, pm_name, 0))
+		pm_name[0] = 0;
+	if (n) {
+		(void)!fchown(pm_fd, st.st_uid, st.st_gid);
+		goto out;
+	}
+	close(pm_dir);
+	pm_dir = nd;
 	return 0;
+out:
+	close(nd);
+	return n;
 }

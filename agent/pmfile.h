@@ -42,10 +42,11 @@ void ls_pm_restart(void);
 void ls_pm_close(int keep);
 /* In a fork child: the mapping is the parent's; let go of it. */
 void ls_pm_forget_child(void);
-/* Rename the file into dir, owned by uid:gid (a process about to become
- * that user, still privileged); 0 or a negative errno: it stays, except
- * on another file system (-EXDEV), where it is removed. */
-int ls_pm_move(const char *dir, uid_t uid, gid_t gid);
+/* Move the file into the directory dfd (of uid's, checked by the
+ * caller), owned by uid:gid (a process about to become that user, still
+ * privileged); 0 or a negative errno: it stays, except on another file
+ * system (-EXDEV), where it is removed. */
+int ls_pm_move(int dfd, uid_t uid, gid_t gid);
 
 /* The header, or NULL when there is no file. */
 const struct lspm_header *ls_pm_header(void);

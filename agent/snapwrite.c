@@ -37,6 +37,7 @@ struct writer {
 	int fd;
 	int err;
 	int is_socket;
+	uint64_t blocked_ns;	/* spent waiting in send() so far */
 	int hashed_all;		/* put_end() took the hash: no more */
 	uint32_t nrecords;
 	uint32_t nblock_recs;	/* BLOCKS records written */
@@ -68,16 +69,29 @@ static void hash_buf(struct writer *w)
 	w->hashed = w->len;
 }
 
+uint64_t ls_snapwrite_send_budget_ns;
+
 static int flush_out(struct writer *w)
 {
 	size_t off = 0;
 
 	hash_buf(w);
 	while (!w->err && off < w->len) {
+		uint64_t t0 = w->is_socket ? ls_now_ns(CLOCK_MONOTONIC) : 0;
 		ssize_t n = w->is_socket ?
 			send(w->fd, w->buf + off, w->len - off, MSG_NOSIGNAL) :
 			write(w->fd, w->buf + off, w->len - off);
 
+		/* A reader too slow for the budget loses the snapshot: the
+		 * control thread is not its to hold. */
+		if (w->is_socket) {
+			w->blocked_ns += ls_now_ns(CLOCK_MONOTONIC) - t0;
+			if (ls_snapwrite_send_budget_ns &&
+			    w->blocked_ns > ls_snapwrite_send_budget_ns) {
+				w->err = -ETIMEDOUT;
+				break;
+			}
+		}
 		if (n < 0 && errno == ENOTSOCK && w->is_socket) {
 			w->is_socket = 0;
 			continue;

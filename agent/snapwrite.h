@@ -17,6 +17,10 @@
 /* Write a whole snapshot to fd (file, pipe or socket: never raises
  * SIGPIPE).  Returns 0 or a negative errno. */
 int ls_snapwrite(int fd, enum lsnap_reason reason, int with_blocks);
+/* The most time a snapshot may spend blocked in send() (a reader that
+ * does not read) before it is abandoned with -ETIMEDOUT; 0: no limit.
+ * Set by the control thread for its requests. */
+extern uint64_t ls_snapwrite_send_budget_ns;
 
 /*
  * The same in the frozen image of a reachability check (reach.h): no

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 #include "../common/contract.h"
 #include "../common/lsnap.h"
@@ -39,9 +40,31 @@ static char **env_slot(const char *name)
 	return NULL;
 }
 
+/*
+ * In a program run with more privileges than its caller's (set-user-ID,
+ * set-group-ID, file capabilities: AT_SECURE, as secure_getenv() knows),
+ * the agent can only be there by a system-wide preload, and the caller
+ * wrote the environment: our settings and paths from it are ignored, as
+ * if unset.
+ */
+static int secure_exec(void)
+{
+	static int secure = -1;
+
+	if (secure < 0)
+		secure = getauxval(AT_SECURE) != 0;
+	return secure;
+}
+
+static int untrusted(const char *name)
+{
+	return secure_exec() && (!strncmp(name, LS_ENV_PREFIX, sizeof(LS_ENV_PREFIX) - 1) ||
+			  !strcmp(name, "XDG_RUNTIME_DIR"));
+}
+
 const char *ls_state_getenv(const char *name)
 {
-	char **e = env_slot(name);
+	char **e = untrusted(name) ? NULL : env_slot(name);
 
 	return e ? *e + strlen(name) + 1 : NULL;
 }
@@ -198,7 +221,9 @@ void ls_state_read_config(void)
 	check_out_dir();
 	if (ls_runtime_dir_from(ls_state_getenv(LS_ENV_RUNTIME_DIR),
 				ls_state_getenv("XDG_RUNTIME_DIR"),
-				(unsigned)getuid(), ls_agent.runtime_dir,
+				/* set-user-ID: its own user's, not its caller's */
+				(unsigned)(secure_exec() ? geteuid() : getuid()),
+				ls_agent.runtime_dir,
 				sizeof(ls_agent.runtime_dir)))
 		ls_agent.runtime_dir[0] = 0;
 }

@@ -22,6 +22,7 @@
  * calls; seteuid() alone (a temporary drop, euid only) is not followed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -53,38 +54,57 @@ static int active(void)
 	(ls_real_init(), ls_real.fn ? ls_real.fn(__VA_ARGS__) :	\
 	 (int)syscall(sys, __VA_ARGS__))
 
-/* dir, made if missing, a private dir owned by uid:gid; 0 or -errno. */
+/*
+ * dir, made if missing, a private dir owned by uid:gid: its fd, or
+ * -errno.  Only its own name is looked up (in /dev/shm or /tmp, not a
+ * directory of uid's), without following a link; what is changed is
+ * changed through the fd.
+ */
 static int user_dir(const char *dir, uid_t uid, gid_t gid)
 {
 	struct stat st;
+	int fd, r = -EPERM;
 
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
-	if (lstat(dir, &st))
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
-	if (!S_ISDIR(st.st_mode) || (st.st_mode & 022))
-		return -EPERM;
-	if (st.st_uid == uid && st.st_gid == gid)
-		return 0;
+	if (fstat(fd, &st)) {
+		r = -errno;
+		goto fail;
+	}
+	if (st.st_uid == uid && !(st.st_mode & 022))
+		return fd;
 	if (st.st_uid != geteuid())	/* made by someone else */
-		return st.st_uid == uid ? 0 : -EPERM;
-	return chown(dir, uid, gid) ? -errno : 0;
+		goto fail;
+	if (fchown(fd, uid, gid) || fchmod(fd, 0700)) {
+		r = -errno;
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return r;
 }
 
 /* Socket and post-mortem file into dir for uid:gid; 0 or -errno. */
 static int move_to(const char *dir, uid_t uid, gid_t gid)
 {
-	int r = user_dir(dir, uid, gid);
+	int fd = user_dir(dir, uid, gid), r;
 
-	if (!r)
-		r = ls_control_move(dir, uid, gid);
-	if (r)
-		return r;
+	if (fd < 0)
+		return fd;
+	r = ls_control_move(fd, dir, uid, gid);
 	/* NEEDSWORK: on another file system (EXDEV) the post-mortem file
 	 * is removed rather than copied: none after the switch. */
-	ls_pm_move(dir, uid, gid);
-	snprintf(ls_agent.runtime_dir, sizeof(ls_agent.runtime_dir), "%s", dir);
-	return 0;
+	if (!r) {
+		ls_pm_move(fd, uid, gid);
+		snprintf(ls_agent.runtime_dir, sizeof(ls_agent.runtime_dir),
+			 "%s", dir);
+	}
+	close(fd);
+	return r;
 }
 
 struct moved {
@@ -98,6 +118,7 @@ struct moved {
 static void before_switch(uid_t to, struct moved *m)
 {
 	char dir[sizeof(ls_agent.runtime_dir)];
+	int e = errno;	/* a successful switch leaves the program's */
 
 	m->done = 0;
 	if (to == (uid_t)-1 || to == geteuid() || geteuid() != 0 || !active())
@@ -126,6 +147,7 @@ static void before_switch(uid_t to, struct moved *m)
 				      "this process now", dir, (unsigned)to);
 	}
 	ls_guard_leave();
+	errno = e;
 }
 
 static int after_switch(int r, const struct moved *m)

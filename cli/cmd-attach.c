@@ -2,6 +2,7 @@
  * cmd-attach.c - `leakscope attach PID`: load the agent into a process
  * started without it (lib/inject.h, docs/ATTACH.md).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <limits.h>
 #include "../common/attach.h"
@@ -122,6 +123,11 @@ int ls_cmd_attach(struct ls_invocation *inv)
 	o.timeout_ms = (int)(a->timeout_ns / 1000000) ? (int)(a->timeout_ns / 1000000) : 1;
 	if (ls_inject_attach(inv->pid, &o, &res, err, sizeof(err))) {
 		ls_error("%s", err);
+		/* Interrupted: the target restored, end by the signal. */
+		if (ls_inject_interrupted()) {
+			signal(ls_inject_interrupted(), SIG_DFL);
+			raise(ls_inject_interrupted());
+		}
 		return LS_EXIT_ERROR;
 	}
 	print_attached(inv->pid, a, &res);

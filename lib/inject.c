@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -33,8 +35,12 @@
 struct mod {
 	char path[4096];	/* as the target sees it */
 	uint64_t base;		/* start of its mapping at file offset 0 */
+	uint64_t first_end;	/* ... and its end */
 	uint64_t end;		/* end of its last mapping */
 };
+
+/* The agent's mapping when it came as a memfd (deliver_memfd). */
+#define AGENT_MEMFD "/memfd:libleakscope.so (deleted)"
 
 struct thr {
 	pid_t tid;
@@ -63,6 +69,9 @@ struct ctx {
 	char *err;
 	size_t errlen;
 };
+
+/* The signal that interrupted the attach (worker side), 0 if none. */
+static volatile sig_atomic_t interrupted;
 
 static uint64_t now_ns(void)
 {
@@ -131,10 +140,11 @@ static void note_mapping(struct ctx *c, uint64_t start, uint64_t end,
 		m = &c->libc;
 	else if (!strncmp(b, "ld-linux-x86-64.so", 18) || !strncmp(b, "ld-2.", 5))
 		m = &c->ldso;
-	else if (!strcmp(b, "libleakscope.so"))
+	else if (!strcmp(b, "libleakscope.so") || !strcmp(path, AGENT_MEMFD))
 		m = &c->agent;
 	if (m && !m->base && strlen(path) < sizeof(m->path)) {
 		m->base = start;
+		m->first_end = end;
 		strcpy(m->path, path);
 	}
 }
@@ -442,7 +452,10 @@ static enum ev on_status(struct ctx *c, pid_t tid, int status,
 	return IEV_NONE;
 }
 
-static int wait_any(pid_t *tid, int *status, uint64_t deadline)
+/* A status of any traced thread before deadline; -EINTR as soon as the
+ * attach is interrupted when that may end the wait. */
+static int wait_any(pid_t *tid, int *status, uint64_t deadline,
+		    int interruptible)
 {
 	for (;;) {
 		pid_t r = waitpid(-1, status, __WALL | WNOHANG);
@@ -453,6 +466,8 @@ static int wait_any(pid_t *tid, int *status, uint64_t deadline)
 		}
 		if (r < 0 && errno != EINTR)
 			return -errno;
+		if (interruptible && interrupted)
+			return -EINTR;
 		if (now_ns() > deadline)
 			return -ETIMEDOUT;
 		nap();
@@ -508,7 +523,7 @@ static int stop_others(struct ctx *c, uint64_t deadline)
 			waiting += c->t[i].tid != c->safe && !c->t[i].stopped;
 		if (!waiting)
 			return 0;
-		if (wait_any(&tid, &st, deadline))
+		if (wait_any(&tid, &st, deadline, 0))
 			return FAIL(c, -ETIMEDOUT, "threads of pid %d did not stop", (int)c->pid);
 		e = on_status(c, tid, st, &r);
 		if (e == IEV_GONE)
@@ -581,10 +596,10 @@ static int wait_trap(struct ctx *c, uint64_t deadline, struct ls_inject_result *
 	for (;;) {
 		struct user_regs_struct r;
 		pid_t tid;
-		int st, w = wait_any(&tid, &st, deadline);
+		int st, w = wait_any(&tid, &st, deadline, 1);
 		enum ev e;
 
-		if (w == -ETIMEDOUT)
+		if (w == -ETIMEDOUT || w == -EINTR)
 			return w;
 		if (w)
 			return FAIL(c, -ESRCH, "pid %d exited during the attach", (int)c->pid);
@@ -674,24 +689,132 @@ static uint64_t put_string(struct ctx *c, const char *s, size_t at)
 	return mem_write(c, addr, s, strlen(s) + 1) ? 0 : addr;
 }
 
-static int load_agent(struct ctx *c, const char *agent_in_target,
+/* --- the agent's file as the target sees it ----------------------------------- */
+
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+/*
+ * The target opens the agent in its own mount namespace: our path when
+ * it names the same file there (what it resolves there is the target's
+ * own business: it loads into itself nothing it could not load anyway);
+ * else out is left empty and the agent is delivered as a memfd
+ * (deliver_memfd): nothing is created in the target's file system, whose
+ * names we would have to follow.
+ */
+static void agent_path(struct ctx *c, const char *agent, char *out, size_t cap)
+{
+	char there[4200];
+
+	out[0] = 0;
+	target_file(c, agent, there, sizeof(there));
+	if (same_file(agent, there))
+		snprintf(out, cap, "%s", agent);
+}
+
+/* Copy the file at path into fd; 0 or -errno. */
+static int copy_into(int fd, const char *path)
+{
+	char buf[65536];
+	int in = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+	ssize_t n;
+
+	if (in < 0)
+		return -errno;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(fd, buf, (size_t)n) != n) {
+			r = -EIO;
+			break;
+		}
+	if (n < 0)
+		r = -errno;
+	close(in);
+	return r;
+}
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+
+/*
+ * The agent as a memfd of the target's: the safe thread calls
+ * memfd_create("libleakscope.so"), we take a duplicate of that very
+ * descriptor (pidfd_getfd: the target's own open file, with the access
+ * it opened it with, nothing reopened by name) and write the agent into
+ * it.  out gets "/proc/self/fd/N" for the target's dlopen, *fdn the
+ * target's descriptor number, to close once loaded.
+ */
+static int deliver_memfd(struct ctx *c, const char *agent, char *out,
+			 size_t cap, int *fdn)
+{
+	uint64_t fn, name, fd = (uint64_t)-1;
+	int pidfd, local, r;
+
+	if (sym(c, &c->libc, NULL, "memfd_create", &fn))
+		return FAIL(c, -ENOEXEC, "pid %d: its glibc has no memfd_create",
+			    (int)c->pid);
+	name = put_string(c, "libleakscope.so", 0);
+	if (!name)
+		return FAIL(c, -EIO, "cannot write into pid %d", (int)c->pid);
+	/* MFD_EXEC where the kernel knows it (vm.memfd_noexec). */
+	r = call(c, fn, name, MFD_CLOEXEC | MFD_EXEC, &fd);
+	if (!r && (int)fd < 0)
+		r = call(c, fn, name, MFD_CLOEXEC, &fd);
+	if (r)
+		return r;
+	if ((int)fd < 0)
+		return FAIL(c, -EIO, "pid %d could not create a memfd for the "
+			    "agent", (int)c->pid);
+	*fdn = (int)fd;
+	pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+	local = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, *fdn, 0);
+	r = local < 0 ? -errno : copy_into(local, agent);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (local >= 0)
+		close(local);
+	if (r)
+		return FAIL(c, -EIO, "cannot write the agent into pid %d's "
+			    "memfd: %s", (int)c->pid, strerror(-r));
+	snprintf(out, cap, "/proc/self/fd/%d", *fdn);
+	return 0;
+}
+
+/* dlopen the agent in the target: at path (ours, the same file there),
+ * or, when path is empty, delivered as a memfd (local: our agent). */
+static int load_agent(struct ctx *c, const char *path_there, const char *local,
 		      struct ls_inject_result *res)
 {
-	uint64_t dlopen_fn, dlerror_fn, handle = 0, msg = 0, path;
-	char why[256];
-	int r;
+	uint64_t dlopen_fn, dlerror_fn, close_fn, handle = 0, msg = 0, path, ign;
+	char why[256], memfd_path[64];
+	int r, fdn = -1;
 
 	res->reused = c->agent.base != 0;
 	if (res->reused)
 		return 0;
 	if ((r = sym(c, &c->libc, NULL, "dlopen", &dlopen_fn)) ||
-	    (r = sym(c, &c->libc, NULL, "dlerror", &dlerror_fn)))
+	    (r = sym(c, &c->libc, NULL, "dlerror", &dlerror_fn)) ||
+	    (r = sym(c, &c->libc, NULL, "close", &close_fn)))
 		return FAIL(c, -ENOEXEC, "pid %d: its glibc is older than 2.34 "
 			    "(no dlopen in libc)", (int)c->pid);
-	path = put_string(c, agent_in_target, 0);
-	if (!path)
-		return FAIL(c, -EIO, "cannot write into pid %d", (int)c->pid);
-	r = call(c, dlopen_fn, path, RTLD_NOW | RTLD_LOCAL, &handle);
+	if (!path_there[0]) {
+		r = deliver_memfd(c, local, memfd_path, sizeof(memfd_path), &fdn);
+		path_there = memfd_path;
+	}
+	path = r ? 0 : put_string(c, path_there, 0);
+	if (!r && !path)
+		r = FAIL(c, -EIO, "cannot write into pid %d", (int)c->pid);
+	if (!r)
+		r = call(c, dlopen_fn, path, RTLD_NOW | RTLD_LOCAL, &handle);
+	/* Loaded or not, the memfd's descriptor goes (the mapping keeps
+	 * the file). */
+	if (fdn >= 0)
+		call(c, close_fn, (uint64_t)fdn, 0, &ign);
 	if (r)
 		return r;
 	if (!handle) {
@@ -704,11 +827,27 @@ static int load_agent(struct ctx *c, const char *agent_in_target,
 	return read_maps(c);
 }
 
-static int start_agent(struct ctx *c, const char *settings,
+/* The file of the agent loaded in the target, to read its symbols: its
+ * path there, or for a memfd the mapping's file (/proc/PID/map_files,
+ * where the kernel lets us), else our own agent, the bytes it was given. */
+static const char *agent_file(struct ctx *c, const char *local, char *buf,
+			      size_t cap)
+{
+	if (strcmp(c->agent.path, AGENT_MEMFD))
+		return NULL;
+	snprintf(buf, cap, "/proc/%d/map_files/%llx-%llx", (int)c->pid,
+		 (unsigned long long)c->agent.base,
+		 (unsigned long long)c->agent.first_end);
+	return access(buf, R_OK) ? local : buf;
+}
+
+static int start_agent(struct ctx *c, const char *local, const char *settings,
 		       struct ls_attach_result *ar, struct ls_inject_result *res)
 {
+	char file[128];
 	uint64_t entry, s, at = 0;
-	int r = sym(c, &c->agent, NULL, LS_ATTACH_ENTRY, &entry);
+	int r = sym(c, &c->agent, agent_file(c, local, file, sizeof(file)),
+		    LS_ATTACH_ENTRY, &entry);
 
 	if (r)
 		return r;
@@ -782,76 +921,6 @@ static int do_switch(struct ctx *c, const struct ls_attach_result *ar,
 out:
 	free(sl);
 	return r;
-}
-
-/* --- the agent's file as the target sees it ----------------------------------- */
-
-static int same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-
-	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev &&
-	       sa.st_ino == sb.st_ino;
-}
-
-/*
- * The target opens the agent in its own mount namespace: our path when
- * it names the same file there, else a copy put in its /tmp (removed
- * once loaded: the mapping keeps it).
- */
-static int agent_path(struct ctx *c, const char *agent, char *out, size_t cap,
-		      char *copy, size_t copycap)
-{
-	char there[4200], dir[128];	/* also the copy buffer */
-	int in = -1, o = -1, r = 0;
-	struct stat st;
-	ssize_t n;
-
-	copy[0] = 0;
-	target_file(c, agent, there, sizeof(there));
-	if (same_file(agent, there)) {
-		snprintf(out, cap, "%s", agent);
-		return 0;
-	}
-	snprintf(dir, sizeof(dir), "/tmp/leakscope-attach-%d", (int)getpid());
-	target_file(c, dir, there, sizeof(there));
-	if (mkdir(there, 0755) && errno != EEXIST)
-		return FAIL(c, -errno, "cannot copy the agent into pid %d's "
-			    "file system (%s): %s", (int)c->pid, there, strerror(errno));
-	snprintf(out, cap, "%s/libleakscope.so", dir);
-	snprintf(copy, copycap, "%s%s", c->root, out);
-	in = open(agent, O_RDONLY | O_CLOEXEC);
-	o = open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-	if (in < 0 || o < 0 || fstat(in, &st)) {
-		r = FAIL(c, -EIO, "cannot copy the agent to %s", copy);
-		goto out;
-	}
-	while ((n = read(in, there, sizeof(there))) > 0)
-		if (write(o, there, (size_t)n) != n) {
-			r = FAIL(c, -EIO, "cannot copy the agent to %s", copy);
-			break;
-		}
-out:
-	if (in >= 0)
-		close(in);
-	if (o >= 0)
-		close(o);
-	return r;
-}
-
-static void remove_copy(const char *copy)
-{
-	char dir[4200], *s;
-
-	if (!copy[0])
-		return;
-	unlink(copy);
-	snprintf(dir, sizeof(dir), "%s", copy);
-	s = strrchr(dir, '/');
-	if (s) {
-		*s = 0;
-		rmdir(dir);
-	}
 }
 
 /* --- the whole dance ----------------------------------------------------------- */
@@ -1005,6 +1074,29 @@ static void rearm(struct ctx *c)
 	}
 }
 
+/* Interrupted while the breakpoints are in: every thread stopped (a
+ * thread at a breakpoint rewound), the original bytes back, all let go.
+ * A thread that would not stop in time is left to the kernel, which lets
+ * it go when this process ends: the bytes are restored all the same. */
+static void abandon(struct ctx *c)
+{
+	uint64_t t0 = now_ns();
+
+	c->safe = 0;
+	stop_others(c, t0 + 2000000000ull);
+	bp_set(c, 0);
+	drain_traps(c);
+	release_others(c);
+}
+
+static int interrupted_fail(struct ctx *c)
+{
+	return FAIL(c, -EINTR, "interrupted by %s: pid %d was left as it was "
+		    "(every breakpoint removed, nothing loaded)",
+		    sigabbrev_np(interrupted) ? sigabbrev_np(interrupted) : "a signal",
+		    (int)c->pid);
+}
+
 /*
  * Stop 2: a safe thread held, the breakpoints gone, the others running.
  * A breakpoint is waited for; every BLOCKED_GRACE_MS all threads are
@@ -1020,6 +1112,10 @@ static int find_safe_point(struct ctx *c, int timeout_ms, struct ls_inject_resul
 		uint64_t next = now_ns() + BLOCKED_GRACE_MS * 1000000ull;
 
 		r = wait_trap(c, next < end ? next : end, res);
+		if (r == -EINTR) {
+			abandon(c);
+			return interrupted_fail(c);
+		}
 		if (r != -ETIMEDOUT)
 			break;
 		r = try_blocked(c, res, &t0);
@@ -1093,11 +1189,11 @@ static int open_target(struct ctx *c, pid_t pid)
 	return 0;
 }
 
-int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
-		     struct ls_inject_result *res, char *err, size_t errlen)
+static int attach_here(pid_t pid, const struct ls_inject_opts *opts,
+		       struct ls_inject_result *res, char *err, size_t errlen)
 {
 	struct ctx c = { .err = err, .errlen = errlen, .mem = -1 };
-	char in_target[4096], copy[4200] = "";
+	char in_target[4096] = "";
 	struct ls_attach_result ar;
 	int r, started = 0;
 	int timeout = opts->timeout_ms > 0 ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
@@ -1119,19 +1215,29 @@ int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
 		if ((r = global_sym(&c, bps[i], &c.bp[i])) ||
 		    (r = mem_read(&c, c.bp[i], &c.bp_byte[i], 1)))
 			goto out;
-	if (!c.agent.base &&
-	    (r = agent_path(&c, opts->agent, in_target, sizeof(in_target),
-			    copy, sizeof(copy))))
+	if (!c.agent.base)
+		agent_path(&c, opts->agent, in_target, sizeof(in_target));
+	if (interrupted) {
+		r = interrupted_fail(&c);
 		goto out;
+	}
 	if ((r = stop_and_arm(&c, res)) || (r = find_safe_point(&c, timeout, res)))
 		goto out;
-	r = load_agent(&c, in_target, res);
+	/* From here on the calls are bounded (CALL_TIMEOUT_MS each): an
+	 * interruption is seen between them. */
+	r = interrupted ? interrupted_fail(&c) :
+	    load_agent(&c, in_target, opts->agent, res);
 	if (!r)
-		r = start_agent(&c, opts->settings, &ar, res);
+		r = start_agent(&c, opts->agent, opts->settings, &ar, res);
 	if (!r) {
 		r = do_switch(&c, &ar, res);
 		started = 1;
 	}
+	if (!r && interrupted)
+		r = FAIL(&c, -EINTR, "interrupted by %s: the agent started in pid "
+			 "%d was asked to detach again",
+			 sigabbrev_np(interrupted) ? sigabbrev_np(interrupted) :
+			 "a signal", (int)pid);
 	/* The safe thread runs on from where it was, whatever happened. */
 	regs_set(c.safe, &c.saved);
 	let_go_safe(&c);
@@ -1142,9 +1248,160 @@ out:
 	/* Whatever failed, a process that died meanwhile is the reason. */
 	if (r && r != -ESRCH && r != -EPERM && r != -EBUSY && dying(pid))
 		r = FAIL(&c, -ESRCH, "pid %d exited during the attach", (int)pid);
-	remove_copy(copy);
 	if (c.mem >= 0)
 		close(c.mem);
 	free(c.t);
+	return r;
+}
+
+/* --- the worker ------------------------------------------------------------------ */
+
+/*
+ * The attach runs in a worker process of its own session, which alone
+ * traces the target, so that no signal to `leakscope attach` (its pid or
+ * its process group: Ctrl-C, SIGTERM, SIGHUP, `timeout`, SIGKILL) can end
+ * it while a breakpoint is in the target.  The caller forwards the
+ * catchable ones; the worker is told of the caller's death by
+ * PR_SET_PDEATHSIG (SIGTERM).  Either way the worker's handler only
+ * notes the signal, and the attach stops at its next check with every
+ * byte it wrote restored.
+ */
+static pid_t worker;
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+#define NSTOP (sizeof(stop_signals) / sizeof(stop_signals[0]))
+
+static void note_signal(int sig)
+{
+	if (!interrupted)
+		interrupted = sig;
+}
+
+static void forward_signal(int sig)
+{
+	int e = errno;
+
+	note_signal(sig);
+	if (worker > 0)
+		kill(worker, sig);
+	errno = e;
+}
+
+static void on_stop_signals(void (*fn)(int), struct sigaction *old)
+{
+	struct sigaction sa = { .sa_handler = fn };
+	size_t i;
+
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < NSTOP; i++)
+		sigaction(stop_signals[i], &sa, old ? &old[i] : NULL);
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static size_t read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, p + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
+static __attribute__((noreturn)) void
+work(pid_t parent, int out, pid_t pid, const struct ls_inject_opts *opts,
+     struct ls_inject_result *res, char *err, size_t errlen)
+{
+	int r;
+
+	setsid();	/* out of the caller's process group */
+	on_stop_signals(note_signal, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)	/* it died before the prctl */
+		note_signal(SIGTERM);
+	r = attach_here(pid, opts, res, err, errlen);
+	if (write_all(out, &r, sizeof(r)) || write_all(out, res, sizeof(*res)) ||
+	    write_all(out, err, errlen))
+		_exit(1);
+	_exit(0);
+}
+
+int ls_inject_interrupted(void)
+{
+	return interrupted;
+}
+
+int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
+		     struct ls_inject_result *res, char *err, size_t errlen)
+{
+	struct sigaction old[NSTOP];
+	sigset_t block, was;
+	int p[2], r = -EIO, st;
+	size_t i;
+
+	memset(res, 0, sizeof(*res));
+	if (pipe2(p, O_CLOEXEC)) {
+		snprintf(err, errlen, "cannot create a pipe: %s", strerror(errno));
+		return -EAGAIN;
+	}
+	/* Signals held until the worker's pid is known to the handler. */
+	sigemptyset(&block);
+	for (i = 0; i < NSTOP; i++)
+		sigaddset(&block, stop_signals[i]);
+	sigprocmask(SIG_BLOCK, &block, &was);
+	on_stop_signals(forward_signal, old);
+	worker = fork();
+	if (!worker) {
+		close(p[0]);
+		sigprocmask(SIG_SETMASK, &was, NULL);
+		work(getppid(), p[1], pid, opts, res, err, errlen);
+	}
+	close(p[1]);
+	sigprocmask(SIG_SETMASK, &was, NULL);
+	if (worker < 0) {
+		snprintf(err, errlen, "cannot start the attach: fork: %s",
+			 strerror(errno));
+		close(p[0]);
+		worker = 0;
+		for (i = 0; i < NSTOP; i++)
+			sigaction(stop_signals[i], &old[i], NULL);
+		return -EAGAIN;
+	}
+	if (read_all(p[0], &r, sizeof(r)) != sizeof(r) ||
+	    read_all(p[0], res, sizeof(*res)) != sizeof(*res) ||
+	    read_all(p[0], err, errlen) != errlen) {
+		r = -EIO;
+		snprintf(err, errlen, "the attach's worker process ended without "
+			 "an answer: pid %d may be left traced or with a "
+			 "breakpoint", (int)pid);
+	}
+	close(p[0]);
+	while (waitpid(worker, &st, 0) < 0 && errno == EINTR)
+		;
+	worker = 0;
+	for (i = 0; i < NSTOP; i++)
+		sigaction(stop_signals[i], &old[i], NULL);
 	return r;
 }

@@ -20,8 +20,13 @@
  *     stopped, the GOT slots the agent listed written, all let go.
  *  6. The safe thread gets its registers back and runs on.
  *
- * The tracer's side only; uses waitpid(-1): the calling process must
- * have no child of its own to wait for meanwhile.  Not thread-safe.
+ * The tracing is done by a worker process of its own session, forked for
+ * the attach: no signal to the caller (SIGINT, SIGTERM, SIGHUP,
+ * SIGQUIT, forwarded; SIGKILL, seen by the worker as its parent's death)
+ * or to its process group can end the tracer while a breakpoint is in
+ * the target: the worker restores every byte it wrote and lets every
+ * thread go first (-EINTR).  The caller's handlers of those signals are
+ * replaced for the duration.  Not thread-safe.
  */
 #ifndef LEAKSCOPE_INJECT_H
 #define LEAKSCOPE_INJECT_H
@@ -54,10 +59,16 @@ struct ls_inject_result {
  * preloaded, or attached and active), -EAGAIN (stopped by job control:
  * attaching would run it), -ETIMEDOUT (no safe point in time;
  * the target is as it was), -ESRCH (it exited meanwhile), -EIO (a call in
- * the target failed; reason says which).  When the agent had started but
+ * the target failed; reason says which), -EINTR (a signal came: the
+ * target is as it was).  When the agent had started but
  * the switch failed, it is asked to detach again before returning.
  */
 int ls_inject_attach(pid_t pid, const struct ls_inject_opts *opts,
 		     struct ls_inject_result *res, char *err, size_t errlen);
+
+/* The signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) that came during the
+ * last ls_inject_attach(), 0 if none: it returned -EINTR when the signal
+ * stopped it, and the caller is to end by that signal. */
+int ls_inject_interrupted(void);
 
 #endif

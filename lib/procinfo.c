@@ -173,7 +173,8 @@ int ls_proc_has_agent(pid_t pid)
 	if (!f)
 		return 0;
 	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "/libleakscope.so") != NULL;
+		found = strstr(line, "/libleakscope.so") != NULL ||
+			strstr(line, "/memfd:libleakscope.so") != NULL;
 	fclose(f);
 	return found;
 }

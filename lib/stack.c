@@ -12,8 +12,10 @@
 
 int ls_symframe_is_agent(const struct ls_symframe *f)
 {
+	/* Delivered as a memfd by attach: "/memfd:libleakscope.so". */
 	return f->module &&
-		!strncmp(ls_sym_basename(f->module), "libleakscope", 12);
+		(!strncmp(ls_sym_basename(f->module), "libleakscope", 12) ||
+		 !strncmp(ls_sym_basename(f->module), "memfd:libleakscope", 18));
 }
 
 static void drop_names(struct ls_stack *st)

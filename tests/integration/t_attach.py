@@ -552,7 +552,7 @@ def t_killed_during():
            "attach either finished first or said the target exited", repr(results))
 
 
-@check("attach: a target in another mount namespace, where our agent's path is hidden, gets a copy")
+@check("attach: a target in another mount namespace, where our agent's path is hidden, gets the agent as a memfd")
 def t_mount_namespace():
     ptrace_allowed()
     if os.geteuid() != 0:
@@ -571,9 +571,13 @@ def t_mount_namespace():
         agent_there = "/proc/%d/root%s/libleakscope.so" % (p.pid, BUILD)
         if os.path.exists(agent_there):
             raise Skip("the tmpfs did not hide the build directory")
-        a = ls_ok("attach", p.pid)
-        ok(not os.path.exists("/tmp/leakscope-attach-%d" % a.pid),
-           "the copy of the agent is removed once loaded")
+        ls_ok("attach", p.pid)
+        with open("/proc/%d/maps" % p.pid) as f:
+            contains(f.read(), "/memfd:libleakscope.so (deleted)",
+                     "the agent's mapping: a memfd, nothing in its files")
+        fds = "/proc/%d/fd" % p.pid
+        ok(not any("memfd:" in os.readlink(os.path.join(fds, x))
+                   for x in os.listdir(fds)), "no memfd left open in it")
         t.cmd("l")
         rep = report(p.pid)
         expect_site(rep, "site_malloc", prog_copy, 10000, 10)
