@@ -137,7 +137,8 @@ static int keep_frames(struct ls_diff_entry *e, const struct ls_stack *st)
 
 	if (!f)
 		return -ENOMEM;
-	memcpy(f, st->f, st->n * sizeof(*f));
+	if (st->n)	/* st->f is NULL for an empty stack */
+		memcpy(f, st->f, st->n * sizeof(*f));
 	free(e->frames);
 	e->frames = f;
 	e->nframes = st->n;
@@ -310,7 +311,8 @@ int ls_diff_build(const struct ls_snapshot *base,
 	if (ret)
 		goto out;
 	finish_entries(d);
-	qsort(d->entries, d->n, sizeof(*d->entries), cmp_delta);
+	if (d->n)	/* d->entries is NULL when empty */
+		qsort(d->entries, d->n, sizeof(*d->entries), cmp_delta);
 	d->n_total = d->n;
 	apply_top(d, opts->top);
 	d->different_programs = !same_program(base, newer);
