@@ -243,7 +243,7 @@ static int copy_all(const struct pm *pm, struct ls_snapshot *s)
 		if (r)
 			return r;
 	}
-	return 0;
+	return ls_snapshot_check_figures(s, NULL, 0);
 }
 
 int ls_postmortem_load(const char *path, struct ls_snapshot *snap, char *err,

@@ -335,8 +335,9 @@ static int collect_blocks(const struct ls_snapshot *snap,
 		r->blocks[r->nblocks++] = b;
 	}
 	for (i = 0; i < rep->nsites; i++)
-		qsort(rep->sites[i].blocks, rep->sites[i].nblocks,
-		      sizeof(*rep->sites[i].blocks), cmp_block_age);
+		if (rep->sites[i].nblocks)	/* else blocks may be NULL */
+			qsort(rep->sites[i].blocks, rep->sites[i].nblocks,
+			      sizeof(*rep->sites[i].blocks), cmp_block_age);
 	return 0;
 }
 

@@ -48,6 +48,16 @@ static inline int64_t ls_add_sat(int64_t a, int64_t b)
 	return r;
 }
 
+/* a - b, held the same way. */
+static inline int64_t ls_sub_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 /* The same with an unsigned figure, itself held at INT64_MAX. */
 static inline int64_t ls_add_sat_u(int64_t a, uint64_t b)
 {
