@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,8 +102,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fuzz_fail("socket path too long");
 	unlink(addr.sun_path);
 	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* As the agent makes it: 0600, in a 0700 dir of ours. */
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) ||
-	    listen(lfd, 8) || pthread_create(&th, NULL, fake_agent, &lfd))
+	    chmod(addr.sun_path, 0600) || listen(lfd, 8) ||
+	    pthread_create(&th, NULL, fake_agent, &lfd))
 		fuzz_fail("cannot serve '%s': %s", addr.sun_path, strerror(errno));
 	pthread_detach(th);
 	ls_client_set_timeout(1000);
