@@ -2,6 +2,7 @@
 #
 #   make              build/leakscope and build/libleakscope.so
 #   make check        install missing Debian packages, build, run the tests
+#   make fuzz         the fuzz targets (tests/fuzz/, docs/SECURITY.md)
 #   make demo         install missing Debian packages, build, run the demo
 #   make bench        the benchmarks (not part of check)
 #   make install PREFIX=/usr/local
@@ -292,13 +293,56 @@ $(B)/demo/%: demo/%.c
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $<
 
+# --- tests/fuzz/: libFuzzer targets (docs/SECURITY.md, "Fuzzing") -----------
+# The parsers of untrusted input, linked from their real sources built
+# again with clang, AddressSanitizer and UndefinedBehaviorSanitizer in
+# build/fuzz/.  Built when clang's libFuzzer runtime (libclang-rt-14-dev)
+# is installed; `make check` runs each a few seconds (tests/fuzz/run-fuzz).
+FUZZ_CC ?= clang
+FB = $(B)/fuzz
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+FUZZ_CFLAGS = -O1 -g -std=gnu11 -D_GNU_SOURCE -DLS_LIBDIR='"$(LIBDIR)"' \
+	-I/usr/include/libiberty $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+FUZZ_TARGETS = snapshot postmortem request reply web options cfi
+FUZZ_BIN = $(FUZZ_TARGETS:%=$(FB)/fuzz-%)
+FUZZ_LIB = $(FB)/libreport.a
+HAVE_FUZZER = $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }' | \
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -x c - -o /dev/null 2>/dev/null && echo yes)
+
+fuzz:
+	@if [ "$(HAVE_FUZZER)" = yes ]; then $(MAKE) --no-print-directory $(FUZZ_BIN); \
+	else echo "leakscope: fuzz targets not built: $(FUZZ_CC) with libFuzzer and the sanitizers' runtime (libclang-rt-14-dev) is missing"; fi
+
+$(FB)/%.o: %.c $(wildcard lib/*.h) $(wildcard common/*.h) $(wildcard agent/*.h) $(wildcard web/*.h) $(wildcard cli/*.h) tests/fuzz/fuzz.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FB)/lib/flamegraph_svg.o: $(B)/gen/flamegraph-js.h
+$(FB)/lib/flamegraph_svg.o: FUZZ_CFLAGS += -I$(B)/gen
+
+$(FUZZ_LIB): $(LIB_SRC:%.c=$(FB)/%.o) $(FB)/common/cfi.o
+	rm -f $@ && ar rcs $@ $^
+
+# Each target: its file, the helpers (fuzz-util.c), the code it fuzzes.
+# -latomic: lib/postmortem.c loads a packed (unaligned) 64-bit counter
+# atomically, which clang leaves to libatomic.
+$(FB)/fuzz-%: $(FB)/tests/fuzz/fuzz-%.o $(FB)/tests/fuzz/fuzz-util.o $(FUZZ_LIB)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $(filter %.o,$^) \
+		$(filter %.a,$^) $(CLI_LDLIBS) $(WEB_LDLIBS) -latomic
+
+$(FB)/fuzz-request: $(FB)/agent/request.o
+$(FB)/fuzz-web: $(WEB_SRC:%.c=$(FB)/%.o) $(B)/web/embed.o
+$(FB)/fuzz-options: $(FB)/cli/parse-options.o $(FB)/cli/report-args.o \
+	$(FB)/cli/error.o
+
 deps:
 	@sh tools/install-deps.sh
 
 tests: all $(UNIT_BIN) $(WL_BIN) $(ERL_TEST_OUT)
 
 check: deps
-	@$(MAKE) --no-print-directory tests
+	@$(MAKE) --no-print-directory tests fuzz
 	@sh tests/run-tests
 
 demo: deps
@@ -320,5 +364,5 @@ install: all
 clean:
 	rm -rf $(B)
 
-.PHONY: all deps tests check demo bench install clean
+.PHONY: all deps tests check demo bench install clean fuzz
 .SECONDARY:

@@ -27,6 +27,7 @@
 #include "guard.h"
 #include "pmfile.h"
 #include "reach.h"
+#include "request.h"
 #include "snapwrite.h"
 #include "state.h"
 #include "sys.h"
@@ -100,26 +101,22 @@ static int read_request(int fd, char *buf, size_t cap)
 {
 	uint64_t deadline = deadline_in(REQUEST_TIMEOUT_MS);
 	size_t len = 0;
-	char *nl;
+	int r;
 
-	while (len < cap - 1) {
+	while (len < cap) {
 		ssize_t n;
 
 		if (readable_by(fd, deadline))
 			return -ETIMEDOUT;
-		n = recv(fd, buf + len, cap - 1 - len, 0);
+		n = recv(fd, buf + len, cap - len, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return -EPROTO;
 		len += (size_t)n;
-		buf[len] = 0;
-		nl = memchr(buf, '\n', len);
-		if (nl) {
-			*nl = 0;
-			/* A NUL inside the line would hide the rest of it. */
-			return strlen(buf) == (size_t)(nl - buf) ? 0 : -EPROTO;
-		}
+		r = ls_request_line(buf, len, cap);
+		if (r)
+			return r < 0 ? r : 0;
 	}
 	return -EMSGSIZE;
 }
@@ -169,17 +166,16 @@ static int recv_threads(int fd, struct lsnap_check_thread **th, uint32_t *n,
 	struct lsnap_check_hdr h;
 	int r = recv_all(fd, &h, sizeof(h));
 
+	if (!r)
+		r = ls_request_threads_hdr(&h, n);
 	if (r)
 		return r;
-	if (memcmp(h.magic, LSNAP_CHECK_MAGIC, sizeof(h.magic)) ||
-	    h.nthreads > LSNAP_CHECK_MAX_THREADS)
-		return -EPROTO;
-	*bytes = (size_t)h.nthreads * sizeof(**th) + 1;
+	*bytes = (size_t)*n * sizeof(**th) + 1;
 	*th = ls_sys_map(*bytes);
 	if (!*th)
 		return -ENOMEM;
-	*n = h.nthreads;
-	return recv_all(fd, *th, (size_t)h.nthreads * sizeof(**th));
+	r = recv_all(fd, *th, (size_t)*n * sizeof(**th));
+	return r ? r : ls_request_threads_ok(*th, *n);
 }
 
 /*
@@ -305,14 +301,22 @@ static void serve(int fd)
 		reply_error(fd, "malformed request");
 		return;
 	}
-	if (!strcmp(req, LS_VERB_RESET)) {
+	if (check_budget(req, &budget)) {
+		reply_error(fd, "malformed pause budget");
+		return;
+	}
+	switch (ls_request_verb(req)) {
+	case LS_REQ_RESET:
 		reset_fn();
 		send_line(fd, LS_REPLY_OK, "");
-	} else if (!strcmp(req, LS_VERB_SNAPSHOT))
+		break;
+	case LS_REQ_SNAPSHOT:
 		ls_snapwrite(fd, LSNAP_REASON_REQUEST, 0);
-	else if (!strcmp(req, LS_VERB_SNAPSHOT_BLOCKS))
+		break;
+	case LS_REQ_SNAPSHOT_BLOCKS:
 		ls_snapwrite(fd, LSNAP_REASON_REQUEST, 1);
-	else if (!strcmp(req, LS_VERB_DETACH)) {
+		break;
+	case LS_REQ_DETACH: {
 		char why[200];
 
 		if (!detach_fn || detach_fn(why, sizeof(why))) {
@@ -321,20 +325,27 @@ static void serve(int fd)
 		}
 		detaching = 1;
 		send_line(fd, LS_REPLY_OK, "");
-	} else if (check_budget(req, &budget))
-		reply_error(fd, "malformed pause budget");
-	else if (!strcmp(req, LS_VERB_CHECK))
+		break;
+	}
+	case LS_REQ_CHECK:
 		serve_check(fd, 0, 0, budget);
-	else if (!strcmp(req, LS_VERB_CHECK_BLOCKS))
+		break;
+	case LS_REQ_CHECK_BLOCKS:
 		serve_check(fd, 1, 0, budget);
-	else if (!strcmp(req, LS_VERB_CHECK_FORK))
+		break;
+	case LS_REQ_CHECK_FORK:
 		serve_check(fd, 0, 1, 0);
-	else if (!strcmp(req, LS_VERB_CHECK_FORK_BLOCKS))
+		break;
+	case LS_REQ_CHECK_FORK_BLOCKS:
 		serve_check(fd, 1, 1, 0);
-	else if (!strcmp(req, LS_VERB_PING))
+		break;
+	case LS_REQ_PING:
 		send_line(fd, LS_REPLY_PING, "");
-	else
+		break;
+	case LS_REQ_UNKNOWN:
 		reply_error(fd, "unknown request");
+		break;
+	}
 }
 
 /* Does something listen on the socket name in dir?  Anything but a

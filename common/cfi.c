@@ -434,6 +434,18 @@ static int cfi_op_state(struct cfi_exec *x, uint8_t op)
 	return 0;
 }
 
+/*
+ * v * factor: the instructions' offsets are factored by the CIE's data
+ * alignment.  INT64_MIN, which no rule can hold, when the product
+ * overflows: only a malformed CIE or instruction makes it.
+ */
+static int64_t cfi_factored(int64_t v, int64_t factor)
+{
+	int64_t r;
+
+	return __builtin_mul_overflow(v, factor, &r) ? INT64_MIN : r;
+}
+
 /* The extended (low 6 bits = full opcode) operations. */
 static int cfi_op(struct cfi_exec *x, struct cfi_rd *r, uint8_t op)
 {
@@ -455,7 +467,7 @@ static int cfi_op(struct cfi_exec *x, struct cfi_rd *r, uint8_t op)
 	case 0x04: return cfi_advance(x, rd_uint(r, 4) * x->c->code_align);
 	case 0x05:					/* offset_extended */
 		reg = rd_uleb(r);
-		cfi_set(x, reg, H_OFF, (int64_t)rd_uleb(r) * daf);
+		cfi_set(x, reg, H_OFF, cfi_factored((int64_t)rd_uleb(r), daf));
 		return 0;
 	case 0x06:					/* restore_extended */
 		cfi_restore(x, rd_uleb(r));
@@ -492,14 +504,14 @@ static int cfi_op(struct cfi_exec *x, struct cfi_rd *r, uint8_t op)
 		return 0;
 	case 0x11:					/* offset_extended_sf */
 		reg = rd_uleb(r);
-		cfi_set(x, reg, H_OFF, rd_sleb(r) * daf);
+		cfi_set(x, reg, H_OFF, cfi_factored(rd_sleb(r), daf));
 		return 0;
 	case 0x12:						/* def_cfa_sf */
 		x->row.cfa_reg = rd_uleb(r);
-		x->row.cfa_off = rd_sleb(r) * daf;
+		x->row.cfa_off = cfi_factored(rd_sleb(r), daf);
 		x->row.cfa_is_expr = 0;
 		return 0;
-	case 0x13: x->row.cfa_off = rd_sleb(r) * daf; return 0;
+	case 0x13: x->row.cfa_off = cfi_factored(rd_sleb(r), daf); return 0;
 	case 0x14: case 0x15:	/* val_offset(_sf): leb128 skips alike */
 		reg = rd_uleb(r);
 		rd_uleb(r);
@@ -510,7 +522,8 @@ static int cfi_op(struct cfi_exec *x, struct cfi_rd *r, uint8_t op)
 		return 0;
 	case 0x2f:			/* GNU_negative_offset_extended */
 		reg = rd_uleb(r);
-		cfi_set(x, reg, H_OFF, -(int64_t)rd_uleb(r) * daf);
+		cfi_set(x, reg, H_OFF,
+			cfi_factored(cfi_factored((int64_t)rd_uleb(r), daf), -1));
 		return 0;
 	}
 	return -1;
@@ -531,7 +544,8 @@ static int cfi_run(struct cfi_exec *x, struct cfi_rd *r)
 			break;
 		case 2:
 			cfi_set(x, op & 0x3fu, H_OFF,
-				(int64_t)rd_uleb(r) * x->c->data_align);
+				cfi_factored((int64_t)rd_uleb(r),
+					     x->c->data_align));
 			rc = 0;
 			break;
 		case 3:
@@ -575,7 +589,7 @@ static int cfi_eval_breg(struct cfi_sym *s, uint64_t reg, int64_t off,
 	else if (reg == DW_RBP)
 		s->base = B_RBP;
 	else if (reg == DW_RIP)
-		s->base = B_CONST, s->v = (int64_t)pc + off;	/* rip: known */
+		s->base = B_CONST, s->v = (int64_t)(pc + (uint64_t)off); /* rip */
 	else
 		return -1;
 	return 0;
@@ -662,7 +676,7 @@ static int cfi_eval_op(struct cfi_rd *r, uint8_t op, struct cfi_sym *st,
 		case 0x23:				/* plus_uconst */
 			if (!top || top->deref)
 				return -1;
-			top->v += (int64_t)rd_uleb(r);
+			top->v = (int64_t)((uint64_t)top->v + rd_uleb(r));
 			return 0;
 		case 0x13:				/* drop */
 			if (!top)
@@ -745,7 +759,7 @@ static int cfi_reg_addr(const struct cfi_reg *g, const union ls_cfi_rule *r,
 	if (s->base == B_RSP &&
 	    !(r->f.bits & (LS_CFI_CFA_RBP | LS_CFI_CFA_DEREF))) {
 		s->base = B_CFA;	/* rsp = CFA - cfa_off in this frame */
-		s->v -= r->f.cfa_off;
+		s->v = (int64_t)((uint64_t)s->v - (uint64_t)(int64_t)r->f.cfa_off);
 	}
 	return s->base == B_CFA || s->base == B_RBP ? 0 : -1;
 }

@@ -36,6 +36,15 @@ static int region_ok(const struct pm *pm, uint64_t off, uint64_t count,
 	return off <= pm->size && count <= (pm->size - off) / (el ? el : 1);
 }
 
+/* The regions hold 64-bit words read in place: the agent page-aligns
+ * them, a file that does not is not its. */
+static int regions_aligned(const struct lspm_header *h)
+{
+	return !((h->modules_off | h->sites_off | h->frames_off | h->hist_off |
+		  (h->version >= 2 ? h->rows_off : 0) |
+		  (h->version >= 3 ? h->stats_off : 0)) & 7);
+}
+
 static int check_header(const struct pm *pm, char *err, size_t errlen)
 {
 	const struct lspm_header *h = pm->h;
@@ -48,7 +57,7 @@ static int check_header(const struct pm *pm, char *err, size_t errlen)
 				"supported", h->version), -EINVAL;
 	/* Version 1 has a history row per site, by id, and no rows table. */
 	rows = h->version == 1 ? h->sites_cap : h->rows_cap;
-	if ((h->version >= 2 &&
+	if (!regions_aligned(h) || (h->version >= 2 &&
 	     (h->rows_cap < h->rows_used ||
 	      !region_ok(pm, h->rows_off, h->sites_cap, 4))) ||
 	    !region_ok(pm, h->hist_off, rows * h->hist_len, 8) ||
@@ -234,7 +243,7 @@ static int copy_all(const struct pm *pm, struct ls_snapshot *s)
 		if (r)
 			return r;
 	}
-	return 0;
+	return ls_snapshot_check_figures(s, NULL, 0);
 }
 
 int ls_postmortem_load(const char *path, struct ls_snapshot *snap, char *err,

@@ -120,7 +120,7 @@ int ls_render_folded(const struct ls_render_ctx *c)
 	size_t i, j;
 	int ret = collect(c, &set);
 
-	if (!ret)
+	if (!ret && set.n)	/* set.v is NULL when empty */
 		qsort(set.v, set.n, sizeof(*set.v), cmp_folded);
 	for (i = 0; !ret && i < set.n; i = j) {
 		int64_t sum = 0;

@@ -770,7 +770,9 @@ int ls_render_olds(FILE *out, struct ls_snapshot *snap,
 
 	if (!snap->has_blocks)
 		return -ENODATA;
-	qsort(snap->blocks, snap->nblocks, sizeof(*snap->blocks), by_birth);
+	if (snap->nblocks)	/* an empty block list may be NULL */
+		qsort(snap->blocks, snap->nblocks, sizeof(*snap->blocks),
+		      by_birth);
 	fprintf(out, "pid %u: %zu oldest of %zu live blocks\n", snap->hdr.pid,
 		n < snap->nblocks ? n : snap->nblocks, snap->nblocks);
 	for (i = 0; i < snap->nblocks && i < n && !ret; i++)

@@ -8,6 +8,7 @@
 #include "report.h"
 #include "symbolize.h"
 #include "trend.h"
+#include "util.h"
 
 /* Per-site sums over the blocks that pass the filters. */
 struct agg {
@@ -238,7 +239,7 @@ static void add_block(struct agg *a, const struct ls_snapshot *snap,
 {
 	double w = sample_weight(snap, site, b->size);
 
-	a->bytes += (int64_t)b->size;
+	a->bytes = ls_add_sat_u(a->bytes, b->size);
 	a->blocks++;
 	a->est_bytes += w * (double)b->size;
 	a->est_blocks += w;
@@ -296,8 +297,8 @@ static void keep_kinds(const struct ls_snapshot *snap,
 			r->reach.bytes[k] = r->reach.blocks[k] = 0;
 			continue;
 		}
-		bytes += (int64_t)r->reach.bytes[k];
-		blocks += (int64_t)r->reach.blocks[k];
+		bytes = ls_add_sat_u(bytes, r->reach.bytes[k]);
+		blocks = ls_add_sat_u(blocks, r->reach.blocks[k]);
 	}
 	if (!(keep & 1u << LSNAP_REACH_DEFINITE))
 		r->reach.indirect_bytes = r->reach.indirect_blocks = 0;
@@ -368,8 +369,9 @@ static int collect_blocks(const struct ls_snapshot *snap,
 		r->blocks[r->nblocks++] = b;
 	}
 	for (i = 0; i < rep->nsites; i++)
-		qsort(rep->sites[i].blocks, rep->sites[i].nblocks,
-		      sizeof(*rep->sites[i].blocks), cmp_block_age);
+		if (rep->sites[i].nblocks)	/* else blocks may be NULL */
+			qsort(rep->sites[i].blocks, rep->sites[i].nblocks,
+			      sizeof(*rep->sites[i].blocks), cmp_block_age);
 	return 0;
 }
 
@@ -674,10 +676,14 @@ int ls_report_build(const struct ls_snapshot *snap,
 		const struct ls_reach_figs *f = &rep->sites[i].reach;
 		unsigned k;
 
-		rep->live_bytes += rep->sites[i].live_bytes;
-		rep->live_blocks += rep->sites[i].live_blocks;
-		rep->key_bytes += rep->sites[i].key_bytes;
-		rep->key_blocks += rep->sites[i].key_blocks;
+		rep->live_bytes = ls_add_sat(rep->live_bytes,
+					     rep->sites[i].live_bytes);
+		rep->live_blocks = ls_add_sat(rep->live_blocks,
+					      rep->sites[i].live_blocks);
+		rep->key_bytes = ls_add_sat(rep->key_bytes,
+					    rep->sites[i].key_bytes);
+		rep->key_blocks = ls_add_sat(rep->key_blocks,
+					     rep->sites[i].key_blocks);
 		for (k = 0; k < LSNAP_REACH_KINDS; k++) {
 			rep->reach.bytes[k] += f->bytes[k];
 			rep->reach.blocks[k] += f->blocks[k];

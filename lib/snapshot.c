@@ -776,6 +776,67 @@ static int attach_reach(struct parse *p)
 	return 0;
 }
 
+/* *sum += |v|, 0 while it stays within LS_FIGURES_MAX. */
+static int figure_add(uint64_t *sum, int64_t v)
+{
+	uint64_t m = v < 0 ? -(uint64_t)v : (uint64_t)v;
+
+	if (m > LS_FIGURES_MAX || *sum + m > LS_FIGURES_MAX)
+		return -1;
+	*sum += m;
+	return 0;
+}
+
+/* The same for an unsigned figure. */
+static int ufigure_add(uint64_t *sum, uint64_t v)
+{
+	return v > LS_FIGURES_MAX ? -1 : figure_add(sum, (int64_t)v);
+}
+
+static int site_figures_ok(const struct ls_site *s, uint64_t *sum)
+{
+	const struct ls_site_stats *st = &s->stats;
+	const struct ls_reach_figs *r = &s->reach;
+	int bad = figure_add(&sum[0], s->live_bytes) ||
+		  figure_add(&sum[1], s->live_blocks) ||
+		  ufigure_add(&sum[2], s->allocated_bytes) ||
+		  ufigure_add(&sum[3], s->allocated_blocks) ||
+		  figure_add(&sum[4], st->peak_bytes) ||
+		  figure_add(&sum[5], st->peak_blocks) ||
+		  ufigure_add(&sum[6], st->temp_bytes) ||
+		  ufigure_add(&sum[7], st->temp_blocks) ||
+		  ufigure_add(&sum[8], r->indirect_bytes) ||
+		  ufigure_add(&sum[9], r->indirect_blocks);
+	int k;
+
+	for (k = 0; !bad && k < LSNAP_REACH_KINDS; k++)
+		bad = ufigure_add(&sum[10 + 2 * k], r->bytes[k]) ||
+		      ufigure_add(&sum[11 + 2 * k], r->blocks[k]);
+	return !bad;
+}
+
+int ls_snapshot_check_figures(const struct ls_snapshot *snap, char *err,
+			      size_t errlen)
+{
+	uint64_t sum[10 + 2 * LSNAP_REACH_KINDS] = { 0 }, bytes = 0;
+	size_t i;
+
+	for (i = 0; i < snap->nsites; i++)
+		if (!site_figures_ok(&snap->sites[i], sum)) {
+			snprintf(err, errlen, "corrupt snapshot: site %u's "
+				 "figures add up to more than 2^60",
+				 snap->sites[i].id);
+			return -EINVAL;
+		}
+	for (i = 0; i < snap->nblocks; i++)
+		if (ufigure_add(&bytes, snap->blocks[i].size)) {
+			snprintf(err, errlen, "corrupt snapshot: the blocks' "
+				 "sizes add up to more than 2^60");
+			return -EINVAL;
+		}
+	return 0;
+}
+
 static int read_end(struct parse *p, uint32_t len)
 {
 	struct lsnap_end e;
@@ -802,7 +863,10 @@ static int read_end(struct parse *p, uint32_t len)
 	ret = check_site_ids(p);
 	if (!ret)
 		ret = attach_histories(p);
-	return ret ? ret : attach_reach(p);
+	if (!ret)
+		ret = attach_reach(p);
+	return ret ? ret : ls_snapshot_check_figures(p->snap, p->err,
+						     p->errlen);
 }
 
 static int read_payload(struct parse *p, uint32_t tag, uint32_t len)

@@ -142,6 +142,19 @@ int ls_snapshot_read_fd_until(int fd, uint64_t deadline_ns,
 /* Same, from a file path; the reason names the file. */
 int ls_snapshot_load(const char *path, struct ls_snapshot *snap, char *err,
 		     size_t errlen);
+/*
+ * Every figure the reports add up, summed over the sites (live,
+ * allocated, peak and temporary bytes and blocks, the reachability
+ * categories) or the blocks (sizes), at most LS_FIGURES_MAX: 0, or
+ * -EINVAL with a one-line reason in err.  A real process stays far below
+ * (2^60 bytes is an exabyte); a file beyond it is damaged or forged, and
+ * the reports' sums and differences of such figures cannot overflow.
+ * Both readers (snapshots, post-mortem files) apply it.
+ */
+#define LS_FIGURES_MAX (1ull << 60)
+int ls_snapshot_check_figures(const struct ls_snapshot *snap, char *err,
+			      size_t errlen);
+
 /* Free everything *snap owns and zero it; accepts a zeroed snapshot. */
 void ls_snapshot_release(struct ls_snapshot *snap);
 

@@ -37,4 +37,31 @@ uint64_t ls_mono_ns(void);
  */
 int ls_wait_readable(int fd, uint64_t deadline_ns);
 
+/* a + b, held at INT64_MAX or INT64_MIN instead of overflowing: sums of
+ * figures a snapshot file gives, which may be anything. */
+static inline int64_t ls_add_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* a - b, held the same way. */
+static inline int64_t ls_sub_sat(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+/* The same with an unsigned figure, itself held at INT64_MAX. */
+static inline int64_t ls_add_sat_u(int64_t a, uint64_t b)
+{
+	return ls_add_sat(a, b > INT64_MAX ? INT64_MAX : (int64_t)b);
+}
+
 #endif
