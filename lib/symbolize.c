@@ -13,9 +13,12 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <demangle.h>
 #include "symbolize.h"
 #include "kallsyms.h"
+#include "perfmap.h"
 #include "util.h"
 
 #define VDSO_NAME "linux-vdso.so.1"
@@ -120,6 +123,9 @@ struct ls_symbolizer {
 	struct ls_sympool *pool;
 	int own_pool;
 	long *slot;		/* per snapshot module: index in pool */
+	struct ls_perfmap *jit;	/* the process's perf map, read when the
+				   first address in no module comes */
+	int jit_tried;
 };
 
 static char *debuginfo_path;	/* NULL: libdwfl's default search path */
@@ -294,6 +300,7 @@ void ls_symbolizer_free(struct ls_symbolizer *s)
 		return;
 	if (s->own_pool)
 		ls_sympool_free(s->pool);
+	ls_perfmap_free(s->jit);
 	free(s->slot);
 	free(s);
 }
@@ -910,6 +917,41 @@ static int resolve_kernel(struct ls_symbolizer *s, const struct ls_module *m,
 	return 0;
 }
 
+/*
+ * An address in no module: JIT code, named by the runtime's perf map
+ * (/tmp/perf-PID.map) when it wrote one.  The map must belong to the
+ * process's user (the owner of /proc/PID while it runs) or to ours.
+ * Returns 1 when it names addr into *f.
+ */
+static int resolve_jit(struct ls_symbolizer *s, uint64_t addr,
+		       struct ls_symframe *f)
+{
+	char path[64];
+	struct stat st;
+	uid_t owner = getuid();
+	const char *name;
+	uint64_t off;
+
+	if (!s->jit_tried) {
+		s->jit_tried = 1;
+		snprintf(path, sizeof(path), "/proc/%u", s->snap->hdr.pid);
+		if (s->snap->hdr.pid && !stat(path, &st))
+			owner = st.st_uid;
+		snprintf(path, sizeof(path), "/tmp/perf-%u.map",
+			 s->snap->hdr.pid);
+		if (s->snap->hdr.pid)
+			s->jit = ls_perfmap_load(path, owner, getuid());
+	}
+	name = s->jit ? ls_perfmap_find(s->jit, addr ? addr - 1 : 0, &off) :
+	       NULL;
+	if (!name || !(f->function = intern(s, name)))
+		return 0;
+	f->symbol = f->function;
+	f->offset = off + (addr ? 1 : 0);
+	f->module = ls_perfmap_runtime(s->jit);
+	return 1;
+}
+
 int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		       struct ls_symframe *out, size_t max, size_t *n)
 {
@@ -943,5 +985,7 @@ int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		out[i].module = m && m->path[0] ? m->path : NULL;
 		out[i].mod = m;
 	}
+	if (!m)
+		resolve_jit(s, addr, out);
 	return 0;
 }
