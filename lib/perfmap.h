@@ -35,12 +35,19 @@ struct ls_perfmap;
 struct ls_perfmap *ls_perfmap_load(const char *path, uid_t a, uid_t b);
 
 /*
- * The name of the code holding addr, NULL when none does; *offset gets
- * addr minus the code's start.  BEAM's "$" prefix is dropped.  The name
- * belongs to the map.
+ * /tmp/perf-PID.map of process pid, read as ls_perfmap_load() reads it if
+ * it belongs to the process's user (the owner of /proc/PID, while it
+ * runs) or to ours.  NULL with errno set as ls_perfmap_load() sets it.
+ */
+struct ls_perfmap *ls_perfmap_load_pid(pid_t pid);
+
+/*
+ * The name of the code holding addr, NULL when none does; *start and *size
+ * get the code's start and length.  BEAM's "$" prefix is dropped.  The
+ * name belongs to the map.
  */
 const char *ls_perfmap_find(const struct ls_perfmap *m, uint64_t addr,
-			    uint64_t *offset);
+			    uint64_t *start, uint64_t *size);
 
 /* The runtime's name for its JIT code: "beam jit" for a map the BEAM
  * wrote, else "jit". */
@@ -48,6 +55,21 @@ const char *ls_perfmap_runtime(const struct ls_perfmap *m);
 
 /* Number of entries read. */
 size_t ls_perfmap_count(const struct ls_perfmap *m);
+
+struct ls_snapshot;
+
+/*
+ * Keep m's names of the JIT code snap's stacks run through in the
+ * snapshot itself: snap is the snapshot read from the len bytes at in;
+ * *out gets a malloc()ed copy of them with one LSNAP_JIT record per such
+ * piece of code before a recomputed END record (docs/SNAPSHOT-FORMAT.md),
+ * *outlen its length; *out is NULL when no frame is in m's code.
+ * Returns 0, -EINVAL when the bytes do not end with an END record, or
+ * -ENOMEM.
+ */
+int ls_perfmap_keep(const struct ls_perfmap *m, const struct ls_snapshot *snap,
+		    const uint8_t *in, size_t len, uint8_t **out,
+		    size_t *outlen);
 
 /* Free the map; accepts NULL. */
 void ls_perfmap_free(struct ls_perfmap *m);

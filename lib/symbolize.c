@@ -13,8 +13,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <demangle.h>
 #include "symbolize.h"
 #include "kallsyms.h"
@@ -918,37 +916,39 @@ static int resolve_kernel(struct ls_symbolizer *s, const struct ls_module *m,
 }
 
 /*
- * An address in no module: JIT code, named by the runtime's perf map
- * (/tmp/perf-PID.map) when it wrote one.  The map must belong to the
- * process's user (the owner of /proc/PID while it runs) or to ours.
- * Returns 1 when it names addr into *f.
+ * An address in no module: JIT code, named by the snapshot's own record
+ * of it (LSNAP_JIT, added by `leakscope snapshot`), else by the
+ * runtime's perf map, /tmp/perf-PID.map, when it wrote one
+ * (ls_perfmap_load_pid() says whose map is read).  Returns 1 when it
+ * names addr into *f.
  */
 static int resolve_jit(struct ls_symbolizer *s, uint64_t addr,
 		       struct ls_symframe *f)
 {
-	char path[64];
-	struct stat st;
-	uid_t owner = getuid();
-	const char *name;
-	uint64_t off;
+	const struct ls_snapshot *snap = s->snap;
+	uint64_t pc = addr ? addr - 1 : 0, lo = 0, size;
+	const char *name = NULL, *runtime = NULL;
+	size_t i;
 
-	if (!s->jit_tried) {
-		s->jit_tried = 1;
-		snprintf(path, sizeof(path), "/proc/%u", s->snap->hdr.pid);
-		if (s->snap->hdr.pid && !stat(path, &st))
-			owner = st.st_uid;
-		snprintf(path, sizeof(path), "/tmp/perf-%u.map",
-			 s->snap->hdr.pid);
-		if (s->snap->hdr.pid)
-			s->jit = ls_perfmap_load(path, owner, getuid());
+	for (i = 0; i < snap->njit && !name; i++)
+		if (pc >= snap->jit[i].lo && pc < snap->jit[i].hi) {
+			name = snap->jit[i].name;
+			lo = snap->jit[i].lo;
+			runtime = snap->jit[i].beam ? "beam jit" : "jit";
+		}
+	if (!name && !snap->njit) {
+		if (!s->jit_tried && snap->hdr.pid) {
+			s->jit_tried = 1;
+			s->jit = ls_perfmap_load_pid((pid_t)snap->hdr.pid);
+		}
+		name = ls_perfmap_find(s->jit, pc, &lo, &size);
+		runtime = ls_perfmap_runtime(s->jit);
 	}
-	name = s->jit ? ls_perfmap_find(s->jit, addr ? addr - 1 : 0, &off) :
-	       NULL;
 	if (!name || !(f->function = intern(s, name)))
 		return 0;
 	f->symbol = f->function;
-	f->offset = off + (addr ? 1 : 0);
-	f->module = ls_perfmap_runtime(s->jit);
+	f->offset = addr - lo;
+	f->module = runtime;
 	return 1;
 }
 

@@ -108,3 +108,55 @@ def t_other_owner():
        "no frame named from the stranger's map")
     ok(any(f.get("module") is None and f.get("function") is None
            for f in frames), "the JIT frame left unnamed", "")
+
+
+@check("leakscope snapshot keeps the JIT names: its file, reported after "
+       "the node and its perf map are gone, names the frame as the map did")
+def t_snapshot_keeps():
+    run()       # the Skip conditions
+    import subprocess
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="leakscope-jit-")
+    harness._TMPDIRS.append(tmp)
+    os.chmod(tmp, 0o700)
+    env = harness.agent_env(tmp, {"LD_PRELOAD": os.path.join(
+        BUILD, "libleakscope.so")})
+    node = subprocess.Popen(
+        ["timeout", "60", "erl", "+JPperf", "true", "-noshell", "-pa",
+         TEST_EBIN, "-eval", "ok = leaky_nif:leak_times(4, 1000), "
+         "io:format(\"ready ~s~n\", [os:getpid()]), timer:sleep(60000)."],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    try:
+        line = node.stdout.readline().decode()
+        ok(line.startswith("ready "), "the node leaked and waits", line)
+        pid = int(line.split()[1])
+        path = "/tmp/perf-%d.map" % pid
+        snap = os.path.join(tmp, "node.lsnap")
+        r = harness.cli(["snapshot", str(pid), "-o", snap],
+                        env=harness.agent_env(tmp))
+        expect_status(r, 0, "leakscope snapshot of the node")
+        with open(path) as f:
+            live = {}
+            for l in f:
+                m = re.match(r"^(?:0x)?([0-9a-f]+) ([0-9a-f]+) (.+)$", l)
+                if m:
+                    live[int(m.group(1), 16)] = (int(m.group(2), 16),
+                                                 m.group(3).lstrip("$"))
+    finally:
+        os.killpg(node.pid, 9)
+        node.wait()
+    os.unlink(path)
+    rep = harness.cli_json(["report", "--format", "json", snap])
+    sites = [s for s in rep["sites"] if any(
+        f.get("function") == "leaky_keep" for f in s["frames"])]
+    eq(len(sites), 1, "leaky_keep's site in the saved snapshot")
+    jit = [f for f in sites[0]["frames"] if f.get("module") == "beam jit"]
+    ok(jit, "its JIT frame still named", str(sites[0]["frames"]))
+    for f in jit:
+        pc = int(f["address"], 16) - 1
+        want = [(lo, name) for lo, (size, name) in live.items()
+                if lo <= pc < lo + size]
+        eq([(f["function"], f["offset"])],
+           [(name, pc + 1 - lo) for lo, name in want],
+           "the kept name and offset, as the live map had them")

@@ -42,28 +42,29 @@ static void test_parse(void)
 		"0x7f52cecdbe10 30 $jp:cut_off");
 	uid_t me = getuid();
 	struct ls_perfmap *m = ls_perfmap_load(p, me, me);
-	uint64_t off = 99;
+	uint64_t lo = 99, size = 0;
 
 	if (!ok(m != NULL, "a BEAM map read"))
 		return;
 	is_u64(ls_perfmap_count(m), 3, "three good lines, the rest skipped");
 	ok(!strcmp(ls_perfmap_runtime(m), "beam jit"), "a BEAM map");
-	ok(!strcmp(ls_perfmap_find(m, 0x7f52cecdbcd0, &off), "jp:main/0") &&
-	   off == 0, "first byte, '$' dropped");
-	ok(!strcmp(ls_perfmap_find(m, 0x7f52cecdbd7f, &off), "jp:main/0") &&
-	   off == 0xaf, "last byte");
-	ok(!ls_perfmap_find(m, 0x7f52cecdbd80, &off), "one past the end: "
-	   "nothing (the line without a name was skipped)");
-	ok(!ls_perfmap_find(m, 0x7f52cecdbe10, &off),
+	ok(!strcmp(ls_perfmap_find(m, 0x7f52cecdbcd0, &lo, &size),
+		   "jp:main/0") && lo == 0x7f52cecdbcd0 && size == 0xb0,
+	   "first byte, '$' dropped");
+	ok(!strcmp(ls_perfmap_find(m, 0x7f52cecdbd7f, &lo, &size),
+		   "jp:main/0") && lo == 0x7f52cecdbcd0, "last byte");
+	ok(!ls_perfmap_find(m, 0x7f52cecdbd80, &lo, &size), "one past the "
+	   "end: nothing (the line without a name was skipped)");
+	ok(!ls_perfmap_find(m, 0x7f52cecdbe10, &lo, &size),
 	   "an unterminated last line is not read");
-	ok(!ls_perfmap_find(m, 0x10, &off), "below every entry");
+	ok(!ls_perfmap_find(m, 0x10, &lo, &size), "below every entry");
 	ls_perfmap_free(m);
 
 	p = file("node.map", "3a6b8c0 40 LazyCompile:~main /app.js:1\n");
 	m = ls_perfmap_load(p, me, me);
 	ok(m && !strcmp(ls_perfmap_runtime(m), "jit") &&
-	   !strcmp(ls_perfmap_find(m, 0x3a6b8c8, &off),
-		   "LazyCompile:~main /app.js:1") && off == 8,
+	   !strcmp(ls_perfmap_find(m, 0x3a6b8c8, &lo, &size),
+		   "LazyCompile:~main /app.js:1") && lo == 0x3a6b8c0,
 	   "node's format, without 0x: its own runtime name");
 	ls_perfmap_free(m);
 }
