@@ -339,7 +339,14 @@ $(FB)/fuzz-options: $(FB)/cli/parse-options.o $(FB)/cli/report-args.o \
 deps:
 	@sh tools/install-deps.sh
 
-tests: all $(UNIT_BIN) $(WL_BIN) $(ERL_TEST_OUT)
+# Programs that drive the libraries' internals from the integration tests.
+TOOL_BIN = $(patsubst %.c,$(B)/%,$(wildcard tests/tools/*.c))
+
+$(B)/tests/tools/%: tests/tools/%.c $(REPORT_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -o $@ $< $(REPORT_LIB) $(CLI_LDLIBS)
+
+tests: all $(UNIT_BIN) $(WL_BIN) $(TOOL_BIN) $(ERL_TEST_OUT)
 
 check: deps
 	@$(MAKE) --no-print-directory tests fuzz

@@ -9,17 +9,28 @@
  * Each snapshot stands for one traced process of a run.  For each mode,
  * REPS times: build and render every snapshot's text report to /dev/null,
  * timing each; prints, per mode, the median time of the first report and
- * of the later ones, in milliseconds, one line each:
+ * of the later ones, in milliseconds, and the heap the symbolizers held
+ * after the last report of a round (mallinfo2: the pool's, or the last
+ * fresh symbolizer's, with libdw's indexes and inflated sections), one
+ * line each:
  *
- *   fresh first 71.2 later 69.8
- *   pooled first 70.9 later 3.1
+ *   fresh first 71.2 later 69.8 heap_kib 5120
+ *   pooled first 70.9 later 3.1 heap_kib 6144
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "../lib/render.h"
+
+static size_t heap_bytes(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
 
 static double now_ms(void)
 {
@@ -42,9 +53,10 @@ static double median(double *v, size_t n)
 	return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
 }
 
-/* One report of snap to out; its time in ms, < 0 on failure. */
+/* One report of snap to out; its time in ms, < 0 on failure.  *held:
+ * the heap the symbolizer (and pool) held before it was freed, over base. */
 static double one(const struct ls_snapshot *snap, struct ls_sympool *pool,
-		  FILE *out)
+		  FILE *out, size_t base, size_t *held)
 {
 	struct ls_report_opts o = { 0 };
 	struct ls_symbolizer *sym;
@@ -58,22 +70,24 @@ static double one(const struct ls_snapshot *snap, struct ls_sympool *pool,
 	sym = pool ? ls_symbolizer_new_shared(snap, pool) :
 		     ls_symbolizer_new(snap);
 	r = ls_report_render(out, &rep, &o, sym);
-	ls_symbolizer_free(sym);
+	t0 = now_ms() - t0;
 	ls_report_release(&rep);
-	return r ? -1 : now_ms() - t0;
+	*held = heap_bytes() - base;
+	ls_symbolizer_free(sym);
+	return r ? -1 : t0;
 }
 
 /* Every snapshot once, as the reports of one run; times into first and
  * later. */
 static int run(struct ls_snapshot *s, size_t n, int pooled, FILE *out,
-	       double *first, double *later, size_t *nlater)
+	       double *first, double *later, size_t *nlater, size_t *held)
 {
+	size_t base = heap_bytes(), i;
 	struct ls_sympool *pool = pooled ? ls_sympool_new() : NULL;
-	size_t i;
 	double t;
 
 	for (i = 0; i < n; i++) {
-		t = one(&s[i], pool, out);
+		t = one(&s[i], pool, out, base, held);
 		if (t < 0)
 			return -1;
 		if (i)
@@ -90,16 +104,17 @@ static int mode(struct ls_snapshot *s, size_t n, int reps, int pooled,
 {
 	double *first = calloc((size_t)reps, sizeof(double));
 	double *later = calloc((size_t)reps * n, sizeof(double));
-	size_t nlater = 0;
+	size_t nlater = 0, held = 0;
 	int i, ret = -1;
 
 	if (!first || !later)
 		goto out;
 	for (i = 0; i < reps; i++)
-		if (run(s, n, pooled, out, &first[i], later, &nlater))
+		if (run(s, n, pooled, out, &first[i], later, &nlater, &held))
 			goto out;
-	printf("%s first %.1f later %.1f\n", pooled ? "pooled" : "fresh",
-	       median(first, (size_t)reps), median(later, nlater));
+	printf("%s first %.1f later %.1f heap_kib %zu\n",
+	       pooled ? "pooled" : "fresh", median(first, (size_t)reps),
+	       median(later, nlater), held / 1024);
 	ret = 0;
 out:
 	free(first);

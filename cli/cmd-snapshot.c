@@ -4,13 +4,18 @@
  *
  * The agent's bytes are received into memory first and kept only if they
  * read back as a whole snapshot: a bad or cut transfer never reaches
- * FILE.
+ * FILE.  The names of the JIT code its stacks run through, from the
+ * process's perf map, are added to it (LSNAP_JIT, docs/SYMBOLS.md): the
+ * map is gone, or another process's, by the time FILE is reported.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "../lib/client.h"
+#include "../lib/perfmap.h"
 #include "cmds.h"
 
 #define A(field) LS_ARG(struct ls_snapshot_args, field)
@@ -35,22 +40,72 @@ const struct ls_usage ls_snapshot_usage = {
 	NULL,
 };
 
-/* Receive pid's snapshot into a memory file and check it reads back. */
+/* The whole memory file fd, malloc()ed, or NULL. */
+static uint8_t *slurp(int fd, size_t *len)
+{
+	struct stat st;
+	uint8_t *buf;
+
+	if (fstat(fd, &st) || st.st_size <= 0 ||
+	    !(buf = malloc((size_t)st.st_size)))
+		return NULL;
+	*len = (size_t)st.st_size;
+	if (pread(fd, buf, *len, 0) != (ssize_t)*len) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Add to the snapshot in fd the JIT names pid's perf map gives its
+ * stacks, if the process wrote a map; fd then holds the new bytes. */
+static int keep_jit(pid_t pid, int fd, const struct ls_snapshot *snap)
+{
+	struct ls_perfmap *m = ls_perfmap_load_pid(pid);
+	uint8_t *in = NULL, *out = NULL;
+	size_t len = 0, outlen = 0;
+	int ret = 0;
+
+	if (!m)
+		return 0;	/* no map, or not one we may read */
+	if (!(in = slurp(fd, &len)) ||
+	    ls_perfmap_keep(m, snap, in, len, &out, &outlen) ||
+	    (out && (ftruncate(fd, 0) ||
+		     pwrite(fd, out, outlen, 0) != (ssize_t)outlen))) {
+		ls_error("cannot add pid %d's JIT names to its snapshot",
+			 (int)pid);
+		ret = -1;
+	}
+	free(out);
+	free(in);
+	ls_perfmap_free(m);
+	return ret;
+}
+
+/* Receive pid's snapshot into a memory file, with its JIT names, and
+ * check it reads back. */
 static int receive(pid_t pid, int fd)
 {
 	struct ls_snapshot check;
 	char err[1024];
+	int pass, ret;
 
 	if (ls_client_fetch(pid, 1, fd, err, sizeof(err))) {
 		ls_error("%s", err);
 		return -1;
 	}
-	if (lseek(fd, 0, SEEK_SET) ||
-	    ls_snapshot_read_fd(fd, &check, err, sizeof(err))) {
-		ls_error("pid %d sent a bad snapshot: %s", (int)pid, err);
-		return -1;
+	for (pass = 0; pass < 2; pass++) {
+		if (lseek(fd, 0, SEEK_SET) ||
+		    ls_snapshot_read_fd(fd, &check, err, sizeof(err))) {
+			ls_error("pid %d sent a bad snapshot: %s", (int)pid,
+				 err);
+			return -1;
+		}
+		ret = pass ? 0 : keep_jit(pid, fd, &check);
+		ls_snapshot_release(&check);
+		if (ret)
+			return -1;
 	}
-	ls_snapshot_release(&check);
 	return lseek(fd, 0, SEEK_SET) ? -1 : 0;
 }
 

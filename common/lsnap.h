@@ -74,6 +74,10 @@ enum lsnap_tag {
 	LSNAP_DROPPED = 19,	/* struct lsnap_dropped, at most once */
 	LSNAP_AGENT_MEMORY = 30,	/* struct lsnap_agent_memory, at most
 					   once: the agent's own memory */
+	LSNAP_JIT = 31,		/* struct lsnap_jit + name, one per piece of
+				   JIT code the stacks run through, named by
+				   the runtime's perf map: added by
+				   `leakscope snapshot` */
 	LSNAP_REACH_HELD = 32,	/* struct lsnap_reach_held, per pair of
 				   sites, with LSNAP_REACH */
 	LSNAP_END = 0xffff,	/* struct lsnap_end, last */
@@ -482,6 +486,19 @@ struct lsnap_check_thread {
 	uint32_t nregs;		/* words of regs used */
 	uint64_t sp;		/* the stack pointer */
 	uint64_t regs[LSNAP_CHECK_NREGS];	/* every general register */
+} __attribute__((packed));
+
+/* A piece of JIT code and its name, from the process's perf map
+ * (/tmp/perf-PID.map, docs/SYMBOLS.md), so that a saved snapshot names
+ * its JIT frames after the process and its map are gone. */
+#define LSNAP_JIT_NAME_MAX 1024
+#define LSNAP_JIT_F_BEAM 1u	/* the BEAM wrote the map */
+struct lsnap_jit {
+	uint64_t lo;		/* first byte of the code */
+	uint32_t size;		/* its length, > 0 */
+	uint16_t flags;		/* LSNAP_JIT_F_* */
+	uint16_t name_len;	/* name bytes that follow, 1 to
+				   LSNAP_JIT_NAME_MAX, no NUL */
 } __attribute__((packed));
 
 struct lsnap_end {

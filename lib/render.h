@@ -95,16 +95,18 @@ int ls_flame_add_symstack(struct ls_flame *fg, const struct ls_stack *st,
 
 /*
  * Pieces the renderers of reports and of diffs (render_diff.c) share.
- * ls_text_frame: one indented stack line, "function+0x1e [module]
- * file.c:12" (" (inlined)" after inlined frames, which have no offset),
- * the one way every text output prints a frame (reports, olds, diffs);
+ * ls_text_frame: one indented stack line, ls_frame_format()'s
+ * "function+0x1e [module] file.c:12" (" (inlined)" after inlined frames,
+ * which have no offset), the one way every text output prints a frame
+ * (reports, olds, check, diffs);
  * ls_text_safe: s with control characters replaced; ls_json_frame: a
- * frame object; ls_json_process: the process members (pid ... threads)
+ * frame object, its "text" the same line as ls_text_frame's; ls_json_process: the process members (pid ... threads)
  * of docs/JSON-REPORT.md; ls_json_filters: its "filters" object.
  */
 void ls_text_frame(FILE *out, const struct ls_symframe *f);
-/* indent, then "function+0x1e [module]" ("0xADDR" when unnamed, no
- * offset for an inlined frame): the head of every text frame line. */
+/* indent, then ls_frame_format()'s LS_FRAME_NAME, "function+0x1e
+ * [module]" ("0xADDR [module]" when unnamed, no offset for an inlined
+ * frame): the head of every text frame line. */
 void ls_text_frame_name(FILE *out, const char *indent,
 			const struct ls_symframe *f);
 void ls_text_safe(FILE *out, const char *s);

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "json.h"
@@ -345,6 +346,8 @@ static void put_check(struct ls_json *j, const struct ls_render_ctx *c)
 
 void ls_json_frame(struct ls_json *j, const struct ls_symframe *f)
 {
+	char buf[512], *own;
+
 	ls_json_object(j, NULL);
 	put_hex(j, "address", f->addr);
 	ls_json_str(j, "function", f->function);
@@ -359,6 +362,9 @@ void ls_json_frame(struct ls_json *j, const struct ls_symframe *f)
 	else
 		ls_json_null(j, "line");
 	ls_json_bool(j, "inlined", f->inlined);
+	ls_json_str(j, "text", ls_frame_text(f, LS_FRAME_ALL, buf, sizeof(buf),
+					     &own));
+	free(own);
 	ls_json_end(j);
 }
 

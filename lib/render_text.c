@@ -22,33 +22,27 @@ void ls_text_safe(FILE *out, const char *s)
 		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
 }
 
+static void put_frame_text(FILE *out, const char *indent,
+			   const struct ls_symframe *f, unsigned parts)
+{
+	char buf[1024], *own;
+
+	fputs(indent, out);
+	fputs(ls_frame_text(f, parts, buf, sizeof(buf), &own), out);
+	free(own);
+}
+
 void ls_text_frame_name(FILE *out, const char *indent,
 			const struct ls_symframe *f)
 {
-	fputs(indent, out);
-	if (f->function) {
-		ls_text_safe(out, f->function);
-		if (!f->inlined)
-			fprintf(out, "+0x%" PRIx64, f->offset);
-	} else {
-		fprintf(out, "0x%" PRIx64, f->addr);
-	}
-	fputs(" [", out);
-	ls_text_safe(out, f->module ? ls_sym_basename(f->module) : "unknown");
-	fputc(']', out);
+	put_frame_text(out, indent, f, LS_FRAME_NAME);
 }
 
 /* The one way every text output prints a frame (reports, olds, diffs). */
 void ls_text_frame(FILE *out, const struct ls_symframe *f)
 {
-	ls_text_frame_name(out, "\t\t", f);
-	if (f->file) {
-		fputc(' ', out);
-		ls_text_safe(out, ls_sym_basename(f->file));
-		if (f->line)
-			fprintf(out, ":%d", f->line);
-	}
-	fputs(f->inlined ? " (inlined)\n" : "\n", out);
+	put_frame_text(out, "\t\t", f, LS_FRAME_ALL);
+	fputc('\n', out);
 }
 
 static void put_num(const struct ls_render_ctx *c, int64_t v)

@@ -177,6 +177,7 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_SITE_STATS: return "site stats";
 	case LSNAP_DROPPED: return "dropped";
 	case LSNAP_AGENT_MEMORY: return "agent memory";
+	case LSNAP_JIT: return "jit";
 	case LSNAP_END: return "end";
 	}
 	return "unknown type";
@@ -300,6 +301,37 @@ static int parse_notes(struct parse *p, uint32_t len)
 			    p->nrec + 1, LSNAP_NOTES_MAX);
 	p->snap->notes = strndup((const char *)p->payload, len);
 	return p->snap->notes ? 0 : -ENOMEM;
+}
+
+/* A piece of JIT code and its name (docs/SNAPSHOT-FORMAT.md, JIT). */
+static int parse_jit(struct parse *p, uint32_t len)
+{
+	struct ls_snapshot *s = p->snap;
+	struct lsnap_jit j;
+	const char *name = (const char *)p->payload + sizeof(j);
+	struct ls_jit_code *c;
+
+	if (len < sizeof(j))
+		return bad_len(p, LSNAP_JIT, len, sizeof(j));
+	memcpy(&j, p->payload, sizeof(j));
+	if (len != sizeof(j) + j.name_len)
+		return bad_len(p, LSNAP_JIT, len, sizeof(j) + j.name_len);
+	if (!j.size || !j.name_len || j.name_len > LSNAP_JIT_NAME_MAX ||
+	    j.lo + j.size < j.lo || memchr(name, 0, j.name_len))
+		return fail(p, -EINVAL, "corrupt snapshot: record %u (jit) "
+			    "has an empty or wrapping range or a bad name",
+			    p->nrec + 1);
+	if (LS_GROW(s->jit, s->njit + 1, s->jit_cap))
+		return -ENOMEM;
+	c = &s->jit[s->njit];
+	c->name = strndup(name, j.name_len);
+	if (!c->name)
+		return -ENOMEM;
+	c->lo = j.lo;
+	c->hi = j.lo + j.size;
+	c->beam = !!(j.flags & LSNAP_JIT_F_BEAM);
+	s->njit++;
+	return 0;
 }
 
 static int check_module(struct parse *p, const struct lsnap_module *m,
@@ -624,6 +656,8 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 		return parse_fixed(p, tag, len, &p->seen_agent_memory,
 				   &s->has_agent_memory, &s->agent_memory,
 				   sizeof(s->agent_memory));
+	case LSNAP_JIT:
+		return parse_jit(p, len);
 	case LSNAP_DROPPED: {
 		struct lsnap_dropped d;
 		int ret = parse_fixed(p, tag, len, &p->seen_dropped,
@@ -1006,6 +1040,9 @@ void ls_snapshot_release(struct ls_snapshot *snap)
 	for (i = 0; i < snap->nmodules; i++)
 		free(snap->modules[i].path);
 	free(snap->modules);
+	for (i = 0; i < snap->njit; i++)
+		free(snap->jit[i].name);
+	free(snap->jit);
 	for (i = 0; i < snap->nsites; i++) {
 		free(snap->sites[i].frames);
 		free(snap->sites[i].history);

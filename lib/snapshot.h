@@ -70,6 +70,13 @@ struct ls_block {
 				   without a check or for a mapping */
 };
 
+/* A piece of JIT code named in the snapshot (LSNAP_JIT). */
+struct ls_jit_code {
+	uint64_t lo, hi;
+	int beam;		/* the BEAM's: module "beam jit" */
+	char *name;		/* owned */
+};
+
 struct ls_snapshot {
 	struct lsnap_header hdr;
 	int has_totals, has_mallinfo, has_blocks, has_history, has_unwind;
@@ -116,6 +123,8 @@ struct ls_snapshot {
 
 	struct ls_module *modules;
 	size_t nmodules;
+	struct ls_jit_code *jit;	/* LSNAP_JIT records, in file order */
+	size_t njit, jit_cap;
 
 	struct ls_site *sites;	/* in file order */
 	size_t nsites;

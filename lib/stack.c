@@ -69,6 +69,69 @@ void ls_stack_release(struct ls_stack *st)
 	memset(st, 0, sizeof(*st));
 }
 
+/* Append s to buf[*len..cap) with control characters as '?'; *len
+ * counts what the whole text needs. */
+static void put_safe(char *buf, size_t cap, size_t *len, const char *s)
+{
+	for (; *s; s++, (*len)++)
+		if (*len + 1 < cap)
+			buf[*len] = (unsigned char)*s < 0x20 || *s == 0x7f ?
+				    '?' : *s;
+}
+
+static void put_fmt(char *buf, size_t cap, size_t *len, const char *fmt,
+		    uint64_t v)
+{
+	char tmp[32];
+
+	snprintf(tmp, sizeof(tmp), fmt, v);
+	put_safe(buf, cap, len, tmp);
+}
+
+size_t ls_frame_format(char *buf, size_t cap, const struct ls_symframe *f,
+		       unsigned parts)
+{
+	size_t len = 0;
+
+	if (parts & LS_FRAME_NAME) {
+		if (f->function) {
+			put_safe(buf, cap, &len, f->function);
+			if (!f->inlined)
+				put_fmt(buf, cap, &len, "+0x%" PRIx64,
+					f->offset);
+		} else {
+			put_fmt(buf, cap, &len, "0x%" PRIx64, f->addr);
+		}
+		put_safe(buf, cap, &len, " [");
+		put_safe(buf, cap, &len, f->module ?
+			 ls_sym_basename(f->module) : "unknown");
+		put_safe(buf, cap, &len, "]");
+	}
+	if ((parts & LS_FRAME_LINE) && f->file) {
+		put_safe(buf, cap, &len, len ? " " : "");
+		put_safe(buf, cap, &len, ls_sym_basename(f->file));
+		if (f->line)
+			put_fmt(buf, cap, &len, ":%" PRIu64,
+				(uint64_t)f->line);
+	}
+	if ((parts & LS_FRAME_LINE) && f->inlined)
+		put_safe(buf, cap, &len, " (inlined)");
+	buf[len < cap ? len : cap - 1] = 0;
+	return len;
+}
+
+const char *ls_frame_text(const struct ls_symframe *f, unsigned parts,
+			  char *buf, size_t cap, char **own)
+{
+	size_t need = ls_frame_format(buf, cap, f, parts);
+
+	*own = need < cap ? NULL : malloc(need + 1);
+	if (!*own)
+		return buf;
+	ls_frame_format(*own, need + 1, f, parts);
+	return *own;
+}
+
 void ls_stack_summary(const struct ls_stack *st, size_t n, char *buf,
 		      size_t cap)
 {
@@ -79,10 +142,13 @@ void ls_stack_summary(const struct ls_stack *st, size_t n, char *buf,
 		const struct ls_symframe *f = &st->f[i];
 		const char *sep = i ? " < " : "";
 
-		if (!f->function)
-			len += (size_t)snprintf(buf + len, cap - len,
-						"%s0x%" PRIx64, sep, f->addr);
-		else if (!f->line)
+		if (!f->function) {
+			len += (size_t)snprintf(buf + len, cap - len, "%s",
+						sep);
+			if (len < cap)
+				len += ls_frame_format(buf + len, cap - len,
+						       f, LS_FRAME_NAME);
+		} else if (!f->line)
 			len += (size_t)snprintf(buf + len, cap - len, "%s%s",
 						sep, f->function);
 		else if (!i && f->file)	/* two sites of one function differ

@@ -69,9 +69,38 @@ char *ls_short_name(const char *name);
 /* Free st's frames and names and zero it; accepts a zeroed stack. */
 void ls_stack_release(struct ls_stack *st);
 
+/*
+ * The one spelling of a frame, for every output that prints frames as
+ * text (reports, olds, check, diffs, memleak's format, watch and top, the
+ * JSON "text" field the web view shows):
+ *
+ *   LS_FRAME_NAME  "function+0x1e [module]": no offset for an inlined
+ *                  frame; an unnamed one is its address "0x7f..c3 [module]",
+ *                  "[unknown]" when no module holds it;
+ *   LS_FRAME_LINE  " file.c:12" (base name), or " file.c" without a line,
+ *                  nothing without a file; " (inlined)" for an inlined
+ *                  frame.
+ *
+ * Control characters (the names come from the traced program's files)
+ * become '?'.  Writes at most cap bytes, NUL included (cap > 0), and
+ * returns the length the whole text needs, as snprintf does.
+ */
+#define LS_FRAME_NAME 1u
+#define LS_FRAME_LINE 2u
+#define LS_FRAME_ALL (LS_FRAME_NAME | LS_FRAME_LINE)
+size_t ls_frame_format(char *buf, size_t cap, const struct ls_symframe *f,
+		       unsigned parts);
+/* ls_frame_format()'s whole text: in buf when it fits in cap, else in a
+ * malloc()ed string left in *own for the caller to free (*own NULL
+ * otherwise; the text is cut to buf when that allocation fails). */
+const char *ls_frame_text(const struct ls_symframe *f, unsigned parts,
+			  char *buf, size_t cap, char **own);
+
 /* "fn (file.c:12) < caller:40 < caller's caller:7": st's first n
  * frames with their lines (the first with its file), so that two sites
- * in one function tell apart; truncated to cap. */
+ * in one function tell apart; a frame without a function is named as
+ * ls_frame_format() names it ("0x7f..c3 [libjemalloc.so.2]"); truncated
+ * to cap. */
 void ls_stack_summary(const struct ls_stack *st, size_t n, char *buf,
 		      size_t cap);
 

@@ -16,11 +16,40 @@
 #include <demangle.h>
 #include "symbolize.h"
 #include "kallsyms.h"
+#include "perfmap.h"
 #include "util.h"
 
 #define VDSO_NAME "linux-vdso.so.1"
 
 enum { MOD_OK = 1, MOD_UNUSABLE = -1 };
+
+/* Address ranges [lo, hi) of units or functions, sorted by lo; maxhi is
+ * the highest end of a range and every range sorted before it, so that
+ * a lookup finds ranges that overlap (nested functions). */
+struct span {
+	Dwarf_Addr lo, hi, maxhi;
+	size_t idx;		/* what the range belongs to */
+};
+
+struct spans {
+	struct span *v;
+	size_t n, cap;
+};
+
+/* A compilation unit with code: its DIE, where its ranges and line table
+ * are, and with split DWARF (-gsplit-dwarf) the split unit's DIE, where
+ * its functions are (else the same DIE again). */
+struct cu_ent {
+	Dwarf_Die cu, sub;
+	const char *comp_dir;	/* owned by libdw, or NULL */
+	/* Its functions by address, read when the first address in the
+	 * unit comes: one walk of the unit's DIE tree, where a lookup by
+	 * dwarf_getscopes() would walk it for every address. */
+	int fns_read;
+	struct spans fns;	/* idx: into fdie */
+	Dwarf_Die *fdie;
+	size_t nfdie, fdie_cap;
+};
 
 /* A module file opened once, at bias 0: every process that maps the
  * same file (same path and build id) at any address shares it. */
@@ -31,7 +60,28 @@ struct pooled {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	int state;
+	/* Its units by address, read when the first address comes: from
+	 * each unit's own DW_AT_ranges or low and high pc, which every
+	 * producer writes, rather than .debug_aranges, which clang and
+	 * rustc leave out. */
+	int cus_read;
+	Dwarf_Addr dwbias;
+	struct cu_ent *cus;
+	size_t ncus, cus_cap;
+	struct spans units;	/* idx: into cus */
 };
+
+static void free_units(struct pooled *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->ncus; i++) {
+		free(p->cus[i].fns.v);
+		free(p->cus[i].fdie);
+	}
+	free(p->cus);
+	free(p->units.v);
+}
 
 struct cache_ent {
 	uint64_t addr;		/* relative to the module's load bias */
@@ -71,6 +121,9 @@ struct ls_symbolizer {
 	struct ls_sympool *pool;
 	int own_pool;
 	long *slot;		/* per snapshot module: index in pool */
+	struct ls_perfmap *jit;	/* the process's perf map, read when the
+				   first address in no module comes */
+	int jit_tried;
 };
 
 static char *debuginfo_path;	/* NULL: libdwfl's default search path */
@@ -183,6 +236,7 @@ void ls_sympool_free(struct ls_sympool *p)
 	for (i = 0; i < p->n; i++) {
 		if (p->v[i].dwfl)
 			dwfl_end(p->v[i].dwfl);
+		free_units(&p->v[i]);
 		free(p->v[i].path);
 	}
 	for (i = 0; i < p->strs_cap; i++)
@@ -244,6 +298,7 @@ void ls_symbolizer_free(struct ls_symbolizer *s)
 		return;
 	if (s->own_pool)
 		ls_sympool_free(s->pool);
+	ls_perfmap_free(s->jit);
 	free(s->slot);
 	free(s);
 }
@@ -359,6 +414,177 @@ static Dwfl_Module *open_module(struct ls_symbolizer *s, size_t i)
 	return s->pool->v[s->slot[i]].mod;
 }
 
+/* --- units and functions by address -------------------------------- */
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Add die's address ranges to sp as belonging to idx; returns how many
+ * (0: none, the DIE has no code), or -ENOMEM. */
+static int spans_add(struct spans *sp, Dwarf_Die *die, size_t idx)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	int n = 0;
+
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		if (lo >= hi)
+			continue;
+		if (LS_GROW(sp->v, sp->n + 1, sp->cap))
+			return -ENOMEM;
+		sp->v[sp->n++] = (struct span){ .lo = lo, .hi = hi, .idx = idx };
+		n++;
+	}
+	return n;
+}
+
+static void spans_sort(struct spans *sp)
+{
+	size_t i;
+
+	qsort(sp->v, sp->n, sizeof(*sp->v), cmp_span);
+	for (i = 0; i < sp->n; i++)
+		sp->v[i].maxhi = i && sp->v[i - 1].maxhi > sp->v[i].hi ?
+			sp->v[i - 1].maxhi : sp->v[i].hi;
+}
+
+/* The idx of the range holding pc that starts last (the innermost of
+ * nested ones), or -1. */
+static long spans_find(const struct spans *sp, Dwarf_Addr pc)
+{
+	size_t lo = 0, hi = sp->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sp->v[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo-- > 0 && sp->v[lo].maxhi > pc)
+		if (sp->v[lo].hi > pc)
+			return (long)sp->v[lo].idx;
+	return -1;
+}
+
+/* Record the unit whose DIE is cu (and split DIE sub) with its ranges;
+ * a unit without code (types only) is left out.  -ENOMEM or 0. */
+static int add_unit(struct pooled *p, Dwarf_Die *cu, Dwarf_Die *sub)
+{
+	Dwarf_Attribute a;
+	int n;
+
+	if (LS_GROW(p->cus, p->ncus + 1, p->cus_cap))
+		return -ENOMEM;
+	n = spans_add(&p->units, cu, p->ncus);
+	if (n <= 0)
+		return n;
+	memset(&p->cus[p->ncus], 0, sizeof(p->cus[p->ncus]));
+	p->cus[p->ncus].cu = *cu;
+	p->cus[p->ncus].sub = sub ? *sub : *cu;
+	p->cus[p->ncus].comp_dir = dwarf_formstring(
+		dwarf_attr(cu, DW_AT_comp_dir, &a));
+	p->ncus++;
+	return 0;
+}
+
+/* Index the units of p's debug information (the file's own, or the one
+ * libdwfl found through .gnu_debuglink or the build id) by their own
+ * DW_AT_ranges or low and high pc, which every producer writes, rather
+ * than by .debug_aranges, which clang and rustc leave out. */
+static void read_units(struct pooled *p)
+{
+	Dwarf *dw = dwfl_module_getdwarf(p->mod, &p->dwbias);
+	Dwarf_CU *cu = NULL;
+	Dwarf_Die cudie, subdie;
+	uint8_t type;
+
+	p->cus_read = 1;
+	while (dw && dwarf_get_units(dw, cu, &cu, NULL, &type, &cudie,
+				     &subdie) == 0) {
+		int split = type == DW_UT_skeleton && dwarf_tag(&subdie) ==
+			DW_TAG_compile_unit;
+
+		if (type != DW_UT_compile && type != DW_UT_skeleton)
+			continue;
+		if (add_unit(p, &cudie, split ? &subdie : NULL))
+			break;
+	}
+	spans_sort(&p->units);
+}
+
+/* The unit whose code holds pc (a file address), or NULL. */
+static struct cu_ent *cu_of(struct pooled *p, Dwarf_Addr pc)
+{
+	long i;
+
+	if (!p->cus_read)
+		read_units(p);
+	i = spans_find(&p->units, pc - p->dwbias);
+	return i < 0 ? NULL : &p->cus[i];
+}
+
+/*
+ * Index the functions below parent: every subprogram with code, nested
+ * ones included, found in the namespaces, types and blocks that can
+ * hold them.  Returns -ENOMEM or 0.
+ */
+static int read_fns(struct cu_ent *cu, Dwarf_Die *parent, int depth)
+{
+	Dwarf_Die c;
+	int n;
+
+	if (depth > 64 || dwarf_child(parent, &c) != 0)
+		return 0;
+	do {
+		switch (dwarf_tag(&c)) {
+		case DW_TAG_subprogram:
+			if (LS_GROW(cu->fdie, cu->nfdie + 1, cu->fdie_cap))
+				return -ENOMEM;
+			n = spans_add(&cu->fns, &c, cu->nfdie);
+			if (n < 0)
+				return n;
+			if (n > 0)
+				cu->fdie[cu->nfdie++] = c;
+			/* fall through - to functions nested in it */
+		case DW_TAG_lexical_block:
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			if (dwarf_haschildren(&c) == 1 &&
+			    read_fns(cu, &c, depth + 1))
+				return -ENOMEM;
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return 0;
+}
+
+/* The DIE of the innermost function whose code holds pc, or NULL. */
+static Dwarf_Die *fn_of(struct cu_ent *cu, Dwarf_Addr pc)
+{
+	long i;
+
+	if (!cu->fns_read) {
+		Dwarf_Die top = cu->sub;
+
+		cu->fns_read = 1;
+		read_fns(cu, &top, 0);
+		spans_sort(&cu->fns);
+	}
+	i = spans_find(&cu->fns, pc);
+	return i < 0 ? NULL : &cu->fdie[i];
+}
+
 /* Name of a subprogram or inlined-subroutine DIE, demangled; *raw gets
  * the name as the debug information spells it (mangled). */
 static const char *die_name(struct ls_symbolizer *s, Dwarf_Die *die,
@@ -376,9 +602,30 @@ static const char *die_name(struct ls_symbolizer *s, Dwarf_Die *die,
 	return name ? intern_demangled(s, name, raw) : NULL;
 }
 
+/*
+ * A source path as llvm-symbolizer and addr2line print it: one the line
+ * table gives relative (rustc's, "src/main.rs") is taken from the unit's
+ * compilation directory.
+ */
+static const char *full_path(struct ls_symbolizer *s, const struct cu_ent *cu,
+			     const char *file)
+{
+	char *joined;
+	const char *r;
+
+	if (!file || file[0] == '/' || !cu->comp_dir)
+		return intern(s, file);
+	if (asprintf(&joined, "%s/%s", cu->comp_dir, file) < 0)
+		return NULL;
+	r = intern(s, joined);
+	free(joined);
+	return r;
+}
+
 /* Where an inlined subroutine was called from. */
-static void call_site(struct ls_symbolizer *s, Dwarf_Die *die,
-		      Dwarf_Files *files, const char **file, int *line)
+static void call_site(struct ls_symbolizer *s, const struct cu_ent *cu,
+		      Dwarf_Die *die, Dwarf_Files *files, const char **file,
+		      int *line)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word v;
@@ -387,107 +634,191 @@ static void call_site(struct ls_symbolizer *s, Dwarf_Die *die,
 	*line = 0;
 	if (files && dwarf_attr(die, DW_AT_call_file, &a) &&
 	    dwarf_formudata(&a, &v) == 0)
-		*file = intern(s, dwarf_filesrc(files, v, NULL, NULL));
+		*file = full_path(s, cu, dwarf_filesrc(files, v, NULL, NULL));
 	if (dwarf_attr(die, DW_AT_call_line, &a) &&
 	    dwarf_formudata(&a, &v) == 0 && v <= INT32_MAX)
 		*line = (int)v;
 }
 
-/*
- * The DIEs enclosing pc, innermost first, as a malloc()ed array; returns
- * their count (0 or less: none).  Past the innermost inlined instance
- * dwarf_getscopes() follows the abstract origin, so the chain of concrete
- * instances, one per level of inlining, is taken from the DIE tree above
- * the innermost scope instead.
- */
-static int concrete_scopes(Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die **scopes)
-{
-	Dwarf_Die inner;
-	int n = dwarf_getscopes(cu, pc, scopes);
+/* The deepest chain of inlined functions followed. */
+#define MAX_NEST (2 * LS_SYM_MAX_FRAMES)
 
-	if (n <= 0)
-		return n;
-	inner = (*scopes)[0];
-	free(*scopes);
-	*scopes = NULL;
-	return dwarf_getscopes_die(&inner, scopes);
+struct nest {
+	Dwarf_Die die[MAX_NEST];	/* outermost first */
+	int n;
+};
+
+/*
+ * Append to w the inlined subroutines below parent that hold pc,
+ * outermost first, through the lexical blocks that hold it.  A DIE whose
+ * ranges libdw cannot read is taken as not holding pc, where
+ * dwarf_getscopes() gives up on the whole unit (it does on rustc's
+ * output).
+ */
+static void inlined_walk(Dwarf_Die *parent, Dwarf_Addr pc, struct nest *w)
+{
+	Dwarf_Die c;
+
+	if (w->n >= MAX_NEST || dwarf_child(parent, &c) != 0)
+		return;
+	do {
+		switch (dwarf_tag(&c)) {
+		case DW_TAG_inlined_subroutine:
+			if (dwarf_haspc(&c, pc) != 1)
+				break;
+			w->die[w->n++] = c;
+			inlined_walk(&c, pc, w);
+			return;
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+			if (dwarf_haspc(&c, pc) != 1)
+				break;
+			inlined_walk(&c, pc, w);
+			return;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
 }
 
 /*
- * The inlined functions at pc, innermost first, into fr[0..max).  On
- * entry *file and *line are the line-table position of pc; each inlined
- * frame takes the current position and hands its call site on to its
- * caller, so on return they are the position in the function that holds
- * the code.
+ * The functions at pc from the unit's DIE tree, innermost first, into
+ * fr[0..max): the inlined ones (inlined = 1), then the subprogram that
+ * holds the code, named as its DIE names it.  On entry *file and *line
+ * are the line-table position of pc; each inlined frame takes the
+ * current position and hands its call site on to its caller, so on
+ * return they are the position in the function that holds the code.
+ * Returns the count of frames written, the subprogram's included when
+ * the tree has one (*named then set).
  */
-static size_t inline_chain(struct ls_symbolizer *s, Dwfl_Module *mod,
-			   uint64_t pc, struct ls_symframe *fr, size_t max,
-			   const char **file, int *line)
+static size_t die_chain(struct ls_symbolizer *s, struct cu_ent *cu,
+			Dwarf_Addr pc, struct ls_symframe *fr, size_t max,
+			const char **file, int *line, int *named)
 {
-	Dwarf_Addr bias;
-	Dwarf_Die *cu = dwfl_module_addrdie(mod, pc, &bias), *scopes = NULL;
+	Dwarf_Die die, *fn = fn_of(cu, pc);
 	Dwarf_Files *files = NULL;
+	struct nest w;
 	size_t nfiles, n = 0;
-	int i, nsc;
+	int i;
 
-	if (!cu)
-		return 0;
-	nsc = concrete_scopes(cu, pc - bias, &scopes);
-	if (dwarf_getsrcfiles(cu, &files, &nfiles))
+	*named = 0;
+	w.n = 0;
+	if (fn) {
+		w.die[w.n++] = *fn;
+		inlined_walk(fn, pc, &w);
+	}
+	die = cu->cu;
+	if (dwarf_getsrcfiles(&die, &files, &nfiles))
 		files = NULL;
-	for (i = 0; i < nsc && n < max; i++) {
-		int tag = dwarf_tag(&scopes[i]);
+	for (i = w.n - 1; i >= 0 && n < max; i--) {
+		Dwarf_Die *d = &w.die[i];
 
-		if (tag == DW_TAG_subprogram)
+		fr[n].function = die_name(s, d, &fr[n].symbol);
+		if (dwarf_tag(d) == DW_TAG_subprogram) {
+			*named = fr[n].function != NULL;
+			n += *named;
 			break;
-		if (tag != DW_TAG_inlined_subroutine)
-			continue;
-		fr[n].function = die_name(s, &scopes[i], &fr[n].symbol);
+		}
 		fr[n].inlined = 1;
 		fr[n].file = *file;
 		fr[n].line = *line;
-		call_site(s, &scopes[i], files, file, line);
+		call_site(s, cu, d, files, file, line);
 		n++;
 	}
-	free(scopes);
 	return n;
 }
 
-static void line_of(struct ls_symbolizer *s, Dwfl_Module *mod, uint64_t pc,
-		    const char **file, int *line)
+/*
+ * The line-table row of pc in the unit: the last row at or below pc,
+ * which must not end its sequence -- a pc past the end of every sequence
+ * that starts below it has no line, rather than one of a neighbouring
+ * sequence.  libdw sorts the rows by address, an end-of-sequence row
+ * before a row that starts another sequence at the same address.
+ */
+static Dwarf_Line *line_row(const struct cu_ent *cu, Dwarf_Addr pc)
 {
-	Dwfl_Line *l = dwfl_module_getsrc(mod, pc);
-	const char *f = l ? dwfl_lineinfo(l, NULL, line, NULL, NULL, NULL) : NULL;
+	Dwarf_Die die = cu->cu;
+	Dwarf_Lines *lines;
+	Dwarf_Line *l;
+	Dwarf_Addr a;
+	size_t n, lo = 0, hi;
+	bool end;
 
-	*file = intern(s, f);
+	if (dwarf_getsrclines(&die, &lines, &n) || !n)
+		return NULL;
+	hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (dwarf_lineaddr(dwarf_onesrcline(lines, mid), &a) == 0 &&
+		    a <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || !(l = dwarf_onesrcline(lines, lo - 1)) ||
+	    dwarf_lineendsequence(l, &end) || end)
+		return NULL;
+	return l;
+}
+
+static void line_of(struct ls_symbolizer *s, const struct cu_ent *cu,
+		    Dwarf_Addr pc, const char **file, int *line)
+{
+	Dwarf_Line *l = line_row(cu, pc);
+
+	*file = NULL;
+	*line = 0;
+	if (!l || dwarf_lineno(l, line))
+		return;
+	*file = full_path(s, cu, dwarf_linesrc(l, NULL, NULL));
 	if (!*file)
 		*line = 0;
 }
 
-/* Symbolize rel, an address relative to mod's load bias, from scratch
- * into fr; returns the frame count.  addr, module and mod are left for
- * the caller. */
-static size_t resolve(struct ls_symbolizer *s, Dwfl_Module *mod, uint64_t rel,
-		      struct ls_symframe *fr)
+/*
+ * Symbolize rel, an address relative to mod's load bias, from scratch
+ * into fr; returns the frame count.  Every name, line and inline chain is
+ * that of pc = rel - 1, the call instruction of a return address (the
+ * last instruction of a function whose call does not return is followed
+ * by the next function).  The function that holds the code is named as
+ * the symbol table names it, as llvm-symbolizer does: that tells gcc's
+ * clones and split parts ("f.constprop.0", "f.cold") from f itself, and
+ * gives a C++ static function its parameters; the debug information's
+ * name serves where no symbol covers pc.  addr, module and mod are left
+ * for the caller.
+ */
+static size_t resolve(struct ls_symbolizer *s, struct pooled *p,
+		      uint64_t rel, struct ls_symframe *fr)
 {
-	const char *file, *name;
+	const char *file = NULL, *name;
 	uint64_t pc = rel ? rel - 1 : 0;
+	struct cu_ent *cu = cu_of(p, pc);
+	struct ls_symframe *last;
 	GElf_Off off;
 	GElf_Sym sym;
-	size_t n;
-	int line;
+	size_t n = 0;
+	int line = 0, named = 0;
 
 	memset(fr, 0, LS_SYM_MAX_FRAMES * sizeof(*fr));
-	line_of(s, mod, pc, &file, &line);
-	n = inline_chain(s, mod, pc, fr, LS_SYM_MAX_FRAMES - 1, &file, &line);
-	name = dwfl_module_addrinfo(mod, rel, &off, &sym, NULL, NULL, NULL);
-	if (name) {
-		fr[n].function = intern_demangled(s, name, &fr[n].symbol);
-		fr[n].offset = off;
+	if (cu) {
+		line_of(s, cu, pc - p->dwbias, &file, &line);
+		n = die_chain(s, cu, pc - p->dwbias, fr, LS_SYM_MAX_FRAMES,
+			      &file, &line, &named);
 	}
-	fr[n].file = file;
-	fr[n].line = line;
-	return n + 1;
+	if (!named)
+		n += n < LS_SYM_MAX_FRAMES;
+	last = &fr[n - 1];
+	name = dwfl_module_addrinfo(p->mod, pc, &off, &sym, NULL, NULL, NULL);
+	if (name) {
+		last->function = intern_demangled(s, name, &last->symbol);
+		last->offset = off + (rel ? 1 : 0);
+	}
+	last->inlined = 0;
+	last->file = file;
+	last->line = line;
+	return n;
 }
 
 static uint64_t hash_key(uint32_t gen, uint64_t addr)
@@ -527,7 +858,7 @@ static int cache_grow(struct ls_sympool *s)
 /* The cached frames of (slot, rel), resolved now if new; NULL on
  * ENOMEM. */
 static struct cache_ent *lookup(struct ls_symbolizer *sym, long slot,
-				Dwfl_Module *mod, uint64_t rel)
+				uint64_t rel)
 {
 	struct ls_sympool *p = sym->pool;
 	struct ls_symframe fr[LS_SYM_MAX_FRAMES];
@@ -539,7 +870,7 @@ static struct cache_ent *lookup(struct ls_symbolizer *sym, long slot,
 		if (e->used)
 			return e;
 	}
-	n = resolve(sym, mod, rel, fr);
+	n = resolve(sym, &p->v[slot], rel, fr);
 	if (LS_GROW(p->frames, p->nframes + n, p->frames_cap))
 		return NULL;
 	if (2 * (p->cache_used + 1) > p->cache_cap && cache_grow(p))
@@ -584,6 +915,43 @@ static int resolve_kernel(struct ls_symbolizer *s, const struct ls_module *m,
 	return 0;
 }
 
+/*
+ * An address in no module: JIT code, named by the snapshot's own record
+ * of it (LSNAP_JIT, added by `leakscope snapshot`), else by the
+ * runtime's perf map, /tmp/perf-PID.map, when it wrote one
+ * (ls_perfmap_load_pid() says whose map is read).  Returns 1 when it
+ * names addr into *f.
+ */
+static int resolve_jit(struct ls_symbolizer *s, uint64_t addr,
+		       struct ls_symframe *f)
+{
+	const struct ls_snapshot *snap = s->snap;
+	uint64_t pc = addr ? addr - 1 : 0, lo = 0, size;
+	const char *name = NULL, *runtime = NULL;
+	size_t i;
+
+	for (i = 0; i < snap->njit && !name; i++)
+		if (pc >= snap->jit[i].lo && pc < snap->jit[i].hi) {
+			name = snap->jit[i].name;
+			lo = snap->jit[i].lo;
+			runtime = snap->jit[i].beam ? "beam jit" : "jit";
+		}
+	if (!name && !snap->njit) {
+		if (!s->jit_tried && snap->hdr.pid) {
+			s->jit_tried = 1;
+			s->jit = ls_perfmap_load_pid((pid_t)snap->hdr.pid);
+		}
+		name = ls_perfmap_find(s->jit, pc, &lo, &size);
+		runtime = ls_perfmap_runtime(s->jit);
+	}
+	if (!name || !(f->function = intern(s, name)))
+		return 0;
+	f->symbol = f->function;
+	f->offset = addr - lo;
+	f->module = runtime;
+	return 1;
+}
+
 int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		       struct ls_symframe *out, size_t max, size_t *n)
 {
@@ -604,7 +972,7 @@ int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		e = NULL;
 	} else {
 		/* The file was opened at bias 0: ask for file addresses. */
-		e = lookup(s, s->slot[idx], mod, addr - m->bias);
+		e = lookup(s, s->slot[idx], addr - m->bias);
 		if (!e)
 			return -ENOMEM;
 		*n = e->count;
@@ -617,5 +985,7 @@ int ls_symbolize_frame(struct ls_symbolizer *s, uint32_t gen, uint64_t addr,
 		out[i].module = m && m->path[0] ? m->path : NULL;
 		out[i].mod = m;
 	}
+	if (!m)
+		resolve_jit(s, addr, out);
 	return 0;
 }

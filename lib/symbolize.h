@@ -6,9 +6,12 @@
  * snapshot's map is opened from disk (through elfutils libdwfl) only when
  * an address in it is first asked for, and only trusted when its build id
  * still matches the one recorded in the snapshot.  Debug information comes
- * from the file itself or from separate debug files installed under
- * /usr/lib/debug; nothing is ever fetched from the network
- * (DEBUGINFOD_URLS is removed from the environment).
+ * from the file itself or from separate debug files (.gnu_debuglink, or
+ * by build id under /usr/lib/debug/.build-id), DWARF 2 to 5 as gcc, clang
+ * and rustc write it, compressed or not, split (-gsplit-dwarf: .dwo files
+ * where the skeleton unit names them) or not; nothing is ever fetched
+ * from the network (DEBUGINFOD_URLS is removed from the environment).
+ * docs/SYMBOLS.md says how frames are named and checked.
  *
  * Not thread-safe: one symbolizer per thread.
  */
@@ -64,11 +67,17 @@ struct ls_symbolizer *ls_symbolizer_new(const struct ls_snapshot *snap);
 
 /*
  * Symbolize addr, a return address taken at module-map generation gen
- * (ls_site.gen).  The line and the inline chain are those of addr - 1,
- * the call instruction; function and offset are those of addr itself.
- * Writes the frames for addr into out[0..*n): innermost first, i.e. the
- * inlined functions (inlined = 1) and, last, the function that really
- * holds the code.  *n is at least 1 and at most LS_SYM_MAX_FRAMES.
+ * (ls_site.gen).  Functions, lines and the inline chain are those of
+ * addr - 1, the call instruction (a call that does not return can end its
+ * function: addr is then the next one's); offset is addr's distance from
+ * the start of the function holding addr - 1.  Writes the frames for addr
+ * into out[0..*n): innermost first, i.e. the inlined functions (inlined =
+ * 1, named by their DW_TAG_inlined_subroutine) and, last, the function
+ * that really holds the code, named by the symbol table where a symbol
+ * covers it (which tells gcc's "f.cold" and "f.constprop.0" from f), else
+ * by its debug information.  A line comes only from a line-table
+ * sequence that holds addr - 1 in the compilation unit whose ranges hold
+ * it.  *n is at least 1 and at most LS_SYM_MAX_FRAMES.
  *
  * The module is the one whose address range holds addr during generation
  * gen, or failing that the first one loaded at that range after gen (the

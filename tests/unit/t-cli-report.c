@@ -539,7 +539,9 @@ static void test_json(void)
 		"\"allocated_blocks\":2,\"frames\":[{\"address\":"
 		"\"0x7f0000001000\",\"function\":null,\"offset\":null,"
 		"\"module\":\"/nonexistent/lib\\\"q\\\".so\",\"file\":null,"
-		"\"line\":null,\"inlined\":false}],\"blocks\":[{\"address\":"
+		"\"line\":null,\"inlined\":false,"
+		"\"text\":\"0x7f0000001000 [lib\\\"q\\\".so]\"}],"
+		"\"blocks\":[{\"address\":"
 		"\"0x9000\",\"size\":4096,\"age_ms\":8000,\"tid\":7}]}]}\n"),
 	   "JSON report, exact, with escaping");
 	free(got);

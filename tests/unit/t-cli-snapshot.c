@@ -12,6 +12,7 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "../../lib/perfmap.h"
 #include "../../lib/snapshot.h"
 #include "tap.h"
 
@@ -901,9 +902,81 @@ static void test_reach(void)
 	expect(ret, err, "second reachability record", "two REACH records");
 }
 
+/*
+ * JIT names kept in a snapshot (LSNAP_JIT): ls_perfmap_keep() adds a
+ * record for each piece of a perf map's code a frame returns into, only
+ * those, and rewrites END so that the snapshot reads back with them; bad
+ * records are refused.
+ */
+static void test_jit(uint32_t version)
+{
+	static const char map_text[] =
+		"0x7f0000001000 100 $leaky:leak_times/2\n"
+		"0x7f0000002000 40 $global::call_nif_shared\n"
+		"0x7f0000003000 40 $never:used/0\n";
+	uint64_t frames[3] = { 0x7f00000010a0, 0x7f0000002010,
+			       0x7f0000002020 };
+	char dir[] = "/tmp/leakscope-snapjit-XXXXXX", path[64], err[256];
+	struct ls_snapshot s, t;
+	struct ls_perfmap *m = NULL;
+	struct wbuf w = { 0 };
+	struct lsnap_jit j = { .lo = 0x5000, .size = 0, .name_len = 1 };
+	uint8_t *out = NULL;
+	size_t outlen = 0;
+	FILE *f;
+
+	w_version = version;
+	w_header(&w);
+	w_site(&w, 1, 3, 100, frames);
+	w_end(&w);
+	if (mkdtemp(dir)) {
+		snprintf(path, sizeof(path), "%s/perf.map", dir);
+		if ((f = fopen(path, "w"))) {
+			fputs(map_text, f);
+			fclose(f);
+		}
+		m = ls_perfmap_load(path, getuid(), getuid());
+		unlink(path);
+		rmdir(dir);
+	}
+	if (!ok(m && !read_buf(w.p, w.len, &s, err, sizeof(err)),
+		"v%u: map and snapshot read", version))
+		return;
+	ok(!ls_perfmap_keep(m, &s, w.p, w.len, &out, &outlen) && out &&
+	   outlen > w.len, "v%u: JIT records added", version);
+	ok(out && !read_buf(out, outlen, &t, err, sizeof(err)),
+	   "v%u: the new snapshot reads back (%s)", version, out ? err : "");
+	ok(out && t.njit == 2 && t.jit[0].lo == 0x7f0000001000 &&
+	   t.jit[0].hi == 0x7f0000001100 && t.jit[0].beam &&
+	   !strcmp(t.jit[0].name, "leaky:leak_times/2") &&
+	   !strcmp(t.jit[1].name, "global::call_nif_shared"),
+	   "v%u: the two pieces of code the frames return into, once each",
+	   version);
+	if (out)
+		ls_snapshot_release(&t);
+	ls_snapshot_release(&s);
+	ls_perfmap_free(m);
+	free(out);
+	free(w.p);
+	w_version = LSNAP_VERSION;
+
+	expect(with_record(LSNAP_JIT, sizeof(j) + 1, &j, sizeof(j), "x", 1,
+			   &s, err, sizeof(err)), err, "record 2 (jit)",
+	       "a JIT record of size 0");
+	j.size = 16;
+	expect(with_record(LSNAP_JIT, sizeof(j) + 1, &j, sizeof(j), "", 1,
+			   &s, err, sizeof(err)), err, "record 2 (jit)",
+	       "a JIT name with a NUL");
+	expect(with_record(LSNAP_JIT, sizeof(j) + 2, &j, sizeof(j), "ab", 2,
+			   &s, err, sizeof(err)), err, "expected 17",
+	       "a JIT record longer than its name");
+}
+
 int main(void)
 {
 	test_reach();
+	test_jit(1);
+	test_jit(LSNAP_VERSION);
 	test_roundtrip();
 	test_truncations();
 	test_flips();

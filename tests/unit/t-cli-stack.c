@@ -1,7 +1,9 @@
 /*
  * t-cli-stack.c - the stack as the user asks to see it (lib/stack.h):
  * template arguments cut to "<…>" (operators that look like brackets
- * kept), runtime frames hidden only outside the program's own, --depth.
+ * kept), runtime frames hidden only outside the program's own, --depth;
+ * the one frame formatter every text output uses, and watch's and top's
+ * one-line summary.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,9 +92,60 @@ static void test_runtime(void)
 	ls_stack_release(&st);
 }
 
+static void format_is(const struct ls_symframe *f, unsigned parts,
+		      const char *want)
+{
+	char buf[128];
+	size_t n = ls_frame_format(buf, sizeof(buf), f, parts);
+
+	ok(!strcmp(buf, want) && n == strlen(want), "frame text '%s' "
+	   "(got '%s', length %zu)", want, buf, n);
+}
+
+static void test_format(void)
+{
+	struct ls_symframe named = { .addr = 0x401136, .function = "main",
+				     .offset = 0x1e, .module = "/usr/bin/prog",
+				     .file = "/src/prog.c", .line = 12 };
+	struct ls_symframe inl = named, bare = { .addr = 0x7f6c0fc94b5a,
+		.module = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" };
+	struct ls_symframe none = { .addr = 0x10 }, nasty = named;
+	struct ls_symframe fr[3];
+	struct ls_stack st = { 0 };
+	char buf[16], sum[256];
+
+	inl.function = "helper";
+	inl.inlined = 1;
+	nasty.function = "evil\033[2Jname";
+	format_is(&named, LS_FRAME_ALL, "main+0x1e [prog] prog.c:12");
+	format_is(&named, LS_FRAME_NAME, "main+0x1e [prog]");
+	format_is(&inl, LS_FRAME_ALL, "helper [prog] prog.c:12 (inlined)");
+	format_is(&bare, LS_FRAME_ALL, "0x7f6c0fc94b5a [libjemalloc.so.2]");
+	format_is(&none, LS_FRAME_ALL, "0x10 [unknown]");
+	format_is(&nasty, LS_FRAME_NAME, "evil?[2Jname+0x1e [prog]");
+	named.line = 0;
+	format_is(&named, LS_FRAME_ALL, "main+0x1e [prog] prog.c");
+	ok(ls_frame_format(buf, sizeof(buf), &bare, LS_FRAME_ALL) == 33 &&
+	   strlen(buf) == sizeof(buf) - 1 && !strncmp(buf, "0x7f6c0fc94b5a ", 15),
+	   "cut to the buffer, the length needed returned");
+
+	/* watch and top: an unnamed frame named with its module, as in a
+	 * report, not as a bare address. */
+	fr[0] = bare;
+	fr[1] = inl;
+	fr[2] = named;
+	fr[2].line = 40;
+	put(&st, fr, 3);
+	ls_stack_summary(&st, 3, sum, sizeof(sum));
+	ok(!strcmp(sum, "0x7f6c0fc94b5a [libjemalloc.so.2] < helper:12 < "
+		   "main:40"), "summary: %s", sum);
+	ls_stack_release(&st);
+}
+
 int main(void)
 {
 	test_names();
 	test_runtime();
+	test_format();
 	return tap_done();
 }

@@ -75,9 +75,10 @@ function where(f) {
   return f.file ? base(f.file) + ":" + (f.line || "?") : "[" + base(f.module) + "]";
 }
 
+/* The line every text report prints for the frame (the server's one
+ * frame formatter, lib/stack.h's ls_frame_format). */
 function frameLine(f) {
-  return (f.function || f.address) + (f.inlined ? " (inlined)" : "") +
-         "  " + where(f) + (f.module ? "  [" + base(f.module) + "]" : "");
+  return f.text;
 }
 
 /* --------------------------------------------------------- sparklines */
