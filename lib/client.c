@@ -21,10 +21,16 @@
 #define REPLY_TIMEOUT_MS 30000
 
 static _Atomic unsigned timeout_ms = REPLY_TIMEOUT_MS;
+static _Atomic uint64_t reply_max = LS_CLIENT_REPLY_MAX;
 
 void ls_client_set_timeout(unsigned ms)
 {
 	timeout_ms = ms ? ms : REPLY_TIMEOUT_MS;
+}
+
+void ls_client_set_reply_max(uint64_t bytes)
+{
+	reply_max = bytes ? bytes : LS_CLIENT_REPLY_MAX;
 }
 
 /*
@@ -259,7 +265,8 @@ int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,
 		 err, errlen);
 	if (fd < 0)
 		return fd;
-	r = ls_snapshot_read_fd_until(fd, reply_deadline(), snap, err, errlen);
+	r = ls_snapshot_read_fd_capped(fd, reply_deadline(), reply_max, snap,
+				       err, errlen);
 	close(fd);
 	return r;
 }
@@ -298,7 +305,7 @@ int ls_client_request(pid_t pid, const char *req, char *reply, size_t cap,
 int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err, size_t errlen)
 {
 	char buf[65536];
-	uint64_t deadline;
+	uint64_t deadline, total = 0;
 	ssize_t n;
 	int fd, r = 0;
 
@@ -314,6 +321,14 @@ int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err, size_t errlen)
 			r = -errno;
 			snprintf(err, errlen, "pid %d: transfer failed: %s",
 				 (int)pid, strerror(errno));
+			break;
+		}
+		total += (uint64_t)n;
+		if (total > reply_max) {
+			r = -EFBIG;
+			snprintf(err, errlen, "pid %d: snapshot larger than the "
+				 "%llu MiB accepted", (int)pid,
+				 (unsigned long long)(reply_max >> 20));
 			break;
 		}
 	}
@@ -496,8 +511,8 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 	ret = no_snapshot(fd, pid, err, errlen);
 	if (ret)
 		goto out;
-	ret = ls_snapshot_read_fd_until(fd, reply_deadline(), snap, why,
-					sizeof(why));
+	ret = ls_snapshot_read_fd_capped(fd, reply_deadline(), reply_max, snap,
+					 why, sizeof(why));
 	if (ret) {
 		snprintf(err, errlen, "pid %d: the check failed: %s", (int)pid,
 			 why);

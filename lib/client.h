@@ -6,6 +6,7 @@
 #define LEAKSCOPE_CLIENT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "snapshot.h"
 
@@ -20,6 +21,15 @@
  * The other functions are thread-safe: they share no state.
  */
 void ls_client_set_timeout(unsigned ms);
+
+/*
+ * Cap every reply read from an agent (a snapshot parsed or copied) to
+ * bytes (0: the default, LS_CLIENT_REPLY_MAX): a bigger one fails with
+ * -EFBIG, so what a peer streams costs at most about that much memory
+ * or disk.  Process-wide, like the timeout.
+ */
+#define LS_CLIENT_REPLY_MAX (4ull << 30)
+void ls_client_set_reply_max(uint64_t bytes);
 
 /* The socket path of pid's agent, computed as the agent does. */
 int ls_client_socket_path(pid_t pid, char *buf, size_t cap);

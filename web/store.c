@@ -116,13 +116,43 @@ static int create_name(struct ls_web *w, pid_t pid, char *name, size_t cap,
 	return fd;
 }
 
+/* Bytes the snapshot dir's files take (their blocks), or -errno. */
+static int64_t dir_usage(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	struct stat st;
+	int64_t sum = 0;
+	DIR *d;
+
+	if (dfd < 0 || !(d = fdopendir(dfd))) {
+		if (dfd >= 0)
+			close(dfd);
+		return -errno;
+	}
+	while ((de = readdir(d)))
+		if (!fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISREG(st.st_mode))
+			sum += (int64_t)st.st_blocks * 512;
+	closedir(d);
+	return sum;
+}
+
 int ls_web_store_save(struct ls_web *w, pid_t pid, char *name, size_t cap,
 		      struct ls_web_reply *rep)
 {
 	char tmp[4400], final[4400], err[5000];
 	struct ls_snapshot check;
+	int64_t used = dir_usage(w->snapdir);
 	int fd, r;
 
+	/* Each snapshot is capped (LS_WEB_REPLY_MAX), and none is taken
+	 * once the dir holds the quota: an agent cannot fill the disk. */
+	if (used >= (int64_t)LS_WEB_STORE_QUOTA)
+		return ls_web_error(rep, 507, "the snapshot dir '%s' holds %lld "
+				    "MiB, its quota is %llu MiB: delete some",
+				    w->snapdir, (long long)(used >> 20),
+				    (unsigned long long)(LS_WEB_STORE_QUOTA >> 20));
 	fd = create_name(w, pid, name, cap, tmp, sizeof(tmp));
 	if (fd < 0)
 		return ls_web_error(rep, 500, "cannot write in '%s': %s",

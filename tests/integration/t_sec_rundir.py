@@ -188,6 +188,7 @@ def t_squatted_default_dir():
         got = fake.stop() if fake else b""
         os.kill(p.pid, signal.SIGKILL)
         err = p.communicate(timeout=30)[1].decode()
+        shutil.rmtree(base, ignore_errors=True)
     fb = fallbacks(base)
     eq(len(fb), 1, "one fallback dir")
     s = os.lstat(fb[0])
@@ -198,7 +199,6 @@ def t_squatted_default_dir():
     contains(st[1], "pid %d," % p.pid, "stats came from the real agent")
     eq(chk[0], 0, "root's check: " + chk[2])
     eq(got, b"", "what the attacker's fake agent received")
-    shutil.rmtree(base, ignore_errors=True)
 
 
 @check("a FIFO planted as the post-mortem file: report --postmortem fails at once, it does not hang")
@@ -211,14 +211,16 @@ def t_pm_fifo():
     fifo = os.path.join(base, "%d.pm" % pid)
     eq(run_as(attacker, ["mkfifo", "-m", "666", fifo])[0], 0, "the FIFO made")
     t0 = time.time()
-    r = run_as(victim, [os.path.join(d, "leakscope"), "report", "--postmortem",
-                        str(pid)], timeout=10)
+    try:
+        r = run_as(victim, [os.path.join(d, "leakscope"), "report",
+                            "--postmortem", str(pid)], timeout=10)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
     took = time.time() - t0
     ok(r is not None, "report --postmortem returned within 10 s")
     eq(r[0], 1, "its status: " + r[2])
     contains(r[2], "no post-mortem file for pid %d" % pid, "its reason")
     ok(took < 5, "it took %.1f s" % took)
-    shutil.rmtree(base, ignore_errors=True)
 
 
 def attacker_process(attacker):
