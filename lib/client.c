@@ -182,6 +182,14 @@ static int connect_agent(pid_t pid, char *err, size_t errlen)
 		no_process(pid, err, errlen);
 		return -ESRCH;
 	}
+	/* Stopped by a signal (SIGSTOP, ^Z): its agent's thread is stopped
+	 * too and would leave us waiting for the whole reply deadline. */
+	if (ls_proc_state(pid, pid) == 'T') {
+		snprintf(err, errlen, "pid %d is stopped (SIGSTOP or job control): "
+			 "its agent cannot answer until it continues ('kill -CONT "
+			 "%d')", (int)pid, (int)pid);
+		return -EAGAIN;
+	}
 	dfd = open_socket_dir(pid, &uid, path, sizeof(path), err, errlen);
 	if (dfd < 0)
 		return dfd;

@@ -37,8 +37,11 @@ int ls_client_socket_path(pid_t pid, char *buf, size_t cap);
 /*
  * Ask pid's agent for a snapshot (with the block list when blocks is set)
  * and read it into *snap.  Returns 0, or a negative errno with a one-line
- * reason in err: -ESRCH no such process, -ENOENT no agent in it,
- * -ECONNREFUSED stale socket, -EACCES not allowed, -EPROTO the agent
+ * reason in err: -ESRCH no such process, -EAGAIN it is stopped (SIGSTOP:
+ * its agent cannot answer), -ENOENT no agent in it,
+ * -ECONNREFUSED stale socket, -EACCES not allowed, -EPERM the runtime
+ * dir, the socket or the peer is not the target's (docs/SECURITY.md),
+ * -EFBIG a reply over the cap, -EPROTO the agent
  * answered with an error, -EINVAL corrupt reply.
  */
 int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,

@@ -20,6 +20,7 @@
 #include "../common/lspm.h"
 #include "../common/runtime.h"
 #include "postmortem.h"
+#include "redact.h"
 #include "procinfo.h"
 
 /* The file's header and, read from it, the parts in use. */
@@ -132,6 +133,8 @@ static char **split_cmdline(const char *buf, size_t len, size_t *argc)
 		i += l + 1;
 	}
 	*argc = argv ? k : 0;
+	if (argv)
+		ls_argv_redact(argv, *argc);	/* nothing prints a secret */
 	return argv;
 }
 

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "redact.h"
 #include "snapshot.h"
 #include "util.h"
 #include "util.h"
@@ -242,6 +243,7 @@ static int parse_command(struct parse *p, uint32_t len)
 		s->argc++;
 		c += k + 1;
 	}
+	ls_argv_redact(s->argv, s->argc);	/* nothing prints a secret */
 	return 0;
 }
 

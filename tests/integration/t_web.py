@@ -26,7 +26,7 @@ import urllib.error
 import urllib.request
 
 from harness import (check, once, workload, eq, ok, ge, fail, run_process,
-                     agent_env, wait_environ,
+                     agent_env, wait_environ, listening_process,
                      expect_site, site_function, need, need_user_reaches,
                      shorten, LEAKSCOPE,
                      BUILD, ROOT, Failure, Skip)
@@ -587,34 +587,11 @@ def t_malformed():
        "the agent still answers through the server")
 
 
-# The "agent": a process that listens on its socket (the client checks
-# that the listener is the target, SO_PEERCRED) and hands the listening
-# socket to the test, which accepts on it or not.
-STUCK = """
-import os, socket, sys, time
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(os.path.join(sys.argv[1], "%d.sock" % os.getpid()))
-s.listen(16)
-socket.send_fds(socket.socket(fileno=int(sys.argv[2])), [b"x"], [s.fileno()])
-time.sleep(60)
-"""
-
-
 def stuck_agent():
     """A process whose "agent" socket accepts and never answers: the
     process and the listening socket (the test accepts on it)."""
-    here, there = socket.socketpair()
-    sleeper = subprocess.Popen(["python3", "-c", STUCK, RUNTIME,
-                                str(there.fileno())],
-                               env=env(), start_new_session=True,
-                               pass_fds=[there.fileno()])
-    there.close()
+    sleeper, stuck, path = listening_process(RUNTIME, env())
     _STARTED.append(sleeper)
-    path = os.path.join(RUNTIME, "%d.sock" % sleeper.pid)
-    here.settimeout(20)
-    _, fds, _, _ = socket.recv_fds(here, 1, 1)
-    here.close()
-    stuck = socket.socket(fileno=fds[0])
     stuck.settimeout(30)
     return sleeper, stuck, path
 
