@@ -30,6 +30,7 @@
 #include "pmfile.h"
 #include "reach.h"
 #include "real.h"
+#include "rundir.h"
 #include "sample.h"
 #include "site.h"
 #include "snapwrite.h"
@@ -639,7 +640,7 @@ static void start_control(void)
 			      "runtime dir's path is too long");
 		return;
 	}
-	r = ls_control_prepare_dir(dir);
+	r = ls_rundir_prepare(ls_agent.runtime_dir, sizeof(ls_agent.runtime_dir));
 	if (r) {
 		ls_state_note("no control socket, no post-mortem file: runtime "
 			      "dir '%s': %s%s", dir, strerror(-r), r == -EPERM ?
@@ -975,7 +976,7 @@ int ls_agent_start_attached(char *err, size_t errlen)
 	ls_agent.pid = getpid();
 	ls_agent.start_mono = ls_now_ns(CLOCK_MONOTONIC);
 	ls_agent.attach_wall_ns = ls_now_ns(CLOCK_REALTIME);
-	r = ls_control_prepare_dir(ls_agent.runtime_dir);
+	r = ls_rundir_prepare(ls_agent.runtime_dir, sizeof(ls_agent.runtime_dir));
 	if (r) {
 		snprintf(err, errlen, "runtime directory %s: %s",
 			 ls_agent.runtime_dir, strerror(-r));

@@ -419,8 +419,8 @@ static int postmortem_report(struct run *r, int *tripped)
 	/* The dead agent's socket is stale: nothing will answer it. */
 	if (!ls_client_socket_path(r->child, path, sizeof(path)))
 		unlink(path);
-	if (ls_postmortem_path(r->child, path, sizeof(path)) ||
-	    ls_postmortem_load(path, &snap, err, sizeof(err)))
+	if (ls_postmortem_load_pid(r->child, &snap, err, sizeof(err)) ||
+	    ls_postmortem_path(r->child, path, sizeof(path)))
 		return -1;
 	unlink(path);
 	if (render(r, r->fp, r->a->r.output, &snap, &r->a->r.ropts,

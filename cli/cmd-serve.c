@@ -54,8 +54,8 @@ const struct ls_usage ls_serve_usage = {
 	"(root: every user's): live memory, sites with their growth, charts,\n"
 	"flame graphs, the oldest blocks, reset, snapshots and diffs; and the\n"
 	"JSON API under it (docs/WEB-API.md).  Prints the URL to open, with its\n"
-	"access token; every request needs the token.  Serves until\n"
-	"interrupted.",
+	"access token in the fragment; every API request needs the token in\n"
+	"an Authorization: Bearer header.  Serves until interrupted.",
 	(const struct ls_option *const[]){ own, NULL },
 	NULL,
 };

@@ -377,11 +377,15 @@ static void on_fatal_signal(int sig)
 	raise(sig);
 }
 
+/* Only where the signal would end us anyway: a command that handles it
+ * (trace's Ctrl+C writes the final report) keeps its handler. */
 void ls_output_cleanup_on_signals(void)
 {
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+	struct sigaction old;
 	size_t i;
 
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		signal(sigs[i], on_fatal_signal);
+		if (!sigaction(sigs[i], NULL, &old) && old.sa_handler == SIG_DFL)
+			signal(sigs[i], on_fatal_signal);
 }

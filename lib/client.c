@@ -2,6 +2,7 @@
  * client.c - control socket client.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,10 +21,16 @@
 #define REPLY_TIMEOUT_MS 30000
 
 static _Atomic unsigned timeout_ms = REPLY_TIMEOUT_MS;
+static _Atomic uint64_t reply_max = LS_CLIENT_REPLY_MAX;
 
 void ls_client_set_timeout(unsigned ms)
 {
 	timeout_ms = ms ? ms : REPLY_TIMEOUT_MS;
+}
+
+void ls_client_set_reply_max(uint64_t bytes)
+{
+	reply_max = bytes ? bytes : LS_CLIENT_REPLY_MAX;
 }
 
 /*
@@ -59,15 +66,107 @@ int ls_client_socket_path(pid_t pid, char *buf, size_t cap)
 static void no_process(pid_t pid, char *err, size_t errlen)
 {
 	char pm[4096];
-	struct stat st;
+	uid_t uid;
+	int fd = ls_proc_runtime_open(pid, LS_SUFFIX_PM, &uid, pm, sizeof(pm));
 
-	if (!ls_proc_runtime_file(pid, LS_SUFFIX_PM, pm, sizeof(pm)) &&
-	    !stat(pm, &st))
+	if (fd >= 0) {
+		close(fd);
 		snprintf(err, errlen, "no process with pid %d; it left a "
 			 "post-mortem file: use 'leakscope report --postmortem "
 			 "%d'", (int)pid, (int)pid);
-	else
+	} else
 		snprintf(err, errlen, "no process with pid %d", (int)pid);
+}
+
+/* Why there is no socket to connect to (r: -ENOENT, -EACCES, ...). */
+static int no_socket(pid_t pid, int r, const char *path, char *err,
+		     size_t errlen)
+{
+	uid_t owner;
+
+	if ((r == -ENOENT || r == -EACCES) && !ls_proc_uid(pid, &owner) &&
+	    owner != getuid() && getuid() != 0) {
+		snprintf(err, errlen, "pid %d belongs to another user "
+			 "(uid %u): only its owner or root can ask its "
+			 "agent", (int)pid, (unsigned)owner);
+		r = -EACCES;
+	} else if (r == -ENOENT && ls_proc_has_agent(pid) &&
+		   !ls_proc_preloaded(pid))
+		snprintf(err, errlen, "pid %d is not tracked: the agent "
+			 "an earlier 'leakscope attach' loaded is detached "
+			 "('leakscope attach %d' starts again)", (int)pid,
+			 (int)pid);
+	else if (r == -ENOENT && ls_proc_has_agent(pid))
+		snprintf(err, errlen, "pid %d has the leakscope agent "
+			 "but no control socket '%s' (it said why on "
+			 "its stderr; 'leakscope stats' cannot ask it)",
+			 (int)pid, path);
+	else if (r == -ENOENT)
+		snprintf(err, errlen, "pid %d has no leakscope agent "
+			 "(no socket '%s')", (int)pid, path);
+	else if (r == -ECONNREFUSED)
+		snprintf(err, errlen, "pid %d: stale socket '%s' (the "
+			 "agent is gone)", (int)pid, path);
+	else
+		snprintf(err, errlen, "cannot connect to pid %d: %s",
+			 (int)pid, strerror(-r));
+	return r;
+}
+
+/*
+ * The runtime dir of pid's agent, checked (lib/procinfo.h), and in it a
+ * socket of pid's owner: the dir's fd, the socket's name in name.
+ */
+static int open_socket_dir(pid_t pid, uid_t *uid, char *path, size_t cap,
+			   char *err, size_t errlen)
+{
+	const char *name;
+	struct stat st;
+	int dfd = ls_proc_runtime_open(pid, LS_SUFFIX_SOCKET, uid, path, cap);
+
+	if (dfd == -EPERM) {
+		snprintf(err, errlen, "pid %d: the runtime dir of '%s' is not a "
+			 "directory of uid %u that only it can write: not asking "
+			 "what answers there", (int)pid, path, (unsigned)*uid);
+		return dfd;
+	}
+	if (dfd == -ENAMETOOLONG) {
+		snprintf(err, errlen, "socket path too long");
+		return dfd;
+	}
+	if (dfd < 0)
+		return no_socket(pid, dfd, path, err, errlen);
+	name = strrchr(path, '/') + 1;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISSOCK(st.st_mode) ||
+	    st.st_uid != *uid) {
+		snprintf(err, errlen, "pid %d: '%s' is not a socket of uid %u: "
+			 "not asking what answers there", (int)pid, path,
+			 (unsigned)*uid);
+		close(dfd);
+		return -EPERM;
+	}
+	return dfd;
+}
+
+/*
+ * Whether the peer of fd is pid's agent: the process that listens is pid
+ * (SO_PEERCRED; its pid is 0 when it is not visible in our PID namespace,
+ * then pid must hold the listening socket, /proc says) and runs as pid's
+ * owner or as root (a daemon that made its socket before it dropped
+ * privileges).
+ */
+static int peer_is(int fd, pid_t pid, uid_t uid, const char *path)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return 0;
+	if (cred.uid != uid && cred.uid != 0)
+		return 0;
+	if (cred.pid == pid)
+		return 1;
+	return cred.pid == 0 && ls_proc_listens_on(pid, path);
 }
 
 static int connect_agent(pid_t pid, char *err, size_t errlen)
@@ -75,58 +174,51 @@ static int connect_agent(pid_t pid, char *err, size_t errlen)
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	unsigned ms = timeout_ms;
 	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = ms % 1000 * 1000 };
-	int fd, r;
+	char path[4096];
+	int fd, dfd, r;
+	uid_t uid;
 
 	if (kill(pid, 0) && errno == ESRCH) {
 		no_process(pid, err, errlen);
 		return -ESRCH;
 	}
-	if (ls_client_socket_path(pid, addr.sun_path, sizeof(addr.sun_path))) {
-		snprintf(err, errlen, "socket path too long");
-		return -ENAMETOOLONG;
+	/* Stopped by a signal (SIGSTOP, ^Z): its agent's thread is stopped
+	 * too and would leave us waiting for the whole reply deadline. */
+	if (ls_proc_state(pid, pid) == 'T') {
+		snprintf(err, errlen, "pid %d is stopped (SIGSTOP or job control): "
+			 "its agent cannot answer until it continues ('kill -CONT "
+			 "%d')", (int)pid, (int)pid);
+		return -EAGAIN;
 	}
+	dfd = open_socket_dir(pid, &uid, path, sizeof(path), err, errlen);
+	if (dfd < 0)
+		return dfd;
+	/* Through the checked dir's fd: nothing on the way is looked up
+	 * again, and no path is too long for sun_path. */
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d/%s",
+		 dfd, strrchr(path, '/') + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot create a socket: %s", strerror(errno));
+		close(dfd);
 		return r;
 	}
 	/* The send timeout also bounds connect(): an agent whose listen
 	 * backlog is full makes a Unix stream connect wait. */
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
-		uid_t owner;
-
-		r = -errno;
-		if ((r == -ENOENT || r == -EACCES) && !ls_proc_uid(pid, &owner) &&
-		    owner != getuid() && getuid() != 0) {
-			snprintf(err, errlen, "pid %d belongs to another user "
-				 "(uid %u): only its owner or root can ask its "
-				 "agent", (int)pid, (unsigned)owner);
-			r = -EACCES;
-		} else if (r == -ENOENT && ls_proc_has_agent(pid) &&
-			   !ls_proc_preloaded(pid))
-			snprintf(err, errlen, "pid %d is not tracked: the agent "
-				 "an earlier 'leakscope attach' loaded is detached "
-				 "('leakscope attach %d' starts again)", (int)pid,
-				 (int)pid);
-		else if (r == -ENOENT && ls_proc_has_agent(pid))
-			snprintf(err, errlen, "pid %d has the leakscope agent "
-				 "but no control socket '%s' (it said why on "
-				 "its stderr; 'leakscope stats' cannot ask it)",
-				 (int)pid, addr.sun_path);
-		else if (r == -ENOENT)
-			snprintf(err, errlen, "pid %d has no leakscope agent "
-				 "(no socket '%s')", (int)pid, addr.sun_path);
-		else if (r == -ECONNREFUSED)
-			snprintf(err, errlen, "pid %d: stale socket '%s' (the "
-				 "agent is gone)", (int)pid, addr.sun_path);
-		else
-			snprintf(err, errlen, "cannot connect to pid %d: %s",
-				 (int)pid, strerror(-r));
+	r = connect(fd, (struct sockaddr *)&addr, sizeof(addr)) ? -errno : 0;
+	close(dfd);
+	if (r) {
 		close(fd);
-		return r;
+		return no_socket(pid, r, path, err, errlen);
+	}
+	if (!peer_is(fd, pid, uid, path)) {
+		snprintf(err, errlen, "pid %d: what answers on '%s' is not pid "
+			 "%d's agent: not asking it", (int)pid, path, (int)pid);
+		close(fd);
+		return -EPERM;
 	}
 	return fd;
 }
@@ -181,7 +273,8 @@ int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,
 		 err, errlen);
 	if (fd < 0)
 		return fd;
-	r = ls_snapshot_read_fd_until(fd, reply_deadline(), snap, err, errlen);
+	r = ls_snapshot_read_fd_capped(fd, reply_deadline(), reply_max, snap,
+				       err, errlen);
 	close(fd);
 	return r;
 }
@@ -220,7 +313,7 @@ int ls_client_request(pid_t pid, const char *req, char *reply, size_t cap,
 int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err, size_t errlen)
 {
 	char buf[65536];
-	uint64_t deadline;
+	uint64_t deadline, total = 0;
 	ssize_t n;
 	int fd, r = 0;
 
@@ -236,6 +329,14 @@ int ls_client_fetch(pid_t pid, int blocks, int out_fd, char *err, size_t errlen)
 			r = -errno;
 			snprintf(err, errlen, "pid %d: transfer failed: %s",
 				 (int)pid, strerror(errno));
+			break;
+		}
+		total += (uint64_t)n;
+		if (total > reply_max) {
+			r = -EFBIG;
+			snprintf(err, errlen, "pid %d: snapshot larger than the "
+				 "%llu MiB accepted", (int)pid,
+				 (unsigned long long)(reply_max >> 20));
 			break;
 		}
 	}
@@ -424,8 +525,8 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 	ret = no_snapshot(fd, pid, err, errlen);
 	if (ret)
 		goto out;
-	ret = ls_snapshot_read_fd_until(fd, reply_deadline(), snap, why,
-					sizeof(why));
+	ret = ls_snapshot_read_fd_capped(fd, reply_deadline(), reply_max, snap,
+					 why, sizeof(why));
 	if (ret) {
 		snprintf(err, errlen, "pid %d: the check failed: %s", (int)pid,
 			 why);

@@ -6,6 +6,7 @@
 #define LEAKSCOPE_CLIENT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "snapshot.h"
 
@@ -21,14 +22,26 @@
  */
 void ls_client_set_timeout(unsigned ms);
 
+/*
+ * Cap every reply read from an agent (a snapshot parsed or copied) to
+ * bytes (0: the default, LS_CLIENT_REPLY_MAX): a bigger one fails with
+ * -EFBIG, so what a peer streams costs at most about that much memory
+ * or disk.  Process-wide, like the timeout.
+ */
+#define LS_CLIENT_REPLY_MAX (4ull << 30)
+void ls_client_set_reply_max(uint64_t bytes);
+
 /* The socket path of pid's agent, computed as the agent does. */
 int ls_client_socket_path(pid_t pid, char *buf, size_t cap);
 
 /*
  * Ask pid's agent for a snapshot (with the block list when blocks is set)
  * and read it into *snap.  Returns 0, or a negative errno with a one-line
- * reason in err: -ESRCH no such process, -ENOENT no agent in it,
- * -ECONNREFUSED stale socket, -EACCES not allowed, -EPROTO the agent
+ * reason in err: -ESRCH no such process, -EAGAIN it is stopped (SIGSTOP:
+ * its agent cannot answer), -ENOENT no agent in it,
+ * -ECONNREFUSED stale socket, -EACCES not allowed, -EPERM the runtime
+ * dir, the socket or the peer is not the target's (docs/SECURITY.md),
+ * -EFBIG a reply over the cap, -EPROTO the agent
  * answered with an error, -EINVAL corrupt reply.
  */
 int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,

@@ -86,7 +86,7 @@ static int open_unnamed(const char *target)
 
 	if (!dir)
 		return -ENOMEM;
-	fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+	fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	free(dir);
 	return fd < 0 ? -errno : fd;
 }
@@ -99,7 +99,7 @@ static int open_named_tmp(struct ls_output *o)
 		o->tmp = NULL;
 		return -ENOMEM;
 	}
-	fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	temp_add(o->tmp);

@@ -13,7 +13,9 @@
  *    and readers never see half a file.  Where the file system cannot
  *    make unnamed files, PATH.tmp.PID is used instead, and
  *    ls_output_remove_temps() (async-signal-safe) removes it from a
- *    signal handler.
+ *    signal handler.  Either way the new file is created mode 0600: a
+ *    report holds the program's command line (a password given there)
+ *    and addresses.
  *
  * Opening early is how `run` proves the output is writable before it
  * starts the command.  Not thread-safe; no printing: errors are returned

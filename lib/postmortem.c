@@ -1,33 +1,84 @@
 /*
  * postmortem.c - post-mortem files into snapshots.
  *
- * The file is mapped read-only and copied out under the header's sequence
- * counter: a live process may be updating it, a dead one may have left it
- * mid-update.  Every offset and count is checked against the file size
- * before it is used.
+ * The parts in use are read with pread() into private memory under the
+ * header's sequence counter: a live process may be updating the file, a
+ * dead one may have left it mid-update.  Never mapped: its owner could
+ * truncate it under us (SIGBUS).  Every offset and count is checked
+ * against the file size before it is used, and what a load reads and
+ * builds is capped (postmortem.h): the file is sparse, its apparent size
+ * says nothing about what is in it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../common/lspm.h"
 #include "../common/runtime.h"
 #include "postmortem.h"
+#include "redact.h"
 #include "procinfo.h"
 
+/* The file's header and, read from it, the parts in use. */
 struct pm {
-	const unsigned char *base;
-	size_t size;
+	int fd;
+	size_t size;		/* apparent */
+	uint64_t stored;	/* bytes the file system holds for it */
 	const struct lspm_header *h;
+	struct lspm_header hdr;
+	const struct lspm_module *modules;	/* [nmodules] */
+	const struct lspm_site *sites;		/* [nsites] */
+	const struct lspm_site_stats *stats;	/* [nsites], version 3 */
+	const uint32_t *rows;			/* [nsites], version >= 2 */
+	const uint64_t *frames;			/* [frames_used] */
+	const int64_t *hist;			/* [nrows][hist_len] */
+	uint64_t nrows;
 };
 
 int ls_postmortem_path(pid_t pid, char *buf, size_t cap)
 {
 	return ls_proc_runtime_file(pid, LS_SUFFIX_PM, buf, cap);
+}
+
+static void pm_free_parts(struct pm *pm)
+{
+	free((void *)pm->modules);
+	free((void *)pm->sites);
+	free((void *)pm->stats);
+	free((void *)pm->rows);
+	free((void *)pm->frames);
+	free((void *)pm->hist);
+	pm->modules = NULL;
+	pm->sites = NULL;
+	pm->stats = NULL;
+	pm->rows = NULL;
+	pm->frames = NULL;
+	pm->hist = NULL;
+}
+
+/* len bytes at off, into fresh memory: NULL with errno set. */
+static void *read_part(int fd, uint64_t off, uint64_t len)
+{
+	unsigned char *p = malloc(len + 1);
+	uint64_t got = 0;
+	ssize_t n;
+
+	while (p && got < len) {
+		n = pread(fd, p + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {	/* truncated under us */
+			free(p);
+			errno = n ? errno : EINVAL;
+			return NULL;
+		}
+		got += (uint64_t)n;
+	}
+	return p;
 }
 
 static int region_ok(const struct pm *pm, uint64_t off, uint64_t count,
@@ -91,12 +142,14 @@ static char **split_cmdline(const char *buf, size_t len, size_t *argc)
 		i += l + 1;
 	}
 	*argc = argv ? k : 0;
+	if (argv)
+		ls_argv_redact(argv, *argc);	/* nothing prints a secret */
 	return argv;
 }
 
 static int copy_modules(const struct pm *pm, struct ls_snapshot *s)
 {
-	const struct lspm_module *m = (const void *)(pm->base + pm->h->modules_off);
+	const struct lspm_module *m = pm->modules;
 	size_t i;
 
 	s->modules = calloc(pm->h->nmodules + 1, sizeof(*s->modules));
@@ -141,21 +194,20 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 		     uint64_t nhist)
 {
 	const struct lspm_header *h = pm->h;
-	const struct lspm_site *r = (const struct lspm_site *)(pm->base + h->sites_off) + id;
-	const uint64_t *frames = (const void *)(pm->base + h->frames_off);
+	const struct lspm_site *r = pm->sites + id;
+	const uint64_t *frames = pm->frames;
 	uint64_t row = id + 1, k, first = h->ticks - nhist;	/* 1 + row */
 	const int64_t *ring = NULL;
 
 	/* Version 2: a row only for sites that held memory at a sample;
 	 * the others' samples were all 0. */
 	if (h->version >= 2) {
-		row = ((const uint32_t *)(pm->base + h->rows_off))[id];
+		row = pm->rows[id];
 		if (row > h->rows_cap)
 			return -EINVAL;
 	}
-	if (row)
-		ring = (const int64_t *)(pm->base + h->hist_off) +
-		       (row - 1) * h->hist_len;
+	if (row && row <= pm->nrows)	/* else taken after our header */
+		ring = pm->hist + (row - 1) * h->hist_len;
 
 	if (r->nframes > LSNAP_MAX_FRAMES || r->frames_idx > h->frames_used ||
 	    r->nframes > h->frames_used - r->frames_idx)
@@ -174,8 +226,7 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 		return -ENOMEM;
 	memcpy(d->frames, frames + r->frames_idx, r->nframes * 8ull);
 	if (h->version >= 3)
-		copy_stats((const struct lspm_site_stats *)
-			   (pm->base + h->stats_off) + id, &d->stats);
+		copy_stats(pm->stats + id, &d->stats);
 	for (k = 0; k < nhist; k++)
 		d->history[k] = ring ? ring[(first + k) % h->hist_len] : 0;
 	d->nhistory = (uint32_t)nhist;
@@ -246,60 +297,203 @@ static int copy_all(const struct pm *pm, struct ls_snapshot *s)
 	return ls_snapshot_check_figures(s, NULL, 0);
 }
 
+/*
+ * What one load of the header's parts reads (*read) and builds, in
+ * bytes; -EFBIG over the caps.  A sparse file's holes read as zeros: what
+ * is read must be stored in the file (its blocks), or the apparent size
+ * would let a 100 KB file cost gigabytes.
+ */
+static int pm_budget(const struct pm *pm, uint64_t *read)
+{
+	const struct lspm_header *h = pm->h;
+	uint64_t nhist = h->ticks < h->hist_len ? h->ticks : h->hist_len;
+	uint64_t nrows = h->version == 1 ? h->nsites : h->rows_used;
+	uint64_t n = h->nsites, built;
+
+	*read = h->nmodules * (uint64_t)sizeof(struct lspm_module) +
+		n * sizeof(struct lspm_site) + h->frames_used * 8 +
+		(h->version >= 2 ? n * 4 : 0) +
+		(h->version >= 3 ? n * sizeof(struct lspm_site_stats) : 0) +
+		nrows * h->hist_len * 8;
+	built = *read + n * (sizeof(struct ls_site) + nhist * 8);
+	if (*read > LS_POSTMORTEM_READ_MAX || built > LS_POSTMORTEM_BUILD_MAX ||
+	    *read > pm->stored + LS_POSTMORTEM_SPARSE_SLACK ||
+	    built > (pm->stored + LS_POSTMORTEM_SPARSE_SLACK) *
+		    LS_POSTMORTEM_BUILD_RATIO)
+		return -EFBIG;
+	return 0;
+}
+
+/* The header's parts in use, into private memory. */
+static int pm_read_parts(struct pm *pm)
+{
+	const struct lspm_header *h = pm->h;
+	uint64_t n = h->nsites;
+
+	pm->nrows = h->version == 1 ? h->nsites : h->rows_used;
+	if (h->version >= 2 && pm->nrows > h->rows_cap)
+		return -EINVAL;
+	if (!region_ok(pm, h->hist_off, pm->nrows * h->hist_len, 8))
+		return -EINVAL;
+	pm->modules = read_part(pm->fd, h->modules_off,
+				h->nmodules * (uint64_t)sizeof(*pm->modules));
+	pm->sites = read_part(pm->fd, h->sites_off, n * sizeof(*pm->sites));
+	pm->frames = read_part(pm->fd, h->frames_off, h->frames_used * 8);
+	pm->rows = h->version < 2 ? malloc(1) :
+		   read_part(pm->fd, h->rows_off, n * 4);
+	pm->stats = h->version < 3 ? malloc(1) :
+		    read_part(pm->fd, h->stats_off, n * sizeof(*pm->stats));
+	pm->hist = read_part(pm->fd, h->hist_off, pm->nrows * h->hist_len * 8);
+	if (!pm->modules || !pm->sites || !pm->frames || !pm->rows ||
+	    !pm->stats || !pm->hist)
+		return errno == ENOMEM ? -ENOMEM : -EINVAL;
+	return 0;
+}
+
+/* The header's sequence counter as the file holds it now. */
+static uint64_t pm_seq(const struct pm *pm)
+{
+	uint64_t seq = 1;	/* odd: unreadable counts as mid-update */
+
+	if (pread(pm->fd, &seq, sizeof(seq), offsetof(struct lspm_header, seq)) !=
+	    (ssize_t)sizeof(seq))
+		return 1;
+	return seq;
+}
+
+/* One consistent copy: header, parts, snapshot. */
+static int pm_load_once(struct pm *pm, struct ls_snapshot *snap, uint64_t *seq,
+			char *err, size_t errlen)
+{
+	uint64_t read;
+	int r;
+
+	if (pread(pm->fd, &pm->hdr, sizeof(pm->hdr), 0) != (ssize_t)sizeof(pm->hdr))
+		return snprintf(err, errlen, "not a leakscope post-mortem file"),
+		       -EINVAL;
+	pm->h = &pm->hdr;
+	*seq = pm->hdr.seq;
+	r = check_header(pm, err, errlen);
+	if (r)
+		return r;
+	if (pm_budget(pm, &read))
+		return snprintf(err, errlen, "post-mortem file too large: its "
+				"header asks for %llu bytes read (it stores %llu) "
+				"and more built (lib/postmortem.h's caps)",
+				(unsigned long long)read,
+				(unsigned long long)pm->stored), -EFBIG;
+	r = pm_read_parts(pm);
+	if (!r)
+		r = copy_all(pm, snap);
+	pm_free_parts(pm);
+	return r;
+}
+
+/* Load from fd, an open regular file. */
+static int pm_load_fd(int fd, const char *path, struct ls_snapshot *snap,
+		      char *err, size_t errlen)
+{
+	struct pm pm = { .fd = fd };
+	struct stat st;
+	int r = 0, tries;
+	uint64_t seq = 0;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "'%s' is not a post-mortem file", path);
+		return -EINVAL;
+	}
+	pm.size = (size_t)st.st_size;
+	pm.stored = (uint64_t)st.st_blocks * 512;
+	err[0] = 0;
+	/* An odd or moving sequence: the sampler is writing.  Retry for a
+	 * while; a dead process's odd sequence never settles. */
+	for (tries = 0; !r; tries++) {
+		r = pm_load_once(&pm, snap, &seq, err, errlen);
+		if (r)
+			break;
+		if (seq == pm_seq(&pm) && (!(seq & 1) || tries >= 50)) {
+			snap->torn = (int)(seq & 1);
+			break;
+		}
+		ls_snapshot_release(snap);
+		memset(snap, 0, sizeof(*snap));
+		usleep(2000);
+	}
+	if (r == -EINVAL && !err[0])
+		snprintf(err, errlen, "corrupt post-mortem file '%s'", path);
+	else if (r == -ENOMEM)
+		snprintf(err, errlen, "out of memory reading '%s'", path);
+	if (r)
+		ls_snapshot_release(snap);
+	return r;
+}
+
 int ls_postmortem_load(const char *path, struct ls_snapshot *snap, char *err,
 		       size_t errlen)
 {
-	struct pm pm = { 0 };
-	struct stat st;
-	int fd, r, tries;
-	uint64_t seq;
+	int fd, r;
 
 	memset(snap, 0, sizeof(*snap));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must not hold the open; fstat refuses it. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
 		return r;
 	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		snprintf(err, errlen, "'%s' is not a post-mortem file", path);
-		return -EINVAL;
-	}
-	pm.size = (size_t)st.st_size;
-	pm.base = pm.size ? mmap(NULL, pm.size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+	r = pm_load_fd(fd, path, snap, err, errlen);
 	close(fd);
-	if (pm.base == MAP_FAILED) {
-		snprintf(err, errlen, "'%s' is not a post-mortem file", path);
-		return -EINVAL;
+	return r;
+}
+
+int ls_postmortem_load_at(int dirfd, const char *name, uid_t uid,
+			  const char *path, struct ls_snapshot *snap, char *err,
+			  size_t errlen)
+{
+	struct stat st;
+	int fd, r;
+
+	memset(snap, 0, sizeof(*snap));
+	fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		r = errno == ELOOP ? -EPERM : -errno;
+		snprintf(err, errlen, "cannot open '%s': %s", path, strerror(-r));
+		return r;
 	}
-	pm.h = (const void *)pm.base;
-	r = check_header(&pm, err, errlen);
-	if (r) {
-		munmap((void *)pm.base, pm.size);
-		return r;	/* err says what is wrong with the header */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != uid) {
+		snprintf(err, errlen, "'%s' is not a regular file of uid %u: not "
+			 "reading it", path, (unsigned)uid);
+		close(fd);
+		return -EPERM;
 	}
-	/* An odd or moving sequence: the sampler is writing.  Retry for a
-	 * while; a dead process's odd sequence never settles. */
-	for (tries = 0; !r; tries++) {
-		seq = __atomic_load_n(&pm.h->seq, __ATOMIC_ACQUIRE);
-		r = copy_all(&pm, snap);
-		if (r)
-			break;
-		if (seq == __atomic_load_n(&pm.h->seq, __ATOMIC_ACQUIRE) &&
-		    (!(seq & 1) || tries >= 50)) {
-			snap->torn = (int)(seq & 1);
-			break;
-		}
-		ls_snapshot_release(snap);
-		usleep(2000);
-	}
-	if (r == -EINVAL)
-		snprintf(err, errlen, "corrupt post-mortem file '%s'", path);
-	else if (r == -ENOMEM)
-		snprintf(err, errlen, "out of memory reading '%s'", path);
-	munmap((void *)pm.base, pm.size);
-	if (r)
-		ls_snapshot_release(snap);
+	r = pm_load_fd(fd, path, snap, err, errlen);
+	close(fd);
+	return r;
+}
+
+int ls_postmortem_load_pid(pid_t pid, struct ls_snapshot *snap, char *err,
+			   size_t errlen)
+{
+	char path[4200];
+	uid_t uid;
+	int dfd, r;
+
+	memset(snap, 0, sizeof(*snap));
+	dfd = ls_proc_runtime_open(pid, LS_SUFFIX_PM, &uid, path, sizeof(path));
+	if (dfd == -ENOENT)
+		snprintf(err, errlen, "no post-mortem file for pid %d ('%s')",
+			 (int)pid, path);
+	else if (dfd == -EPERM)
+		snprintf(err, errlen, "no post-mortem file for pid %d: its "
+			 "runtime dir ('%s') is not a directory of uid %u that "
+			 "only it can write, and no fallback of it has one",
+			 (int)pid, path, (unsigned)uid);
+	else if (dfd < 0)
+		snprintf(err, errlen, "post-mortem path too long");
+	if (dfd < 0)
+		return dfd;
+	r = ls_postmortem_load_at(dfd, strrchr(path, '/') + 1, uid, path, snap,
+				  err, errlen);
+	close(dfd);
 	return r;
 }

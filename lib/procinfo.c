@@ -94,15 +94,137 @@ int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap)
 	return r;
 }
 
-int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap)
+/* A safe fallback of dir (common/runtime.h) for uid holding name: its
+ * fd, its path in out; or -ENOENT. */
+static int open_fallback(const char *dir, unsigned uid, const char *name,
+			 char *out, size_t cap)
 {
-	char dir[4096];
-	int n;
+	char parent[4096];
+	const char *slash = strrchr(dir, '/');
+	struct dirent *de;
+	struct stat st;
+	int fd = -ENOENT;
+	DIR *d;
 
+	if (!slash || (size_t)(slash - dir) >= sizeof(parent))
+		return -ENOENT;
+	snprintf(parent, sizeof(parent), "%.*s", slash == dir ? 1 :
+		 (int)(slash - dir), dir);
+	d = opendir(parent);
+	while (d && fd < 0 && (de = readdir(d))) {
+		if (!ls_runtime_is_fallback(slash + 1, de->d_name))
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && (ls_runtime_dir_fd_safe(fd, uid) ||
+				fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW))) {
+			close(fd);
+			fd = -ENOENT;
+		}
+		if (fd >= 0 && (size_t)snprintf(out, cap, "%s/%s", parent,
+						de->d_name) >= cap) {
+			close(fd);
+			fd = -ENOENT;
+		}
+	}
+	if (d)
+		closedir(d);
+	return fd;
+}
+
+/* Whose runtime dir to look in: pid's owner, or ours when pid is gone. */
+static unsigned runtime_uid(pid_t pid)
+{
+	uid_t uid;
+
+	return ls_proc_uid(pid, &uid) ? (unsigned)getuid() : (unsigned)uid;
+}
+
+int ls_proc_runtime_open(pid_t pid, const char *suffix, uid_t *uid,
+			 char *path, size_t cap)
+{
+	char dir[4096], name[32], fb[4096];
+	struct stat st;
+	int fd, n, r;
+
+	*uid = (uid_t)runtime_uid(pid);
+	snprintf(name, sizeof(name), "%d%s", (int)pid, suffix);
 	if (ls_proc_runtime_dir(pid, dir, sizeof(dir)))
 		return -ENAMETOOLONG;
-	n = snprintf(buf, cap, "%s/%d%s", dir, (int)pid, suffix);
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+	fd = ls_runtime_dir_open(dir, (unsigned)*uid);
+	if (fd >= 0 && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+		close(fd);
+		fd = -ENOENT;
+	}
+	r = fd;
+	if (fd < 0 && (fd = open_fallback(dir, (unsigned)*uid, name, fb,
+					  sizeof(fb))) >= 0)
+		snprintf(dir, sizeof(dir), "%s", fb);
+	n = snprintf(path, cap, "%s/%s", dir, name);
+	if (n < 0 || (size_t)n >= cap) {
+		if (fd >= 0)
+			close(fd);
+		return -ENAMETOOLONG;
+	}
+	return fd >= 0 ? fd : r == -EPERM ? -EPERM : -ENOENT;
+}
+
+int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap)
+{
+	uid_t uid;
+	int fd = ls_proc_runtime_open(pid, suffix, &uid, buf, cap);
+
+	if (fd >= 0)
+		close(fd);
+	return fd == -ENOENT ? 0 : fd < 0 ? fd : 0;
+}
+
+/* The inode of the socket listening on path in pid's network namespace
+ * (/proc/PID/net/unix), or 0. */
+static unsigned long listener_inode(pid_t pid, const char *path)
+{
+	char file[64], line[4200];
+	unsigned long flags, ino, found = 0;
+	int at;
+	FILE *fp;
+
+	snprintf(file, sizeof(file), "/proc/%d/net/unix", (int)pid);
+	fp = fopen(file, "re");
+	while (fp && !found && fgets(line, sizeof(line), fp)) {
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%*s %*s %*s %lx %*s %*s %lu %n", &flags, &ino,
+			   &at) == 2 && (flags & 0x10000) && !strcmp(line + at, path))
+			found = ino;
+	}
+	if (fp)
+		fclose(fp);
+	return found;
+}
+
+int ls_proc_listens_on(pid_t pid, const char *path)
+{
+	char dir[64], link[64], want[64];
+	unsigned long ino = listener_inode(pid, path);
+	struct dirent *de;
+	int found = 0;
+	ssize_t n;
+	DIR *d;
+
+	if (!ino)
+		return 0;
+	snprintf(want, sizeof(want), "socket:[%lu]", ino);
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	while (d && !found && (de = readdir(d))) {
+		n = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = 0;
+			found = !strcmp(link, want);
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
 }
 
 long ls_proc_status_long(pid_t pid, const char *key)

@@ -23,8 +23,26 @@ int ls_proc_runtime_dir(pid_t pid, char *buf, size_t cap);
 /* Is the leakscope agent mapped into pid (/proc/PID/maps)? */
 int ls_proc_has_agent(pid_t pid);
 
-/* "<pid's runtime dir>/<pid><suffix>" into buf (".sock", ".pm"). */
+/*
+ * Open the runtime dir that holds pid's "<pid><suffix>" (".sock", ".pm")
+ * after the checks of common/runtime.h: pid's dir when it is safe for
+ * pid's owner (*uid; ours when pid is gone) and has that entry, else a
+ * safe fallback "<dir>.XXXXXX" of the owner's that has it.  Returns the
+ * dir's fd (O_CLOEXEC, the caller closes it) with the entry's path in
+ * path; -ENOENT when no safe dir has it, -EPERM when, besides, pid's dir
+ * is squatted (path: the entry's path in pid's dir, for messages);
+ * -ENAMETOOLONG.
+ */
+int ls_proc_runtime_open(pid_t pid, const char *suffix, uid_t *uid,
+			 char *path, size_t cap);
+
+/* The same, the path only: 0 when found or absent (buf: where it would
+ * be), -EPERM when pid's dir is squatted and no fallback has it. */
 int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap);
+
+/* Whether pid holds the socket that listens on path (its network
+ * namespace's /proc/PID/net/unix, its /proc/PID/fd). */
+int ls_proc_listens_on(pid_t pid, const char *path);
 
 /*
  * The number after "key:" in /proc/PID/status ("Tgid", "TracerPid",

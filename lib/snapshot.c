@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "redact.h"
 #include "snapshot.h"
 #include "util.h"
 #include "util.h"
@@ -33,6 +34,7 @@ struct reader {
 	int bounded;
 	uint64_t deadline_ns;	/* CLOCK_MONOTONIC; 0 = none */
 	uint64_t allowed;
+	uint64_t total, max;	/* bytes of records so far, their cap (0: none) */
 	size_t pos, len;
 	unsigned char buf[RD_BUF];
 };
@@ -245,6 +247,7 @@ static int parse_command(struct parse *p, uint32_t len)
 		s->argc++;
 		c += k + 1;
 	}
+	ls_argv_redact(s->argv, s->argc);	/* nothing prints a secret */
 	return 0;
 }
 
@@ -940,6 +943,10 @@ static int read_record(struct parse *p)
 			    "claims %u bytes, more than the %u allowed",
 			    p->nrec + 1, tag_name(h.tag), h.len,
 			    LSNAP_MAX_RECORD);
+	p->rd->total += sizeof(h) + h.len;
+	if (p->rd->max && p->rd->total > p->rd->max)
+		return fail(p, -EFBIG, "snapshot larger than the %llu MiB this "
+			    "reader accepts", (unsigned long long)(p->rd->max >> 20));
 	/* This payload, and the next record's header unless this is END. */
 	p->rd->allowed += h.len + (h.tag == LSNAP_END ? 0 : sizeof(h));
 	if (h.tag == LSNAP_END) {
@@ -976,6 +983,13 @@ int ls_snapshot_read_fd_until(int fd, uint64_t deadline_ns,
 			      struct ls_snapshot *snap, char *err,
 			      size_t errlen)
 {
+	return ls_snapshot_read_fd_capped(fd, deadline_ns, 0, snap, err, errlen);
+}
+
+int ls_snapshot_read_fd_capped(int fd, uint64_t deadline_ns, uint64_t max,
+			       struct ls_snapshot *snap, char *err,
+			       size_t errlen)
+{
 	struct parse p = { .snap = snap, .err = err, .errlen = errlen,
 			   .sites_sorted = 1 };
 	struct stat st;
@@ -989,6 +1003,7 @@ int ls_snapshot_read_fd_until(int fd, uint64_t deadline_ns,
 		return fail(&p, -ENOMEM, "cannot read snapshot: out of memory");
 	p.rd->fd = fd;
 	p.rd->deadline_ns = deadline_ns;
+	p.rd->max = max;
 	p.rd->bounded = fstat(fd, &st) || !S_ISREG(st.st_mode);
 	p.rd->allowed = sizeof(struct lsnap_file_hdr) +
 		sizeof(struct lsnap_rec_hdr);

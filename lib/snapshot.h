@@ -148,6 +148,11 @@ int ls_snapshot_read_fd(int fd, struct ls_snapshot *snap, char *err,
 int ls_snapshot_read_fd_until(int fd, uint64_t deadline_ns,
 			      struct ls_snapshot *snap, char *err,
 			      size_t errlen);
+/* Same, giving up with -EFBIG once the records passed max bytes (0: no
+ * cap): what a peer sends cannot cost more memory than about that. */
+int ls_snapshot_read_fd_capped(int fd, uint64_t deadline_ns, uint64_t max,
+			       struct ls_snapshot *snap, char *err,
+			       size_t errlen);
 /* Same, from a file path; the reason names the file. */
 int ls_snapshot_load(const char *path, struct ls_snapshot *snap, char *err,
 		     size_t errlen);

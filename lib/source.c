@@ -59,25 +59,15 @@ static int probe_pm_pid(const char *target, const struct ls_source_opts *o)
 static int load_pm_pid(const char *target, const struct ls_source_opts *o,
 		       struct ls_snapshot *snap, char *err, size_t errlen)
 {
-	char path[4200];
 	pid_t pid;
-	int r;
 
 	ls_source_is_pid(target, &pid);
-	if (ls_postmortem_path(pid, path, sizeof(path))) {
-		snprintf(err, errlen, "post-mortem path too long");
-		return -ENAMETOOLONG;
-	}
-	r = ls_postmortem_load(path, snap, err, errlen);
-	if (r == -ENOENT)
-		snprintf(err, errlen, "no post-mortem file for pid %d ('%s')",
-			 (int)pid, path);
-	return r;
+	return ls_postmortem_load_pid(pid, snap, err, errlen);
 }
 
-/* A regular file starting with the post-mortem magic (which is mapped,
- * never streamed: a pipe or a terminal is left unread for the snapshot
- * reader, which reads a stream once). */
+/* A regular file starting with the post-mortem magic (which is read at
+ * offsets, never streamed: a pipe or a terminal is left unread for the
+ * snapshot reader, which reads a stream once). */
 static int probe_pm_file(const char *target, const struct ls_source_opts *o)
 {
 	char magic[8] = { 0 };

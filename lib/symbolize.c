@@ -10,9 +10,12 @@
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <demangle.h>
 #include "symbolize.h"
 #include "kallsyms.h"
@@ -357,18 +360,49 @@ static int same_file(const struct pooled *p, const struct ls_module *m)
 		!strcmp(p->path, m->path);
 }
 
+/*
+ * A module's file for libdw, or -1: a snapshot (another user's, or a
+ * file anyone wrote) names its modules' paths, and libdw would open a
+ * FIFO there and wait for a writer for ever, or read /dev/zero without
+ * end.  Opened without waiting, taken only when it is a regular file,
+ * then made blocking again for libdw.
+ */
+static int open_module_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Open m's file at bias 0 into a new pool entry. */
 static void open_pooled(struct pooled *p, const struct ls_module *m)
 {
+	int fd;
+
 	p->state = MOD_UNUSABLE;
-	p->dwfl = dwfl_begin(&offline_callbacks);
-	if (!p->dwfl)
+	fd = open_module_file(m->path);
+	if (fd < 0)
 		return;
+	p->dwfl = dwfl_begin(&offline_callbacks);
+	if (!p->dwfl) {
+		close(fd);
+		return;
+	}
 	dwfl_report_begin(p->dwfl);
 	/* Addresses are asked relative to the load bias (addr - m->bias),
-	 * which is dl_iterate_phdr's dlpi_addr: the ELF's own p_vaddr. */
+	 * which is dl_iterate_phdr's dlpi_addr: the ELF's own p_vaddr.
+	 * libdw owns fd once it took the module. */
 	p->mod = dwfl_report_elf(p->dwfl, ls_sym_basename(m->path), m->path,
-				 -1, 0, true);
+				 fd, 0, true);
+	if (!p->mod)
+		close(fd);
 	dwfl_report_end(p->dwfl, NULL, NULL);
 	if (p->mod && build_id_matches(p->mod, p))
 		p->state = MOD_OK;

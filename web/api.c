@@ -178,6 +178,7 @@ static void version(struct ls_web_req *r, struct ls_web_reply *rep)
 	ls_json_u64(&j, "server_pid", (uint64_t)getpid());
 	ls_json_u64(&j, "uid", (uint64_t)getuid());
 	ls_json_str(&j, "snapshot_dir", r->w->snapdir);
+	ls_json_str(&j, "view_token", r->w->view);
 	ls_json_bool(&j, "diff", ls_web_view_has_diff());
 	ls_json_bool(&j, "flamegraph", ls_web_view_has_svg());
 	ls_json_bool(&j, "diff_svg", ls_web_view_has_diff_svg());

@@ -11,6 +11,7 @@
 #ifndef LEAKSCOPE_WEB_INTERNAL_H
 #define LEAKSCOPE_WEB_INTERNAL_H
 
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +22,8 @@
 
 #define LS_WEB_API_VERSION 1
 #define LS_WEB_TOKEN_HEX 32		/* 128 random bits */
+#define LS_WEB_REPLY_MAX (256ull << 20)	/* what one agent's reply may take */
+#define LS_WEB_STORE_QUOTA (2ull << 30)	/* no snapshot saved beyond */
 #define LS_WEB_MAX_URL 1024		/* longer request targets: 414 */
 #define LS_WEB_MAX_BODY 1024		/* no endpoint takes a body */
 #define LS_WEB_MAX_SEGS 6
@@ -40,13 +43,28 @@ struct ls_web_agents {
 	pthread_mutex_t lock;		/* the slots and every refs */
 	struct ls_web_proc *slots;	/* LS_WEB_CACHE_SLOTS */
 	uint64_t ttl_ns;
+	unsigned workers;		/* listing.c's threads still running */
+};
+
+/* Connections a user holds (server.c's peer limits). */
+#define LS_WEB_PEERS 160		/* > MAX_CONNECTIONS: never full */
+#define LS_WEB_PEER_OWN (-2L)		/* the server's own user */
+struct ls_web_peer {
+	long uid;			/* -1: unknown, remote */
+	unsigned count;			/* 0: free slot */
 };
 
 struct ls_web {
 	struct MHD_Daemon *mhd;
 	int listen_fd;
-	char token[LS_WEB_TOKEN_HEX + 1];
-	char cookie[64];		/* "leakscope_PORT" */
+	char token[LS_WEB_TOKEN_HEX + 1];	/* any request, in a header */
+	char view[LS_WEB_TOKEN_HEX + 1];	/* GET only, as ?view= */
+	char host[INET6_ADDRSTRLEN + 8];	/* "ADDR:PORT" as listened */
+	unsigned agent_timeout_ms;
+	pthread_mutex_t peers_lock;
+	struct ls_web_peer peers[LS_WEB_PEERS];
+	struct ls_web_peer *accepted;	/* by accept_peer, for on_connection */
+	int loopback;				/* Host: is checked */
 	char url[256];
 	char *snapdir;
 	unsigned port;
@@ -103,7 +121,7 @@ int ls_web_json_end(struct ls_web_buf *b, struct ls_json *j, int err,
 
 /* The query parameter name, or NULL. */
 const char *ls_web_param(struct ls_web_req *r, const char *name);
-/* 0 if every query parameter is in allowed (NULL-terminated; "token" is
+/* 0 if every query parameter is in allowed (NULL-terminated; "view" is
  * always allowed), else a 400 reply and its status. */
 int ls_web_params_only(struct ls_web_req *r, const char *const *allowed,
 		       struct ls_web_reply *rep);
@@ -146,6 +164,21 @@ ssize_t ls_web_agents_list(pid_t **pids);
 struct ls_web_snap *ls_web_snap_get(struct ls_web_agents *a, pid_t pid,
 				    int blocks, struct ls_web_reply *rep);
 void ls_web_snap_put(struct ls_web_agents *a, struct ls_web_snap *s);
+
+/* --- listing.c ----------------------------------------------------------- */
+
+/*
+ * ls_web_snap_get() for n pids in parallel, without the block list: by
+ * deadline_ms, snaps[i] is a reference (drop it with ls_web_snap_put())
+ * or NULL with status[i] the error's status (504 when the agent had not
+ * answered by then; it is left to finish on its own).  0 or -ENOMEM,
+ * -EAGAIN (no thread).  Thread-safe.
+ */
+int ls_web_snap_get_many(struct ls_web_agents *a, const pid_t *pids, size_t n,
+			 unsigned deadline_ms, struct ls_web_snap **snaps,
+			 int *status);
+/* Wait up to ms for the workers left running (before the cache goes). */
+void ls_web_listing_wait(struct ls_web_agents *a, unsigned ms);
 
 /* 0 if this user may ask pid's agent (its own process; any for root),
  * else an error reply's status: 404 no such process, 403 another user's. */

@@ -24,7 +24,12 @@
 #include "internal.h"
 
 #define MAX_CONNECTIONS 128
-#define CONNECTION_TIMEOUT_S 30
+#define CONNECTION_TIMEOUT_S 10
+/* Connections one local user other than the server's own may hold at
+ * once (peers whose user /proc does not tell, remote ones, share one
+ * such budget): idle or trickling connections of one user cannot take
+ * the slots the server's user needs. */
+#define PEER_CONNECTIONS 16
 #define CONNECTION_MEMORY (32 * 1024)
 #define AGENT_TIMEOUT_MS 3000
 #define API_PREFIX "/api/v1/"
@@ -147,7 +152,7 @@ static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind,
 	struct allowed_ctx *c = cls;
 	size_t i;
 
-	if (!strcmp(key, "token"))
+	if (!strcmp(key, "view"))
 		return MHD_YES;
 	for (i = 0; c->allowed && c->allowed[i]; i++)
 		if (!strcmp(key, c->allowed[i]))
@@ -242,26 +247,76 @@ static int token_equal(const char *a, const char *b)
 	return d == 0;
 }
 
-/* 0: allowed (*set_cookie when the token came in the query), else the
- * status: 401 no token at all, 403 a wrong one. */
-static int authorize(struct ls_web *w, struct MHD_Connection *c,
-		     int *set_cookie)
+static int is_read(const char *method)
 {
-	const char *q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
-						    "token");
-	const char *k = MHD_lookup_connection_value(c, MHD_COOKIE_KIND,
-						    w->cookie);
+	return !strcmp(method, "GET") || !strcmp(method, "HEAD");
+}
 
-	*set_cookie = 0;
-	if (q) {
-		if (!token_equal(q, w->token))
-			return 403;
-		*set_cookie = !token_equal(k, w->token);
+/* The token from "Authorization: Bearer T" or "X-Leakscope-Token: T". */
+static const char *header_token(struct MHD_Connection *c)
+{
+	const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						    "Authorization");
+
+	if (a && !strncasecmp(a, "Bearer ", 7))
+		return a + 7;
+	return MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					   "X-Leakscope-Token");
+}
+
+/*
+ * On a loopback address, Host: must name it (or localhost) with our
+ * port: a page of another site whose name an attacker points at
+ * 127.0.0.1 (DNS rebinding) sends its own name.
+ */
+static int host_ok(const struct ls_web *w, struct MHD_Connection *c)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+	char local[32];
+
+	if (!w->loopback)
+		return 1;
+	snprintf(local, sizeof(local), "localhost:%u", w->port);
+	return h && (!strcmp(h, w->host) || !strcasecmp(h, local));
+}
+
+/*
+ * A state-changing request comes from our own page or from a program:
+ * Origin:, when sent, is this server's; Sec-Fetch-Site:, when sent, says
+ * same-origin.
+ */
+static int same_origin(struct MHD_Connection *c)
+{
+	const char *o = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+	const char *f = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						    "Sec-Fetch-Site");
+
+	if (f && strcmp(f, "same-origin"))
 		return 0;
-	}
-	if (!k)
+	return !o || (h && !strncmp(o, "http://", 7) && !strcmp(o + 7, h));
+}
+
+/* 0: allowed; else the status, *why the reason. */
+static int authorize(struct ls_web *w, struct MHD_Connection *c,
+		     const char *method, const char **why)
+{
+	const char *t = header_token(c);
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
+						    "view");
+
+	*why = "wrong access token";
+	if (t && !token_equal(t, w->token))
+		return 403;
+	if (!t && v && (!is_read(method) || !token_equal(v, w->view)))
+		return 403;
+	if (!t && !v) {
+		*why = "an access token is required in the Authorization "
+		       "header (open the URL leakscope serve printed)";
 		return 401;
-	return token_equal(k, w->token) ? 0 : 403;
+	}
+	*why = "cross-origin request refused";
+	return is_read(method) || same_origin(c) ? 0 : 403;
 }
 
 /* ----------------------------------------------------------- dispatch */
@@ -303,14 +358,10 @@ static void serve_asset(const char *method, const char *url,
 }
 
 static void route(struct ls_web *w, struct MHD_Connection *c, const char *url,
-		  const char *method, struct ls_web_reply *rep, int *is_page)
+		  const char *method, struct ls_web_reply *rep)
 {
 	struct ls_web_req *r;
 
-	if (strncmp(url, API_PREFIX, strlen(API_PREFIX))) {
-		serve_asset(method, url, rep, is_page);
-		return;
-	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		ls_web_error(rep, 500, "out of memory");
@@ -326,12 +377,9 @@ static void route(struct ls_web *w, struct MHD_Connection *c, const char *url,
 	free(r);
 }
 
-static void add_headers(struct ls_web *w, struct MHD_Response *resp,
-			const struct ls_web_reply *rep, int set_cookie,
-			int is_page)
+static void add_headers(struct MHD_Response *resp,
+			const struct ls_web_reply *rep, int is_page)
 {
-	char cookie[256];
-
 	MHD_add_response_header(resp, "Content-Type", rep->type ? rep->type :
 				"application/json");
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
@@ -345,17 +393,11 @@ static void add_headers(struct ls_web *w, struct MHD_Response *resp,
 			"default-src 'self'; script-src 'self'; "
 			"style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
 			"frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
-	if (set_cookie) {
-		snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; "
-			 "SameSite=Strict", w->cookie, w->token);
-		MHD_add_response_header(resp, "Set-Cookie", cookie);
-	}
 }
 
 /* libmicrohttpd leaves the body out of a HEAD answer by itself. */
-static enum MHD_Result send_reply(struct ls_web *w, struct MHD_Connection *c,
-				  struct ls_web_reply *rep, int set_cookie,
-				  int is_page)
+static enum MHD_Result send_reply(struct MHD_Connection *c,
+				  struct ls_web_reply *rep, int is_page)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
@@ -370,7 +412,7 @@ static enum MHD_Result send_reply(struct ls_web *w, struct MHD_Connection *c,
 			free(rep->body);
 		return MHD_NO;
 	}
-	add_headers(w, resp, rep, set_cookie, is_page);
+	add_headers(resp, rep, is_page);
 	ret = MHD_queue_response(c, (unsigned)rep->status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -400,7 +442,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 	struct ls_web *w = cls;
 	struct conn_state *st = *con_cls;
 	struct ls_web_reply rep = { 0 };
-	int set_cookie = 0, is_page = 0, status;
+	const char *why;
+	int is_page = 0, status;
 
 	if (!st) {		/* headers only so far */
 		if (!(st = calloc(1, sizeof(*st))))
@@ -417,13 +460,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 		ls_web_error(&rep, 413, "request body too large");
 	else if (target_len(c, url) >= LS_WEB_MAX_URL)
 		ls_web_error(&rep, 414, "request target too long");
-	else if ((status = authorize(w, c, &set_cookie)))
-		ls_web_error(&rep, status, status == 401 ? "an access token is "
-			     "required (open the URL leakscope serve printed)" :
-			     "wrong access token");
+	else if (!host_ok(w, c))
+		ls_web_error(&rep, 421, "Host: names another server");
+	else if (strncmp(url, API_PREFIX, strlen(API_PREFIX)))
+		serve_asset(method, url, &rep, &is_page);	/* no secret */
+	else if ((status = authorize(w, c, method, &why)))
+		ls_web_error(&rep, status, "%s", why);
 	else
-		route(w, c, url, method, &rep, &is_page);
-	return send_reply(w, c, &rep, set_cookie, is_page);
+		route(w, c, url, method, &rep);
+	return send_reply(c, &rep, is_page);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -431,6 +476,104 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
 	free(*con_cls);
 	*con_cls = NULL;
+}
+
+/* ------------------------------------------------------- peer limits */
+
+/* The port of a TCP address, and whether it is IPv6. */
+static unsigned addr_port(const struct sockaddr *sa)
+{
+	return ntohs(sa->sa_family == AF_INET6 ?
+		     ((const struct sockaddr_in6 *)sa)->sin6_port :
+		     ((const struct sockaddr_in *)sa)->sin_port);
+}
+
+/*
+ * The user owning the local TCP socket bound to the peer's port and
+ * connected to ours (/proc/net/tcp, tcp6: its uid column), or -1 (a
+ * remote peer, or gone).
+ */
+static long peer_uid(const struct sockaddr *sa, unsigned ours)
+{
+	const char *file = sa->sa_family == AF_INET6 ? "/proc/net/tcp6" :
+			   "/proc/net/tcp";
+	unsigned theirs = addr_port(sa), lp, rp;
+	char line[512];
+	long uid = -1;
+	FILE *fp = fopen(file, "re");
+
+	while (fp && uid < 0 && fgets(line, sizeof(line), fp)) {
+		unsigned long u;
+
+		if (sscanf(line, " %*s %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%x %*s %*s "
+			   "%*s %*s %lu", &lp, &rp, &u) == 3 && lp == theirs &&
+		    rp == ours)
+			uid = (long)u;
+	}
+	if (fp)
+		fclose(fp);
+	return uid;
+}
+
+/* The count of uid's connections (caller holds peers_lock): a slot of
+ * the table, made when missing; NULL when the table is full. */
+static struct ls_web_peer *peer_slot(struct ls_web *w, long uid)
+{
+	struct ls_web_peer *free_slot = NULL;
+	size_t i;
+
+	for (i = 0; i < LS_WEB_PEERS; i++) {
+		if (w->peers[i].count && w->peers[i].uid == uid)
+			return &w->peers[i];
+		if (!w->peers[i].count && !free_slot)
+			free_slot = &w->peers[i];
+	}
+	if (free_slot)
+		free_slot->uid = uid;
+	return free_slot;
+}
+
+/* Before libmicrohttpd accepts a connection: refused when its user holds
+ * PEER_CONNECTIONS already (the server's own user: no limit). */
+static enum MHD_Result accept_peer(void *cls, const struct sockaddr *sa,
+				   socklen_t len)
+{
+	struct ls_web *w = cls;
+	long uid = w->loopback ? peer_uid(sa, w->port) : -1;
+	struct ls_web_peer *p;
+	int ok;
+
+	if (uid == (long)getuid())
+		uid = LS_WEB_PEER_OWN;
+	pthread_mutex_lock(&w->peers_lock);
+	if (w->accepted)	/* the last one never started: give it back */
+		w->accepted->count--;
+	p = peer_slot(w, uid);
+	ok = p && (uid == LS_WEB_PEER_OWN || p->count < PEER_CONNECTIONS);
+	if (ok)
+		p->count++;	/* given back when the connection closes */
+	w->accepted = ok ? p : NULL;
+	pthread_mutex_unlock(&w->peers_lock);
+	return ok ? MHD_YES : MHD_NO;
+}
+
+/* The connection accepted last (in the same thread, right after
+ * accept_peer) takes its count along; it gives it back at its end. */
+static void on_connection(void *cls, struct MHD_Connection *c,
+			  void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct ls_web *w = cls;
+
+	pthread_mutex_lock(&w->peers_lock);
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		*socket_context = w->accepted;
+		w->accepted = NULL;
+	} else if (*socket_context) {
+		((struct ls_web_peer *)*socket_context)->count--;
+		*socket_context = NULL;
+	}
+	pthread_mutex_unlock(&w->peers_lock);
 }
 
 /* ------------------------------------------------------------- listen */
@@ -482,8 +625,8 @@ bad:
 }
 
 static int open_listener(const char *listen_at, int allow_remote, int *fd,
-			 unsigned *port, char *host, size_t hostcap,
-			 char *err, size_t errlen)
+			 unsigned *port, int *loopback, char *host,
+			 size_t hostcap, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -493,7 +636,8 @@ static int open_listener(const char *listen_at, int allow_remote, int *fd,
 	r = parse_listen(listen_at ? listen_at : "127.0.0.1:0", &ai, err, errlen);
 	if (r)
 		return r;
-	if (!is_loopback(ai->ai_addr) && !allow_remote) {
+	*loopback = is_loopback(ai->ai_addr);
+	if (!*loopback && !allow_remote) {
 		snprintf(err, errlen, "'%s' is not a loopback address: other "
 			 "machines could reach the server (add --allow-remote "
 			 "to mean it)", listen_at);
@@ -540,8 +684,9 @@ static int start_mhd(struct ls_web *w, int v6, char *err, size_t errlen)
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
 			 MHD_USE_INTERNAL_POLLING_THREAD | (v6 ? MHD_USE_IPv6 : 0);
 
-	w->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, w,
+	w->mhd = MHD_start_daemon(flags, 0, accept_peer, w, on_request, w,
 		MHD_OPTION_LISTEN_SOCKET, w->listen_fd,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, w,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
@@ -586,18 +731,22 @@ int ls_web_start(const struct ls_web_opts *o, struct ls_web **out, char *err,
 	}
 	w->listen_fd = -1;
 	pthread_mutex_init(&w->store_lock, NULL);
+	pthread_mutex_init(&w->peers_lock, NULL);
 	if ((r = ls_web_agents_init(&w->agents)) ||
 	    (r = init_store(w, o->snapshot_dir, err, errlen)) ||
-	    (r = make_token(w->token)) ||
+	    (r = make_token(w->token)) || (r = make_token(w->view)) ||
 	    (r = open_listener(o->listen, o->allow_remote, &w->listen_fd,
-			       &w->port, host, sizeof(host), err, errlen)))
+			       &w->port, &w->loopback, host, sizeof(host), err,
+			       errlen)))
 		goto fail;
-	snprintf(w->cookie, sizeof(w->cookie), "leakscope_%u", w->port);
-	snprintf(w->url, sizeof(w->url), strchr(host, ':') ?
-		 "http://[%s]:%u/?token=%s" : "http://%s:%u/?token=%s", host,
-		 w->port, w->token);
-	ls_client_set_timeout(o->agent_timeout_ms ? o->agent_timeout_ms :
-			      AGENT_TIMEOUT_MS);
+	snprintf(w->host, sizeof(w->host), strchr(host, ':') ? "[%s]:%u" :
+		 "%s:%u", host, w->port);
+	snprintf(w->url, sizeof(w->url), "http://%s/#token=%s", w->host,
+		 w->token);
+	w->agent_timeout_ms = o->agent_timeout_ms ? o->agent_timeout_ms :
+			      AGENT_TIMEOUT_MS;
+	ls_client_set_timeout(w->agent_timeout_ms);
+	ls_client_set_reply_max(LS_WEB_REPLY_MAX);
 	/* The symbolizer unsets it; done here, before any thread reads the
 	 * environment. */
 	unsetenv("DEBUGINFOD_URLS");
@@ -633,6 +782,9 @@ void ls_web_stop(struct ls_web *w)
 		MHD_stop_daemon(w->mhd);
 	if (w->listen_fd >= 0)
 		close(w->listen_fd);
+	/* A listing's workers left behind end within the client's whole-
+	 * reply deadline (lib/client.h). */
+	ls_web_listing_wait(&w->agents, w->agent_timeout_ms * 4 + 1000);
 	ls_web_agents_release(&w->agents);
 	free(w->snapdir);
 	free(w);

@@ -116,13 +116,43 @@ static int create_name(struct ls_web *w, pid_t pid, char *name, size_t cap,
 	return fd;
 }
 
+/* Bytes the snapshot dir's files take (their blocks), or -errno. */
+static int64_t dir_usage(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	struct stat st;
+	int64_t sum = 0;
+	DIR *d;
+
+	if (dfd < 0 || !(d = fdopendir(dfd))) {
+		if (dfd >= 0)
+			close(dfd);
+		return -errno;
+	}
+	while ((de = readdir(d)))
+		if (!fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISREG(st.st_mode))
+			sum += (int64_t)st.st_blocks * 512;
+	closedir(d);
+	return sum;
+}
+
 int ls_web_store_save(struct ls_web *w, pid_t pid, char *name, size_t cap,
 		      struct ls_web_reply *rep)
 {
 	char tmp[4400], final[4400], err[5000];
 	struct ls_snapshot check;
+	int64_t used = dir_usage(w->snapdir);
 	int fd, r;
 
+	/* Each snapshot is capped (LS_WEB_REPLY_MAX), and none is taken
+	 * once the dir holds the quota: an agent cannot fill the disk. */
+	if (used >= (int64_t)LS_WEB_STORE_QUOTA)
+		return ls_web_error(rep, 507, "the snapshot dir '%s' holds %lld "
+				    "MiB, its quota is %llu MiB: delete some",
+				    w->snapdir, (long long)(used >> 20),
+				    (unsigned long long)(LS_WEB_STORE_QUOTA >> 20));
 	fd = create_name(w, pid, name, cap, tmp, sizeof(tmp));
 	if (fd < 0)
 		return ls_web_error(rep, 500, "cannot write in '%s': %s",
@@ -252,7 +282,8 @@ int ls_web_store_list(struct ls_web *w, struct ls_json *j)
 
 /*
  * The runtime dirs whose post-mortem files this user may read: its own
- * (as the agents compute it); for root also every user's default dirs.
+ * (as the agents compute it) and its fallbacks; for root also every
+ * user's default dirs and theirs.
  * NEEDSWORK: a dead process whose agent had its own LEAKSCOPE_RUNTIME_DIR
  * elsewhere is not found; the CLI's `report --postmortem` has the same
  * limit once the process is gone.
@@ -263,7 +294,7 @@ static int runtime_dirs(glob_t *g)
 		"/dev/shm/leakscope-*", "/run/user/*/leakscope",
 		"/tmp/leakscope-*",
 	};
-	char own[4096];
+	char own[4096], fallbacks[4200];
 	size_t i;
 	int flags = 0;
 
@@ -273,6 +304,9 @@ static int runtime_dirs(glob_t *g)
 	if (glob(own, GLOB_NOCHECK | GLOB_NOESCAPE, NULL, g))
 		return -ENOMEM;
 	flags = GLOB_APPEND | GLOB_NOESCAPE;
+	/* A squatted dir's fallbacks (common/runtime.h). */
+	snprintf(fallbacks, sizeof(fallbacks), "%s.??????", own);
+	glob(fallbacks, flags, NULL, g);
 	for (i = 0; getuid() == 0 && i < sizeof(patterns) / sizeof(*patterns); i++)
 		glob(patterns[i], flags, NULL, g);
 	return 0;
@@ -365,10 +399,19 @@ int ls_web_postmortem_load(pid_t pid, struct ls_snapshot *snap,
 		return ls_web_error(rep, 500, "no runtime dir");
 	snprintf(name, sizeof(name), "%d" LS_SUFFIX_PM, (int)pid);
 	for (i = 0; i < g.gl_pathc && r == -ENOENT; i++) {
+		int dfd;
+
 		if (!dead_pm(g.gl_pathv[i], name, &got, &st))
 			continue;
+		/* Read only from a dir safe for the file's owner, a file of
+		 * that owner's, never through a symlink or from a FIFO. */
+		dfd = ls_runtime_dir_open(g.gl_pathv[i], (unsigned)st.st_uid);
+		if (dfd < 0)
+			continue;
 		snprintf(path, sizeof(path), "%s/%s", g.gl_pathv[i], name);
-		r = ls_postmortem_load(path, snap, err, sizeof(err));
+		r = ls_postmortem_load_at(dfd, name, st.st_uid, path, snap, err,
+					  sizeof(err));
+		close(dfd);
 	}
 	globfree(&g);
 	if (r == -ENOENT)

@@ -692,35 +692,37 @@ static void put_process(struct ls_json *j, const struct ls_snapshot *s)
 static void put_processes(struct ls_web_req *r, struct ls_json *j,
 			  const pid_t *pids, size_t n)
 {
-	struct ls_web_reply err;
-	struct ls_web_snap *s;
-	size_t i, nerr = 0;
+	struct ls_web_snap **snaps = calloc(n + 1, sizeof(*snaps));
 	int *bad = calloc(n + 1, sizeof(*bad));
+	size_t i, nerr = 0;
 
+	/* In parallel, by the agent timeout: slow agents cost the list
+	 * their timeout once (web/listing.c). */
+	if (!snaps || !bad || ls_web_snap_get_many(&r->w->agents, pids, n,
+						   r->w->agent_timeout_ms + 500,
+						   snaps, bad))
+		for (i = 0; i < n && bad; i++)
+			bad[i] = 500;
 	ls_json_array(j, "processes");
-	for (i = 0; i < n; i++) {
-		memset(&err, 0, sizeof(err));
-		s = ls_web_snap_get(&r->w->agents, pids[i], 0, &err);
-		if (s) {
-			put_process(j, &s->snap);
-			ls_web_snap_put(&r->w->agents, s);
-		} else if (bad) {
-			bad[i] = err.status;
+	for (i = 0; i < n && snaps; i++) {
+		if (snaps[i]) {
+			put_process(j, &snaps[i]->snap);
+			ls_web_snap_put(&r->w->agents, snaps[i]);
+		} else if (bad && bad[i])
 			nerr++;
-		}
-		free(err.body);
 	}
 	ls_json_end(j);
 	/* Agents that did not answer (busy, gone since the scan). */
 	ls_json_array(j, "unreachable");
 	for (i = 0; i < n && nerr; i++)
-		if (bad && bad[i]) {
+		if (bad[i]) {
 			ls_json_object(j, NULL);
 			ls_json_u64(j, "pid", (uint64_t)pids[i]);
 			ls_json_u64(j, "status", (uint64_t)bad[i]);
 			ls_json_end(j);
 		}
 	ls_json_end(j);
+	free(snaps);
 	free(bad);
 }
 

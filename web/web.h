@@ -5,9 +5,9 @@
  * An HTTP server (libmicrohttpd, one thread per connection, bounded) that
  * discovers the agents the user may query, answers JSON requests about
  * them from the report library, and serves the page whose assets are built
- * into the binary.  Every request must carry the access token (in the
- * query or in the cookie the server sets on the first request that had
- * it).  The server never prints: the command-line layer prints the URL
+ * into the binary.  Every API request must carry the access token in a
+ * header (docs/WEB-API.md), never in a cookie; the page learns it from
+ * the URL's fragment.  The server never prints: the command-line layer prints the URL
  * this module builds.
  */
 #ifndef LEAKSCOPE_WEB_H
@@ -38,7 +38,7 @@ struct ls_web;
 int ls_web_start(const struct ls_web_opts *opts, struct ls_web **out,
 		 char *err, size_t errlen);
 
-/* "http://ADDR:PORT/?token=TOKEN", to open in a browser. */
+/* "http://ADDR:PORT/#token=TOKEN", to open in a browser. */
 const char *ls_web_url(const struct ls_web *w);
 
 /* Where snapshots taken through the API are saved. */

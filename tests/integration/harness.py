@@ -175,6 +175,34 @@ def _parents(path):
         path = up
 
 
+# A stand-in for an agent: a process that listens on "<dir>/<its pid>.sock"
+# itself (the client checks, by SO_PEERCRED, that the listener is the
+# target) and hands the listening socket to the test, which answers on it.
+_LISTENER = """
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(os.path.join(sys.argv[1], "%d.sock" % os.getpid()))
+s.listen(16)
+socket.send_fds(socket.socket(fileno=int(sys.argv[2])), [b"x"], [s.fileno()])
+time.sleep(60)
+"""
+
+
+def listening_process(runtime, env):
+    """(Popen, listening socket, socket path): a process whose "agent"
+    socket in runtime the test accepts on, or not."""
+    here, there = socket.socketpair()
+    p = subprocess.Popen(["python3", "-c", _LISTENER, runtime,
+                          str(there.fileno())], env=env,
+                         start_new_session=True, pass_fds=[there.fileno()])
+    there.close()
+    here.settimeout(20)
+    _, fds, _, _ = socket.recv_fds(here, 1, 1)
+    here.close()
+    return p, socket.socket(fileno=fds[0]), os.path.join(
+        runtime, "%d.sock" % p.pid)
+
+
 def wait_environ(pid, name, timeout=10):
     """Wait until pid's /proc environ holds name=: Popen returns once exec
     has closed its pipe, but the kernel fills in the new environment after

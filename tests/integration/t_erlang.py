@@ -269,7 +269,7 @@ def t_nif_report_formats():
 def t_nif_cookie_masked():
     res, live, _, _ = nif_run()
     eq(res["cookie_in_report"], False, "cookie in the JSON report")
-    ok("<cookie>" in live["command"], "masked argument", live["command"])
+    ok("<redacted>" in live["command"], "masked argument", live["command"])
 
 
 @check("NIF stats() is a map: calls, live figures, mallinfo, full mode, own pid")

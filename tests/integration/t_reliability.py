@@ -2,6 +2,8 @@
 
 import json
 import os
+import shutil
+import glob
 import signal
 import subprocess
 import tempfile
@@ -186,7 +188,7 @@ def t_settings_notes():
        sorted(notes), "stderr's lines are the notes")
 
 
-@check("settings: an unusable runtime dir is said by the agent; the CLI says the agent has no socket")
+@check("settings: a runtime dir others may write: the agent says so and uses a private fallback beside it, which the CLI finds")
 def t_runtime_dir_unusable():
     rt = tempfile.mkdtemp(prefix="leakscope-open-")
     os.chmod(rt, 0o777)          # others may write: the agent refuses it
@@ -197,11 +199,16 @@ def t_runtime_dir_unusable():
     finally:
         os.kill(p.pid, signal.SIGKILL)
         err = p.communicate(timeout=30)[1].decode()
-    eq(r.returncode, 1, "stats status")
-    contains(r.stderr.decode(), "has the leakscope agent but no control socket",
-             "the CLI's reason")
-    contains(err, "no control socket, no post-mortem file: runtime dir '%s'" % rt,
+    fallbacks = [d for d in glob.glob(rt + ".??????") if os.path.isdir(d)]
+    for d in fallbacks:
+        shutil.rmtree(d)
+    eq(r.returncode, 0, "stats status: " + r.stderr.decode())
+    contains(r.stdout.decode(), "pid %d," % p.pid, "stats answered")
+    eq(len(fallbacks), 1, "one fallback dir beside %s" % rt)
+    contains(err, "runtime dir '%s' is not a directory of this user's that "
+             "only it can write (squatted?): using '%s'" % (rt, fallbacks[0]),
              "the agent's note")
+    eq(os.listdir(rt), [], "nothing went into the dir others may write")
 
 
 @check("dead pid with a post-mortem file: the error says to use --postmortem")

@@ -26,7 +26,7 @@ import urllib.error
 import urllib.request
 
 from harness import (check, once, workload, eq, ok, ge, fail, run_process,
-                     agent_env, wait_environ,
+                     agent_env, wait_environ, listening_process,
                      expect_site, site_function, need, need_user_reaches,
                      shorten, LEAKSCOPE,
                      BUILD, ROOT, Failure, Skip)
@@ -112,8 +112,12 @@ class Server:
             raise Failure("serve printed no URL: %r, stderr %s" % (
                 line, shorten(self.p.stderr.read1(4096))))
         self.url = line[len(prefix):].strip()
-        self.base, _, self.token = self.url.partition("/?token=")
+        self.base, _, self.token = self.url.partition("/#token=")
         self.port = int(self.base.rsplit(":", 1)[1])
+
+    def page(self, query):
+        """The page's URL with query, the token in its fragment."""
+        return "%s/?%s#token=%s" % (self.base, query, self.token)
 
     def stop(self):
         self.p.send_signal(signal.SIGTERM)
@@ -127,14 +131,15 @@ class Server:
 
 def http(srv, path, method="GET", token=True, cookie=None, body=None,
          headers=None):
-    """(status, headers, body bytes); token=True adds the right token,
-    a string adds that one, None none."""
+    """(status, headers, body bytes); token=True adds the right token
+    (Authorization: Bearer), a string adds that one, None none."""
     url = srv.base + path
+    headers = dict(headers or {})
     if token:
         tok = srv.token if token is True else token
-        url += ("&" if "?" in path else "?") + "token=" + tok
+        headers.setdefault("Authorization", "Bearer " + tok)
     req = urllib.request.Request(url, data=body, method=method,
-                                 headers=dict(headers or {}))
+                                 headers=headers)
     if cookie:
         req.add_header("Cookie", cookie)
     try:
@@ -405,28 +410,63 @@ def t_python():
 
 # ---------------------------------------------------- access and abuse
 
-@check("token: none 401, wrong 403, cookie set HttpOnly SameSite=Strict and accepted")
+@check("token: in a header only, never a cookie; none 401, wrong 403; the page and its assets hold no secret")
 def t_token():
     srv, wl = world()
+    ok("/#token=" in srv.url, "the printed URL carries the token in its fragment",
+       srv.url)
     eq(http(srv, "/api/v1/processes", token=None)[0], 401, "no token")
-    eq(http(srv, "/", token=None)[0], 401, "the page without token")
     eq(http(srv, "/api/v1/processes", token="0" * 32)[0], 403, "wrong token")
     eq(http(srv, "/api/v1/processes", token=srv.token[:-1])[0], 403,
        "a prefix of the token")
-    status, headers, body = http(srv, "/")
-    eq(status, 200, "the page with the token")
-    ok(b"<title>leakscope</title>" in body, "the page is served")
-    cookie = headers.get("Set-Cookie", "")
-    for attr in ("HttpOnly", "SameSite=Strict", "Path=/"):
-        ok(attr in cookie, "cookie has " + attr, cookie)
-    pair = cookie.split(";")[0]
-    eq(http(srv, "/api/v1/processes", token=None, cookie=pair)[0], 200,
-       "the cookie alone")
-    eq(http(srv, "/app.js", token=None, cookie=pair)[0], 200, "assets by cookie")
     eq(http(srv, "/api/v1/processes", token=None,
-            cookie=pair.split("=")[0] + "=" + "f" * 32)[0], 403, "wrong cookie")
+            headers={"X-Leakscope-Token": srv.token})[0], 200,
+       "X-Leakscope-Token")
+    eq(http(srv, "/api/v1/processes?token=" + srv.token, token=None)[0], 401,
+       "the token in the query is not accepted")
+    eq(http(srv, "/api/v1/processes", token=None,
+            headers={"Cookie": "leakscope_%d=%s" % (srv.port, srv.token)})[0],
+       401, "the token in a cookie is not accepted")
+    status, headers, body = http(srv, "/", token=None)
+    eq(status, 200, "the page without the token")
+    ok(b"<title>leakscope</title>" in body, "the page is served")
+    ok(srv.token.encode() not in body, "the page holds no token")
+    eq(headers.get("Set-Cookie"), None, "no cookie is set")
+    eq(http(srv, "/api/v1/version")[1].get("Set-Cookie"), None,
+       "no cookie set by the API")
+    view = api(srv, "version")["view_token"]
+    ok(len(view) == 32 and view != srv.token, "a separate view token", view)
+    eq(http(srv, "/api/v1/processes?view=" + view, token=None)[0], 200,
+       "GET with the view token")
+    eq(http(srv, "/api/v1/processes/%d/snapshot?view=%s" % (wl.pid, view),
+            method="POST", token=None)[0], 403,
+       "the view token cannot change anything")
     csp = http(srv, "/")[1].get("Content-Security-Policy", "")
     ok("script-src 'self'" in csp, "the page forbids foreign scripts", csp)
+
+
+@check("cross-origin: a POST with another Origin or Sec-Fetch-Site, or a foreign Host (DNS rebinding), is refused even with the token")
+def t_origin():
+    srv, _ = world()
+    wl = Workload()     # its own: the resets must not empty the page's
+    post = "/api/v1/processes/%d/reset" % wl.pid
+    eq(http(srv, post, method="POST",
+            headers={"Origin": "http://127.0.0.1:%d" % (srv.port + 1)})[0], 403,
+       "Origin of another port")
+    eq(http(srv, post, method="POST",
+            headers={"Origin": "http://evil.example"})[0], 403, "foreign Origin")
+    eq(http(srv, post, method="POST",
+            headers={"Sec-Fetch-Site": "same-site"})[0], 403,
+       "Sec-Fetch-Site: same-site (another port)")
+    eq(http(srv, "/api/v1/processes", headers={"Host": "evil.example:%d" % srv.port})[0],
+       421, "a foreign Host")
+    eq(http(srv, "/", token=None, headers={"Host": "evil.example"})[0],
+       421, "the page under a foreign Host")
+    eq(http(srv, post, method="POST",
+            headers={"Origin": "http://127.0.0.1:%d" % srv.port,
+                     "Sec-Fetch-Site": "same-origin"})[0], 200,
+       "the page's own POST")
+    eq(http(srv, post, method="POST")[0], 200, "a program's POST (no Origin)")
 
 
 @check("bad requests: each refused with its status, nothing followed outside the snapshot dir")
@@ -507,13 +547,14 @@ def t_malformed():
     ok(status_of(raw(srv, b"HELLO\r\n\r\n")) in ("", "400"), "garbage line")
     ok(status_of(raw(srv, b"\x00\xff\xfe binary\r\n\r\n", wait=1)) in
        ("", "400", "505"), "binary junk")
-    big = b"GET /api/v1/processes?" + b"a" * 60000 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+    big = b"GET /api/v1/processes?" + b"a" * 60000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     ok(status_of(raw(srv, big)) in ("414", "431"), "a 60 KB request target")
     hdr = (b"GET /api/v1/version HTTP/1.1\r\nHost: x\r\nX-Big: " +
            b"b" * 60000 + b"\r\n\r\n")
     ok(status_of(raw(srv, hdr)) in ("431", "413", "400"), "a 60 KB header")
     # a 64 MiB body: the connection is closed after the first MiB
-    post = (b"POST /api/v1/processes/%d/reset?token=%s HTTP/1.1\r\nHost: x\r\n"
+    post = (b"POST /api/v1/processes/%d/reset HTTP/1.1\r\nHost: x\r\n"
+            b"Authorization: Bearer %s\r\n"
             b"Content-Length: %d\r\n\r\n" % (wl.pid, srv.token.encode(),
                                               64 << 20))
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=15)
@@ -548,16 +589,9 @@ def t_malformed():
 
 def stuck_agent():
     """A process whose "agent" socket accepts and never answers: the
-    sleeper and the listening socket (the test accepts on it)."""
-    sleeper = subprocess.Popen(["sleep", "60"], env=env(),
-                               start_new_session=True)
+    process and the listening socket (the test accepts on it)."""
+    sleeper, stuck, path = listening_process(RUNTIME, env())
     _STARTED.append(sleeper)
-    # a 404 instead of the 504 if the server read sleep's environ early
-    wait_environ(sleeper.pid, "LEAKSCOPE_RUNTIME_DIR")
-    path = os.path.join(RUNTIME, "%d.sock" % sleeper.pid)
-    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    stuck.bind(path)
-    stuck.listen(16)
     stuck.settimeout(30)
     return sleeper, stuck, path
 
@@ -694,8 +728,8 @@ def t_load():
             try:
                 conn = httpclient.HTTPConnection("127.0.0.1", srv.port,
                                                   timeout=60)
-                sep = "&" if "?" in path else "?"
-                conn.request("GET", path + sep + "token=" + srv.token)
+                conn.request("GET", path, headers={
+                    "Authorization": "Bearer " + srv.token})
                 r = conn.getresponse()
                 body = r.read()
                 results.append((path, r.status, len(body)))
@@ -751,13 +785,13 @@ def page_run():
     if os.path.exists(shot):
         os.unlink(shot)
     r = chromium(["--window-size=1400,1800", "--virtual-time-budget=8000",
-                  "--screenshot=" + shot, "%s&pid=%d" % (srv.url, wl.pid)])
+                  "--screenshot=" + shot, srv.page("pid=%d" % wl.pid)])
     rep = cli_json("report", "--format", "json", wl.pid)
     res = {"shot": shot, "shot_run": r, "live": rep["totals"]["live_bytes"],
            "live_web": sum(s["live_bytes"] for s in rep["sites"]
                            if site_function(s, workload("webload")))}
     r = chromium(["--virtual-time-budget=15000", "--dump-dom",
-                  "%s&pid=%d&test=1" % (srv.url, wl.pid)])
+                  srv.page("pid=%d&test=1" % wl.pid)])
     res["out"] = test_out(r.stdout.decode("utf-8", "replace"))
     time.sleep(CACHE_TTL)
     return res
@@ -900,7 +934,7 @@ def t_page_diff():
     srv, wl = world()
     a, b = two_snapshots()
     r = chromium(["--virtual-time-budget=10000", "--dump-dom",
-                  "%s&test=diff&from=%s&to=%s" % (srv.url, a, b)])
+                  srv.page("test=diff&from=%s&to=%s" % (a, b))])
     o = test_out(r.stdout.decode("utf-8", "replace"))
     ok("error" not in o, "the page ran without error", o.get("error", ""))
     ok(a in o["listed"] and b in o["listed"], "both listed", str(o))
@@ -916,7 +950,7 @@ def t_page_diff():
     shot = os.path.join(ARTIFACTS, "web-diff.png")
     r = chromium(["--window-size=1400,1000", "--virtual-time-budget=10000",
                   "--screenshot=" + shot,
-                  "%s&test=diff&from=%s&to=%s" % (srv.url, a, b)])
+                  srv.page("test=diff&from=%s&to=%s" % (a, b))])
     ok(os.path.exists(shot), "diff screenshot written", r.describe())
 
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "../../common/lspm.h"
 #include "../../lib/postmortem.h"
@@ -203,11 +204,65 @@ static void test_bad(void)
 	refused(&l, "version 1 history past the end", "corrupt");
 }
 
+/*
+ * A sparse file (what another user can make in a second) whose header
+ * claims every site and a long history: 8 GB apparent, 64 KB stored.
+ * Loading it once cost its apparent size in memory; now it is refused
+ * after reading the header, for what it stores.
+ */
+static void test_sparse(void)
+{
+	char path[] = "/tmp/t-cli-postmortem-XXXXXX", err[256] = "";
+	int fd = mkstemp(path), r;
+	struct ls_snapshot s;
+	struct layout l;
+	uint64_t off = LSPM_HEADER_SIZE;
+
+	build(&l, 2);
+	l.h->sites_cap = l.h->rows_cap = l.h->nsites = l.h->rows_used = 1u << 18;
+	l.h->hist_len = l.h->ticks = 4096;
+	l.h->modules_off = off;
+	l.h->sites_off = off += sizeof(struct lspm_module);
+	l.h->frames_off = off += (uint64_t)l.h->sites_cap * sizeof(struct lspm_site);
+	l.h->rows_off = off += 16 * 8;
+	l.h->hist_off = off += (uint64_t)l.h->sites_cap * 4;
+	off += (uint64_t)l.h->rows_cap * l.h->hist_len * 8;
+	r = fd >= 0 && write(fd, l.buf, LSPM_HEADER_SIZE) == LSPM_HEADER_SIZE &&
+	    !ftruncate(fd, (off_t)off) ? 0 : -EIO;
+	close(fd);
+	ok(r == 0, "a sparse file of %llu GB", (unsigned long long)(off >> 30));
+	r = ls_postmortem_load(path, &s, err, sizeof(err));
+	ok(r == -EFBIG && strstr(err, "too large"), "refused for what it stores "
+	   "(%d, \"%s\")", r, err);
+	unlink(path);
+	free(l.buf);
+}
+
+/* A FIFO: opening it must not wait for a writer, reading it is refused. */
+static void test_fifo(void)
+{
+	char dir[] = "/tmp/t-cli-postmortem-XXXXXX", path[64], err[256] = "";
+	struct ls_snapshot s;
+	int r;
+
+	if (!mkdtemp(dir))
+		return;
+	snprintf(path, sizeof(path), "%s/1.pm", dir);
+	ok(!mkfifo(path, 0600), "a FIFO");
+	r = ls_postmortem_load(path, &s, err, sizeof(err));
+	ok(r == -EINVAL && strstr(err, "not a post-mortem file"),
+	   "a FIFO is refused at once (%d, \"%s\")", r, err);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	test_v2();
 	test_dropped();
 	test_v1();
 	test_bad();
+	test_sparse();
+	test_fifo();
 	return tap_done();
 }

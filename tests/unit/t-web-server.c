@@ -90,7 +90,7 @@ static void listening(const char *dir)
 	ok(r == 0 && w, "started on the default address (%s)", r ? err : "");
 	if (!w)
 		return;
-	snprintf(want, sizeof(want), "http://127.0.0.1:%u/?token=", w->port);
+	snprintf(want, sizeof(want), "http://127.0.0.1:%u/#token=", w->port);
 	ok(!strncmp(ls_web_url(w), want, strlen(want)), "URL %s", ls_web_url(w));
 	ok(strlen(w->token) == LS_WEB_TOKEN_HEX &&
 	   strspn(w->token, "0123456789abcdef") == LS_WEB_TOKEN_HEX,

@@ -16,6 +16,26 @@ const CHART_SITES = 8;
 const PM_SHOWN = 10;
 const params = new URLSearchParams(location.search);
 
+/* The access token comes in the URL's fragment (never sent to a server),
+ * is kept for this tab only (sessionStorage, not a cookie, which the
+ * browser would send to every port of the host), and leaves the address
+ * bar at once.  API requests carry it in a header; the frames, which
+ * cannot send headers, carry the read-only view token the server gives. */
+const TOKEN = (() => {
+  const h = new URLSearchParams(location.hash.slice(1));
+  if (h.has("token")) {
+    sessionStorage.setItem("leakscope-token", h.get("token"));
+    if (history.replaceState)
+      history.replaceState(null, "", location.pathname + location.search);
+  }
+  return sessionStorage.getItem("leakscope-token") || "";
+})();
+
+function viewUrl(path) {
+  return API + path + (path.includes("?") ? "&" : "?") + "view=" +
+    encodeURIComponent((state.caps && state.caps.view_token) || "");
+}
+
 const state = {
   pid: null,           /* the process shown */
   sort: "live_bytes",  /* or "rate" */
@@ -50,8 +70,9 @@ function bytes(n) {
 }
 
 async function api(path, opts) {
-  const r = await fetch(API + path, Object.assign({ credentials: "same-origin",
-                                                   cache: "no-store" }, opts));
+  const o = Object.assign({ credentials: "omit", cache: "no-store" }, opts);
+  o.headers = Object.assign({ "Authorization": "Bearer " + TOKEN }, o.headers || {});
+  const r = await fetch(API + path, o);
   const type = r.headers.get("Content-Type") || "";
   const body = type.startsWith("application/json") ? await r.json() : await r.text();
   if (!r.ok) throw new Error((body && body.error) || ("HTTP " + r.status));
@@ -307,7 +328,7 @@ function flameFrame() {
   }
   const q = new URLSearchParams(reportQuery());
   q.set("width", String(Math.max(400, Math.min(4000, $("flame").clientWidth - 24))));
-  const src = API + sourcePath("flamegraph.svg", q.toString());
+  const src = viewUrl(sourcePath("flamegraph.svg", q.toString()));
   /* reloaded only when the process or filters change or after an
    * action: a reload every 2 s would lose the user's zoom */
   const f = $("flame");
@@ -429,8 +450,8 @@ async function showDiff(from, to) {
   }
   $("diff-flame").hidden = !state.caps.diff_svg;
   if (state.caps.diff_svg)
-    $("diff-flame").src = API + "diff?" + diffQuery(from, to) + "&format=svg&width=" +
-      Math.max(400, Math.min(4000, $("diff").clientWidth - 40));
+    $("diff-flame").src = viewUrl("diff?" + diffQuery(from, to) + "&format=svg&width=" +
+      Math.max(400, Math.min(4000, $("diff").clientWidth - 40)));
   return d;
 }
 
@@ -573,12 +594,6 @@ async function start() {
     showDiff(state.picks.from, state.picks.to).catch((e) => { $("status").textContent = "error: " + e.message; }));
   $("diff-close").addEventListener("click", () => { $("diff").hidden = true;
     if (state.pid !== null) $("proc").hidden = false; else $("pick").hidden = false; });
-  /* the token is in the cookie now: keep it out of the address bar */
-  if (params.has("token") && history.replaceState) {
-    const q = new URLSearchParams(location.search);
-    q.delete("token");
-    history.replaceState(null, "", location.pathname + (q.toString() ? "?" + q : ""));
-  }
   try {
     state.caps = await api("version");
   } catch (e) {

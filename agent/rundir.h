@@ -1,0 +1,21 @@
+/*
+ * rundir.h - the agent's runtime dir, made safe before the control
+ * socket and the post-mortem file go in it (common/runtime.h).
+ */
+#ifndef LEAKSCOPE_AGENT_RUNDIR_H
+#define LEAKSCOPE_AGENT_RUNDIR_H
+
+#include <stddef.h>
+
+/*
+ * Make dir (cap bytes, NUL-terminated) a usable runtime dir of this
+ * effective user: created 0700 when missing; when it is squatted (a
+ * symlink, another user's, writable by others) dir is replaced by its
+ * private fallback "<dir>.XXXXXX" (an existing safe one, else a new one
+ * from mkdtemp()) and a note says so, once per process.  Returns 0, or a
+ * negative errno (dir unchanged).  Calls no allocator: it may run on the
+ * control thread.  Not thread-safe.
+ */
+int ls_rundir_prepare(char *dir, size_t cap);
+
+#endif

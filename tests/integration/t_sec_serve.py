@@ -1,0 +1,195 @@
+"""Attacks on root's `leakscope serve` by another local user,
+leakscope-attacker (made here when missing; root is needed), each timed
+(docs/SECURITY.md, "The CLI, the runtime dir and the server"):
+
+- 130 idle connections of the attacker's must not stop root's requests;
+- three processes of the attacker's whose agents trickle their replies
+  (a byte a second) must not make root's process list take their timeouts
+  one after another;
+- a fake agent that streams junk without end must not fill root's
+  snapshot dir.
+"""
+import atexit
+import json
+import os
+import select
+import signal
+import socket
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from harness import check, eq, ok, contains, fail, shorten, LEAKSCOPE
+from t_sec_rundir import user, become, clean_env, ATTACKER
+
+
+SNAPDIR = tempfile.mkdtemp(prefix="leakscope-sec-snaps-")
+atexit.register(shutil.rmtree, SNAPDIR, True)
+
+
+class Serve:
+    def __init__(self, snapdir, *args):
+        self.p = subprocess.Popen([LEAKSCOPE, "serve", "--listen", "127.0.0.1:0",
+                                   "--snapshot-dir", snapdir] + list(args),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=clean_env(), start_new_session=True)
+        r, _, _ = select.select([self.p.stdout], [], [], 20)
+        line = self.p.stdout.readline().decode() if r else ""
+        if "serving " not in line:
+            self.p.kill()
+            fail("serve's URL", "a line", line)
+        url = line.split("serving ", 1)[1].strip()
+        self.base, _, self.token = url.partition("/#token=")
+        try:
+            self.port = int(self.base.rsplit(":", 1)[1])
+        except ValueError:
+            self.p.kill()
+            fail("serve's URL", "http://ADDR:PORT/#token=TOKEN", url)
+
+    def get(self, path, method="GET", timeout=60):
+        req = urllib.request.Request(self.base + path, method=method, headers={
+            "Authorization": "Bearer " + self.token})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+# An "agent" of the attacker's: the process listens on its own socket in
+# its runtime dir (so that it passes the client's checks) and answers
+# every request with what the mode says.
+FAKE = r"""
+import os, socket, sys, time
+d = sys.argv[1]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(os.path.join(d, "%d.sock" % os.getpid()))
+s.listen(64)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    if os.fork() == 0:
+        c.recv(256)
+        try:
+            if sys.argv[2] == "trickle":
+                for _ in range(120):
+                    c.send(b"L")
+                    time.sleep(1)
+            else:
+                chunk = b"\0" * 65536
+                while True:
+                    c.send(chunk)
+        except OSError:
+            pass
+        os._exit(0)
+    c.close()
+"""
+
+
+def fake_agents(uid, n, mode):
+    """n attacker processes with fake agents in the attacker's default
+    runtime dir."""
+    rt = "/dev/shm/leakscope-%d" % uid
+    if not os.path.isdir(rt):
+        subprocess.run(["runuser", "-u", ATTACKER, "--", "mkdir", "-m", "700", rt],
+                       check=True)
+    procs = []
+    for _ in range(n):
+        p = subprocess.Popen(["python3", "-c", FAKE, rt, mode],
+                             stdout=subprocess.PIPE, env=clean_env(),
+                             preexec_fn=become(uid), start_new_session=True)
+        ok(select.select([p.stdout], [], [], 20)[0] and
+           p.stdout.readline() == b"ready\n", "fake agent started")
+        procs.append(p)
+    return procs
+
+
+def end(procs):
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+        try:
+            os.unlink("/dev/shm/leakscope-%d/%d.sock" % (user(ATTACKER), p.pid))
+        except OSError:
+            pass
+
+
+@check("serve: 130 idle connections of another user do not stop root's requests")
+def t_idle_connections():
+    attacker = user(ATTACKER)
+    srv = Serve(SNAPDIR)
+    holder = subprocess.Popen(["python3", "-c", """
+import socket, sys, time
+s = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(130)]
+print("held", flush=True)
+time.sleep(30)
+""", str(srv.port)], stdout=subprocess.PIPE, preexec_fn=become(attacker),
+        start_new_session=True)
+    try:
+        ok(select.select([holder.stdout], [], [], 20)[0] and
+           holder.stdout.readline() == b"held\n", "the attacker holds 130")
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        status, body = srv.get("/api/v1/version", timeout=25)
+        took = time.monotonic() - t0
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)
+        holder.wait()
+        srv.stop()
+    eq(status, 200, "root's request answered: " + shorten(body, 200))
+    ok(took < 3, "within 3 s (took %.1f s)" % took)
+
+
+@check("serve: three agents of another user that trickle their replies cost root's process list one timeout, not three")
+def t_slow_agents():
+    attacker = user(ATTACKER)
+    procs = fake_agents(attacker, 3, "trickle")
+    srv = Serve(SNAPDIR,
+                "--agent-timeout", "1")
+    try:
+        t0 = time.monotonic()
+        status, body = srv.get("/api/v1/processes", timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        srv.stop()
+        end(procs)
+    eq(status, 200, "the list: " + shorten(body, 200))
+    doc = json.loads(body)
+    bad = sorted(u["pid"] for u in doc["unreachable"])
+    eq([p.pid for p in procs if p.pid in bad], [p.pid for p in procs],
+       "the three are listed as unreachable")
+    ok(took < 3, "the list took %.1f s (1 s timeout, 4 s for a whole reply; "
+       "one after another: 12 s)" % took)
+
+
+@check("serve: a fake agent streaming without end: the snapshot POST stops at 256 MiB and leaves nothing in the snapshot dir")
+def t_snapshot_stream():
+    attacker = user(ATTACKER)
+    snapdir = SNAPDIR
+    procs = fake_agents(attacker, 1, "stream")
+    srv = Serve(snapdir)
+    try:
+        t0 = time.monotonic()
+        status, body = srv.get("/api/v1/processes/%d/snapshot" % procs[0].pid,
+                               method="POST", timeout=120)
+        took = time.monotonic() - t0
+        left = os.listdir(snapdir)
+    finally:
+        srv.stop()
+        end(procs)
+    eq(status, 502, "the POST's status: " + shorten(body, 200))
+    contains(body.decode(), "larger than the 256 MiB", "its reason")
+    eq(left, [], "nothing left in the snapshot dir")
+    ok(took < 60, "it took %.1f s" % took)
