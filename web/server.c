@@ -481,7 +481,7 @@ bad:
 	return -EINVAL;
 }
 
-static int open_listener(const char *listen_at, int allow_remote, int *fd,
+int ls_web_open_listener(const char *listen_at, int allow_remote, int *fd,
 			 unsigned *port, char *host, size_t hostcap,
 			 char *err, size_t errlen)
 {
@@ -589,7 +589,7 @@ int ls_web_start(const struct ls_web_opts *o, struct ls_web **out, char *err,
 	if ((r = ls_web_agents_init(&w->agents)) ||
 	    (r = init_store(w, o->snapshot_dir, err, errlen)) ||
 	    (r = make_token(w->token)) ||
-	    (r = open_listener(o->listen, o->allow_remote, &w->listen_fd,
+	    (r = ls_web_open_listener(o->listen, o->allow_remote, &w->listen_fd,
 			       &w->port, host, sizeof(host), err, errlen)))
 		goto fail;
 	snprintf(w->cookie, sizeof(w->cookie), "leakscope_%u", w->port);
