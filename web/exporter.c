@@ -8,6 +8,11 @@
  * a time (libmicrohttpd's single polling thread): a scrape walks every
  * agent, and two at once would only ask each agent twice.
  *
+ * Agents are asked BATCH at a time, each batch at once; one that times
+ * out is skipped for STUCK_S; none is asked after 80% of the scraper's
+ * timeout (X-Prometheus-Scrape-Timeout-Seconds) has passed: the skipped
+ * count as unreachable, and the scrape still answers in time.
+ *
  * The symbolizers of one scrape share a pool of opened modules (the
  * costly part: libc's debug information), kept across scrapes and
  * renewed every POOL_SCRAPES so that modules of programs that ended do
@@ -30,6 +35,10 @@
 #define CONNECTION_TIMEOUT_S 30
 #define CONNECTION_MEMORY (32 * 1024)
 #define POOL_SCRAPES 64
+#define BATCH 8			/* agents asked at once */
+#define STUCK_SLOTS 64
+#define STUCK_S 30.0		/* a timed-out agent is skipped this long */
+#define DEFAULT_BUDGET_S 10.0	/* without Prometheus's timeout header */
 
 struct ls_exporter {
 	struct MHD_Daemon *mhd;
@@ -39,6 +48,10 @@ struct ls_exporter {
 	struct ls_push *push;
 	struct ls_sympool *pool;	/* only the polling thread uses it */
 	unsigned pool_uses;
+	struct {
+		pid_t pid;
+		double until;
+	} stuck[STUCK_SLOTS];		/* the same */
 };
 
 static double mono_s(void)
@@ -49,23 +62,78 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Ask pid's agent and reduce its snapshot into p; 0 or a negative errno. */
-static int collect_one(struct ls_exporter *e, pid_t pid,
-		       struct ls_metrics_proc *p)
-{
-	struct ls_snapshot snap;
-	struct ls_symbolizer *sym;
-	char err[1024], container[80];
-	int r = ls_client_snapshot(pid, 0, &snap, err, sizeof(err));
+/* ------------------------------------------------------- stuck agents */
 
-	if (r)
-		return r;
-	ls_metrics_container(pid, container, sizeof(container));
-	sym = ls_symbolizer_new_shared(&snap, e->pool);
-	r = sym ? ls_metrics_proc_build(p, &snap, sym, e->max_sites, container)
-		: -ENOMEM;
+/* An agent that timed out is skipped (counted unreachable) until then. */
+static int is_stuck(struct ls_exporter *e, pid_t pid, double now)
+{
+	size_t i;
+
+	for (i = 0; i < STUCK_SLOTS; i++)
+		if (e->stuck[i].pid == pid && e->stuck[i].until > now)
+			return 1;
+	return 0;
+}
+
+static void mark_stuck(struct ls_exporter *e, pid_t pid, double now)
+{
+	size_t i, v = 0;
+
+	for (i = 0; i < STUCK_SLOTS; i++)
+		if (e->stuck[i].pid == pid || e->stuck[i].until < e->stuck[v].until)
+			v = i;
+	e->stuck[v].pid = pid;
+	e->stuck[v].until = now + STUCK_S;
+}
+
+/* ------------------------------------------------------------ fetching */
+
+/* One batch of agents asked at once: a slow agent costs the batch its
+ * wait, not the sum of every agent's. */
+struct fetch {
+	pid_t pid;
+	int r;
+	struct ls_snapshot snap;
+	pthread_t thread;
+	int started;
+};
+
+static void *fetch_one(void *arg)
+{
+	struct fetch *f = arg;
+	char err[1024];
+
+	f->r = ls_client_snapshot(f->pid, 0, &f->snap, err, sizeof(err));
+	return NULL;
+}
+
+static void fetch_batch(struct fetch *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		b[i].started = !pthread_create(&b[i].thread, NULL, fetch_one, &b[i]);
+	for (i = 0; i < n; i++) {
+		if (b[i].started)
+			pthread_join(b[i].thread, NULL);
+		else
+			fetch_one(&b[i]);
+	}
+}
+
+/* Reduce a fetched snapshot into p; 0 or a negative errno. */
+static int reduce(struct ls_exporter *e, struct fetch *f,
+		  struct ls_metrics_proc *p)
+{
+	struct ls_symbolizer *sym;
+	char container[80];
+	int r;
+
+	ls_metrics_container(f->pid, container, sizeof(container));
+	sym = ls_symbolizer_new_shared(&f->snap, e->pool);
+	r = sym ? ls_metrics_proc_build(p, &f->snap, sym, e->max_sites,
+					container) : -ENOMEM;
 	ls_symbolizer_free(sym);
-	ls_snapshot_release(&snap);
 	return r;
 }
 
@@ -79,8 +147,45 @@ static int renew_pool(struct ls_exporter *e)
 	return e->pool ? 0 : -ENOMEM;
 }
 
-/* Every process's metrics, then the pusher's, into body. */
-static int scrape(struct ls_exporter *e, int om, char **body, size_t *len)
+/* Ask pids[0..n) in batches until the deadline; the answers into procs
+ * (*got of them), the others counted in sc. */
+static int collect(struct ls_exporter *e, const pid_t *pids, size_t n,
+		   double deadline, struct ls_metrics_proc *procs, size_t *got,
+		   struct ls_metrics_scrape *sc)
+{
+	struct fetch b[BATCH];
+	size_t i = 0, k, m;
+	int r = 0;
+
+	while (i < n && !r) {
+		double now = mono_s();
+
+		for (m = 0; i < n && m < BATCH; i++) {
+			if (now > deadline || is_stuck(e, pids[i], now)) {
+				sc->unreachable++;
+				continue;
+			}
+			memset(&b[m], 0, sizeof(b[m]));
+			b[m++].pid = pids[i];
+		}
+		fetch_batch(b, m);
+		for (k = 0; k < m; k++) {
+			if (b[k].r == -ETIMEDOUT || b[k].r == -EAGAIN)
+				mark_stuck(e, b[k].pid, mono_s());
+			if (b[k].r)	/* gone since listed, stuck, refused */
+				sc->unreachable++;
+			else if (!r && !(r = reduce(e, &b[k], &procs[*got])))
+				(*got)++;
+			ls_snapshot_release(&b[k].snap);
+		}
+	}
+	return r;
+}
+
+/* Every process's metrics, then the pusher's, into body; budget_s is
+ * how long the scraper waits. */
+static int scrape(struct ls_exporter *e, int om, double budget_s,
+		  char **body, size_t *len)
 {
 	struct ls_metrics_scrape sc = { 0 };
 	struct ls_metrics_proc *procs = NULL;
@@ -93,16 +198,9 @@ static int scrape(struct ls_exporter *e, int om, char **body, size_t *len)
 
 	if (!r && n > 0 && !(procs = calloc((size_t)n, sizeof(*procs))))
 		r = -ENOMEM;
-	for (i = 0; !r && i < n; i++) {
-		int one = collect_one(e, pids[i], &procs[got]);
-
-		if (one == -ENOMEM)
-			r = one;
-		else if (one)	/* gone since listed, stuck, refused */
-			sc.unreachable++;
-		else
-			got++;
-	}
+	if (!r && n > 0)
+		r = collect(e, pids, (size_t)n, t0 + budget_s * 0.8, procs, &got,
+			    &sc);
 	sc.collect_s = mono_s() - t0;
 	if (!r && !(out = open_memstream(body, len)))
 		r = -ENOMEM;
@@ -119,6 +217,16 @@ static int scrape(struct ls_exporter *e, int om, char **body, size_t *len)
 	free(procs);
 	free(pids);
 	return r;
+}
+
+/* How long the scraper waits: Prometheus says so in a header. */
+static double budget_of(struct MHD_Connection *c)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					"X-Prometheus-Scrape-Timeout-Seconds");
+	double s = v ? strtod(v, NULL) : 0;
+
+	return s > 0 && s < 3600 ? s : DEFAULT_BUDGET_S;
 }
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
@@ -175,7 +283,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 				  "not found: the metrics are at /metrics\n");
 	om = ls_metrics_wants_openmetrics(MHD_lookup_connection_value(c,
 					  MHD_HEADER_KIND, "Accept"));
-	r = scrape(e, om, &body, &len);
+	r = scrape(e, om, budget_of(c), &body, &len);
 	if (r) {
 		free(body);
 		return text_reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR,

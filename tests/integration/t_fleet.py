@@ -1,0 +1,549 @@
+"""Fleet: `leakscope serve --metrics` scraped by a real Prometheus, the
+shipped alert rules evaluated by it and delivered to a real Alertmanager,
+the heap profiles pushed to a local Pyroscope/Parca stand-in decoded with
+go tool pprof, and the deploy files checked by their own tools.
+
+Ground truth: tests/workloads/fleetload.c leaks 4096 bytes every 50 ms
+(81920 B/s, on an absolute clock) at site_fleet_leak beside a 32 x 4096
+byte cache at site_fleet_cache that stays flat; SIGUSR1 freezes both and
+the workload prints how many blocks it leaked.  Everything listens on
+127.0.0.1 only.  Served as root, the exporter sees every traced process on
+the machine, so every check selects its workload's pid.
+"""
+import atexit
+import base64
+import gzip
+import http.client as httpclient
+import http.server
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+from harness import (check, once, workload, eq, ok, ge, fail, run_process,
+                     agent_env, need, free_port, marker_line, cli, cli_json,
+                     shorten, LEAKSCOPE, BUILD, ROOT, Failure, Skip)
+from gopprof import pprof_top
+
+AGENT = os.path.join(BUILD, "libleakscope.so")
+RUNTIME = tempfile.mkdtemp(prefix="leakscope-fleet-")
+TMP = tempfile.mkdtemp(prefix="leakscope-fleet-tmp-")
+os.chmod(RUNTIME, 0o700)
+BLOCK, SLOTS = 4096, 32
+LEAK_RATE = BLOCK * 20          # bytes per second
+CACHE = BLOCK * SLOTS
+PERIOD_MS = 250                 # the agents' growth sampling period here
+RULES = os.path.join(ROOT, "deploy", "prometheus", "leakscope.rules.yml")
+AM_CONFIG = os.path.join(ROOT, "deploy", "prometheus", "alertmanager.yml")
+_STARTED = []
+
+
+def _cleanup():
+    for p in _STARTED:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+    shutil.rmtree(RUNTIME, ignore_errors=True)
+    shutil.rmtree(TMP, ignore_errors=True)
+
+
+atexit.register(_cleanup)
+
+
+def spawn(argv, env=None, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                         stdout=stdout, stderr=stderr, start_new_session=True)
+    _STARTED.append(p)
+    return p
+
+
+def stop(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            raise Failure("%d did not stop on SIGTERM" % p.pid)
+
+
+# ----------------------------------------------------------- processes
+
+class Fleetload:
+    """fleetload.c under the agent."""
+
+    def __init__(self, seconds=90):
+        e = agent_env(RUNTIME, {"LD_PRELOAD": AGENT,
+                                "LEAKSCOPE_PERIOD_MS": str(PERIOD_MS)})
+        self.p = spawn([workload("fleetload"), str(seconds)], env=e,
+                       stdout=subprocess.PIPE)
+        self.pid = self.p.pid
+        self.started = time.monotonic()
+        sock = os.path.join(RUNTIME, "%d.sock" % self.pid)
+        for _ in range(500):
+            if os.path.exists(sock):
+                return
+            time.sleep(0.01)
+        raise Failure("the agent in pid %d never opened %s" % (self.pid, sock))
+
+    def freeze(self):
+        """Stop the leak and the cache; the blocks leaked."""
+        self.p.send_signal(signal.SIGUSR1)
+        r, _, _ = select.select([self.p.stdout], [], [], 10)
+        line = self.p.stdout.readline().decode() if r else ""
+        m = re.fullmatch(r"leaked (\d+)\n", line)
+        if not m:
+            raise Failure("fleetload said %r after SIGUSR1" % line)
+        return int(m.group(1))
+
+
+class Serve:
+    """`leakscope serve --no-web` with args; the URL of its metrics."""
+
+    def __init__(self, args, extra_env=None):
+        e = agent_env(RUNTIME, extra_env)
+        self.p = spawn([LEAKSCOPE, "serve", "--no-web"] + list(args), env=e,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.url = None
+        want = 1 if "--metrics" in args else 0
+        want += 1 if any(a.startswith("--push-p") for a in args) else 0
+        for _ in range(want):
+            r, _, _ = select.select([self.p.stdout], [], [], 20)
+            line = self.p.stdout.readline().decode() if r else ""
+            if line.startswith("leakscope: metrics at "):
+                self.url = line.split(" at ", 1)[1].strip()
+            elif not line.startswith("leakscope: pushing "):
+                self.p.kill()
+                raise Failure("serve printed %r, stderr %s" % (
+                    line, shorten(self.p.stderr.read1(4096))))
+
+    def stop(self):
+        stop(self.p)
+        return self.p.returncode
+
+
+def get(url, headers=None, method="GET"):
+    u = urllib.parse.urlsplit(url)
+    conn = httpclient.HTTPConnection(u.hostname, u.port, timeout=30)
+    conn.request(method, u.path, headers=headers or {})
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    return r.status, dict(r.getheaders()), body
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def samples(text, pid=None):
+    """[(name, {labels}, value)] of the exposition, only pid's if given."""
+    out = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            fail("an exposition line", "NAME{LABELS} VALUE", line)
+        labels = dict(LABEL.findall(m.group(2) or ""))
+        if pid is None or labels.get("pid") == str(pid):
+            out.append((m.group(1), labels, float(m.group(3))))
+    return out
+
+
+def one(found, what):
+    if len(found) != 1:
+        fail(what, "one sample", found)
+    return found[0]
+
+
+def site_value(smp, name, function):
+    return one([v for n, l, v in smp if n == name and
+                l.get("function") == function], "%s of %s" % (name, function))
+
+
+# ------------------------------------------------- the exporter alone
+
+@once
+def frozen():
+    """A server and a fleetload frozen after about 2 s: (srv, wl, blocks,
+    text of a scrape)."""
+    wl = Fleetload()
+    srv = Serve(["--metrics", "127.0.0.1:0"])
+    time.sleep(2)
+    n = wl.freeze()
+    time.sleep(2 * PERIOD_MS / 1000)
+    status, _, body = get(srv.url)
+    eq(status, 200, "GET /metrics")
+    return srv, wl, n, body.decode()
+
+
+@check("metrics: promtool check metrics accepts the exposition")
+def t_promtool_metrics():
+    need("promtool")
+    _, _, _, text = frozen()
+    p = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=60)
+    eq((p.returncode, p.stdout.decode()), (0, ""), "promtool's verdict")
+
+
+@check("metrics: site live bytes, function and file:line of the leak and the cache")
+def t_metrics_sites():
+    _, wl, n, text = frozen()
+    smp = samples(text, wl.pid)
+    ge(n, 20, "blocks leaked in 2 s")
+    eq(site_value(smp, "leakscope_site_live_bytes", "site_fleet_leak"),
+       n * BLOCK, "the leak's live bytes")
+    eq(site_value(smp, "leakscope_site_live_blocks", "site_fleet_leak"), n,
+       "the leak's live blocks")
+    eq(site_value(smp, "leakscope_site_live_bytes", "site_fleet_cache"),
+       CACHE, "the cache's live bytes")
+    for fn, marker in (("site_fleet_leak", "site_fleet_leak"),
+                       ("site_fleet_cache", "site_fleet_cache")):
+        labels = one([l for n_, l, v in smp if n_ == "leakscope_site_live_bytes"
+                      and l["function"] == fn], fn)
+        eq(labels["location"], "fleetload.c:%d" % marker_line("fleetload.c",
+                                                               marker),
+           "location of " + fn)
+        eq(labels["command"], "fleetload", "command label")
+        ok(re.fullmatch(r"[0-9a-f]{16}", labels["site"]), "site id",
+           labels["site"])
+
+
+@check("metrics: process totals equal `leakscope report --format json`'s")
+def t_metrics_totals():
+    _, wl, n, text = frozen()
+    rep = cli_json(["report", "--format", "json", wl.pid],
+                   env=agent_env(RUNTIME))
+    smp = samples(text, wl.pid)
+    t = rep["totals"]
+    for name, key in (("leakscope_process_live_bytes", "live_bytes"),
+                      ("leakscope_process_live_blocks", "live_blocks"),
+                      ("leakscope_process_allocated_bytes_total", "allocated_bytes"),
+                      ("leakscope_process_allocated_blocks_total", "allocated_blocks"),
+                      ("leakscope_process_peak_live_bytes", "peak_live_bytes"),
+                      ("leakscope_process_dropped_events_total", "dropped")):
+        eq(one([v for n_, l, v in smp if n_ == name], name), t[key], name)
+    eq(t["live_bytes"], n * BLOCK + CACHE, "the report's live bytes: the "
+       "workload's two sites and nothing else")
+    ge(one([v for n_, l, v in smp if n_ == "leakscope_agent_resident_bytes"],
+           "agent resident"), 4096, "the agent's resident bytes")
+
+
+@check("metrics: OpenMetrics when asked (Accept), counters as _total, # EOF")
+def t_openmetrics():
+    srv, wl, n, _ = frozen()
+    status, hdr, body = get(srv.url, {"Accept": "application/openmetrics-text;"
+                                      "version=1.0.0,text/plain;q=0.5"})
+    eq(status, 200, "status")
+    eq(hdr.get("Content-Type"), "application/openmetrics-text; "
+       "version=1.0.0; charset=utf-8", "Content-Type")
+    text = body.decode()
+    ok(text.endswith("# EOF\n"), "ends with # EOF", text[-80:])
+    ok("# TYPE leakscope_process_allocated_bytes counter\n" in text,
+       "counter family named without _total")
+    smp = samples(text.replace("# EOF\n", ""), wl.pid)
+    eq(site_value(smp, "leakscope_site_live_bytes", "site_fleet_leak"),
+       n * BLOCK, "the same value in OpenMetrics")
+    status, hdr, _ = get(srv.url)
+    eq(hdr.get("Content-Type"), "text/plain; version=0.0.4; charset=utf-8",
+       "Content-Type without Accept")
+
+
+@check("metrics: only GET/HEAD /metrics: 405, 404; no token needed")
+def t_metrics_http():
+    srv, _, _, _ = frozen()
+    eq(get(srv.url, method="POST")[0], 405, "POST /metrics")
+    eq(get(srv.url.replace("/metrics", "/api/v1/processes"))[0], 404,
+       "the web API is not on this listener")
+    status, _, body = get(srv.url, method="HEAD")
+    eq((status, body), (200, b""), "HEAD /metrics")
+
+
+@check("serve: bad fleet options exit 125 (or 1) with one line")
+def t_fleet_errors():
+    port = free_port()
+    busy = Serve(["--metrics", "127.0.0.1:%d" % port])
+    cred = os.path.join(TMP, "cred-open")
+    with open(cred, "w") as f:
+        f.write("user:pw\n")
+    os.chmod(cred, 0o644)
+    e = agent_env(RUNTIME)
+    cases = [
+        (["--metrics", "10.1.2.3:9464"], 125, "not a loopback address"),
+        (["--metrics", "localhost"], 125, "invalid listen address"),
+        (["--no-web"], 125, "--no-web leaves nothing"),
+        (["--metrics-sites", "5"], 125, "--metrics-sites needs --metrics"),
+        (["--metrics", "127.0.0.1:0", "--metrics-sites", "0"], 125, "1 to 1000"),
+        (["--push-pyroscope", "https://127.0.0.1:4040"], 125, "only http://"),
+        (["--push-parca", "http://user@127.0.0.1:7070"], 125, "invalid URL"),
+        (["--push-pyroscope", "http://127.0.0.1:4040", "--push-credentials",
+          cred], 125, "only its owner may read"),
+        (["--push-interval", "5"], 125, "need --push-pyroscope or --push-parca"),
+        (["--metrics", "127.0.0.1:%d" % port], 1, "cannot listen"),
+    ]
+    try:
+        for args, status, words in cases:
+            r = run_process([LEAKSCOPE, "serve", "--no-web"] + args, env=e,
+                            timeout=20)
+            err = r.stderr.decode()
+            eq(r.returncode, status, "serve %s: status" % " ".join(args))
+            ok(words in err and err.count("\n") <= 2 and
+               err.startswith("leakscope: "), "serve %s: one line saying %r"
+               % (" ".join(args), words), err)
+    finally:
+        eq(busy.stop(), 0, "serve exits 0 on SIGTERM")
+
+
+# ------------------------------------------------ Prometheus, Alertmanager
+
+def test_rules(scale_to):
+    """The shipped rules with every window and `for:` scaled down:
+    [15m] -> [10s], [5m] -> [5s], for: 30m/10m -> scale_to."""
+    text = open(RULES).read()
+    text = text.replace("[15m]", "[10s]").replace("[5m]", "[5s]")
+    text = re.sub(r"for: \d+m", "for: " + scale_to, text)
+    path = os.path.join(TMP, "rules.yml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def wait_http(url, timeout=30):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise Failure("%s never answered" % url)
+
+
+def prom_query(base, q):
+    url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": q})
+    with urllib.request.urlopen(url, timeout=10) as r:
+        doc = json.load(r)
+    if doc.get("status") != "success":
+        fail("query %s" % q, "success", doc)
+    return doc["data"]["result"]
+
+
+def am_alerts(base):
+    with urllib.request.urlopen(base + "/api/v2/alerts", timeout=10) as r:
+        return json.load(r)
+
+
+@once
+def engines():
+    """fleetload, the exporter, Alertmanager and Prometheus (scrape and
+    rule evaluation every 1 s), started in that order."""
+    need("prometheus")
+    need("prometheus-alertmanager")
+    wl = Fleetload()
+    srv = Serve(["--metrics", "127.0.0.1:0"])
+    d = tempfile.mkdtemp(prefix="engines-", dir=TMP)
+    am_port, prom_port = free_port(), free_port()
+    am_cfg = os.path.join(d, "am.yml")
+    with open(am_cfg, "w") as f:
+        f.write("route:\n  receiver: none\n  group_wait: 1s\n"
+                "  group_interval: 1s\nreceivers:\n  - name: none\n")
+    am = spawn(["prometheus-alertmanager", "--config.file=" + am_cfg,
+                "--storage.path=" + os.path.join(d, "am"),
+                "--web.listen-address=127.0.0.1:%d" % am_port,
+                "--cluster.listen-address="])
+    prom_cfg = os.path.join(d, "prom.yml")
+    target = urllib.parse.urlsplit(srv.url).netloc
+    with open(prom_cfg, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                "rule_files:\n  - %s\n"
+                "alerting:\n  alertmanagers:\n    - static_configs:\n"
+                "        - targets: ['127.0.0.1:%d']\n"
+                "scrape_configs:\n  - job_name: leakscope\n"
+                "    static_configs:\n      - targets: ['%s']\n"
+                % (test_rules("3s"), am_port, target))
+    prom = spawn(["prometheus", "--config.file=" + prom_cfg,
+                  "--storage.tsdb.path=" + os.path.join(d, "prom"),
+                  "--web.listen-address=127.0.0.1:%d" % prom_port])
+    am_base = "http://127.0.0.1:%d" % am_port
+    prom_base = "http://127.0.0.1:%d" % prom_port
+    wait_http(am_base + "/-/ready")
+    wait_http(prom_base + "/-/ready")
+    return wl, srv, prom_base, am_base
+
+
+@once
+def leak_alert():
+    """Wait for the leak's alert in Alertmanager, watching that the cache
+    never fires: (seconds from the workload's start, alerts seen)."""
+    wl, srv, prom, am = engines()
+    deadline = time.monotonic() + 40
+    seen = {}
+    while time.monotonic() < deadline:
+        for a in am_alerts(am):
+            l = a["labels"]
+            if l.get("pid") == str(wl.pid):
+                seen.setdefault((l["alertname"], l.get("function", "")),
+                                time.monotonic() - wl.started)
+        for r in prom_query(prom, 'ALERTS{pid="%d"}' % wl.pid):
+            l = r["metric"]
+            seen.setdefault(("ALERTS:" + l["alertname"] + ":" +
+                             l["alertstate"], l.get("function", "")),
+                            time.monotonic() - wl.started)
+        if ("LeakscopeSiteLeaking", "site_fleet_leak") in seen and \
+           ("LeakscopeProcessLeaking", "") in seen:
+            return seen
+        time.sleep(0.5)
+    return seen
+
+
+@check("prometheus: the scraped series are there with the workload's labels")
+def t_prom_series():
+    wl, srv, prom, am = engines()
+    leak_alert()
+    res = prom_query(prom, 'leakscope_site_live_bytes{pid="%d"}' % wl.pid)
+    fns = sorted(r["metric"]["function"] for r in res)
+    eq(fns, ["site_fleet_cache", "site_fleet_leak"], "sites in Prometheus")
+    cache = [r for r in res if r["metric"]["function"] == "site_fleet_cache"]
+    eq(float(cache[0]["value"][1]), CACHE, "the cache's bytes in Prometheus")
+    eq(cache[0]["metric"]["location"], "fleetload.c:%d" % marker_line(
+        "fleetload.c", "site_fleet_cache"), "the cache's location label")
+    res = prom_query(prom, 'up{job="leakscope"}')
+    eq([r["value"][1] for r in res], ["1"], "the scrape target is up")
+
+
+@check("prometheus: the leak's growth rate within 5% of 81920 B/s (deriv and the exported rate)")
+def t_prom_rate():
+    wl, srv, prom, am = engines()
+    leak_alert()
+    # a window of steady scrapes: the first ones may queue behind a scrape
+    # that waited on another user's stuck agent (as root every agent on
+    # the machine is asked), which skews their timestamps
+    time.sleep(max(0, wl.started + 24 - time.monotonic()))
+    for q in ('deriv(leakscope_site_live_bytes{pid="%d",function="site_fleet_leak"}[10s])',
+              'leakscope_site_growth_bytes_per_second{pid="%d",function="site_fleet_leak"}',
+              'leakscope:site_live_bytes:deriv15m{pid="%d",function="site_fleet_leak"}'):
+        res = prom_query(prom, q % wl.pid)
+        eq(len(res), 1, "series of " + q)
+        rate = float(res[0]["value"][1])
+        ok(abs(rate - LEAK_RATE) <= 0.05 * LEAK_RATE, "%s = %.0f, within 5%% "
+           "of %d" % (q % wl.pid, rate, LEAK_RATE))
+    res = prom_query(prom, 'deriv(leakscope_site_live_bytes{pid="%d",'
+                     'function="site_fleet_cache"}[10s])' % wl.pid)
+    eq(float(res[0]["value"][1]), 0.0, "the cache does not grow")
+
+
+@check("alertmanager: the leak alert fires within the rule's window; the cache never")
+def t_am_alert():
+    wl, srv, prom, am = engines()
+    seen = leak_alert()
+    t = seen.get(("LeakscopeSiteLeaking", "site_fleet_leak"))
+    ok(t is not None, "LeakscopeSiteLeaking for site_fleet_leak reached "
+       "Alertmanager", seen)
+    # window 10 s + for 3 s, plus the agent's 5 samples for a trend, a
+    # scrape, an evaluation and Alertmanager's group_wait
+    ok(t <= 10 + 3 + 8, "fired %.1f s after the workload started "
+       "(at most 21 s)" % t)
+    print("# LeakscopeSiteLeaking in Alertmanager %.1f s after the start" % t)
+    ok(("LeakscopeProcessLeaking", "") in seen,
+       "LeakscopeProcessLeaking reached Alertmanager", seen)
+    ok(not [k for k in seen if k[1] == "site_fleet_cache"],
+       "nothing about the cache, pending or firing", seen)
+    # the alert carries what the annotations promise
+    a = [a for a in am_alerts(am) if a["labels"].get("pid") == str(wl.pid)
+         and a["labels"]["alertname"] == "LeakscopeSiteLeaking"][0]
+    ok("site_fleet_leak" in a["annotations"]["summary"] and
+       "fleetload.c:" in a["annotations"]["summary"],
+       "summary names the function and location", a["annotations"])
+
+
+@check("rules: promtool check rules, promtool test rules at the shipped durations, amtool check-config")
+def t_rules_static():
+    need("promtool")
+    need("amtool")
+    r = run_process(["promtool", "check", "rules", RULES])
+    eq(r.returncode, 0, "promtool check rules: " + shorten(r.stdout + r.stderr))
+    r = run_process(["amtool", "check-config", AM_CONFIG])
+    eq(r.returncode, 0, "amtool check-config: " + shorten(r.stdout + r.stderr))
+    # an hour of synthetic series at 1 m: a site growing 100 B/s with a
+    # linear trend, a flat cache, a process that grows, an agent that
+    # drops 1 event/s from minute 20 (empty labels are no labels)
+    lab = 'instance="h:9464",pid="7",command="svc",container=""'
+    site = lab + ',site="%s",function="%s",location="a.c:%d",kind="heap"'
+    leak, cache = site % ("aa", "leak", 1), site % ("bb", "cache", 2)
+    test = {
+        "rule_files": [RULES],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [
+                {"series": "leakscope_site_live_bytes{%s}" % leak,
+                 "values": "0+6000x60"},
+                {"series": 'leakscope_site_trend{%s,trend="linear"}' % leak,
+                 "values": "1x60"},
+                {"series": "leakscope_site_live_bytes{%s}" % cache,
+                 "values": "500000x60"},
+                {"series": 'leakscope_site_trend{%s,trend="saturating"}' % cache,
+                 "values": "1x60"},
+                {"series": "leakscope_process_live_bytes{%s}" % lab,
+                 "values": "500000+6000x60"},
+                {"series": "leakscope_process_dropped_events_total{%s}" % lab,
+                 "values": "0x20 0+60x40"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "25m", "alertname": "LeakscopeSiteLeaking",
+                 "exp_alerts": []},
+                {"eval_time": "25m", "alertname": "LeakscopeProcessLeaking",
+                 "exp_alerts": []},
+                {"eval_time": "35m", "alertname": "LeakscopeSiteLeaking",
+                 "exp_alerts": [{"exp_labels": {
+                     "severity": "warning", "instance": "h:9464", "pid": "7",
+                     "command": "svc", "site": "aa",
+                     "function": "leak", "location": "a.c:1", "kind": "heap"},
+                     "exp_annotations": {
+                         "summary": "svc (pid 7, h:9464) leaks 100B/s at "
+                                    "leak (a.c:1)",
+                         "description": "Site aa has grown steadily for 30 "
+                                        "minutes. `leakscope report 7` on "
+                                        "that machine shows its stack."}}]},
+                {"eval_time": "35m", "alertname": "LeakscopeProcessLeaking",
+                 "exp_alerts": [{"exp_labels": {
+                     "severity": "warning", "instance": "h:9464", "pid": "7",
+                     "command": "svc"},
+                     "exp_annotations": {
+                         "summary": "svc (pid 7, h:9464) grows 100B/s "
+                                    "with leaking sites"}}]},
+                {"eval_time": "25m", "alertname": "LeakscopeDroppingEvents",
+                 "exp_alerts": []},
+                {"eval_time": "40m", "alertname": "LeakscopeDroppingEvents",
+                 "exp_alerts": [{"exp_labels": {
+                     "severity": "info", "instance": "h:9464", "pid": "7",
+                     "command": "svc"},
+                     "exp_annotations": {
+                         "summary": "the leakscope agent in svc (pid 7, "
+                                    "h:9464) drops 1 events/s (out of "
+                                    "memory): its figures are low"}}]},
+            ],
+        }],
+    }
+    path = os.path.join(TMP, "rules-test.yml")
+    with open(path, "w") as f:
+        json.dump(test, f)      # JSON is YAML
+    r = run_process(["promtool", "test", "rules", path])
+    eq(r.returncode, 0, "promtool test rules: " + shorten(r.stdout + r.stderr,
+                                                          4000))
