@@ -21,6 +21,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -62,8 +63,10 @@ atexit.register(_cleanup)
 
 
 def spawn(argv, env=None, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+    """Unbuffered pipes: a line read leaves the next one to select()."""
     p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
-                         stdout=stdout, stderr=stderr, start_new_session=True)
+                         stdout=stdout, stderr=stderr, bufsize=0,
+                         start_new_session=True)
     _STARTED.append(p)
     return p
 
@@ -127,7 +130,7 @@ class Serve:
             elif not line.startswith("leakscope: pushing "):
                 self.p.kill()
                 raise Failure("serve printed %r, stderr %s" % (
-                    line, shorten(self.p.stderr.read1(4096))))
+                    line, shorten(self.p.stderr.read(4096))))
 
     def stop(self):
         stop(self.p)
@@ -547,3 +550,203 @@ def t_rules_static():
     r = run_process(["promtool", "test", "rules", path])
     eq(r.returncode, 0, "promtool test rules: " + shorten(r.stdout + r.stderr,
                                                           4000))
+
+
+# ------------------------------------------------------------ profiles
+
+class Receiver:
+    """A stand-in for Pyroscope and Parca on loopback: records every
+    request; answers 503 to the first of each path in fail_first."""
+
+    def __init__(self, fail_first=()):
+        self.requests = []
+        self.fail_first = set(fail_first)
+        self.lock = threading.Lock()
+        rec = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(n)
+                u = urllib.parse.urlsplit(self.path)
+                with rec.lock:
+                    fail = u.path in rec.fail_first
+                    rec.fail_first.discard(u.path)
+                    rec.requests.append({
+                        "path": u.path, "query": urllib.parse.parse_qs(u.query),
+                        "raw_query": u.query, "headers": dict(self.headers),
+                        "body": body, "status": 503 if fail else 200})
+                self.send_response(503 if fail else 200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        atexit.register(self.server.shutdown)
+
+    def wait(self, pred, timeout=20):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self.lock:
+                got = [r for r in self.requests if pred(r)]
+            if got:
+                return got
+            time.sleep(0.1)
+        with self.lock:
+            seen = [(r["path"], r["raw_query"][:120], r["status"])
+                    for r in self.requests]
+        raise Failure("no such request came in %ss; seen: %s" % (
+            timeout, shorten(repr(seen))))
+
+
+def host_label():
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname())[:63]
+
+
+def pyroscope_name(r):
+    return r["query"].get("name", [""])[0]
+
+
+def parca_labels(r):
+    doc = json.loads(r["body"])
+    return {l["name"]: l["value"]
+            for l in doc["series"][0]["labels"]["labels"]}
+
+
+@once
+def pushed():
+    """A frozen fleetload, a receiver, and a server pushing every second
+    to both (the first Pyroscope request answered 503): (wl, blocks,
+    receiver, server, the JSON report)."""
+    wl = Fleetload()
+    time.sleep(1)
+    n = wl.freeze()
+    rcv = Receiver(fail_first=["/ingest"])
+    base = "http://127.0.0.1:%d" % rcv.port
+    srv = Serve(["--metrics", "127.0.0.1:0", "--push-pyroscope", base,
+                 "--push-parca", base + "/parca/", "--push-interval", "1",
+                 "--push-service", "svc-a"],
+                extra_env={"LEAKSCOPE_PUSH_TOKEN": "s3cret"})
+    rep = cli_json(["report", "--format", "json", wl.pid],
+                   env=agent_env(RUNTIME))
+    mine = "pid=%d" % wl.pid
+    rcv.wait(lambda r: r["path"] == "/ingest" and r["status"] == 200 and
+             mine in pyroscope_name(r))
+    rcv.wait(lambda r: r["path"] == "/parca/api/profiles/writeraw" and
+             parca_labels(r).get("pid") == str(wl.pid))
+    return wl, n, rcv, srv, rep
+
+
+def per_function(rep, key):
+    """{innermost function: sum of key} of a JSON report's sites."""
+    out = {}
+    for s in rep["sites"]:
+        fn = s["frames"][0].get("function") if s["frames"] else None
+        out[fn] = out.get(fn, 0) + s[key]
+    return out
+
+
+def expect_profile(body, rep, what):
+    """body (a gzipped pprof) gives, per innermost function, the JSON
+    report's live bytes and blocks (go tool pprof -top, flat)."""
+    ok(body[:2] == b"\x1f\x8b", what + ": a gzip body", body[:8])
+    path = os.path.join(TMP, "pushed-%d.pb.gz" % len(os.listdir(TMP)))
+    with open(path, "wb") as f:
+        f.write(body)
+    for index, key in (("inuse_space", "live_bytes"),
+                       ("inuse_objects", "live_blocks")):
+        got = {fn: flat for fn, (flat, cum) in pprof_top(path, index).items()
+               if flat}
+        want = {fn: v for fn, v in per_function(rep, key).items() if v}
+        eq(got, want, "%s: go tool pprof -top %s, flat per function" % (
+            what, index))
+
+
+@check("push: Pyroscope's /ingest, field by field; the body decodes to the report's bytes")
+def t_push_pyroscope():
+    wl, n, rcv, srv, rep = pushed()
+    mine = [r for r in rcv.requests if r["path"] == "/ingest" and
+            "pid=%d" % wl.pid in pyroscope_name(r)]
+    r = [r for r in mine if r["status"] == 200][0]
+    eq(pyroscope_name(r), "svc-a{host=%s,pid=%d}" % (host_label(), wl.pid),
+       "name: the service and its labels")
+    q = r["query"]
+    eq(sorted(q), ["format", "from", "name", "spyName", "until"],
+       "query parameters")
+    eq((q["format"], q["spyName"]), (["pprof"], ["leakscope"]),
+       "format and spyName")
+    frm, until = int(q["from"][0]), int(q["until"][0])
+    ok(0 <= until - frm <= 1 and abs(until - time.time()) < 30,
+       "from %d and until %d: the last interval, now" % (frm, until))
+    h = r["headers"]
+    eq((h.get("Authorization"), h.get("Content-Type"),
+        int(h.get("Content-Length"))),
+       ("Bearer s3cret", "application/octet-stream", len(r["body"])),
+       "Authorization from LEAKSCOPE_PUSH_TOKEN, type, length")
+    eq([x["status"] for x in rcv.requests if x["path"] == "/ingest"].count(503),
+       1, "one request refused (the first, whichever process it was for)")
+    expect_profile(r["body"], rep, "Pyroscope body")
+    eq(per_function(rep, "live_bytes").get("site_fleet_leak"), n * BLOCK,
+       "the report itself holds the leak's bytes")
+
+
+@check("push: Parca's /api/profiles/writeraw JSON, field by field; rawProfile decodes to the report's bytes")
+def t_push_parca():
+    wl, n, rcv, srv, rep = pushed()
+    r = [r for r in rcv.requests if r["path"] == "/parca/api/profiles/writeraw"
+         and parca_labels(r).get("pid") == str(wl.pid)][0]
+    eq(r["headers"].get("Content-Type"), "application/json", "Content-Type")
+    eq(r["headers"].get("Authorization"), "Bearer s3cret", "Authorization")
+    doc = json.loads(r["body"])
+    eq(sorted(doc), ["normalized", "series"], "WriteRawRequest members")
+    eq(doc["normalized"], False, "normalized")
+    eq(len(doc["series"]), 1, "one series")
+    names = [l["name"] for l in doc["series"][0]["labels"]["labels"]]
+    eq(names, ["__name__", "host", "pid", "service"], "label names, sorted")
+    eq(parca_labels(r), {"__name__": "memory", "host": host_label(),
+                         "pid": str(wl.pid), "service": "svc-a"},
+       "label values")
+    eq(len(doc["series"][0]["samples"]), 1, "one sample")
+    raw = base64.b64decode(doc["series"][0]["samples"][0]["rawProfile"],
+                           validate=True)
+    expect_profile(raw, rep, "Parca rawProfile")
+
+
+@check("push: the pusher's counters in the metrics (sent, one retry after 503, none failed)")
+def t_push_metrics():
+    wl, n, rcv, srv, rep = pushed()
+    status, _, body = get(srv.url)
+    smp = {(name, l.get("server")): v for name, l, v in samples(body.decode())
+           if name.startswith("leakscope_push_")}
+    ge(smp[("leakscope_push_sent_profiles_total", "pyroscope")], 1,
+       "profiles sent to Pyroscope")
+    ge(smp[("leakscope_push_sent_profiles_total", "parca")], 1,
+       "profiles sent to Parca")
+    eq(smp[("leakscope_push_retries_total", "pyroscope")], 1,
+       "one retry, after the 503")
+    eq(smp[("leakscope_push_failed_profiles_total", "pyroscope")], 0,
+       "nothing given up on")
+
+
+@check("push: credentials from a file only its owner reads (Basic), not the environment's")
+def t_push_credentials():
+    wl, n, rcv, srv, rep = pushed()
+    cred = os.path.join(TMP, "cred")
+    fd = os.open(cred, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, b"user:pw\n")
+    os.close(fd)
+    s2 = Serve(["--push-pyroscope", "http://127.0.0.1:%d" % rcv.port,
+                "--push-interval", "1", "--push-service", "svc-b",
+                "--push-credentials", cred],
+               extra_env={"LEAKSCOPE_PUSH_TOKEN": "not-this"})
+    try:
+        got = rcv.wait(lambda r: pyroscope_name(r).startswith("svc-b{"))
+        eq(got[0]["headers"].get("Authorization"), "Basic dXNlcjpwdw==",
+           "HTTP Basic from the file, not the environment")
+    finally:
+        eq(s2.stop(), 0, "serve exits 0 on SIGTERM")
