@@ -30,7 +30,8 @@ import urllib.parse
 import urllib.request
 
 from harness import (check, once, workload, eq, ok, ge, fail, run_process,
-                     agent_env, need, free_port, marker_line, cli, cli_json,
+                     agent_env, need, need_user_reaches, free_port,
+                     marker_line, cli, cli_json,
                      shorten, LEAKSCOPE, BUILD, ROOT, Failure, Skip)
 from gopprof import pprof_top
 
@@ -750,3 +751,151 @@ def t_push_credentials():
            "HTTP Basic from the file, not the environment")
     finally:
         eq(s2.stop(), 0, "serve exits 0 on SIGTERM")
+
+
+# ------------------------------------------------------------- deploy
+
+UNIT = os.path.join(ROOT, "deploy", "systemd", "leakscope-serve.service")
+DAEMONSET = os.path.join(ROOT, "deploy", "kubernetes",
+                         "leakscope-daemonset.yaml")
+TEST_USER = "leakscope-fleet"
+
+
+def unit_caps():
+    """The unit's CapabilityBoundingSet, lower case without CAP_."""
+    m = re.search(r"^CapabilityBoundingSet=(.*)$", open(UNIT).read(), re.M)
+    return sorted(c.lower()[4:] for c in m.group(1).split())
+
+
+@check("deploy: systemd-analyze verify accepts the unit (and rejects a broken copy)")
+def t_systemd_unit():
+    need("systemd-analyze")
+    text = open(UNIT).read().replace("/usr/local/bin/leakscope", LEAKSCOPE)
+    good = os.path.join(TMP, "leakscope-serve.service")
+    with open(good, "w") as f:
+        f.write(text)
+    r = run_process(["systemd-analyze", "verify", "--man=no", good])
+    eq((r.returncode, r.stdout + r.stderr), (0, b""), "verify the unit")
+    bad = os.path.join(TMP, "broken", "leakscope-serve.service")
+    os.makedirs(os.path.dirname(bad), exist_ok=True)
+    with open(bad, "w") as f:
+        f.write(text.replace(LEAKSCOPE, LEAKSCOPE + "-missing"))
+    r = run_process(["systemd-analyze", "verify", "--man=no", bad])
+    ok(r.returncode != 0, "verify rejects an ExecStart that is not there",
+       (r.stdout + r.stderr).decode())
+
+
+def test_user():
+    """An unprivileged user of the tests' own, made if missing."""
+    import pwd
+    try:
+        return pwd.getpwnam(TEST_USER).pw_uid
+    except KeyError:
+        r = run_process(["useradd", "-M", "-r", "-s", "/usr/sbin/nologin",
+                         TEST_USER])
+        if r.returncode not in (0, 9):
+            fail("useradd " + TEST_USER, "status 0", r.describe())
+        return pwd.getpwnam(TEST_USER).pw_uid
+
+
+def capped_scrape(uid, caps):
+    """A scrape by root holding only caps (setpriv's bounding set), with
+    no LEAKSCOPE_RUNTIME_DIR of its own: each agent's comes from its
+    process's environment."""
+    e = dict(os.environ)
+    e.pop("LEAKSCOPE_RUNTIME_DIR", None)
+    p = spawn(["setpriv", "--bounding-set=-all," +
+               ",".join("+" + c for c in caps), "--inh-caps=-all", "--",
+               LEAKSCOPE, "serve", "--no-web", "--metrics", "127.0.0.1:0"],
+              env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    r, _, _ = select.select([p.stdout], [], [], 20)
+    line = p.stdout.readline().decode() if r else ""
+    if not line.startswith("leakscope: metrics at "):
+        p.kill()
+        fail("setpriv ... serve", "the metrics URL", line)
+    try:
+        return get(line.split(" at ", 1)[1].strip())[2].decode()
+    finally:
+        stop(p)
+
+
+@check("deploy: root with only the unit's two capabilities exports another user's process; without either it cannot")
+def t_least_privilege():
+    need("setpriv")
+    if os.geteuid() != 0:
+        raise Skip("needs root (the service runs as root)")
+    uid = test_user()
+    need_user_reaches(uid, workload("fleetload"), AGENT)
+    runtime = tempfile.mkdtemp(prefix="leakscope-fleet-user-")
+    os.chown(runtime, uid, uid)
+    e = agent_env(runtime, {"LD_PRELOAD": AGENT,
+                            "LEAKSCOPE_PERIOD_MS": str(PERIOD_MS)})
+
+    def as_user():
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+
+    p = subprocess.Popen([workload("fleetload"), "30"], env=e,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         preexec_fn=as_user, start_new_session=True)
+    _STARTED.append(p)
+    try:
+        sock = os.path.join(runtime, "%d.sock" % p.pid)
+        for _ in range(500):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.01)
+        time.sleep(0.5)         # a few ticks: both sites exist
+        caps = unit_caps()
+        eq(caps, ["dac_override", "sys_ptrace"], "the unit's capabilities")
+        smp = samples(capped_scrape(uid, caps), p.pid)
+        # the cache's first fill is another stack until every slot has
+        # been replaced (one call site in main's fill loop, one in its tick)
+        fns = sorted(set(l["function"] for n, l, v in smp
+                         if n == "leakscope_site_live_bytes"))
+        eq(fns, ["site_fleet_cache", "site_fleet_leak"],
+           "the other user's sites, symbolized, with the two capabilities")
+        for cap in caps:
+            fewer = [c for c in caps if c != cap] + ["dac_read_search"]
+            eq(samples(capped_scrape(uid, fewer), p.pid), [],
+               "nothing of the other user's process without %s" % cap)
+    finally:
+        p.kill()
+        p.wait()
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+@check("deploy: the DaemonSet is valid YAML with the unit's capabilities, read-only mounts, hostPID; its arguments start serve")
+def t_daemonset():
+    import yaml
+    docs = list(yaml.safe_load_all(open(DAEMONSET)))
+    eq([d["kind"] for d in docs], ["Namespace", "DaemonSet", "NetworkPolicy"],
+       "the manifest's objects")
+    ds = docs[1]
+    eq(ds["apiVersion"], "apps/v1", "DaemonSet apiVersion")
+    spec = ds["spec"]["template"]["spec"]
+    eq(ds["spec"]["selector"]["matchLabels"],
+       ds["spec"]["template"]["metadata"]["labels"], "selector matches")
+    eq((spec["hostPID"], spec["automountServiceAccountToken"]), (True, False),
+       "hostPID, no service account token")
+    c = spec["containers"][0]
+    sc = c["securityContext"]
+    eq(sc["capabilities"]["drop"], ["ALL"], "every capability dropped")
+    eq(sorted(x.lower() for x in sc["capabilities"]["add"]), unit_caps(),
+       "the unit's two capabilities added back")
+    eq((sc["readOnlyRootFilesystem"], sc["allowPrivilegeEscalation"],
+        sc["privileged"]), (True, False, False), "read-only, no escalation")
+    ok(all(m["readOnly"] for m in c["volumeMounts"]),
+       "every host mount read-only", c["volumeMounts"])
+    eq(sorted(m["name"] for m in c["volumeMounts"]),
+       sorted(v["name"] for v in spec["volumes"]), "mounts match volumes")
+    eq(c["ports"][0]["containerPort"], 9464, "the metrics port")
+    eq(docs[2]["spec"]["ingress"][0]["ports"][0]["port"], 9464,
+       "the NetworkPolicy lets in the metrics port only")
+    # the container's arguments, on loopback here
+    args = [("127.0.0.1:0" if a == "0.0.0.0:9464" else a) for a in c["args"]]
+    srv = Serve(args[2:] if args[:2] == ["serve", "--no-web"] else
+                fail("the container's command", "serve --no-web ...", args))
+    ok(srv.url, "serve started with the container's arguments")
+    eq(srv.stop(), 0, "and stopped on SIGTERM")
