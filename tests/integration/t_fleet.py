@@ -277,6 +277,34 @@ def t_metrics_http():
     eq((status, body), (200, b""), "HEAD /metrics")
 
 
+@check("metrics: --metrics-sites bounds the sites: 20 of fleetsites' 50, the largest; the count of all in leakscope_process_sites")
+def t_metrics_cardinality():
+    e = agent_env(RUNTIME, {"LD_PRELOAD": AGENT})
+    p = spawn([workload("fleetsites"), "30"], env=e)
+    sock = os.path.join(RUNTIME, "%d.sock" % p.pid)
+    for _ in range(500):
+        if os.path.exists(sock):
+            break
+        time.sleep(0.01)
+    time.sleep(0.3)             # past main's 50 calls
+    srv = Serve(["--metrics", "127.0.0.1:0", "--metrics-sites", "20"])
+    try:
+        smp = samples(get(srv.url)[2].decode(), p.pid)
+    finally:
+        srv.stop()
+        p.kill()
+        p.wait()
+    got = sorted((l["function"], v) for n, l, v in smp
+                 if n == "leakscope_site_live_bytes")
+    eq(got, sorted(("site_s%02d" % k, 1000.0 * (k + 1))
+                   for k in range(30, 50)), "the 20 largest sites, exact")
+    eq(one([v for n, l, v in smp if n == "leakscope_process_sites"],
+           "sites"), 50, "leakscope_process_sites counts all 50")
+    per_site = {n for n, l, v in smp if "site" in l}
+    eq(sum(1 for n, l, v in smp if "site" in l), 20 * len(per_site),
+       "every site family has 20 series")
+
+
 @check("serve: bad fleet options exit 125 (or 1) with one line")
 def t_fleet_errors():
     port = free_port()
