@@ -428,7 +428,8 @@ static void round_all(struct ls_push *p, unsigned round)
 	}
 	if (!p->pool || (n = ls_web_agents_list(&pids)) < 0)
 		return;
-	for (i = 0; i < n && !p->stop; i++)
+	/* stop is written under the lock; a stale read costs one process */
+	for (i = 0; i < n && !__atomic_load_n(&p->stop, __ATOMIC_RELAXED); i++)
 		push_one(p, pids[i]);
 	free(pids);
 }
