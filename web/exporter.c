@@ -8,10 +8,13 @@
  * a time (libmicrohttpd's single polling thread): a scrape walks every
  * agent, and two at once would only ask each agent twice.
  *
- * Agents are asked BATCH at a time, each batch at once; one that times
- * out is skipped for STUCK_S; none is asked after 80% of the scraper's
- * timeout (X-Prometheus-Scrape-Timeout-Seconds) has passed: the skipped
- * count as unreachable, and the scrape still answers in time.
+ * Agents are asked BATCH at a time, each batch at once; none is asked,
+ * and none is waited for, after half the scraper's timeout
+ * (X-Prometheus-Scrape-Timeout-Seconds) has passed: the other half is
+ * for symbolizing (cold, libc's debug information alone takes a few
+ * hundred ms) and writing.  One that timed out or was not waited for is
+ * skipped for STUCK_S.  Those count as unreachable, and the scrape
+ * answers in time.
  *
  * The symbolizers of one scrape share a pool of opened modules (the
  * costly part: libc's debug information), kept across scrapes and
@@ -89,35 +92,75 @@ static void mark_stuck(struct ls_exporter *e, pid_t pid, double now)
 /* ------------------------------------------------------------ fetching */
 
 /* One batch of agents asked at once: a slow agent costs the batch its
- * wait, not the sum of every agent's. */
+ * wait, not the sum of every agent's.  A fetch still running at the
+ * scrape's deadline is abandoned to its thread, which frees it when the
+ * agent answers or times out; state says who owns it. */
+enum { FETCH_RUNNING, FETCH_DONE, FETCH_ABANDONED };
+
 struct fetch {
 	pid_t pid;
 	int r;
+	int state;			/* atomic */
 	struct ls_snapshot snap;
 	pthread_t thread;
-	int started;
 };
 
 static void *fetch_one(void *arg)
 {
 	struct fetch *f = arg;
 	char err[1024];
+	int expect = FETCH_RUNNING;
 
 	f->r = ls_client_snapshot(f->pid, 0, &f->snap, err, sizeof(err));
+	if (!__atomic_compare_exchange_n(&f->state, &expect, FETCH_DONE, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		ls_snapshot_release(&f->snap);	/* abandoned: ours to free */
+		free(f);
+	}
 	return NULL;
 }
 
-static void fetch_batch(struct fetch *b, size_t n)
+/* Wait for f's thread until deadline (CLOCK_MONOTONIC seconds); 0, or
+ * -ETIMEDOUT when f was abandoned to it. */
+static int join_until(struct fetch *f, double deadline)
 {
+	double left = deadline - mono_s();
+	struct timespec ts;
+	int expect = FETCH_RUNNING;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (left > 0) {
+		ts.tv_sec += (time_t)left;
+		ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+	}
+	if (pthread_timedjoin_np(f->thread, NULL, &ts) != ETIMEDOUT)
+		return 0;
+	if (!__atomic_compare_exchange_n(&f->state, &expect, FETCH_ABANDONED, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		pthread_join(f->thread, NULL);	/* it finished meanwhile */
+		return 0;
+	}
+	pthread_detach(f->thread);
+	return -ETIMEDOUT;
+}
+
+/* Fetch b[0..n); an abandoned one becomes NULL. */
+static void fetch_batch(struct fetch **b, size_t n, double deadline)
+{
+	int started[BATCH];
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		b[i].started = !pthread_create(&b[i].thread, NULL, fetch_one, &b[i]);
+		started[i] = !pthread_create(&b[i]->thread, NULL, fetch_one, b[i]);
 	for (i = 0; i < n; i++) {
-		if (b[i].started)
-			pthread_join(b[i].thread, NULL);
-		else
-			fetch_one(&b[i]);
+		if (!started[i])
+			fetch_one(b[i]);
+		else if (join_until(b[i], deadline))
+			b[i] = NULL;
 	}
 }
 
@@ -147,37 +190,59 @@ static int renew_pool(struct ls_exporter *e)
 	return e->pool ? 0 : -ENOMEM;
 }
 
+/* Reduce the batch's answers into procs; mark who did not answer. */
+static int reduce_batch(struct ls_exporter *e, struct fetch **b, size_t m,
+			struct ls_metrics_proc *procs, size_t *got,
+			struct ls_metrics_scrape *sc, pid_t *pids)
+{
+	size_t k;
+	int r = 0;
+
+	for (k = 0; k < m; k++) {
+		if (!b[k] || b[k]->r == -ETIMEDOUT || b[k]->r == -EAGAIN)
+			mark_stuck(e, pids[k], mono_s());
+		if (!b[k] || b[k]->r)	/* gone since listed, stuck, refused */
+			sc->unreachable++;
+		else if (!r && !(r = reduce(e, b[k], &procs[*got])))
+			(*got)++;
+		if (b[k]) {
+			ls_snapshot_release(&b[k]->snap);
+			free(b[k]);
+		}
+	}
+	return r;
+}
+
 /* Ask pids[0..n) in batches until the deadline; the answers into procs
  * (*got of them), the others counted in sc. */
 static int collect(struct ls_exporter *e, const pid_t *pids, size_t n,
 		   double deadline, struct ls_metrics_proc *procs, size_t *got,
 		   struct ls_metrics_scrape *sc)
 {
-	struct fetch b[BATCH];
-	size_t i = 0, k, m;
-	int r = 0;
+	struct fetch *b[BATCH];
+	pid_t asked[BATCH];
+	size_t i = 0, m;
+	int r = 0, oom = 0;
 
 	while (i < n && !r) {
 		double now = mono_s();
 
-		for (m = 0; i < n && m < BATCH; i++) {
+		for (m = 0; i < n && m < BATCH && !oom; i++) {
 			if (now > deadline || is_stuck(e, pids[i], now)) {
 				sc->unreachable++;
 				continue;
 			}
-			memset(&b[m], 0, sizeof(b[m]));
-			b[m++].pid = pids[i];
+			if (!(b[m] = calloc(1, sizeof(*b[m])))) {
+				oom = 1;
+				break;
+			}
+			b[m]->pid = asked[m] = pids[i];
+			m++;
 		}
-		fetch_batch(b, m);
-		for (k = 0; k < m; k++) {
-			if (b[k].r == -ETIMEDOUT || b[k].r == -EAGAIN)
-				mark_stuck(e, b[k].pid, mono_s());
-			if (b[k].r)	/* gone since listed, stuck, refused */
-				sc->unreachable++;
-			else if (!r && !(r = reduce(e, &b[k], &procs[*got])))
-				(*got)++;
-			ls_snapshot_release(&b[k].snap);
-		}
+		fetch_batch(b, m, deadline);
+		r = reduce_batch(e, b, m, procs, got, sc, asked);
+		if (oom)
+			r = -ENOMEM;
 	}
 	return r;
 }
@@ -199,7 +264,7 @@ static int scrape(struct ls_exporter *e, int om, double budget_s,
 	if (!r && n > 0 && !(procs = calloc((size_t)n, sizeof(*procs))))
 		r = -ENOMEM;
 	if (!r && n > 0)
-		r = collect(e, pids, (size_t)n, t0 + budget_s * 0.8, procs, &got,
+		r = collect(e, pids, (size_t)n, t0 + budget_s * 0.5, procs, &got,
 			    &sc);
 	sc.collect_s = mono_s() - t0;
 	if (!r && !(out = open_memstream(body, len)))

@@ -31,6 +31,7 @@ import urllib.request
 
 from harness import (check, once, workload, eq, ok, ge, fail, run_process,
                      agent_env, need, need_user_reaches, free_port,
+                     wait_environ,
                      marker_line, cli, cli_json,
                      shorten, LEAKSCOPE, BUILD, ROOT, Failure, Skip)
 from gopprof import pprof_top
@@ -305,6 +306,42 @@ def t_metrics_cardinality():
        "every site family has 20 series")
 
 
+@check("metrics: a stuck agent costs a scrape half of Prometheus's timeout, then is skipped; the others are exported")
+def t_metrics_stuck():
+    _, wl, n, _ = frozen()
+    sleeper = spawn(["sleep", "60"], env=agent_env(RUNTIME))
+    wait_environ(sleeper.pid, "LEAKSCOPE_RUNTIME_DIR")
+    path = os.path.join(RUNTIME, "%d.sock" % sleeper.pid)
+    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stuck.bind(path)
+    stuck.listen(16)            # connections wait in the backlog, unanswered
+    srv = Serve(["--metrics", "127.0.0.1:0", "--agent-timeout", "20"])
+    try:
+        times = []
+        for _ in range(2):
+            t0 = time.monotonic()
+            status, _, body = get(srv.url, {
+                "X-Prometheus-Scrape-Timeout-Seconds": "2"})
+            times.append(time.monotonic() - t0)
+            eq(status, 200, "status")
+            text = body.decode()
+            ok(re.search(r"^leakscope_exporter_unreachable_processes [1-9]",
+                         text, re.M), "the stuck agent counted unreachable")
+            ok('leakscope_process_live_bytes{pid="%d"' % wl.pid in text,
+               "the frozen workload exported beside it")
+            ok('pid="%d"' % sleeper.pid not in text, "nothing of the stuck one")
+        ok(0.9 < times[0] < 1.9, "the first scrape waited for the stuck "
+           "agent until half of Prometheus's 2 s, answered in %.2f s"
+           % times[0])
+        ok(times[1] < 1.0, "the next skipped it: %.2f s" % times[1])
+    finally:
+        srv.stop()
+        stuck.close()
+        os.unlink(path)
+        sleeper.kill()
+        sleeper.wait()
+
+
 @check("serve: bad fleet options exit 125 (or 1) with one line")
 def t_fleet_errors():
     port = free_port()
@@ -463,9 +500,9 @@ def t_prom_series():
 def t_prom_rate():
     wl, srv, prom, am = engines()
     leak_alert()
-    # a window of steady scrapes: the first ones may queue behind a scrape
-    # that waited on another user's stuck agent (as root every agent on
-    # the machine is asked), which skews their timestamps
+    # a window of steady scrapes: the first ones may queue behind a slow
+    # one (cold symbolizer caches; as root, another user's stuck agent
+    # waited for), which skews their timestamps
     time.sleep(max(0, wl.started + 24 - time.monotonic()))
     for q in ('deriv(leakscope_site_live_bytes{pid="%d",function="site_fleet_leak"}[10s])',
               'leakscope_site_growth_bytes_per_second{pid="%d",function="site_fleet_leak"}',
