@@ -321,7 +321,7 @@ def t_metrics_stuck():
         for _ in range(2):
             t0 = time.monotonic()
             status, _, body = get(srv.url, {
-                "X-Prometheus-Scrape-Timeout-Seconds": "2"})
+                "X-Prometheus-Scrape-Timeout-Seconds": "4"})
             times.append(time.monotonic() - t0)
             eq(status, 200, "status")
             text = body.decode()
@@ -330,10 +330,10 @@ def t_metrics_stuck():
             ok('leakscope_process_live_bytes{pid="%d"' % wl.pid in text,
                "the frozen workload exported beside it")
             ok('pid="%d"' % sleeper.pid not in text, "nothing of the stuck one")
-        ok(0.9 < times[0] < 1.9, "the first scrape waited for the stuck "
-           "agent until half of Prometheus's 2 s, answered in %.2f s"
+        ok(1.9 < times[0] < 4, "the first scrape waited for the stuck "
+           "agent until half of Prometheus's 4 s, answered in %.2f s"
            % times[0])
-        ok(times[1] < 1.0, "the next skipped it: %.2f s" % times[1])
+        ok(times[1] < 1.9, "the next skipped it: %.2f s" % times[1])
     finally:
         srv.stop()
         stuck.close()
