@@ -100,6 +100,15 @@ static const struct ls_option fleet[] = {
 	  .help = "service name of the pushed profiles\n"
 		  "(default: each program's name)",
 	  .want = "a name" },
+	{ .kind = LS_OPT_UINT,
+	  .long_name = "push-queue",
+	  .offset = A(push_queue),
+	  .argh = "N",
+	  .help = "profiles waiting per server at most; new\n"
+		  "ones are dropped beyond (default 64)",
+	  .min = 1,
+	  .max = 10000,
+	  .want = "1 to 10000" },
 	{ .kind = LS_OPT_STRING,
 	  .long_name = "push-credentials",
 	  .offset = A(push_credentials),
@@ -141,7 +150,8 @@ static int start_fleet(const struct ls_serve_args *a, struct ls_push **push,
 				   .parca = a->push_parca,
 				   .interval_ms = a->push_interval_ns / 1000000,
 				   .service = a->push_service,
-				   .credentials = a->push_credentials };
+				   .credentials = a->push_credentials,
+				   .queue = (unsigned)a->push_queue };
 	struct ls_exporter_opts eo = { .listen = a->metrics,
 				       .allow_remote = a->allow_remote,
 				       .max_sites = (size_t)a->metrics_sites };
@@ -167,8 +177,10 @@ static int check_args(struct ls_invocation *inv)
 	const struct ls_serve_args *a = inv->args;
 	const char *fleet_only = a->metrics_sites && !a->metrics ?
 		"--metrics-sites" : (a->push_interval_ns || a->push_service ||
-		a->push_credentials) && !a->push_pyroscope && !a->push_parca ?
-		"--push-interval, --push-service and --push-credentials" : NULL;
+		a->push_credentials || a->push_queue) && !a->push_pyroscope &&
+		!a->push_parca ?
+		"--push-interval, --push-service, --push-queue and "
+		"--push-credentials" : NULL;
 
 	if (inv->argc) {
 		ls_usage_error(&ls_serve_usage, "unexpected argument '%s'",

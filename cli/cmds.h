@@ -56,6 +56,7 @@ struct ls_serve_args {
 	const char *push_pyroscope, *push_parca;
 	uint64_t push_interval_ns;	/* 0: the default */
 	const char *push_service, *push_credentials;
+	uint64_t push_queue;		/* 0: the default */
 };
 
 /* `leakscope trace` (cmd-trace.c): memleak's options and the tracer's. */

@@ -13,7 +13,7 @@
  * (X-Prometheus-Scrape-Timeout-Seconds) has passed: the other half is
  * for symbolizing (cold, libc's debug information alone takes a few
  * hundred ms) and writing.  One that timed out or was not waited for is
- * skipped for STUCK_S.  Those count as unreachable, and the scrape
+ * skipped for LS_STUCK_S.  Those count as unreachable, and the scrape
  * answers in time.
  *
  * The symbolizers of one scrape share a pool of opened modules (the
@@ -39,8 +39,6 @@
 #define CONNECTION_MEMORY (32 * 1024)
 #define POOL_SCRAPES 64
 #define BATCH 8			/* agents asked at once */
-#define STUCK_SLOTS 64
-#define STUCK_S 30.0		/* a timed-out agent is skipped this long */
 #define DEFAULT_BUDGET_S 10.0	/* without Prometheus's timeout header */
 
 struct ls_exporter {
@@ -51,13 +49,10 @@ struct ls_exporter {
 	struct ls_push *push;
 	struct ls_sympool *pool;	/* only the polling thread uses it */
 	unsigned pool_uses;
-	struct {
-		pid_t pid;
-		double until;
-	} stuck[STUCK_SLOTS];		/* the same */
+	struct ls_stuck stuck;		/* the same */
 };
 
-static double mono_s(void)
+double ls_mono_s(void)
 {
 	struct timespec ts;
 
@@ -67,26 +62,25 @@ static double mono_s(void)
 
 /* ------------------------------------------------------- stuck agents */
 
-/* An agent that timed out is skipped (counted unreachable) until then. */
-static int is_stuck(struct ls_exporter *e, pid_t pid, double now)
+int ls_stuck_is(const struct ls_stuck *t, pid_t pid, double now)
 {
 	size_t i;
 
-	for (i = 0; i < STUCK_SLOTS; i++)
-		if (e->stuck[i].pid == pid && e->stuck[i].until > now)
+	for (i = 0; i < LS_STUCK_SLOTS; i++)
+		if (t->s[i].pid == pid && t->s[i].until > now)
 			return 1;
 	return 0;
 }
 
-static void mark_stuck(struct ls_exporter *e, pid_t pid, double now)
+void ls_stuck_mark(struct ls_stuck *t, pid_t pid, double now)
 {
 	size_t i, v = 0;
 
-	for (i = 0; i < STUCK_SLOTS; i++)
-		if (e->stuck[i].pid == pid || e->stuck[i].until < e->stuck[v].until)
+	for (i = 0; i < LS_STUCK_SLOTS; i++)
+		if (t->s[i].pid == pid || t->s[i].until < t->s[v].until)
 			v = i;
-	e->stuck[v].pid = pid;
-	e->stuck[v].until = now + STUCK_S;
+	t->s[v].pid = pid;
+	t->s[v].until = now + LS_STUCK_S;
 }
 
 /* ------------------------------------------------------------ fetching */
@@ -124,7 +118,7 @@ static void *fetch_one(void *arg)
  * -ETIMEDOUT when f was abandoned to it. */
 static int join_until(struct fetch *f, double deadline)
 {
-	double left = deadline - mono_s();
+	double left = deadline - ls_mono_s();
 	struct timespec ts;
 	int expect = FETCH_RUNNING;
 
@@ -200,7 +194,7 @@ static int reduce_batch(struct ls_exporter *e, struct fetch **b, size_t m,
 
 	for (k = 0; k < m; k++) {
 		if (!b[k] || b[k]->r == -ETIMEDOUT || b[k]->r == -EAGAIN)
-			mark_stuck(e, pids[k], mono_s());
+			ls_stuck_mark(&e->stuck, pids[k], ls_mono_s());
 		if (!b[k] || b[k]->r)	/* gone since listed, stuck, refused */
 			sc->unreachable++;
 		else if (!r && !(r = reduce(e, b[k], &procs[*got])))
@@ -225,10 +219,10 @@ static int collect(struct ls_exporter *e, const pid_t *pids, size_t n,
 	int r = 0, oom = 0;
 
 	while (i < n && !r) {
-		double now = mono_s();
+		double now = ls_mono_s();
 
 		for (m = 0; i < n && m < BATCH && !oom; i++) {
-			if (now > deadline || is_stuck(e, pids[i], now)) {
+			if (now > deadline || ls_stuck_is(&e->stuck, pids[i], now)) {
 				sc->unreachable++;
 				continue;
 			}
@@ -254,7 +248,7 @@ static int scrape(struct ls_exporter *e, int om, double budget_s,
 {
 	struct ls_metrics_scrape sc = { 0 };
 	struct ls_metrics_proc *procs = NULL;
-	double t0 = mono_s();
+	double t0 = ls_mono_s();
 	pid_t *pids = NULL;
 	ssize_t n = ls_web_agents_list(&pids), i;
 	size_t got = 0;
@@ -266,7 +260,7 @@ static int scrape(struct ls_exporter *e, int om, double budget_s,
 	if (!r && n > 0)
 		r = collect(e, pids, (size_t)n, t0 + budget_s * 0.5, procs, &got,
 			    &sc);
-	sc.collect_s = mono_s() - t0;
+	sc.collect_s = ls_mono_s() - t0;
 	if (!r && !(out = open_memstream(body, len)))
 		r = -ENOMEM;
 	if (!r) {

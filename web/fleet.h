@@ -15,6 +15,31 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <sys/types.h>
+
+/* --- exporter.c: agents that did not answer ------------------------------ */
+
+/*
+ * Agents that timed out, skipped until a time (CLOCK_MONOTONIC seconds):
+ * a stuck agent costs its timeout once, not at every scrape or push
+ * round.  Bounded: a new entry replaces the one that ends first.  Not
+ * thread-safe: one table per thread that asks.
+ */
+#define LS_STUCK_SLOTS 64
+#define LS_STUCK_S 30.0
+struct ls_stuck {
+	struct {
+		pid_t pid;
+		double until;
+	} s[LS_STUCK_SLOTS];
+};
+/* Is pid skipped at now? */
+int ls_stuck_is(const struct ls_stuck *t, pid_t pid, double now);
+/* Skip pid until now + LS_STUCK_S. */
+void ls_stuck_mark(struct ls_stuck *t, pid_t pid, double now);
+/* CLOCK_MONOTONIC in seconds. */
+double ls_mono_s(void);
+
 /* --- push.c -------------------------------------------------------------- */
 
 struct ls_push_opts {

@@ -8,7 +8,8 @@
  * bounded queue and a sending thread of its own: a slow or absent server
  * costs its queue (new profiles are dropped while it is full), never
  * the collection, the other server or the traced programs, which only
- * ever serve a snapshot per interval.  A failed send is retried with
+ * ever serve a snapshot per interval.  An agent that times out is skipped
+ * for LS_STUCK_S (fleet.h).  A failed send is retried with
  * exponential backoff (1 s, 2 s, 4 s, 8 s) on a connection failure, a
  * timeout, 408, 429 or a 5xx; other answers are final.
  */
@@ -70,6 +71,7 @@ struct ls_push {
 	pthread_t collector;
 	int collecting;
 	struct ls_sympool *pool;	/* the collector's */
+	struct ls_stuck stuck;		/* the collector's */
 };
 
 /* ----------------------------------------------------------- credentials */
@@ -391,28 +393,41 @@ static void snap_labels(struct ls_push *p, const struct ls_snapshot *s,
 	l->from_s = until - (tracked < span ? tracked : span);
 }
 
+/* The profile of pid's snapshot, to every server's queue. */
+static void enqueue_all(struct ls_push *p, const struct labels *l,
+			const char *prof, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < p->nsinks; i++) {
+		struct sink *s = &p->sinks[i];
+		struct item it = { 0 };
+		int r = s->kind == SINK_PARCA ? parca_item(s, l, prof, len, &it) :
+			pyroscope_item(s, l, prof, len, &it);
+
+		if (!r)
+			enqueue(s, &it);
+	}
+}
+
 static void push_one(struct ls_push *p, pid_t pid)
 {
 	struct ls_snapshot snap;
 	struct labels l;
 	char err[1024], *prof = NULL;
-	size_t len = 0, i;
+	size_t len = 0;
+	int r;
 
-	if (ls_client_snapshot(pid, 0, &snap, err, sizeof(err)))
+	if (ls_stuck_is(&p->stuck, pid, ls_mono_s()))
+		return;
+	r = ls_client_snapshot(pid, 0, &snap, err, sizeof(err));
+	if (r == -ETIMEDOUT || r == -EAGAIN)
+		ls_stuck_mark(&p->stuck, pid, ls_mono_s());
+	if (r)
 		return;		/* gone, stuck or refused: next round */
 	snap_labels(p, &snap, &l);
-	if (!render(p, &snap, &prof, &len)) {
-		for (i = 0; i < p->nsinks; i++) {
-			struct sink *s = &p->sinks[i];
-			struct item it = { 0 };
-			int r = s->kind == SINK_PARCA ?
-				parca_item(s, &l, prof, len, &it) :
-				pyroscope_item(s, &l, prof, len, &it);
-
-			if (!r)
-				enqueue(s, &it);
-		}
-	}
+	if (!render(p, &snap, &prof, &len))
+		enqueue_all(p, &l, prof, len);
 	free(prof);
 	ls_snapshot_release(&snap);
 }

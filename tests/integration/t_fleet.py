@@ -362,6 +362,8 @@ def t_fleet_errors():
         (["--push-pyroscope", "http://127.0.0.1:4040", "--push-credentials",
           cred], 125, "only its owner may read"),
         (["--push-interval", "5"], 125, "need --push-pyroscope or --push-parca"),
+        (["--push-pyroscope", "http://127.0.0.1:4040", "--push-queue", "0"],
+         125, "1 to 10000"),
         (["--metrics", "127.0.0.1:%d" % port], 1, "cannot listen"),
     ]
     try:
@@ -797,6 +799,53 @@ def t_push_metrics():
        "one retry, after the 503")
     eq(smp[("leakscope_push_failed_profiles_total", "pyroscope")], 0,
        "nothing given up on")
+
+
+@check("push: a server that never answers: its queue fills to --push-queue and drops the rest; scrapes still answer; stop is prompt")
+def t_push_queue_full():
+    wl, n, rcv, srv, rep = pushed()
+    hang = socket.socket()
+    hang.bind(("127.0.0.1", 0))
+    hang.listen(64)             # accepted by the kernel, never answered
+    held = []
+
+    def accept():
+        while True:
+            try:
+                c, _ = hang.accept()
+            except OSError:
+                return
+            held.append(c)
+    threading.Thread(target=accept, daemon=True).start()
+    s2 = Serve(["--metrics", "127.0.0.1:0", "--push-pyroscope",
+                "http://127.0.0.1:%d" % hang.getsockname()[1],
+                "--push-interval", "0.05", "--push-queue", "3"])
+    try:
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            body = get(s2.url, {"X-Prometheus-Scrape-Timeout-Seconds":
+                                "2"})[2]
+            smp = {n_: v for n_, l, v in samples(body.decode())
+                   if n_.startswith("leakscope_push_")}
+            ok(time.monotonic() - t0 < 5, "a scrape answers while the "
+               "pusher waits")
+            if smp.get("leakscope_push_dropped_profiles_total", 0) > 0:
+                break
+            time.sleep(0.2)
+        eq(smp.get("leakscope_push_queued_profiles"), 3, "the queue is full")
+        ge(smp.get("leakscope_push_dropped_profiles_total", 0), 1,
+           "profiles dropped")
+        eq((smp.get("leakscope_push_sent_profiles_total"),
+            smp.get("leakscope_push_failed_profiles_total")), (0, 0),
+           "nothing sent, nothing given up on yet (the first send waits)")
+    finally:
+        hang.close()
+        for c in held:
+            c.close()           # the send in flight fails now
+        t0 = time.monotonic()
+        eq(s2.stop(), 0, "serve exits 0 on SIGTERM")
+    ok(time.monotonic() - t0 < 5, "stopped in %.1f s" % (time.monotonic() - t0))
 
 
 @check("push: credentials from a file only its owner reads (Basic), not the environment's")
