@@ -379,7 +379,8 @@ static void snap_labels(struct ls_push *p, const struct ls_snapshot *s,
 {
 	const struct lsnap_header *h = &s->hdr;
 	uint64_t until = h->wall_ns / 1000000000u;
-	uint64_t tracked = (h->mono_ns - h->start_mono_ns) / 1000000000u;
+	uint64_t tracked = h->mono_ns > h->start_mono_ns ?
+			   (h->mono_ns - h->start_mono_ns) / 1000000000u : 0;
 	uint64_t span = p->interval_ms / 1000 ? p->interval_ms / 1000 : 1;
 	char cont[80];
 
