@@ -543,6 +543,23 @@ def t_am_alert():
        "summary names the function and location", a["annotations"])
 
 
+@check("prometheus: once the workload freezes, its stored values are exact (leak N x 4096, cache, process total)")
+def t_prom_exact():
+    wl, srv, prom, am = engines()
+    leak_alert()
+    n = wl.freeze()
+    time.sleep(3)               # two scrapes after the last allocation
+    want = {'leakscope_site_live_bytes{pid="%d",function="site_fleet_leak"}':
+            n * BLOCK,
+            'leakscope_site_live_blocks{pid="%d",function="site_fleet_leak"}': n,
+            'leakscope_site_live_bytes{pid="%d",function="site_fleet_cache"}':
+            CACHE,
+            'leakscope_process_live_bytes{pid="%d"}': n * BLOCK + CACHE}
+    for q, v in want.items():
+        res = prom_query(prom, q % wl.pid)
+        eq([float(r["value"][1]) for r in res], [float(v)], q % wl.pid)
+
+
 @check("rules: promtool check rules, promtool test rules at the shipped durations, amtool check-config")
 def t_rules_static():
     need("promtool")
