@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "../common/contract.h"
 #include "../lib/client.h"
 #include "../lib/metrics.h"
 #include "../lib/render.h"
@@ -160,8 +161,8 @@ static int load_credentials(struct ls_push *p, const char *file, char *err,
 			    size_t errlen)
 {
 	char buf[CRED_MAX];
-	const char *basic = getenv("LEAKSCOPE_PUSH_BASIC_AUTH");
-	const char *token = getenv("LEAKSCOPE_PUSH_TOKEN");
+	const char *basic = getenv(LS_ENV_PUSH_BASIC_AUTH);
+	const char *token = getenv(LS_ENV_PUSH_TOKEN);
 	int r;
 
 	if (file) {
