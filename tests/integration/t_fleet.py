@@ -12,6 +12,7 @@ the machine, so every check selects its workload's pid.
 """
 import atexit
 import base64
+import ctypes
 import gzip
 import http.client as httpclient
 import http.server
@@ -64,11 +65,24 @@ def _cleanup():
 atexit.register(_cleanup)
 
 
-def spawn(argv, env=None, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+def _die_with_parent():
+    """In the child: SIGKILL when the test dies, even by a signal that
+    skips atexit (run-tests' timeout): a server left behind would go on
+    asking every agent on the machine."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
+
+
+def spawn(argv, env=None, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+          preexec_fn=None):
     """Unbuffered pipes: a line read leaves the next one to select()."""
+    def pre():
+        if preexec_fn:      # first: a change of user clears the setting
+            preexec_fn()
+        _die_with_parent()
     p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                          stdout=stdout, stderr=stderr, bufsize=0,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=pre)
     _STARTED.append(p)
     return p
 
@@ -967,10 +981,7 @@ def t_least_privilege():
         os.setgid(uid)
         os.setuid(uid)
 
-    p = subprocess.Popen([workload("fleetload"), "30"], env=e,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         preexec_fn=as_user, start_new_session=True)
-    _STARTED.append(p)
+    p = spawn([workload("fleetload"), "30"], env=e, preexec_fn=as_user)
     try:
         sock = os.path.join(runtime, "%d.sock" % p.pid)
         for _ in range(500):
