@@ -154,9 +154,14 @@ class Serve:
 
 
 def get(url, headers=None, method="GET"):
+    """(status, headers, body).  As Prometheus does, says how long it
+    waits (4 s): as root the exporter asks every agent on the machine, and
+    waits at most half that for another user's stuck one."""
     u = urllib.parse.urlsplit(url)
     conn = httpclient.HTTPConnection(u.hostname, u.port, timeout=30)
-    conn.request(method, u.path, headers=headers or {})
+    h = {"X-Prometheus-Scrape-Timeout-Seconds": "4"}
+    h.update(headers or {})
+    conn.request(method, u.path, headers=h)
     r = conn.getresponse()
     body = r.read()
     conn.close()
@@ -519,8 +524,8 @@ def t_prom_rate():
     # a window of steady scrapes: the first ones may queue behind a slow
     # one (cold symbolizer caches; as root, another user's stuck agent
     # waited for), which skews their timestamps
-    time.sleep(max(0, wl.started + 24 - time.monotonic()))
-    for q in ('deriv(leakscope_site_live_bytes{pid="%d",function="site_fleet_leak"}[10s])',
+    time.sleep(max(0, wl.started + 19 - time.monotonic()))
+    for q in ('deriv(leakscope_site_live_bytes{pid="%d",function="site_fleet_leak"}[8s])',
               'leakscope_site_growth_bytes_per_second{pid="%d",function="site_fleet_leak"}',
               'leakscope:site_live_bytes:deriv15m{pid="%d",function="site_fleet_leak"}'):
         res = prom_query(prom, q % wl.pid)
