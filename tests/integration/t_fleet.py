@@ -769,6 +769,13 @@ def expect_profile(body, rep, what):
         want = {fn: v for fn, v in per_function(rep, key).items() if v}
         eq(got, want, "%s: go tool pprof -top %s, flat per function" % (
             what, index))
+    # alloc_* also count the sites whose blocks were all freed (the
+    # cache's first fill): their sums are the report's totals
+    for index, key in (("alloc_space", "allocated_bytes"),
+                       ("alloc_objects", "allocated_blocks")):
+        flat = sum(f for f, c in pprof_top(path, index).values())
+        eq(flat, rep["totals"][key], "%s: %s summed, the report's "
+           "totals.%s" % (what, index, key))
 
 
 @check("push: Pyroscope's /ingest, field by field; the body decodes to the report's bytes")
