@@ -51,6 +51,13 @@ struct ls_serve_args {
 	int allow_remote;
 	const char *snapshot_dir;
 	uint64_t agent_timeout_ns;	/* 0: the default */
+	const char *metrics;		/* --metrics ADDR:PORT */
+	uint64_t metrics_sites;		/* 0: the default */
+	int no_web;
+	const char *push_pyroscope, *push_parca;
+	uint64_t push_interval_ns;	/* 0: the default */
+	const char *push_service, *push_credentials;
+	uint64_t push_queue;		/* 0: the default */
 };
 
 /* `leakscope trace` (cmd-trace.c): memleak's options and the tracer's. */

@@ -51,6 +51,11 @@
 #define LS_ENV_RUNTIME_DIR "LEAKSCOPE_RUNTIME_DIR"	/* common/runtime.h */
 #define LS_ENV_AGENT "LEAKSCOPE_AGENT"		/* the CLI's agent path */
 
+/* `leakscope serve --push-*` credentials when no file is given
+ * (docs/FLEET.md): "user:password" for HTTP Basic, else a Bearer token. */
+#define LS_ENV_PUSH_BASIC_AUTH "LEAKSCOPE_PUSH_BASIC_AUTH"
+#define LS_ENV_PUSH_TOKEN "LEAKSCOPE_PUSH_TOKEN"
+
 /* Every setting `leakscope run` may put in the command's environment:
  * X(name) for each. */
 #define LS_RUN_SETTINGS(X) \

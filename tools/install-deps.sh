@@ -12,8 +12,9 @@ set -e
 # engines in the tests: LeakSanitizer's runtime (libclang-rt-14-dev) and
 # libFuzzer for the parsers' fuzz targets, llvm-symbolizer (llvm), rustc for
 # Rust-built programs, the C library's debug file (libc6-dbg) for frames named
-# through a build-id debug file, Prometheus and Alertmanager for the metrics exporter,
-# systemd-nspawn (systemd-container) as a real container runtime.
+# through a build-id debug file, Prometheus and Alertmanager for the metrics
+# exporter, systemd-nspawn (systemd-container) as a real container runtime,
+# PyYAML (python3-yaml) to parse the Kubernetes manifest in deploy/.
 PKGS="gcc g++ make pkg-config libc6-dev libdw-dev libelf-dev libiberty-dev \
 zlib1g-dev libunwind8 python3 perl git sqlite3 tmux \
 clang llvm libbpf-dev bpftool bpftrace \
@@ -21,7 +22,8 @@ erlang-nox erlang-dev elixir \
 libmicrohttpd-dev libjs-chart.js \
 chromium fonts-dejavu-core golang-go valgrind redis-server redis-tools nginx-light \
 heaptrack zstd \
-libclang-rt-14-dev rustc libc6-dbg prometheus prometheus-alertmanager systemd-container"
+libclang-rt-14-dev rustc libc6-dbg prometheus prometheus-alertmanager systemd-container \
+python3-yaml"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

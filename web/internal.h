@@ -136,6 +136,13 @@ int ls_web_param_bool(struct ls_web_req *r, const char *name, int *out,
 /* A decimal pid in 1..4194304; 1 if s is one. */
 int ls_web_parse_pid(const char *s, pid_t *pid);
 
+/* Bind and listen on "ADDR:PORT" (NULL: 127.0.0.1, a free port); host
+ * gets the numeric address, *loopback whether it is a loopback one.
+ * Errors as ls_web_start's, with err set. */
+int ls_web_open_listener(const char *listen_at, int allow_remote, int *fd,
+			 unsigned *port, int *loopback, char *host,
+			 size_t hostcap, char *err, size_t errlen);
+
 /* --- api.c --------------------------------------------------------------- */
 
 /* Answer a request under /api/v1/; fills rep. */

@@ -624,7 +624,7 @@ bad:
 	return -EINVAL;
 }
 
-static int open_listener(const char *listen_at, int allow_remote, int *fd,
+int ls_web_open_listener(const char *listen_at, int allow_remote, int *fd,
 			 unsigned *port, int *loopback, char *host,
 			 size_t hostcap, char *err, size_t errlen)
 {
@@ -735,9 +735,9 @@ int ls_web_start(const struct ls_web_opts *o, struct ls_web **out, char *err,
 	if ((r = ls_web_agents_init(&w->agents)) ||
 	    (r = init_store(w, o->snapshot_dir, err, errlen)) ||
 	    (r = make_token(w->token)) || (r = make_token(w->view)) ||
-	    (r = open_listener(o->listen, o->allow_remote, &w->listen_fd,
-			       &w->port, &w->loopback, host, sizeof(host), err,
-			       errlen)))
+	    (r = ls_web_open_listener(o->listen, o->allow_remote,
+				      &w->listen_fd, &w->port, &w->loopback,
+				      host, sizeof(host), err, errlen)))
 		goto fail;
 	snprintf(w->host, sizeof(w->host), strchr(host, ':') ? "[%s]:%u" :
 		 "%s:%u", host, w->port);
