@@ -2726,18 +2726,18 @@ out:
 }
 
 /* The pieces of the current maps the protection did not cover: stacks
- * from their thread's stack pointer, file-backed data, mappings made
- * during the mark.  Scanned whole, as the fork method scans. */
+ * from their thread's stack pointer (an ended thread's: its descriptor,
+ * root_start()), file-backed data, mappings made during the mark.
+ * Scanned whole, as the fork method scans. */
 static void scan_unprotected(struct scan *sc, const struct lsnap_check_thread *th,
 			     uint32_t nth, uint64_t self_sp)
 {
 	const struct region *g = sc->regions.p;
 	const struct span *p = sc->regd.p;
-	size_t i, j = 0, k;
+	size_t i, j = 0;
 
 	for (i = 0; i < sc->regions.len; i++) {
 		struct region piece = g[i];
-		uint64_t s, sp;
 
 		if (!g[i].readable || !g[i].writable ||
 		    (g[i].shared && g[i].file))
@@ -2751,13 +2751,8 @@ static void scan_unprotected(struct scan *sc, const struct lsnap_check_thread *t
 			}
 			piece.end = j < sc->regd.len && p[j].start < g[i].end ?
 				    p[j].start : g[i].end;
-			s = piece.start;
-			for (k = 0; k <= nth; k++) {
-				sp = k < nth ? th[k].sp : self_sp;
-				if (sp >= s && sp < piece.end && sp - RED_ZONE > s)
-					s = sp - RED_ZONE;
-			}
-			mark_region(sc, &piece, s);
+			mark_region(sc, &piece, root_start(sc, &piece, th, nth,
+							   self_sp, RED_ZONE));
 			piece.start = piece.end;
 		}
 	}
@@ -3306,7 +3301,7 @@ static int libc_exit_range(uint64_t *lo, uint64_t *hi)
 static uint64_t exit_caller_sp(uint64_t frame)
 {
 	uint64_t pcs[128], lo, hi, ret, buf[512], a;
-	int n = ls_unwind_capture(pcs, 128, 0), i, k = -1;
+	int n = ls_unwind_capture_own(pcs, 128, 0), i, k = -1;
 	struct scan sc = { .self = getpid() };
 	size_t got, j;
 

@@ -1621,10 +1621,9 @@ static inline void uw_walk_from(struct uw_walk *w,
  * address, fp + 16 the caller's %rsp after the call.  So the walk starts
  * in the caller's frame without needing CFI for the agent's own code.
  */
-__attribute__((noinline))
-int ls_unwind_capture(uint64_t *pcs, int max, int skip)
+static inline int uw_capture_at(const uint64_t *fp, uint64_t *pcs, int max,
+				int skip)
 {
-	const uint64_t *fp = __builtin_frame_address(0);
 	struct uw_walk w = { 0 };
 	struct uw_out o = { pcs, 0, max, skip };
 
@@ -1636,6 +1635,26 @@ int ls_unwind_capture(uint64_t *pcs, int max, int skip)
 	o.max = uw_clamp(o.max);
 	o.skip = uw_clamp(o.skip);
 	return uw_capture(&w, &o, NULL, 0);
+}
+
+__attribute__((noinline))
+int ls_unwind_capture(uint64_t *pcs, int max, int skip)
+{
+	return uw_capture_at(__builtin_frame_address(0), pcs, max, skip);
+}
+
+/* A nested walk's way (busy set): no frame cache, no count. */
+__attribute__((noinline))
+int ls_unwind_capture_own(uint64_t *pcs, int max, int skip)
+{
+	int busy = uw_self.busy, n;
+
+	uw_self.busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	n = uw_capture_at(__builtin_frame_address(0), pcs, max, skip);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	uw_self.busy = busy;
+	return n;
 }
 
 /* The memo, then a recorded walk, from w's state. */

@@ -73,6 +73,14 @@ void ls_unwind_thread_prepare(void);
 int ls_unwind_capture(uint64_t *pcs, int max, int skip);
 
 /*
+ * As ls_unwind_capture(), for a walk the agent makes for itself (the
+ * check at exit looking for exit()'s caller), not an allocation's: it is
+ * not counted in the walks of the snapshot's UNWIND record and leaves
+ * the frame cache and the memo alone.
+ */
+int ls_unwind_capture_own(uint64_t *pcs, int max, int skip);
+
+/*
  * Where a walk starts: a frame's pc (a return address), sp and %rbp.
  * LS_UNWIND_HERE() gives the state of the function that called the
  * function it is used in, exactly: __builtin_frame_address makes GCC give

@@ -10,6 +10,8 @@
  *   3  a thread keeps a 96-byte block in its static TLS and ends: its
  *      TLS stays mapped (glibc's stack cache) but is gone for the
  *      program: 96/1 definitely lost, as memcheck and LeakSanitizer say
+ *   4  mode 0, then "ready" on stdout, and main returns when stdin
+ *      closes (for `leakscope check` meanwhile): 2048/4 definitely lost
  */
 #include <pthread.h>
 #include <unistd.h>
@@ -67,6 +69,11 @@ int main(int argc, char **argv)
 	if (mode == 2) {
 		pthread_create(&t, NULL, keeper, NULL);
 		pthread_join(t, NULL);
+	}
+	if (mode == 4) {
+		(void)!write(1, "ready\n", 6);
+		while (read(0, &c, 1) > 0)
+			;
 	}
 	return 0;
 }
