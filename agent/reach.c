@@ -2710,23 +2710,23 @@ static void scan_protected_stacks(struct scan *sc,
  * records not yet applied, the blocks allocated during the mark that
  * scan_new() reads (sc->dirty is the stop's); the rest (stacks,
  * registers, new mappings, what the rescans reach) is bounded by the
- * deadline. */
-static uint64_t predict_stop(const struct scan *sc, uint64_t pages)
+ * deadline.  Counted only until it passes budget (0: none): past it,
+ * it is "over", however far. */
+static uint64_t predict_stop(const struct scan *sc, uint64_t pages,
+			     uint64_t budget)
 {
-	uint64_t bytes = 0, blocks = 0, records;
+	uint64_t ns = pages * STOP_NS_PER_PAGE +
+		      (ls_live_log_count() - sc->log_done) * STOP_NS_PER_RECORD;
 	size_t i;
 
-	for (i = 0; i < sc->nnb; i++)
+	/* The new blocks one by one, as long as the budget may hold. */
+	for (i = 0; i < sc->nnb && (!budget || ns <= budget); i++)
 		if (sc->nb[i].addr && (!sc->nbdone[i] ||
 		    !still_clean(sc, sc->nb[i].addr, sc->nb[i].addr +
-				 (sc->nb[i].size & ~7ull)))) {
-			bytes += sc->nb[i].size;
-			blocks++;
-		}
-	records = ls_live_log_count() - sc->log_done;
-	return pages * STOP_NS_PER_PAGE + records * STOP_NS_PER_RECORD +
-	       blocks * STOP_NS_PER_NEW_BLOCK +
-	       (bytes + PAGE_SZ - 1) / PAGE_SZ * STOP_NS_PER_NEW_PAGE;
+				 (sc->nb[i].size & ~7ull))))
+			ns += STOP_NS_PER_NEW_BLOCK + ((sc->nb[i].size +
+			      PAGE_SZ - 1) / PAGE_SZ) * STOP_NS_PER_NEW_PAGE;
+	return ns;
 }
 
 /*
@@ -2777,8 +2777,11 @@ int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
 		return (int)pages;
 	}
 	how.dirty_pages = (uint64_t)pages;
-	how.predicted_ns = ls_now_ns(CLOCK_MONOTONIC) - t0 +
-			   predict_stop(sc, (uint64_t)pages);
+	how.predicted_ns = ls_now_ns(CLOCK_MONOTONIC) - t0;
+	how.predicted_ns += predict_stop(sc, (uint64_t)pages,
+					 !how.budget_ns ? 0 :
+					 how.budget_ns > how.predicted_ns ?
+					 how.budget_ns - how.predicted_ns : 1);
 	if (how.budget_ns && how.predicted_ns > how.budget_ns &&
 	    !sc->log_bad && !ls_live_log_lost()) {
 		how.fallback = LSNAP_FALLBACK_BUDGET;
