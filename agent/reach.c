@@ -1810,6 +1810,8 @@ static int64_t list_written(struct scan *sc);
 static int hopeless(struct scan *sc);
 
 #define PRECLEAN_PASSES 8	/* at most; more while the dirty set shrinks */
+#define STOP_NS_PER_PAGE 1000ull	/* the stop's work: docs/REACHABILITY.md,
+					   "A bounded pause" */
 #define PRECLEAN_ENOUGH 256	/* pages: few enough to leave to the pause */
 
 /* Kernel ABI (linux/fs.h and linux/userfaultfd.h of 6.7+), for older
@@ -2112,9 +2114,9 @@ static void log_empty(void)
  * heap all the time dirties it again in every pass, each as long as the
  * mark), or after PRECLEAN_PASSES.
  */
-static void precleaning(struct scan *sc)
+static uint64_t precleaning(struct scan *sc)
 {
-	uint64_t pages, last = UINT64_MAX;
+	uint64_t pages = 0, last = UINT64_MAX;
 
 	for (how.passes = 0; how.passes < PRECLEAN_PASSES;) {
 		pages = preclean(sc);
@@ -2123,12 +2125,13 @@ static void precleaning(struct scan *sc)
 			break;
 		last = pages;
 	}
+	return pages;
 }
 
 int ls_reach_cm_begin(void)
 {
 	struct scan *sc = &sc_static;
-	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC);
+	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC), pages;
 	const struct region *g;
 	size_t i;
 	int r, torn = 0;
@@ -2175,7 +2178,18 @@ int ls_reach_cm_begin(void)
 	}
 	phase('1');
 	mark_all(sc);
-	precleaning(sc);
+	pages = precleaning(sc);
+	/* The passes no longer shrink the dirty set: what the last one
+	 * found predicts the stop, and over the budget the fork image is
+	 * taken at the stop without this mark (unprotected now, while the
+	 * program runs). */
+	if (how.budget_ns && pages * STOP_NS_PER_PAGE > how.budget_ns) {
+		how.dirty_pages = pages;
+		how.predicted_ns = pages * STOP_NS_PER_PAGE;
+		how.fallback = LSNAP_FALLBACK_BUDGET;
+		r = -ETIME;
+		goto fail;
+	}
 	phase('2');
 	sc->scan_ns = ls_now_ns(CLOCK_MONOTONIC) - t0;
 	return 0;
@@ -2698,10 +2712,10 @@ static void scan_protected_stacks(struct scan *sc,
 /*
  * What the stop's work costs, at most, as measured here (docs/
  * REACHABILITY.md, "A bounded pause"): a written page rescanned in
- * place; a page of the blocks allocated during the mark, read through
- * the kernel; each of those blocks.
+ * place (STOP_NS_PER_PAGE, above), a change-log record applied, a page
+ * of the blocks allocated during the mark and each of those blocks,
+ * read in place.
  */
-#define STOP_NS_PER_PAGE 1000ull
 #define STOP_NS_PER_RECORD 300ull
 #define STOP_NS_PER_NEW_PAGE 1000ull
 #define STOP_NS_PER_NEW_BLOCK 1000ull
