@@ -1908,6 +1908,8 @@ static int64_t list_written(struct scan *sc);
 static int hopeless(struct scan *sc);
 
 #define PRECLEAN_PASSES 8	/* at most; more while the dirty set shrinks */
+#define STOP_NS_PER_PAGE 1000ull	/* the stop's work: docs/REACHABILITY.md,
+					   "A bounded pause" */
 #define PRECLEAN_ENOUGH 256	/* pages: few enough to leave to the pause */
 
 /* Kernel ABI (linux/fs.h and linux/userfaultfd.h of 6.7+), for older
@@ -2210,9 +2212,9 @@ static void log_empty(void)
  * heap all the time dirties it again in every pass, each as long as the
  * mark), or after PRECLEAN_PASSES.
  */
-static void precleaning(struct scan *sc)
+static uint64_t precleaning(struct scan *sc)
 {
-	uint64_t pages, last = UINT64_MAX;
+	uint64_t pages = 0, last = UINT64_MAX;
 
 	for (how.passes = 0; how.passes < PRECLEAN_PASSES;) {
 		pages = preclean(sc);
@@ -2221,12 +2223,13 @@ static void precleaning(struct scan *sc)
 			break;
 		last = pages;
 	}
+	return pages;
 }
 
 int ls_reach_cm_begin(void)
 {
 	struct scan *sc = &sc_static;
-	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC);
+	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC), pages;
 	const struct region *g;
 	size_t i;
 	int r, torn = 0;
@@ -2273,7 +2276,18 @@ int ls_reach_cm_begin(void)
 	}
 	phase('1');
 	mark_all(sc);
-	precleaning(sc);
+	pages = precleaning(sc);
+	/* The passes no longer shrink the dirty set: what the last one
+	 * found predicts the stop, and over the budget the fork image is
+	 * taken at the stop without this mark (unprotected now, while the
+	 * program runs). */
+	if (how.budget_ns && pages * STOP_NS_PER_PAGE > how.budget_ns) {
+		how.dirty_pages = pages;
+		how.predicted_ns = pages * STOP_NS_PER_PAGE;
+		how.fallback = LSNAP_FALLBACK_BUDGET;
+		r = -ETIME;
+		goto fail;
+	}
 	phase('2');
 	sc->scan_ns = ls_now_ns(CLOCK_MONOTONIC) - t0;
 	return 0;
@@ -2791,10 +2805,10 @@ static void scan_protected_stacks(struct scan *sc,
 /*
  * What the stop's work costs, at most, as measured here (docs/
  * REACHABILITY.md, "A bounded pause"): a written page rescanned in
- * place; a page of the blocks allocated during the mark, read through
- * the kernel; each of those blocks.
+ * place (STOP_NS_PER_PAGE, above), a change-log record applied, a page
+ * of the blocks allocated during the mark and each of those blocks,
+ * read in place.
  */
-#define STOP_NS_PER_PAGE 1000ull
 #define STOP_NS_PER_RECORD 300ull
 #define STOP_NS_PER_NEW_PAGE 1000ull
 #define STOP_NS_PER_NEW_BLOCK 1000ull
@@ -2803,23 +2817,23 @@ static void scan_protected_stacks(struct scan *sc,
  * records not yet applied, the blocks allocated during the mark that
  * scan_new() reads (sc->dirty is the stop's); the rest (stacks,
  * registers, new mappings, what the rescans reach) is bounded by the
- * deadline. */
-static uint64_t predict_stop(const struct scan *sc, uint64_t pages)
+ * deadline.  Counted only until it passes budget (0: none): past it,
+ * it is "over", however far. */
+static uint64_t predict_stop(const struct scan *sc, uint64_t pages,
+			     uint64_t budget)
 {
-	uint64_t bytes = 0, blocks = 0, records;
+	uint64_t ns = pages * STOP_NS_PER_PAGE +
+		      (ls_live_log_count() - sc->log_done) * STOP_NS_PER_RECORD;
 	size_t i;
 
-	for (i = 0; i < sc->nnb; i++)
+	/* The new blocks one by one, as long as the budget may hold. */
+	for (i = 0; i < sc->nnb && (!budget || ns <= budget); i++)
 		if (sc->nb[i].addr && (!sc->nbdone[i] ||
 		    !still_clean(sc, sc->nb[i].addr, sc->nb[i].addr +
-				 (sc->nb[i].size & ~7ull)))) {
-			bytes += sc->nb[i].size;
-			blocks++;
-		}
-	records = ls_live_log_count() - sc->log_done;
-	return pages * STOP_NS_PER_PAGE + records * STOP_NS_PER_RECORD +
-	       blocks * STOP_NS_PER_NEW_BLOCK +
-	       (bytes + PAGE_SZ - 1) / PAGE_SZ * STOP_NS_PER_NEW_PAGE;
+				 (sc->nb[i].size & ~7ull))))
+			ns += STOP_NS_PER_NEW_BLOCK + ((sc->nb[i].size +
+			      PAGE_SZ - 1) / PAGE_SZ) * STOP_NS_PER_NEW_PAGE;
+	return ns;
 }
 
 /*
@@ -2870,8 +2884,11 @@ int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
 		return (int)pages;
 	}
 	how.dirty_pages = (uint64_t)pages;
-	how.predicted_ns = ls_now_ns(CLOCK_MONOTONIC) - t0 +
-			   predict_stop(sc, (uint64_t)pages);
+	how.predicted_ns = ls_now_ns(CLOCK_MONOTONIC) - t0;
+	how.predicted_ns += predict_stop(sc, (uint64_t)pages,
+					 !how.budget_ns ? 0 :
+					 how.budget_ns > how.predicted_ns ?
+					 how.budget_ns - how.predicted_ns : 1);
 	if (how.budget_ns && how.predicted_ns > how.budget_ns &&
 	    !sc->log_bad && !ls_live_log_lost()) {
 		how.fallback = LSNAP_FALLBACK_BUDGET;
