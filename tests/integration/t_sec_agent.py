@@ -1,7 +1,9 @@
 """Attacks on the agent and on attach (docs/SECURITY.md, "The agent and
-attach"), each run by an unprivileged user created here
-(leakscope-attacker) against root: the attacker gains nothing and the
-target lives."""
+attach"), by an unprivileged user created here (leakscope-attacker), by a
+hostile client of the control socket, by a full file system or a signal
+at the wrong moment: nobody gains anything, and the traced program lives
+with its output unchanged.  Each check failed against the code before its
+fix.  tests/security/run-agent-attacks runs them at full length."""
 
 import os
 import pwd
