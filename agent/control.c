@@ -349,7 +349,8 @@ static void serve(int fd)
 }
 
 /* Does something listen on the socket name in dir?  Anything but a
- * refused connection says so (a full backlog, no permission). */
+ * refused connection or no such name says so (a full backlog, no
+ * permission). */
 static int socket_answers(int dir, const char *name)
 {
 	struct sockaddr_un to = { .sun_family = AF_UNIX };
@@ -364,7 +365,7 @@ static int socket_answers(int dir, const char *name)
 		return 1;
 	r = connect(fd, (struct sockaddr *)&to, sizeof(to)) ? errno : 0;
 	close(fd);
-	return r != ECONNREFUSED;
+	return r != ECONNREFUSED && r != ENOENT;
 }
 
 /* One entry of the runtime directory: remove it if it is a leftover. */
@@ -566,13 +567,17 @@ static int socket_address(const char *dir, struct sockaddr_un *to)
  * A listening socket at to, in the directory dfd, made by the calling
  * thread with its current credentials (the owner of the directory): a
  * stale one of a dead process of this pid goes first, the new one is
- * 0600.  The new fd, or -errno.
+ * 0600.  One that answers is a live agent's, of a process of another PID
+ * namespace with our pid there: it stays, and we have none (-EADDRINUSE).
+ * The new fd, or -errno.
  */
 static int bind_in(int dfd, const struct sockaddr_un *to, const char *name)
 {
-	int fd = ls_sys_fd_high(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-	int r;
+	int fd, r;
 
+	if (socket_answers(dfd, name))
+		return -EADDRINUSE;
+	fd = ls_sys_fd_high(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return -errno;
 	unlinkat(dfd, name, 0);

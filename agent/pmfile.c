@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -185,6 +186,20 @@ static uint64_t lay_out(uint32_t hist_len)
 	return off;
 }
 
+/* Is name in dir the post-mortem file of a live agent, one of another
+ * PID namespace with our pid there (it holds a lock on it for life)? */
+static int file_in_use(int dir, const char *name)
+{
+	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+			O_CLOEXEC), busy;
+
+	if (fd < 0)
+		return 0;
+	busy = flock(fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK;
+	close(fd);
+	return busy;
+}
+
 /* The file, created new in dir (a stale one of a dead process of this
  * pid goes first); its fd or -errno, pm_dir and pm_name set. */
 static int create_file(const char *dir)
@@ -201,8 +216,15 @@ static int create_file(const char *dir)
 			    O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0 || errno != EEXIST)
 			break;
+		if (file_in_use(pm_dir, pm_name)) {
+			errno = EBUSY;
+			break;
+		}
 		unlinkat(pm_dir, pm_name, 0);
 	}
+	/* Locked for the process's life: no agent takes it over. */
+	if (fd >= 0)
+		flock(fd, LOCK_EX | LOCK_NB);
 	if (fd < 0) {
 		fd = -errno;
 		close(pm_dir);

@@ -9,7 +9,10 @@
  * just before the switch, while still privileged, the socket and the
  * post-mortem file move into the new user's runtime dir, owned by that
  * user, and the exit snapshot's file is created in the out dir.  If the
- * switch fails they move back.
+ * switch fails they move back.  That dir is the new user's to change at
+ * any moment: nothing there is done by root through a name (the socket is
+ * bound by this thread as that user, the file moved and chowned through
+ * descriptors; docs/SECURITY.md).
  *
  * unshare(CLONE_NEWUSER) and setns() need a single-threaded process: the
  * agent's own threads (control, a fork child's waker) are ended around

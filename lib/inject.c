@@ -3,6 +3,7 @@
  */
 #include <dlfcn.h>
 #include <elf.h>
+#include <linux/magic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -737,6 +739,23 @@ static int copy_into(int fd, const char *path)
 	return r;
 }
 
+/*
+ * Is fd an empty, unlinked file of shmem (what memfd_create made)?  The
+ * target's other threads run meanwhile and could put another open file
+ * at that number: one whose writes are checked against the writer's
+ * credentials (some files of /proc, /sys or cgroupfs) must not be written
+ * by us.  Into a memfd of its own, we write nothing it could not.
+ */
+static int fresh_memfd(int fd)
+{
+	struct statfs fs;
+	struct stat st;
+
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) && !st.st_nlink &&
+	       !st.st_size && !fstatfs(fd, &fs) &&
+	       (fs.f_type == TMPFS_MAGIC || fs.f_type == HUGETLBFS_MAGIC);
+}
+
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
 #endif
@@ -773,7 +792,8 @@ static int deliver_memfd(struct ctx *c, const char *agent, char *out,
 	*fdn = (int)fd;
 	pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
 	local = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, *fdn, 0);
-	r = local < 0 ? -errno : copy_into(local, agent);
+	r = local < 0 ? -errno : !fresh_memfd(local) ? -EBADF :
+	    copy_into(local, agent);
 	if (pidfd >= 0)
 		close(pidfd);
 	if (local >= 0)

@@ -1,8 +1,11 @@
 """Attacks on the agent and on attach (docs/SECURITY.md, "The agent and
-attach"), each run by an unprivileged user created here
-(leakscope-attacker) against root: the attacker gains nothing and the
-target lives."""
+attach"), by an unprivileged user created here (leakscope-attacker), by a
+hostile client of the control socket, by a full file system or a signal
+at the wrong moment: nobody gains anything, and the traced program lives
+with its output unchanged.  Each check failed against the code before its
+fix.  tests/security/run-agent-attacks runs them at full length."""
 
+import fcntl
 import os
 import pwd
 import shutil
@@ -332,7 +335,7 @@ def free_pids(n):
     return pids[:n]
 
 
-@check("the sweep of stale sockets: a traced process in a child PID namespace removes no host process's socket; none removes a socket that answers; a dead one goes")
+@check("a traced process in a child PID namespace neither removes nor takes over a host process's socket or post-mortem file; no sweep removes a socket that answers; a dead one goes")
 def t_sweep():
     if os.geteuid() != 0:
         raise Skip("needs root for a PID namespace")
@@ -355,17 +358,36 @@ def t_sweep():
         dead.close()
         inner = dict(env)
         inner.pop("LD_PRELOAD")     # unshare itself stays out here
+        # The program there is pid 1 in its namespace: the socket and the
+        # post-mortem file of a live agent of pid 1 here are not its own.
+        one = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        one.bind(os.path.join(rt, "1.sock"))
+        one.listen(1)
+        pm_one = os.path.join(rt, "1.pm")
+        with open(pm_one, "w") as f:
+            f.write("pid 1's\n")
+        held = open(pm_one)
+        fcntl.flock(held, fcntl.LOCK_EX)     # as its live agent does
         r = run_process([need("unshare"), "-p", "-f", "--mount-proc", "env",
                          "LD_PRELOAD=" + AGENT, workload("many-sites"), "300"],
                         env=inner, timeout=60)
         eq(r.returncode, 0, "a traced program in a child PID namespace: " +
            r.describe())
         eq(sockets(rt), sorted("%d.sock" % p for p in
-                               (host.pid, alive_pid, dead_pid)),
+                               (1, host.pid, alive_pid, dead_pid)),
            "the sockets after a sweep in a child PID namespace")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.connect(os.path.join(rt, "1.sock"))
+        one.settimeout(5)
+        one.accept()[0].close()     # still the one listening here
+        probe.close()
+        with open(pm_one) as f:
+            eq(f.read(), "pid 1's\n", "the live post-mortem file of pid 1")
+        held.close()
+        one.close()
         r = run_process([workload("many-sites"), "300"], env=env, timeout=60)
         eq(r.returncode, 0, "a traced program here: " + r.describe())
-        eq(sockets(rt), sorted("%d.sock" % p for p in (host.pid, alive_pid)),
+        eq(sockets(rt), sorted("%d.sock" % p for p in (1, host.pid, alive_pid)),
            "the sockets after a sweep here: the dead one gone")
         r = run_process([LEAKSCOPE, "stats", str(host.pid)], env=env,
                         timeout=60)
