@@ -65,15 +65,22 @@ static void *fake_agent(void *arg)
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		const uint8_t *p;
+		uint8_t *copy;
 		size_t len;
 
 		if (fd < 0)
 			continue;
 		read_request(fd);
+		/* A copy: a connection served late (its client gave up
+		 * waiting) must not read an input that is gone. */
 		pthread_mutex_lock(&lock);
-		p = reply;
 		len = reply_len;
+		p = copy = malloc(len ? len : 1);
+		if (copy && len)
+			memcpy(copy, reply, len);
 		pthread_mutex_unlock(&lock);
+		if (!copy)
+			fuzz_fail("out of memory");
 		while (len) {	/* until done or the client closes */
 			ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 
@@ -83,6 +90,7 @@ static void *fake_agent(void *arg)
 			len -= (size_t)n;
 		}
 		close(fd);
+		free(copy);
 		pthread_mutex_lock(&lock);
 		served++;
 		pthread_cond_broadcast(&cond);
@@ -182,6 +190,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	err[0] = 0;
 	ask(mode, err, sizeof(err));
 	wait_served(before);
+	pthread_mutex_lock(&lock);	/* the input goes: nothing copies it */
+	reply = NULL;
+	reply_len = 0;
+	pthread_mutex_unlock(&lock);
 	free(body);
 	return 0;
 }
