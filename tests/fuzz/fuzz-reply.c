@@ -49,9 +49,15 @@ static void read_request(int fd)
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&p, 1, 1000) <= 0)
+		int r = poll(&p, 1, 1000);
+
+		if (r < 0 && errno == EINTR)	/* libFuzzer's alarm */
+			continue;
+		if (r <= 0)
 			return;
 		n = recv(fd, buf + len, sizeof(buf) - len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0 || memchr(buf + len, '\n', (size_t)n))
 			return;
 		len += (size_t)n;
@@ -84,6 +90,8 @@ static void *fake_agent(void *arg)
 		while (len) {	/* until done or the client closes */
 			ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 
+			if (n < 0 && errno == EINTR)
+				continue;
 			if (n <= 0)
 				break;
 			p += n;
