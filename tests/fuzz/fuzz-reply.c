@@ -49,9 +49,15 @@ static void read_request(int fd)
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&p, 1, 1000) <= 0)
+		int r = poll(&p, 1, 1000);
+
+		if (r < 0 && errno == EINTR)	/* libFuzzer's alarm */
+			continue;
+		if (r <= 0)
 			return;
 		n = recv(fd, buf + len, sizeof(buf) - len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0 || memchr(buf + len, '\n', (size_t)n))
 			return;
 		len += (size_t)n;
@@ -65,24 +71,34 @@ static void *fake_agent(void *arg)
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		const uint8_t *p;
+		uint8_t *copy;
 		size_t len;
 
 		if (fd < 0)
 			continue;
 		read_request(fd);
+		/* A copy: a connection served late (its client gave up
+		 * waiting) must not read an input that is gone. */
 		pthread_mutex_lock(&lock);
-		p = reply;
 		len = reply_len;
+		p = copy = malloc(len ? len : 1);
+		if (copy && len)
+			memcpy(copy, reply, len);
 		pthread_mutex_unlock(&lock);
+		if (!copy)
+			fuzz_fail("out of memory");
 		while (len) {	/* until done or the client closes */
 			ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 
+			if (n < 0 && errno == EINTR)
+				continue;
 			if (n <= 0)
 				break;
 			p += n;
 			len -= (size_t)n;
 		}
 		close(fd);
+		free(copy);
 		pthread_mutex_lock(&lock);
 		served++;
 		pthread_cond_broadcast(&cond);
@@ -182,6 +198,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	err[0] = 0;
 	ask(mode, err, sizeof(err));
 	wait_served(before);
+	pthread_mutex_lock(&lock);	/* the input goes: nothing copies it */
+	reply = NULL;
+	reply_len = 0;
+	pthread_mutex_unlock(&lock);
 	free(body);
 	return 0;
 }

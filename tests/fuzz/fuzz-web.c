@@ -130,11 +130,17 @@ static void answer(int fd, const char *req, int head_only)
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		long long left = ms_left(&until);
 		ssize_t n;
+		int r = left > 0 ? poll(&p, 1, (int)left) : 0;
 
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+		/* libFuzzer's -timeout alarm interrupts calls: not an end. */
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
 			fuzz_fail("no answer within %d ms to '%.200s'", WAIT_MS,
 				  req);
 		n = recv(fd, buf + len, sizeof(buf) - 1 - len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0)
 			break;
 		total += (size_t)n;
@@ -157,6 +163,23 @@ static void answer(int fd, const char *req, int head_only)
 			total ? buf : "none", req);
 }
 
+/* The whole request, through interrupted calls: 1, or 0 when the server
+ * closed first (it may refuse a request before it is whole). */
+static int send_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
@@ -172,12 +195,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	req = request(data, head, &len);
 	a.sin_port = htons((uint16_t)port);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)))
-		fuzz_fail("cannot connect to the server: %s", strerror(errno));
+	if (fd < 0)
+		fuzz_fail("cannot make a socket: %s", strerror(errno));
+	while (connect(fd, (struct sockaddr *)&a, sizeof(a)))
+		if (errno != EINTR)
+			fuzz_fail("cannot connect to the server: %s",
+				  strerror(errno));
 	/* The end of what it sends: a request the head leaves incomplete
 	 * ends there, not at the server's idle timeout. */
-	if (send(fd, req, len, MSG_NOSIGNAL) == (ssize_t)len &&
-	    !shutdown(fd, SHUT_WR))
+	if (send_all(fd, req, len) && !shutdown(fd, SHUT_WR))
 		answer(fd, req, !strncmp(req, "HEAD ", 5));
 	close(fd);
 	free(req);
