@@ -34,11 +34,12 @@ C_SRC = ["chain.c", "chain2.c"]
 CXX_SRC = ["shapes.cc"]
 RS_SRC = ["leak.rs"]
 
-# (name, driver, flags, sources)
+# (name, driver, flags, sources).  Each build costs the suite 0.3-3 s:
+# g++ -O0 and gcc's DWARF 4 (both agreed before these checks existed,
+# docs/SYMBOLS.md) are left out.
 BUILDS = [
     ("gcc-O0", "gcc", ["-O0", "-g"], C_SRC),
     ("gcc-O2", "gcc", ["-O2", "-g"], C_SRC),
-    ("gcc-O2-dwarf4", "gcc", ["-O2", "-gdwarf-4"], C_SRC),
     ("clang-O0", "clang", ["-O0", "-g"], C_SRC),
     ("clang-O2", "clang", ["-O2", "-g"], C_SRC),
     ("clang-O2-dwarf4", "clang", ["-O2", "-gdwarf-4"], C_SRC),
@@ -46,11 +47,14 @@ BUILDS = [
     ("gcc-O2-split", "gcc", ["-O2", "-g", "-gsplit-dwarf"], C_SRC),
     ("gcc-O2-gz", "gcc", ["-O2", "-g", "-gz"], C_SRC),
     ("gcc-O2-debuglink", "gcc", ["-O2", "-g"], C_SRC),
-    ("g++-O0", "g++", ["-O0", "-g"], CXX_SRC),
     ("g++-O2", "g++", ["-O2", "-g"], CXX_SRC),
     ("clang++-O0", "clang++", ["-O0", "-g"], CXX_SRC),
     ("clang++-O2", "clang++", ["-O2", "-g"], CXX_SRC),
-    ("rustc-O0", "rustc", ["-C", "opt-level=0", "-g"], RS_SRC),
+    # -O0 with the standard library linked dynamically: the program's own
+    # code and std's generics instantiated in it; -O2 with std's own code
+    # linked in too (2800-4000 call sites).
+    ("rustc-O0", "rustc", ["-C", "opt-level=0", "-g", "-C",
+                           "prefer-dynamic"], RS_SRC),
     ("rustc-O2", "rustc", ["-C", "opt-level=2", "-g"], RS_SRC),
 ]
 
@@ -344,7 +348,7 @@ for _b in BUILDS:
 
 # ------------------------------------------------- held out: the C library
 
-LIBC_SAMPLE = 15        # every 15th call site of libc.so.6: ~900 addresses
+LIBC_SAMPLE = 30        # every 30th call site of libc.so.6: ~440 addresses
 
 
 def debug_file(path):
