@@ -137,7 +137,8 @@ static int keep_frames(struct ls_diff_entry *e, const struct ls_stack *st)
 
 	if (!f)
 		return -ENOMEM;
-	memcpy(f, st->f, st->n * sizeof(*f));
+	if (st->n)
+		memcpy(f, st->f, st->n * sizeof(*f));
 	free(e->frames);
 	e->frames = f;
 	e->nframes = st->n;
@@ -156,8 +157,8 @@ static int add_site(struct collect *c, const struct ls_report_site *r,
 	side = is_new ? &e->newer : &e->base;
 	side->present = 1;
 	side->nsites++;
-	side->live_bytes += r->live_bytes;
-	side->live_blocks += r->live_blocks;
+	side->live_bytes = ls_add_sat(side->live_bytes, r->live_bytes);
+	side->live_blocks = ls_add_sat(side->live_blocks, r->live_blocks);
 	side->allocated_bytes += r->allocated_bytes;
 	side->allocated_blocks += r->allocated_blocks;
 	/* NEW's frames (addresses of the newer process) win. */
@@ -216,14 +217,16 @@ static void finish_entries(struct ls_diff *d)
 	for (i = 0; i < d->n; i++) {
 		struct ls_diff_entry *e = &d->entries[i];
 
+		/* Both sides are sums of outstanding figures, 0 to
+		 * INT64_MAX (held there): their difference fits. */
 		e->live_bytes_delta = e->newer.live_bytes - e->base.live_bytes;
 		e->live_blocks_delta = e->newer.live_blocks - e->base.live_blocks;
 		e->change = classify(e);
 		t->count[e->change]++;
-		t->base_bytes += e->base.live_bytes;
-		t->base_blocks += e->base.live_blocks;
-		t->new_bytes += e->newer.live_bytes;
-		t->new_blocks += e->newer.live_blocks;
+		t->base_bytes = ls_add_sat(t->base_bytes, e->base.live_bytes);
+		t->base_blocks = ls_add_sat(t->base_blocks, e->base.live_blocks);
+		t->new_bytes = ls_add_sat(t->new_bytes, e->newer.live_bytes);
+		t->new_blocks = ls_add_sat(t->new_blocks, e->newer.live_blocks);
 	}
 	t->delta_bytes = t->new_bytes - t->base_bytes;
 	t->delta_blocks = t->new_blocks - t->base_blocks;
@@ -310,7 +313,8 @@ int ls_diff_build(const struct ls_snapshot *base,
 	if (ret)
 		goto out;
 	finish_entries(d);
-	qsort(d->entries, d->n, sizeof(*d->entries), cmp_delta);
+	if (d->n)
+		qsort(d->entries, d->n, sizeof(*d->entries), cmp_delta);
 	d->n_total = d->n;
 	apply_top(d, opts->top);
 	d->different_programs = !same_program(base, newer);

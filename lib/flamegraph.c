@@ -12,10 +12,10 @@
 
 static void value_add(struct ls_flame_value *to, const struct ls_flame_value *v)
 {
-	to->bytes += v->bytes;
-	to->blocks += v->blocks;
-	to->delta_bytes += v->delta_bytes;
-	to->delta_blocks += v->delta_blocks;
+	to->bytes = ls_add_sat(to->bytes, v->bytes);
+	to->blocks = ls_add_sat(to->blocks, v->blocks);
+	to->delta_bytes = ls_add_sat(to->delta_bytes, v->delta_bytes);
+	to->delta_blocks = ls_add_sat(to->delta_blocks, v->delta_blocks);
 }
 
 static void node_free(struct ls_flame_node *n)

@@ -8,6 +8,7 @@
 #include "report.h"
 #include "symbolize.h"
 #include "trend.h"
+#include "util.h"
 
 /* Per-site sums over the blocks that pass the filters. */
 struct agg {
@@ -565,16 +566,19 @@ int ls_report_build(const struct ls_snapshot *snap,
 		ls_report_release(rep);
 		return ret;
 	}
-	qsort(rep->sites, rep->nsites, sizeof(*rep->sites), cmp_report_site);
+	if (rep->nsites)	/* never qsort(NULL, 0) */
+		qsort(rep->sites, rep->nsites, sizeof(*rep->sites), cmp_report_site);
 	rep->nsites_total = rep->nsites;
 	for (i = 0; i < rep->nsites; i++) {
 		const struct ls_reach_figs *f = &rep->sites[i].reach;
 		unsigned k;
 
-		rep->live_bytes += rep->sites[i].live_bytes;
-		rep->live_blocks += rep->sites[i].live_blocks;
-		rep->key_bytes += rep->sites[i].key_bytes;
-		rep->key_blocks += rep->sites[i].key_blocks;
+		rep->live_bytes = ls_add_sat(rep->live_bytes, rep->sites[i].live_bytes);
+		rep->live_blocks = ls_add_sat(rep->live_blocks,
+					      rep->sites[i].live_blocks);
+		rep->key_bytes = ls_add_sat(rep->key_bytes, rep->sites[i].key_bytes);
+		rep->key_blocks = ls_add_sat(rep->key_blocks,
+					     rep->sites[i].key_blocks);
 		for (k = 0; k < LSNAP_REACH_KINDS; k++) {
 			rep->reach.bytes[k] += f->bytes[k];
 			rep->reach.blocks[k] += f->blocks[k];
