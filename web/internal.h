@@ -12,6 +12,7 @@
 #define LEAKSCOPE_WEB_INTERNAL_H
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +66,7 @@ struct ls_web {
 	struct ls_web_peer peers[LS_WEB_PEERS];
 	struct ls_web_peer *accepted;	/* by accept_peer, for on_connection */
 	int loopback;				/* Host: is checked */
+	struct sockaddr_storage addr;		/* where it listens */
 	char url[256];
 	char *snapdir;
 	unsigned port;
