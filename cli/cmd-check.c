@@ -60,8 +60,9 @@ const struct ls_usage ls_check_usage = {
 		ls_filter_options, ls_blocks_option, ls_stack_options,
 		ls_flame_options, ls_flame_count_option, ls_reach_options, own,
 		NULL },
-	"Exit status: 0; 99 when --fail-on-leak trips; 125 when the check\n"
-	"cannot be done (no agent, sampled, ptrace refused, the process exited).",
+	"Exit status: 0; 99 when --fail-on-leak trips; 1 when the check cannot\n"
+	"be done (no agent, sampled, stopped, ptrace refused, the process\n"
+	"exited); 125 a usage error.",
 };
 
 void ls_check_defaults(void *args)

@@ -126,7 +126,7 @@ int ls_render_folded(const struct ls_render_ctx *c)
 		int64_t sum = 0;
 
 		for (j = i; j < set.n && !strcmp(set.v[j].stack, set.v[i].stack); j++)
-			sum += set.v[j].bytes;
+			sum = ls_add_sat(sum, set.v[j].bytes);
 		fprintf(c->out, "%s %" PRId64 "\n", set.v[i].stack, sum);
 	}
 	for (i = 0; i < set.n; i++)

@@ -670,7 +670,8 @@ int ls_report_build(const struct ls_snapshot *snap,
 		ls_report_release(rep);
 		return ret;
 	}
-	qsort(rep->sites, rep->nsites, sizeof(*rep->sites), cmp_report_site);
+	if (rep->nsites)	/* never qsort(NULL, 0) */
+		qsort(rep->sites, rep->nsites, sizeof(*rep->sites), cmp_report_site);
 	rep->nsites_total = rep->nsites;
 	for (i = 0; i < rep->nsites; i++) {
 		const struct ls_reach_figs *f = &rep->sites[i].reach;

@@ -945,8 +945,8 @@ static int read_record(struct parse *p)
 			    LSNAP_MAX_RECORD);
 	p->rd->total += sizeof(h) + h.len;
 	if (p->rd->max && p->rd->total > p->rd->max)
-		return fail(p, -EFBIG, "snapshot larger than the %llu MiB this "
-			    "reader accepts", (unsigned long long)(p->rd->max >> 20));
+		return fail(p, -EFBIG, "snapshot larger than the %llu bytes "
+			    "this reader accepts", (unsigned long long)p->rd->max);
 	/* This payload, and the next record's header unless this is END. */
 	p->rd->allowed += h.len + (h.tag == LSNAP_END ? 0 : sizeof(h));
 	if (h.tag == LSNAP_END) {

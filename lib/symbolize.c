@@ -129,11 +129,57 @@ struct ls_symbolizer {
 	int jit_tried;
 };
 
-static char *debuginfo_path;	/* NULL: libdwfl's default search path */
+/*
+ * Where libdwfl itself looks for separate debug files: only the system's
+ * tree (by build ID, and /usr/lib/debug/DIR/LINK), which root owns.  The
+ * places beside a module (DIR/LINK, DIR/.debug/LINK) are in whatever dir
+ * the snapshot names, maybe another user's, where a FIFO named like the
+ * debug link would hold libdwfl's open() for ever: find_debuginfo() opens
+ * those itself, as open_module_file() does.
+ */
+static char *debuginfo_path = "/usr/lib/debug";
+
+static int open_module_file(const char *path);
+
+static int find_debuginfo(Dwfl_Module *mod, void **userdata,
+			  const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	static const char *const beside[] = { "%.*s/%s", "%.*s/.debug/%s" };
+	const char *slash = file_name ? strrchr(file_name, '/') : NULL;
+	struct stat main_st, st;
+	char path[4200];
+	size_t i;
+	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base,
+					      file_name, debuglink_file,
+					      debuglink_crc,
+					      debuginfo_file_name);
+
+	if (fd >= 0 || !slash || !debuglink_file || strchr(debuglink_file, '/') ||
+	    stat(file_name, &main_st))
+		return fd;
+	for (i = 0; i < sizeof(beside) / sizeof(*beside); i++) {
+		if ((size_t)snprintf(path, sizeof(path), beside[i],
+				     (int)(slash - file_name), file_name,
+				     debuglink_file) >= sizeof(path))
+			continue;
+		fd = open_module_file(path);
+		if (fd < 0)
+			continue;
+		/* not the module itself (a link naming its own file) */
+		if (!fstat(fd, &st) && (st.st_dev != main_st.st_dev ||
+					st.st_ino != main_st.st_ino) &&
+		    (*debuginfo_file_name = strdup(path)))
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
 
 static const Dwfl_Callbacks offline_callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &debuginfo_path,
 };

@@ -357,6 +357,7 @@ int ls_exporter_start(const struct ls_exporter_opts *o, struct ls_push *push,
 {
 	struct ls_exporter *e = calloc(1, sizeof(*e));
 	char host[64] = "";
+	struct sockaddr_storage bound;
 	unsigned port;
 	int loopback;
 	int r;
@@ -371,8 +372,8 @@ int ls_exporter_start(const struct ls_exporter_opts *o, struct ls_push *push,
 	e->max_sites = o->max_sites ? o->max_sites : LS_EXPORTER_DEFAULT_SITES;
 	r = ls_web_open_listener(o->listen ? o->listen :
 				 LS_EXPORTER_DEFAULT_LISTEN, o->allow_remote,
-				 &e->listen_fd, &port, &loopback, host,
-				 sizeof(host), err, errlen);
+				 &e->listen_fd, &port, &loopback, &bound,
+				 host, sizeof(host), err, errlen);
 	if (r)
 		goto fail;
 	snprintf(e->url, sizeof(e->url), strchr(host, ':') ?

@@ -12,6 +12,7 @@
 #define LEAKSCOPE_WEB_INTERNAL_H
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +66,7 @@ struct ls_web {
 	struct ls_web_peer peers[LS_WEB_PEERS];
 	struct ls_web_peer *accepted;	/* by accept_peer, for on_connection */
 	int loopback;				/* Host: is checked */
+	struct sockaddr_storage addr;		/* where it listens */
 	char url[256];
 	char *snapdir;
 	unsigned port;
@@ -137,10 +139,12 @@ int ls_web_param_bool(struct ls_web_req *r, const char *name, int *out,
 int ls_web_parse_pid(const char *s, pid_t *pid);
 
 /* Bind and listen on "ADDR:PORT" (NULL: 127.0.0.1, a free port); host
- * gets the numeric address, *loopback whether it is a loopback one.
+ * gets the numeric address, *loopback whether it is a loopback one, *ss
+ * the address bound.
  * Errors as ls_web_start's, with err set. */
 int ls_web_open_listener(const char *listen_at, int allow_remote, int *fd,
-			 unsigned *port, int *loopback, char *host,
+			 unsigned *port, int *loopback,
+			 struct sockaddr_storage *ss, char *host,
 			 size_t hostcap, char *err, size_t errlen);
 
 /* --- api.c --------------------------------------------------------------- */

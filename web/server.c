@@ -16,6 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "../lib/client.h"
@@ -480,38 +484,57 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ------------------------------------------------------- peer limits */
 
-/* The port of a TCP address, and whether it is IPv6. */
-static unsigned addr_port(const struct sockaddr *sa)
-{
-	return ntohs(sa->sa_family == AF_INET6 ?
-		     ((const struct sockaddr_in6 *)sa)->sin6_port :
-		     ((const struct sockaddr_in *)sa)->sin_port);
-}
-
 /*
- * The user owning the local TCP socket bound to the peer's port and
- * connected to ours (/proc/net/tcp, tcp6: its uid column), or -1 (a
- * remote peer, or gone).
+ * The user owning the local TCP socket whose address is sa and whose
+ * peer is ours (the listening address): one exact sock_diag lookup
+ * (NETLINK_SOCK_DIAG), not a scan of /proc/net/tcp, which holds every
+ * socket of the machine.  -1 when the kernel does not say (a remote
+ * peer, gone).
  */
-static long peer_uid(const struct sockaddr *sa, unsigned ours)
+static long peer_uid(const struct sockaddr *sa, const struct sockaddr *ours)
 {
-	const char *file = sa->sa_family == AF_INET6 ? "/proc/net/tcp6" :
-			   "/proc/net/tcp";
-	unsigned theirs = addr_port(sa), lp, rp;
-	char line[512];
+	struct {
+		struct nlmsghdr nh;
+		struct inet_diag_req_v2 r;
+	} req = {
+		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			.nlmsg_flags = NLM_F_REQUEST },
+		.r = { .sdiag_family = (uint8_t)sa->sa_family,
+		       .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0u,
+		       .id.idiag_cookie = { INET_DIAG_NOCOOKIE,
+					    INET_DIAG_NOCOOKIE } },
+	};
+	char buf[1024] __attribute__((aligned(8)));
+	struct nlmsghdr *nh = (void *)buf;
 	long uid = -1;
-	FILE *fp = fopen(file, "re");
+	ssize_t n;
+	int fd;
 
-	while (fp && uid < 0 && fgets(line, sizeof(line), fp)) {
-		unsigned long u;
+	if (sa->sa_family == AF_INET && ours->sa_family == AF_INET) {
+		const struct sockaddr_in *c = (const void *)sa, *o = (const void *)ours;
 
-		if (sscanf(line, " %*s %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%x %*s %*s "
-			   "%*s %*s %lu", &lp, &rp, &u) == 3 && lp == theirs &&
-		    rp == ours)
-			uid = (long)u;
-	}
-	if (fp)
-		fclose(fp);
+		req.r.id.idiag_sport = c->sin_port;
+		req.r.id.idiag_dport = o->sin_port;
+		memcpy(req.r.id.idiag_src, &c->sin_addr, 4);
+		memcpy(req.r.id.idiag_dst, &o->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6 && ours->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *c = (const void *)sa, *o = (const void *)ours;
+
+		req.r.id.idiag_sport = c->sin6_port;
+		req.r.id.idiag_dport = o->sin6_port;
+		memcpy(req.r.id.idiag_src, &c->sin6_addr, 16);
+		memcpy(req.r.id.idiag_dst, &o->sin6_addr, 16);
+	} else
+		return -1;
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -1;
+	if (send(fd, &req, sizeof(req), 0) == (ssize_t)sizeof(req) &&
+	    (n = recv(fd, buf, sizeof(buf), 0)) > 0 &&
+	    NLMSG_OK(nh, (size_t)n) && nh->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
+	    nh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+		uid = (long)((struct inet_diag_msg *)NLMSG_DATA(nh))->idiag_uid;
+	close(fd);
 	return uid;
 }
 
@@ -539,7 +562,8 @@ static enum MHD_Result accept_peer(void *cls, const struct sockaddr *sa,
 				   socklen_t len)
 {
 	struct ls_web *w = cls;
-	long uid = w->loopback ? peer_uid(sa, w->port) : -1;
+	long uid = w->loopback ? peer_uid(sa, (const struct sockaddr *)&w->addr)
+			       : -1;
 	struct ls_web_peer *p;
 	int ok;
 
@@ -625,11 +649,11 @@ bad:
 }
 
 int ls_web_open_listener(const char *listen_at, int allow_remote, int *fd,
-			 unsigned *port, int *loopback, char *host,
+			 unsigned *port, int *loopback,
+			 struct sockaddr_storage *ss, char *host,
 			 size_t hostcap, char *err, size_t errlen)
 {
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
+	socklen_t sl = sizeof(*ss);
 	struct addrinfo *ai = NULL;
 	int one = 1, r;
 
@@ -648,7 +672,7 @@ int ls_web_open_listener(const char *listen_at, int allow_remote, int *fd,
 	if (*fd < 0 ||
 	    setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(*fd, ai->ai_addr, ai->ai_addrlen) || listen(*fd, 64) ||
-	    getsockname(*fd, (struct sockaddr *)&ss, &sl)) {
+	    getsockname(*fd, (struct sockaddr *)ss, &sl)) {
 		r = -errno;
 		snprintf(err, errlen, "cannot listen on '%s': %s",
 			 listen_at ? listen_at : "127.0.0.1:0", strerror(errno));
@@ -657,11 +681,11 @@ int ls_web_open_listener(const char *listen_at, int allow_remote, int *fd,
 		*fd = -1;
 		goto out;
 	}
-	getnameinfo((struct sockaddr *)&ss, sl, host, (socklen_t)hostcap, NULL, 0,
+	getnameinfo((struct sockaddr *)ss, sl, host, (socklen_t)hostcap, NULL, 0,
 		    NI_NUMERICHOST);
-	*port = ntohs(ss.ss_family == AF_INET ?
-		      ((struct sockaddr_in *)&ss)->sin_port :
-		      ((struct sockaddr_in6 *)&ss)->sin6_port);
+	*port = ntohs(ss->ss_family == AF_INET ?
+		      ((struct sockaddr_in *)ss)->sin_port :
+		      ((struct sockaddr_in6 *)ss)->sin6_port);
 out:
 	freeaddrinfo(ai);
 	return r;
@@ -737,7 +761,8 @@ int ls_web_start(const struct ls_web_opts *o, struct ls_web **out, char *err,
 	    (r = make_token(w->token)) || (r = make_token(w->view)) ||
 	    (r = ls_web_open_listener(o->listen, o->allow_remote,
 				      &w->listen_fd, &w->port, &w->loopback,
-				      host, sizeof(host), err, errlen)))
+				      &w->addr, host, sizeof(host), err,
+				      errlen)))
 		goto fail;
 	snprintf(w->host, sizeof(w->host), strchr(host, ':') ? "[%s]:%u" :
 		 "%s:%u", host, w->port);

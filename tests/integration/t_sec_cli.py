@@ -7,7 +7,8 @@ and the server"), each checked as the mistake it was:
   report: now <redacted> in text, JSON and the exit report;
 - `check` of a stopped process (SIGSTOP) waited 120 s: now one line at
   once, status 1;
-- a snapshot naming a FIFO as a module path hung `report` and `diff`;
+- a snapshot naming a FIFO as a module path, or a module whose debug link
+  names a FIFO beside it, hung `report` and `diff`;
 - `trace` stopped by Ctrl+C after its first periodic report died of the
   signal without a final report.
 """
@@ -20,7 +21,7 @@ import subprocess
 import tempfile
 import time
 from harness import (check, workload, exit_snapshot, run_process, leakscope,
-                     eq, ok, contains, Skip, LEAKSCOPE)
+                     eq, ok, contains, need, LEAKSCOPE)
 from t_live import start, ls, env
 
 
@@ -109,6 +110,31 @@ def t_module_fifo():
         for argv in (["report", snap], ["diff", snap, snap]):
             r = run_process([LEAKSCOPE] + argv, timeout=20)
             eq(r.returncode, 0, " ".join(argv[:1]) + ": " + r.stderr.decode())
+    finally:
+        shutil.rmtree(d)
+
+
+@check("a module whose debug link names a FIFO beside it: report finishes, and finds a real debug file there")
+def t_debuglink_fifo():
+    objcopy = need("objcopy")
+    d = tempfile.mkdtemp(prefix="leakscope-sec-dbg-")
+    prog = os.path.join(d, "basic")
+    shutil.copy2(workload("basic"), prog)
+    dbg = prog + ".debug"
+    try:
+        for argv in ([objcopy, "--only-keep-debug", prog, dbg],
+                     [objcopy, "--strip-debug", "--add-gnu-debuglink=" + dbg, prog]):
+            eq(run_process(argv).returncode, 0, " ".join(argv[:2]))
+        _, snap = exit_snapshot(prog)
+        r = run_process([LEAKSCOPE, "report", snap], timeout=20)
+        eq(r.returncode, 0, "report with the debug file: " + r.stderr.decode())
+        contains(r.stdout.decode(), "basic.c:", "file:line from the debug file")
+        os.rename(dbg, dbg + ".saved")
+        os.mkfifo(dbg)
+        r = run_process([LEAKSCOPE, "report", snap], timeout=20)
+        eq(r.returncode, 0, "report with a FIFO as the debug file: " +
+           r.stderr.decode())
+        ok("basic.c:" not in r.stdout.decode(), "no file:line (no debug file)")
     finally:
         shutil.rmtree(d)
 

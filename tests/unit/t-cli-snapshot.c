@@ -271,6 +271,32 @@ static void test_roundtrip(void)
 	free(w.p);
 }
 
+/* A reader capped below the records' size stops with -EFBIG; at their
+ * size it reads the snapshot (what serve and the CLI use on sockets). */
+static void test_capped(void)
+{
+	struct wbuf w = { 0 };
+	struct ls_snapshot s;
+	char err[256] = "";
+	uint64_t records;
+	int fd, r;
+
+	w_standard(&w);
+	records = w.len - sizeof(struct lsnap_file_hdr);
+	fd = memfd_with(w.p, w.len);
+	r = ls_snapshot_read_fd_capped(fd, 0, records - 1, &s, err, sizeof(err));
+	close(fd);
+	ok(r == -EFBIG && has(err, "larger than"), "capped one byte short: "
+	   "refused (%d, %s)", r, err);
+	ok(s.nsites == 0 && s.sites == NULL, "nothing kept");
+	fd = memfd_with(w.p, w.len);
+	r = ls_snapshot_read_fd_capped(fd, 0, records, &s, err, sizeof(err));
+	close(fd);
+	ok(r == 0, "capped at its size: read (%s)", err);
+	ls_snapshot_release(&s);
+	free(w.p);
+}
+
 /* Every proper prefix is refused as truncated, never accepted. */
 static void test_truncations(void)
 {
@@ -978,6 +1004,7 @@ int main(void)
 	test_jit(1);
 	test_jit(LSNAP_VERSION);
 	test_roundtrip();
+	test_capped();
 	test_truncations();
 	test_flips();
 	w_version = 1;
