@@ -28,17 +28,6 @@ int ls_grow(void *arr, size_t *cap, size_t need, size_t el);
 /* LS_GROW(p, need, cap) for an array p of any element type. */
 #define LS_GROW(p, need, cap) ls_grow(&(p), &(cap), (need), sizeof(*(p)))
 
-/* a + b held at INT64_MAX or INT64_MIN instead of overflowing: figures
- * come from a snapshot, which another user may have written. */
-static inline int64_t ls_add_sat(int64_t a, int64_t b)
-{
-	int64_t r;
-
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t ls_mono_ns(void);
 
