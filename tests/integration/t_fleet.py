@@ -32,7 +32,7 @@ import urllib.request
 
 from harness import (check, once, workload, eq, ok, ge, fail, run_process,
                      agent_env, need, need_user_reaches, free_port,
-                     wait_environ,
+                     wait_environ, listening_process,
                      marker_line, cli, cli_json,
                      shorten, LEAKSCOPE, BUILD, ROOT, Failure, Skip)
 from gopprof import pprof_top
@@ -328,12 +328,11 @@ def t_metrics_cardinality():
 @check("metrics: a stuck agent costs a scrape half of Prometheus's timeout, then is skipped; the others are exported")
 def t_metrics_stuck():
     _, wl, n, _ = frozen()
-    sleeper = spawn(["sleep", "60"], env=agent_env(RUNTIME))
+    # The target itself listens (the client checks its peer is the
+    # target); the test holds the socket and never accepts: connections
+    # wait in the backlog, unanswered.
+    sleeper, stuck, path = listening_process(RUNTIME, agent_env(RUNTIME))
     wait_environ(sleeper.pid, "LEAKSCOPE_RUNTIME_DIR")
-    path = os.path.join(RUNTIME, "%d.sock" % sleeper.pid)
-    stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    stuck.bind(path)
-    stuck.listen(16)            # connections wait in the backlog, unanswered
     srv = Serve(["--metrics", "127.0.0.1:0", "--agent-timeout", "20"])
     try:
         times = []
@@ -356,7 +355,8 @@ def t_metrics_stuck():
     finally:
         srv.stop()
         stuck.close()
-        os.unlink(path)
+        if os.path.exists(path):
+            os.unlink(path)
         sleeper.kill()
         sleeper.wait()
 
