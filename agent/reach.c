@@ -2498,13 +2498,20 @@ static void rescan_written(struct scan *sc)
 static int still_clean(const struct scan *sc, uint64_t a, uint64_t b)
 {
 	const struct span *p = sc->regd.p, *d = sc->dirty.p;
-	size_t i, lo = 0, hi = sc->dirty.len;
+	size_t lo = 0, hi = sc->regd.len;
 
-	for (i = 0; i < sc->regd.len; i++)
-		if (a >= p[i].start && b <= p[i].end)
-			break;
-	if (i == sc->regd.len)
+	while (lo < hi) {	/* the first protected range ending after a */
+		size_t mid = (lo + hi) / 2;
+
+		if (p[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == sc->regd.len || a < p[lo].start || b > p[lo].end)
 		return 0;
+	lo = 0;
+	hi = sc->dirty.len;
 	while (lo < hi) {	/* the first written range ending after a */
 		size_t mid = (lo + hi) / 2;
 
