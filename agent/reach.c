@@ -2320,13 +2320,12 @@ static int log_drain(struct scan *sc, int stopped)
 	return r;
 }
 
-/* The recorded root pieces within [a, b), scanned again. */
-static void rescan_roots(struct scan *sc, uint64_t a, uint64_t b)
+/* The first of n ascending spans ending after a (n when none does). */
+static size_t span_after(const struct span *p, size_t n, uint64_t a)
 {
-	const struct span *p = sc->rootp.p;
-	size_t lo = 0, hi = sc->rootp.len;
+	size_t lo = 0, hi = n;
 
-	while (lo < hi) {	/* the first piece ending after a */
+	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
 		if (p[mid].end <= a)
@@ -2334,6 +2333,15 @@ static void rescan_roots(struct scan *sc, uint64_t a, uint64_t b)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* The recorded root pieces within [a, b), scanned again. */
+static void rescan_roots(struct scan *sc, uint64_t a, uint64_t b)
+{
+	const struct span *p = sc->rootp.p;
+	size_t lo = span_after(p, sc->rootp.len, a);
+
 	for (; lo < sc->rootp.len && p[lo].start < b; lo++)
 		mark_range(sc, p[lo].start > a ? p[lo].start : a,
 			   p[lo].end < b ? p[lo].end : b, 1);
@@ -2498,29 +2506,12 @@ static void rescan_written(struct scan *sc)
 static int still_clean(const struct scan *sc, uint64_t a, uint64_t b)
 {
 	const struct span *p = sc->regd.p, *d = sc->dirty.p;
-	size_t lo = 0, hi = sc->regd.len;
+	size_t i = span_after(p, sc->regd.len, a);
 
-	while (lo < hi) {	/* the first protected range ending after a */
-		size_t mid = (lo + hi) / 2;
-
-		if (p[mid].end <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == sc->regd.len || a < p[lo].start || b > p[lo].end)
+	if (i == sc->regd.len || a < p[i].start || b > p[i].end)
 		return 0;
-	lo = 0;
-	hi = sc->dirty.len;
-	while (lo < hi) {	/* the first written range ending after a */
-		size_t mid = (lo + hi) / 2;
-
-		if (d[mid].end <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo == sc->dirty.len || (d[lo].start & ~1ull) >= b;
+	i = span_after(d, sc->dirty.len, a);
+	return i == sc->dirty.len || (d[i].start & ~1ull) >= b;
 }
 
 /*
