@@ -2418,13 +2418,12 @@ static int log_drain(struct scan *sc, int stopped)
 	return r;
 }
 
-/* The recorded root pieces within [a, b), scanned again. */
-static void rescan_roots(struct scan *sc, uint64_t a, uint64_t b)
+/* The first of n ascending spans ending after a (n when none does). */
+static size_t span_after(const struct span *p, size_t n, uint64_t a)
 {
-	const struct span *p = sc->rootp.p;
-	size_t lo = 0, hi = sc->rootp.len;
+	size_t lo = 0, hi = n;
 
-	while (lo < hi) {	/* the first piece ending after a */
+	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
 		if (p[mid].end <= a)
@@ -2432,6 +2431,15 @@ static void rescan_roots(struct scan *sc, uint64_t a, uint64_t b)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* The recorded root pieces within [a, b), scanned again. */
+static void rescan_roots(struct scan *sc, uint64_t a, uint64_t b)
+{
+	const struct span *p = sc->rootp.p;
+	size_t lo = span_after(p, sc->rootp.len, a);
+
 	for (; lo < sc->rootp.len && p[lo].start < b; lo++)
 		mark_range(sc, p[lo].start > a ? p[lo].start : a,
 			   p[lo].end < b ? p[lo].end : b, 1);
@@ -2596,22 +2604,12 @@ static void rescan_written(struct scan *sc)
 static int still_clean(const struct scan *sc, uint64_t a, uint64_t b)
 {
 	const struct span *p = sc->regd.p, *d = sc->dirty.p;
-	size_t i, lo = 0, hi = sc->dirty.len;
+	size_t i = span_after(p, sc->regd.len, a);
 
-	for (i = 0; i < sc->regd.len; i++)
-		if (a >= p[i].start && b <= p[i].end)
-			break;
-	if (i == sc->regd.len)
+	if (i == sc->regd.len || a < p[i].start || b > p[i].end)
 		return 0;
-	while (lo < hi) {	/* the first written range ending after a */
-		size_t mid = (lo + hi) / 2;
-
-		if (d[mid].end <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo == sc->dirty.len || (d[lo].start & ~1ull) >= b;
+	i = span_after(d, sc->dirty.len, a);
+	return i == sc->dirty.len || (d[i].start & ~1ull) >= b;
 }
 
 /*
