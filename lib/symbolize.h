@@ -7,7 +7,7 @@
  * an address in it is first asked for, and only trusted when its build id
  * still matches the one recorded in the snapshot.  Debug information comes
  * from the file itself or from separate debug files (.gnu_debuglink, or
- * by build id under /usr/lib/debug/.build-id), DWARF 2 to 5 as gcc, clang
+ * by build id under /usr/lib/debug/.build-id), DWARF 4 and 5 as gcc, clang
  * and rustc write it, compressed or not, split (-gsplit-dwarf: .dwo files
  * where the skeleton unit names them) or not; nothing is ever fetched
  * from the network (DEBUGINFOD_URLS is removed from the environment).
