@@ -168,7 +168,8 @@ static void ask(unsigned mode, char *err, size_t errlen)
 		close(fd);
 		break;
 	case 4:
-		r = ls_client_check(getpid(), 0, LS_CHECK_CONCURRENT, &snap,
+		r = ls_client_check(getpid(), 0, LS_CHECK_CONCURRENT,
+				    LS_CHECK_BUDGET_US, &snap,
 				    err, errlen);
 		if (!r)
 			fuzz_fail("a check of the fuzzer itself succeeded");
