@@ -81,11 +81,24 @@ def t_redacted():
                  else '"--password","<redacted>"', fmt + " command line")
 
 
+def proc_state(pid):
+    """The state letter of /proc/PID/stat (after the command's ')')."""
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 @check("check of a stopped process (SIGSTOP): one line at once, status 1")
 def t_check_stopped():
     p = start(workload("growth"), ["30"])
     try:
         os.kill(p.pid, signal.SIGSTOP)
+        # SIGSTOP is delivered asynchronously: the case is a process
+        # already stopped, so wait until /proc says so.
+        deadline = time.monotonic() + 10
+        while proc_state(p.pid) != "T":
+            ok(time.monotonic() < deadline, "pid %d stopped within 10 s"
+               % p.pid)
+            time.sleep(0.01)
         t0 = time.monotonic()
         r = ls("check", p.pid, timeout=30)
         took = time.monotonic() - t0
