@@ -306,14 +306,16 @@ static inline int tix_get(uint32_t tid, uint32_t *ix)
 /* e as a compact slot, when it fits one. */
 static inline int pack(const struct ls_live_entry *e, struct slot16 *c)
 {
-	uint64_t size = e->size;
+	uint64_t sw;	/* size:40 and tid:24 (agent.c, entry_make) */
 	uint32_t ix;
 
-	if ((e->addr & 7) || e->addr >> 47 || size >= SIZE_LIMIT ||
-	    e->site >> (64 - SITE_SHIFT) || !tix_get(e->tid, &ix))
+	memcpy(&sw, (const char *)e + sizeof(e->addr), sizeof(sw));
+	if ((e->addr & 0xffff800000000007ULL) ||
+	    (sw & ((1ULL << 40) - SIZE_LIMIT)) ||
+	    e->site >> (64 - SITE_SHIFT) || !tix_get((uint32_t)(sw >> 40), &ix))
 		return 0;
 	c->w0 = e->addr >> 3 | (uint64_t)e->site << SITE_SHIFT;
-	c->w1 = e->birth | size << SIZE_SHIFT | (uint64_t)ix << TIX_SHIFT;
+	c->w1 = e->birth | sw << SIZE_SHIFT | (uint64_t)ix << TIX_SHIFT;
 	return 1;
 }
 
@@ -363,7 +365,8 @@ int64_t find(const struct shard *s, uint64_t addr, uint64_t h, int w)
  * groups it passes count it.  The table is never fuller than 7/8, so
  * there is one.
  */
-static uint64_t place(struct shard *s, uint64_t h)
+static inline __attribute__((always_inline))
+uint64_t place(struct shard *s, uint64_t h)
 {
 	uint64_t g = group_of(h, s->ngroups);
 	unsigned m;
@@ -420,25 +423,35 @@ static inline uint64_t grown(uint64_t n)
 }
 
 /* New arrays a fifth larger (one group at first use) with every live
- * entry moved over.  Rare: out of line. */
-static __attribute__((noinline, cold)) int rebuild(struct shard *s, int w)
+ * entry moved over.  Rare: out of line, one copy per table (below). */
+static inline __attribute__((always_inline)) int rebuild(struct shard *s, int w)
 {
 	uint64_t groups = !s->ctrl ? 1 : grown(s->ngroups);
 	signed char *mem = ls_sys_map(map_size(groups, w));
 	struct shard n = { .ngroups = groups };
-	uint64_t p, old_groups = s->ngroups;
+	uint64_t g, h, p, old_groups = s->ngroups;
+	unsigned full;
 
 	if (!mem)
 		return -ENOMEM;
 	n.ctrl = mem;
 	n.slots = (char *)(mem + groups * GROUP);
 	memset(n.ctrl, CTRL_EMPTY, groups * GROUP);	/* counts 0 too */
-	for (p = 0; s->ctrl && p < old_groups * GROUP; p++)
-		if (s->ctrl[p] >= 0) {
-			const char *q = slot_at(s, p, w);
+	/* A shard grows by a fifth: in a table that only grows, each entry
+	 * is moved about 5 times, so the moves are the bulk of an
+	 * insert's cost there.  Group by group, the full slots from the
+	 * control bytes' top bits. */
+	for (g = 0; s->ctrl && g < old_groups; g++)
+		for (full = ~(unsigned)_mm_movemask_epi8(group_ctrl(s, g)) &
+			    SLOT_BITS; full; full &= full - 1) {
+			const char *q = slot_at(s, g * GROUP +
+					(unsigned)__builtin_ctz(full), w);
 
-			put_at(&n, place(&n, addr_hash(slot_addr(q, w))), q,
-			       addr_hash(slot_addr(q, w)), w);
+			h = addr_hash(slot_addr(q, w));
+			p = place(&n, h);
+			n.ctrl[p] = ctrl_of(h);
+			memcpy(slot_at(&n, p, w), q, STRIDE(w));
+			n.count++;
 		}
 	if (s->ctrl)
 		ls_sys_unmap(s->ctrl, map_size(old_groups, w));
@@ -454,10 +467,21 @@ static __attribute__((noinline, cold)) int rebuild(struct shard *s, int w)
 	return 0;
 }
 
+static __attribute__((noinline, cold)) int rebuild_compact(struct shard *s)
+{
+	return rebuild(s, 0);
+}
+
+static __attribute__((noinline, cold)) int rebuild_wide(struct shard *s)
+{
+	return rebuild(s, 1);
+}
+
 /* Room for one more entry in table w. */
 static inline int room(struct shard *s, int w)
 {
-	return s->count < s->limit || !rebuild(s, w);
+	return s->count < s->limit ||
+	       !(w ? rebuild_wide(s) : rebuild_compact(s));
 }
 
 /* Insert slot (e packed for table w) into it, there being room; over an
@@ -538,24 +562,24 @@ size_t ls_live_shard_wide(unsigned idx)
  * entry for the wide table or a shard that has any, a check's change log
  * to append to.  Out of line and reached by a tail call, so that the
  * fast paths below make no call and keep few values live across one.
+ * c is e packed, or NULL when it does not fit a compact slot.
  * An insert first takes the address out of the other table (an entry
  * the program freed through a path the agent does not see), logging
  * that removal before the insert.
  */
 static __attribute__((noinline))
 int insert_locked(struct shard *s, const struct ls_live_entry *e,
-		  struct ls_live_entry *old, uint64_t h)
+		  struct ls_live_entry *old, uint64_t h, const struct slot16 *c)
 {
 	struct shard *wt = &wide[s - shards];
-	struct slot16 c;
 	int ret;
 
-	if (pack(e, &c)) {
+	if (c) {
 		if (!room(s, 0)) {
 			ret = -ENOMEM;
 		} else {
 			ret = s->nwide && tab_remove(wt, e->addr, h, old, 1);
-			ret |= tab_insert(s, &c, e, old, h, 0);
+			ret |= tab_insert(s, c, e, old, h, 0);
 		}
 	} else if (!room(wt, 1)) {
 		ret = -ENOMEM;
@@ -595,10 +619,10 @@ static inline int try_lock(struct shard *s)
 
 static __attribute__((noinline))
 int insert_wait(struct shard *s, const struct ls_live_entry *e,
-		struct ls_live_entry *old, uint64_t h)
+		struct ls_live_entry *old, uint64_t h, const struct slot16 *c)
 {
 	ls_lock(&s->lock);
-	return insert_locked(s, e, old, h);
+	return insert_locked(s, e, old, h, c);
 }
 
 static __attribute__((noinline))
@@ -625,25 +649,25 @@ int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 	__m128i v;
 	uint64_t g;
 	unsigned m, empty;
-	int fits = pack(e, &c);
+	const struct slot16 *fits = pack(e, &c) ? &c : NULL;
 
 	if (ls_unlikely(!try_lock(s)))
-		return insert_wait(s, e, old, h);
+		return insert_wait(s, e, old, h, fits);
 	/* limit is 0 while the shard has no arrays. */
 	if (ls_unlikely(!fits || s->count >= s->limit || s->nwide ||
 			__atomic_load_n(&log_buf, __ATOMIC_RELAXED)))
-		return insert_locked(s, e, old, h);
+		return insert_locked(s, e, old, h, fits);
 	g = group_of(h, s->ngroups);
 	v = group_ctrl(s, g);
 	empty = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v,
 					_mm_set1_epi8(CTRL_EMPTY)));
 	if (ls_unlikely(!(empty & OVF_BIT) || !(empty & SLOT_BITS)))
-		return insert_locked(s, e, old, h);
+		return insert_locked(s, e, old, h, fits);
 	for (m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v,
 					_mm_set1_epi8(ctrl_of(h)))); m; m &= m - 1)
 		if (ls_unlikely(slot_addr(slot_at(s, g * GROUP +
 			(unsigned)__builtin_ctz(m), 0), 0) == e->addr))
-			return insert_locked(s, e, old, h);
+			return insert_locked(s, e, old, h, fits);
 	put_at(s, g * GROUP + (unsigned)__builtin_ctz(empty), &c, h, 0);
 	ls_unlock(&s->lock);
 	return 0;
