@@ -104,6 +104,7 @@ static uint32_t tid_of[TIX_COUNT];
 static uint16_t *tix_map;	/* TID_LIMIT entries; NULL until first use */
 static uint32_t tix_next;
 static ls_lock_t tix_lock;
+static int tix_unmapped;	/* mapping tix_map failed: do not retry */
 
 /*
  * Prefetching starts once a compact shard reaches this many groups
@@ -262,20 +263,23 @@ static inline __m128i group_ctrl(const struct shard *s, uint64_t g)
 }
 
 /* The index of tid, assigned on first sight; 0 when it has none and
- * cannot get one (the entry then goes to the wide table). */
+ * cannot get one (the entry then goes to the wide table): an id of 2^22
+ * or more, 16384 ids already indexed, or no memory for the index (the
+ * program's RLIMIT_AS), which is then not asked for again. */
 static __attribute__((noinline, cold)) int tix_assign(uint32_t tid,
 						      uint32_t *ix)
 {
 	uint16_t *m;
 	int ok = 0;
 
-	if (tid >= TID_LIMIT)
+	if (tid >= TID_LIMIT || __atomic_load_n(&tix_unmapped, __ATOMIC_RELAXED))
 		return 0;
 	ls_lock(&tix_lock);
 	m = tix_map;
 	if (!m) {
 		m = ls_sys_map(TID_LIMIT * sizeof(*m));
 		__atomic_store_n(&tix_map, m, __ATOMIC_RELEASE);
+		__atomic_store_n(&tix_unmapped, !m, __ATOMIC_RELAXED);
 	}
 	if (m && m[tid]) {
 		*ix = m[tid] - 1u;
