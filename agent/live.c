@@ -54,11 +54,12 @@
  *   w0: address / 8 (bits 0-43), site (44-63)
  *   w1: birth (bits 0-31), size (32-49), thread index (50-63)
  *
- * The thread index names a kernel thread id in tid_of[] (each id gets
- * one the first time it inserts).  An entry that does not fit (an
+ * The thread index is the slot of the thread id in tix_ids[], a hash
+ * table of ids that only grows (each id gets one the first time it
+ * inserts).  An entry that does not fit (an
  * address not 8-aligned or above 2^47, a size of 256 KiB or more, a site
- * id of 2^20 or more, a thread id past the first 16384 distinct ones, or
- * past 2^22) goes whole, 24 bytes, to the shard's wide table instead,
+ * id of 2^20 or more, a thread id past the first 12288 distinct ones)
+ * goes whole, 24 bytes, to the shard's wide table instead,
  * which is the same kind of table under the same lock.  An address is in
  * at most one of the two.
  */
@@ -72,7 +73,7 @@ struct slot16 {
 #define SIZE_LIMIT (1ull << 18)
 #define TIX_SHIFT 50
 #define TIX_COUNT (1u << 14)
-#define TID_LIMIT (1u << 22)	/* the kernel's largest pid_max */
+#define TIX_MAX (TIX_COUNT / 4 * 3)	/* ids indexed at most: probes stay short */
 
 /*
  * The stride of a table's slots: w (the wide table) is always a
@@ -100,11 +101,12 @@ static struct shard wide[LS_LIVE_SHARDS];
 _Static_assert(sizeof(struct shard) == 64, "shard_of() scales by 64");
 
 /* Thread ids by index, and indexes by thread id (+ 1; 0: none yet). */
-static uint32_t tid_of[TIX_COUNT];
-static uint16_t *tix_map;	/* TID_LIMIT entries; NULL until first use */
-static uint32_t tix_next;
+/* Thread ids + 1 (0: an empty slot) by index, probed linearly from the
+ * id's hash; 64 KiB of the agent's data, no mapping (so nothing off a
+ * program's RLIMIT_AS). */
+static uint32_t tix_ids[TIX_COUNT];
+static uint32_t tix_used;
 static ls_lock_t tix_lock;
-static int tix_unmapped;	/* mapping tix_map failed: do not retry */
 
 /*
  * Prefetching starts once a compact shard reaches this many groups
@@ -262,46 +264,51 @@ static inline __m128i group_ctrl(const struct shard *s, uint64_t g)
 							      g * GROUP));
 }
 
+static inline uint32_t tix_home(uint32_t tid)
+{
+	return (tid * 0x9e3779b1u) >> 18;	/* 14 bits */
+}
+
 /* The index of tid, assigned on first sight; 0 when it has none and
- * cannot get one (the entry then goes to the wide table): an id of 2^22
- * or more, 16384 ids already indexed, or no memory for the index (the
- * program's RLIMIT_AS), which is then not asked for again. */
+ * cannot get one (the entry then goes to the wide table): 12288 ids
+ * already indexed, or an id of 2^32 - 1. */
 static __attribute__((noinline, cold)) int tix_assign(uint32_t tid,
 						      uint32_t *ix)
 {
-	uint16_t *m;
+	uint32_t i, v;
 	int ok = 0;
 
-	if (tid >= TID_LIMIT || __atomic_load_n(&tix_unmapped, __ATOMIC_RELAXED))
+	if (tid == UINT32_MAX)
 		return 0;
 	ls_lock(&tix_lock);
-	m = tix_map;
-	if (!m) {
-		m = ls_sys_map(TID_LIMIT * sizeof(*m));
-		__atomic_store_n(&tix_map, m, __ATOMIC_RELEASE);
-		__atomic_store_n(&tix_unmapped, !m, __ATOMIC_RELAXED);
+	for (i = tix_home(tid); ; i = (i + 1) & (TIX_COUNT - 1)) {
+		v = tix_ids[i];
+		if (v == tid + 1) {
+			ok = 1;
+			break;
+		}
+		if (!v) {
+			if (tix_used < TIX_MAX) {
+				tix_used++;
+				__atomic_store_n(&tix_ids[i], tid + 1,
+						 __ATOMIC_RELEASE);
+				ok = 1;
+			}
+			break;
+		}
 	}
-	if (m && m[tid]) {
-		*ix = m[tid] - 1u;
-		ok = 1;
-	} else if (m && tix_next < TIX_COUNT) {
-		*ix = tix_next++;
-		tid_of[*ix] = tid;
-		__atomic_store_n(&m[tid], (uint16_t)(*ix + 1), __ATOMIC_RELEASE);
-		ok = 1;
-	}
+	*ix = i;
 	ls_unlock(&tix_lock);
 	return ok;
 }
 
 static inline int tix_get(uint32_t tid, uint32_t *ix)
 {
-	const uint16_t *m = __atomic_load_n(&tix_map, __ATOMIC_ACQUIRE);
-	uint16_t v;
+	uint32_t i = tix_home(tid);
 
-	if (ls_likely(m && tid < TID_LIMIT &&
-		      (v = __atomic_load_n(&m[tid], __ATOMIC_ACQUIRE)))) {
-		*ix = v - 1u;
+	if (ls_likely(__atomic_load_n(&tix_ids[i], __ATOMIC_ACQUIRE) ==
+		      tid + 1)) {
+		*ix = i;
 		return 1;
 	}
 	return tix_assign(tid, ix);
@@ -336,7 +343,7 @@ static inline void unpack(const char *q, int w, struct ls_live_entry *e)
 	memcpy(&c, q, sizeof(c));
 	/* size:40 and tid:24 share a word (agent.c, entry_make). */
 	sw = (c.w1 >> SIZE_SHIFT & (SIZE_LIMIT - 1)) |
-	     (uint64_t)tid_of[c.w1 >> TIX_SHIFT] << 40;
+	     (uint64_t)(tix_ids[c.w1 >> TIX_SHIFT] - 1) << 40;
 	e->addr = (c.w0 & KEY_MASK) << 3;
 	memcpy((char *)e + sizeof(e->addr), &sw, sizeof(sw));
 	e->site = (uint32_t)(c.w0 >> SITE_SHIFT);
@@ -855,8 +862,7 @@ size_t ls_live_mapped(void)
 
 size_t ls_live_resident(void)
 {
-	const uint16_t *m = __atomic_load_n(&tix_map, __ATOMIC_ACQUIRE);
-	size_t n = m ? ls_sys_resident(m, TID_LIMIT * sizeof(*m)) : 0;
+	size_t n = 0;
 	unsigned i;
 	int w;
 

@@ -16,7 +16,7 @@
  * count's byte per 15, at a load between 73% and 7/8: 19.5 to 23.4
  * bytes per live block.  An entry that does not fit (a size of 256 KiB
  * or more, an address not 8-aligned or above 2^47, a site id from 2^20,
- * a thread past the first 16384 distinct ids) is kept whole, in 24
+ * a thread past the first 12288 distinct ids) is kept whole, in 24
  * bytes, in a second table of its shard.  Either way every field is
  * given back exactly as inserted.
  *
