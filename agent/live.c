@@ -18,8 +18,11 @@
  * that group.  (With deleted marks, a group that had once been full sent
  * every later insert there down the general path until the shard was
  * rebuilt: 22% of the churn's inserts, docs/PERFORMANCE.md.)  A shard is
- * rebuilt at twice the size when its live entries would pass 7/8 of its
- * slots.
+ * rebuilt a fifth larger when its live entries would pass 7/8 of its
+ * slots, so that it stays between 73% and 7/8 full.
+ *
+ * A slot is 16 bytes (struct slot16 below): with its control byte and
+ * the count's share, 17.1 bytes a slot, 19.5 to 23.4 bytes a live block.
  */
 #include <emmintrin.h>
 #include <errno.h>
@@ -35,7 +38,7 @@
  * Every byte that is not a full slot has its top bit set, so `ctrl[p] >=
  * 0` says "a full slot" for any position p, the count's included, and a
  * hash byte never compares equal to a count.  Control position p (g * 16
- * + i) holds its entry at slots[ENT(p)] (g * 15 + i).
+ * + i) holds its entry at slot ENT(p) (g * 15 + i).
  */
 #define GROUP 16
 #define GROUP_SLOTS 15
@@ -45,28 +48,72 @@
 #define OVF_MAX 0xffu
 #define ENT(p) ((p) - ((p) >> 4))
 
+/*
+ * A compact slot, 16 bytes: the entry of nearly every block.
+ *
+ *   w0: address / 8 (bits 0-43), site (44-63)
+ *   w1: birth (bits 0-31), size (32-49), thread index (50-63)
+ *
+ * The thread index is the slot of the thread id in tix_ids[], a hash
+ * table of ids that only grows (each id gets one the first time it
+ * inserts).  An entry that does not fit (an
+ * address not 8-aligned or above 2^47, a size of 256 KiB or more, a site
+ * id of 2^20 or more, a thread id past the first 12288 distinct ones)
+ * goes whole, 24 bytes, to the shard's wide table instead,
+ * which is the same kind of table under the same lock.  An address is in
+ * at most one of the two.
+ */
+struct slot16 {
+	uint64_t w0, w1;
+};
+
+#define KEY_MASK ((1ull << 44) - 1)
+#define SITE_SHIFT 44
+#define SIZE_SHIFT 32
+#define SIZE_LIMIT (1ull << 18)
+#define TIX_SHIFT 50
+#define TIX_COUNT (1u << 14)
+#define TIX_MAX (TIX_COUNT / 4 * 3)	/* ids indexed at most: probes stay short */
+
+/*
+ * The stride of a table's slots: w (the wide table) is always a
+ * constant, so that every function below that takes it compiles into
+ * one copy per table.
+ */
+#define STRIDE(w) ((w) ? sizeof(struct ls_live_entry) : sizeof(struct slot16))
+
 struct shard {
-	ls_lock_t lock;
+	ls_lock_t lock;		/* the wide table's is unused: under the
+				   compact shard's */
 	uint32_t pad_;
-	uint64_t gmask;		/* groups - 1; meaningless while !ctrl */
+	uint64_t ngroups;	/* 0 until first use */
 	uint64_t count;		/* live entries */
-	uint64_t pad2_;
+	uint64_t nwide;		/* compact: the wide table's count, mirrored */
 	/* count may not reach it: 7/8 of the slots, 0 until first use (so
 	 * that one compare sends a first insert to rebuild() too). */
 	uint64_t limit;
 	signed char *ctrl;	/* 16 bytes per group; NULL until first use */
-	struct ls_live_entry *slots;	/* in the same mapping, after ctrl */
+	char *slots;		/* in the same mapping, after ctrl */
 } __attribute__((aligned(LS_CACHELINE)));
 
 static struct shard shards[LS_LIVE_SHARDS];
+static struct shard wide[LS_LIVE_SHARDS];
 _Static_assert(sizeof(struct shard) == 64, "shard_of() scales by 64");
 
+/* Thread ids by index, and indexes by thread id (+ 1; 0: none yet). */
+/* Thread ids + 1 (0: an empty slot) by index, probed linearly from the
+ * id's hash; 64 KiB of the agent's data, no mapping (so nothing off a
+ * program's RLIMIT_AS). */
+static uint32_t tix_ids[TIX_COUNT];
+static uint32_t tix_used;
+static ls_lock_t tix_lock;
+
 /*
- * Prefetching starts once a shard reaches this many groups (47 KiB of
- * slots): a program whose shards all stay smaller has a table that stays
- * in the second-level cache (the churn's 4096 live blocks per thread fill
- * 16 shards of 32 groups), where the prefetches would only add
- * instructions.
+ * Prefetching starts once a compact shard reaches this many groups
+ * (30 KiB of slots): a program whose shards all stay smaller has a table
+ * that stays in the second-level cache (the churn's 4096 live blocks per
+ * thread fill 16 shards of about 40 groups), where the prefetches would
+ * only add instructions.
  */
 #define PREFETCH_MIN_GROUPS 128
 
@@ -141,9 +188,9 @@ void ls_live_log_stop(void)
 	__atomic_store_n(&log_buf, NULL, __ATOMIC_RELEASE);
 }
 
-/* Block addresses are 16-byte aligned with structure in the high bits:
- * a multiplicative hash spreads them.  Its top bits pick the shard within
- * a group, the next 7 bits are the control byte, bits from 20 up the
+/* Block addresses are 8- or 16-byte aligned with structure in the high
+ * bits: a multiplicative hash spreads them.  Its top bits pick the shard
+ * within a group, the next 7 bits are the control byte, bits 17-48 the
  * first group of slots. */
 static inline uint64_t addr_hash(uint64_t a)
 {
@@ -174,14 +221,35 @@ static inline signed char ctrl_of(uint64_t h)
 	return (signed char)(h >> 49 & 0x7f);
 }
 
-static inline uint64_t group_of(uint64_t h, uint64_t gmask)
+/* Bits 17-48 of the hash scaled to [0, ngroups) by a multiply: a shard
+ * can have any number of groups, and grows by a fifth at a time (its
+ * load stays between 73% and 7/8 rather than 44% and 7/8). */
+static inline uint64_t group_of(uint64_t h, uint64_t ngroups)
 {
-	return h >> 20 & gmask;
+	return (uint64_t)(uint32_t)(h >> 17) * ngroups >> 32;
 }
 
-static inline size_t map_size(uint64_t groups)
+static inline uint64_t next_group(uint64_t g, uint64_t ngroups)
 {
-	return groups * (GROUP + GROUP_SLOTS * sizeof(struct ls_live_entry));
+	return g + 1 == ngroups ? 0 : g + 1;
+}
+
+static inline size_t map_size(uint64_t groups, int w)
+{
+	return groups * (GROUP + GROUP_SLOTS * STRIDE(w));
+}
+
+static inline char *slot_at(const struct shard *s, uint64_t p, int w)
+{
+	return s->slots + ENT(p) * STRIDE(w);
+}
+
+static inline uint64_t slot_addr(const char *q, int w)
+{
+	uint64_t w0;
+
+	memcpy(&w0, q, sizeof(w0));	/* an entry's addr, or a slot's w0 */
+	return w ? w0 : (w0 & KEY_MASK) << 3;
 }
 
 /* The overflow count's byte of group g. */
@@ -196,19 +264,105 @@ static inline __m128i group_ctrl(const struct shard *s, uint64_t g)
 							      g * GROUP));
 }
 
-/* The control position of addr's entry, or -1. */
+static inline uint32_t tix_home(uint32_t tid)
+{
+	return (tid * 0x9e3779b1u) >> 18;	/* 14 bits */
+}
+
+/* The index of tid, assigned on first sight; 0 when it has none and
+ * cannot get one (the entry then goes to the wide table): 12288 ids
+ * already indexed, or an id of 2^32 - 1. */
+static __attribute__((noinline, cold)) int tix_assign(uint32_t tid,
+						      uint32_t *ix)
+{
+	uint32_t i, v;
+	int ok = 0;
+
+	if (tid == UINT32_MAX)
+		return 0;
+	ls_lock(&tix_lock);
+	for (i = tix_home(tid); ; i = (i + 1) & (TIX_COUNT - 1)) {
+		v = tix_ids[i];
+		if (v == tid + 1) {
+			ok = 1;
+			break;
+		}
+		if (!v) {
+			if (tix_used < TIX_MAX) {
+				tix_used++;
+				__atomic_store_n(&tix_ids[i], tid + 1,
+						 __ATOMIC_RELEASE);
+				ok = 1;
+			}
+			break;
+		}
+	}
+	*ix = i;
+	ls_unlock(&tix_lock);
+	return ok;
+}
+
+static inline int tix_get(uint32_t tid, uint32_t *ix)
+{
+	uint32_t i = tix_home(tid);
+
+	if (ls_likely(__atomic_load_n(&tix_ids[i], __ATOMIC_ACQUIRE) ==
+		      tid + 1)) {
+		*ix = i;
+		return 1;
+	}
+	return tix_assign(tid, ix);
+}
+
+/* e as a compact slot, when it fits one. */
+static inline int pack(const struct ls_live_entry *e, struct slot16 *c)
+{
+	uint64_t sw;	/* size:40 and tid:24 (agent.c, entry_make) */
+	uint32_t ix;
+
+	memcpy(&sw, (const char *)e + sizeof(e->addr), sizeof(sw));
+	if ((e->addr & 0xffff800000000007ULL) ||
+	    (sw & ((1ULL << 40) - SIZE_LIMIT)) ||
+	    e->site >> (64 - SITE_SHIFT) || !tix_get((uint32_t)(sw >> 40), &ix))
+		return 0;
+	c->w0 = e->addr >> 3 | (uint64_t)e->site << SITE_SHIFT;
+	c->w1 = e->birth | sw << SIZE_SHIFT | (uint64_t)ix << TIX_SHIFT;
+	return 1;
+}
+
+/* Slot q of table w back into a whole entry. */
+static inline void unpack(const char *q, int w, struct ls_live_entry *e)
+{
+	struct slot16 c;
+	uint64_t sw;
+
+	if (w) {
+		memcpy(e, q, sizeof(*e));
+		return;
+	}
+	memcpy(&c, q, sizeof(c));
+	/* size:40 and tid:24 share a word (agent.c, entry_make). */
+	sw = (c.w1 >> SIZE_SHIFT & (SIZE_LIMIT - 1)) |
+	     (uint64_t)(tix_ids[c.w1 >> TIX_SHIFT] - 1) << 40;
+	e->addr = (c.w0 & KEY_MASK) << 3;
+	memcpy((char *)e + sizeof(e->addr), &sw, sizeof(sw));
+	e->site = (uint32_t)(c.w0 >> SITE_SHIFT);
+	e->birth = (uint32_t)c.w1;
+}
+
+/* The control position of addr's entry in table w, or -1. */
 static inline __attribute__((always_inline))
-int64_t find(const struct shard *s, uint64_t addr, uint64_t h)
+int64_t find(const struct shard *s, uint64_t addr, uint64_t h, int w)
 {
 	const __m128i want = _mm_set1_epi8(ctrl_of(h));
-	uint64_t g = group_of(h, s->gmask), n, p;
+	uint64_t g = group_of(h, s->ngroups), n, p;
 	unsigned m;
 
-	for (n = 0; n <= s->gmask; n++, g = (g + 1) & s->gmask) {
+	for (n = 0; n < s->ngroups; n++, g = next_group(g, s->ngroups)) {
 		for (m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
 				group_ctrl(s, g), want)); m; m &= m - 1) {
 			p = g * GROUP + (unsigned)__builtin_ctz(m);
-			if (s->slots[ENT(p)].addr == addr)
+			if (slot_addr(slot_at(s, p, w), w) == addr)
 				return (int64_t)p;
 		}
 		if (*ovf_at(s, g) == (unsigned char)CTRL_EMPTY)
@@ -219,12 +373,13 @@ int64_t find(const struct shard *s, uint64_t addr, uint64_t h)
 
 /*
  * A new entry's place: the first empty slot on its probe path.  The
- * groups it passes count it.  The shard is never fuller than 7/8, so
+ * groups it passes count it.  The table is never fuller than 7/8, so
  * there is one.
  */
-static uint64_t place(struct shard *s, uint64_t h)
+static inline __attribute__((always_inline))
+uint64_t place(struct shard *s, uint64_t h)
 {
-	uint64_t g = group_of(h, s->gmask);
+	uint64_t g = group_of(h, s->ngroups);
 	unsigned m;
 	unsigned char *o;
 
@@ -235,23 +390,23 @@ static uint64_t place(struct shard *s, uint64_t h)
 		o = ovf_at(s, g);
 		if (*o != OVF_MAX)
 			++*o;
-		g = (g + 1) & s->gmask;
+		g = next_group(g, s->ngroups);
 	}
 }
 
-static void put_at(struct shard *s, uint64_t p, const struct ls_live_entry *e,
-		   uint64_t h)
+static inline void put_at(struct shard *s, uint64_t p, const void *slot,
+			  uint64_t h, int w)
 {
 	s->count++;
 	s->ctrl[p] = ctrl_of(h);
-	s->slots[ENT(p)] = *e;
+	memcpy(slot_at(s, p, w), slot, STRIDE(w));
 }
 
 /* The entry at control position p out into *out, its slot empty. */
 static inline void empty_at(struct shard *s, uint64_t p,
-			    struct ls_live_entry *out)
+			    struct ls_live_entry *out, int w)
 {
-	*out = s->slots[ENT(p)];
+	unpack(slot_at(s, p, w), w, out);
 	s->ctrl[p] = CTRL_EMPTY;
 	s->count--;
 }
@@ -259,51 +414,122 @@ static inline void empty_at(struct shard *s, uint64_t p,
 /* empty_at(), and the groups its probe passed on the way there (from its
  * first, the one of h) uncount it. */
 static inline void take_at(struct shard *s, uint64_t p, uint64_t h,
-			   struct ls_live_entry *out)
+			   struct ls_live_entry *out, int w)
 {
-	uint64_t g = group_of(h, s->gmask);
+	uint64_t g = group_of(h, s->ngroups);
 	unsigned char *o;
 
-	empty_at(s, p, out);
-	for (; g != p / GROUP; g = (g + 1) & s->gmask) {
+	empty_at(s, p, out, w);
+	for (; g != p / GROUP; g = next_group(g, s->ngroups)) {
 		o = ovf_at(s, g);
 		if (*o != OVF_MAX)
 			--*o;
 	}
 }
 
-/* A new array of twice as many groups (one at first use) with every
- * live entry moved over.  Rare: out of line. */
-static __attribute__((noinline, cold)) int rebuild(struct shard *s)
+/* The group count after n: a fifth more, at least one more. */
+static inline uint64_t grown(uint64_t n)
 {
-	uint64_t groups = !s->ctrl ? 1 : (s->gmask + 1) * 2;
-	signed char *mem = ls_sys_map(map_size(groups));
-	struct shard n = { .gmask = groups - 1 };
-	uint64_t p, old_groups = s->gmask + 1;
+	return n + (n / 5 ? n / 5 : 1);
+}
+
+/* New arrays a fifth larger (one group at first use) with every live
+ * entry moved over.  Rare: out of line, one copy per table (below). */
+static inline __attribute__((always_inline)) int rebuild(struct shard *s, int w)
+{
+	uint64_t groups = !s->ctrl ? 1 : grown(s->ngroups);
+	signed char *mem = ls_sys_map(map_size(groups, w));
+	struct shard n = { .ngroups = groups };
+	uint64_t g, h, p, old_groups = s->ngroups;
+	unsigned full;
 
 	if (!mem)
 		return -ENOMEM;
 	n.ctrl = mem;
-	n.slots = (struct ls_live_entry *)(void *)(mem + groups * GROUP);
+	n.slots = (char *)(mem + groups * GROUP);
 	memset(n.ctrl, CTRL_EMPTY, groups * GROUP);	/* counts 0 too */
-	for (p = 0; s->ctrl && p < old_groups * GROUP; p++)
-		if (s->ctrl[p] >= 0) {
-			uint64_t h = addr_hash(s->slots[ENT(p)].addr);
+	/* A shard grows by a fifth: in a table that only grows, each entry
+	 * is moved about 5 times, so the moves are the bulk of an
+	 * insert's cost there.  Group by group, the full slots from the
+	 * control bytes' top bits. */
+	for (g = 0; s->ctrl && g < old_groups; g++)
+		for (full = ~(unsigned)_mm_movemask_epi8(group_ctrl(s, g)) &
+			    SLOT_BITS; full; full &= full - 1) {
+			const char *q = slot_at(s, g * GROUP +
+					(unsigned)__builtin_ctz(full), w);
 
-			put_at(&n, place(&n, h), &s->slots[ENT(p)], h);
+			h = addr_hash(slot_addr(q, w));
+			p = place(&n, h);
+			n.ctrl[p] = ctrl_of(h);
+			memcpy(slot_at(&n, p, w), q, STRIDE(w));
+			n.count++;
 		}
 	if (s->ctrl)
-		ls_sys_unmap(s->ctrl, map_size(old_groups));
-	/* ls_live_mapped() reads ctrl and gmask without the lock, and
+		ls_sys_unmap(s->ctrl, map_size(old_groups, w));
+	/* ls_live_mapped() reads ctrl and ngroups without the lock, and
 	 * ls_live_prefetch() all three. */
-	__atomic_store_n(&s->gmask, n.gmask, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->ngroups, n.ngroups, __ATOMIC_RELAXED);
 	s->limit = groups * GROUP_SLOTS * 7 / 8;
 	s->count = n.count;
 	__atomic_store_n(&s->slots, n.slots, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->ctrl, n.ctrl, __ATOMIC_RELAXED);
-	if (groups >= PREFETCH_MIN_GROUPS)
+	if (!w && groups >= PREFETCH_MIN_GROUPS)
 		__atomic_store_n(&ls_live_prefetch_on, 1, __ATOMIC_RELAXED);
 	return 0;
+}
+
+static __attribute__((noinline, cold)) int rebuild_compact(struct shard *s)
+{
+	return rebuild(s, 0);
+}
+
+static __attribute__((noinline, cold)) int rebuild_wide(struct shard *s)
+{
+	return rebuild(s, 1);
+}
+
+/* Room for one more entry in table w. */
+static inline int room(struct shard *s, int w)
+{
+	return s->count < s->limit ||
+	       !(w ? rebuild_wide(s) : rebuild_compact(s));
+}
+
+/* Insert slot (e packed for table w) into it, there being room; over an
+ * entry of the same address, which goes to *old: returns 1, else 0. */
+static inline __attribute__((always_inline))
+int tab_insert(struct shard *s, const void *slot, const struct ls_live_entry *e,
+	       struct ls_live_entry *old, uint64_t h, int w)
+{
+	int64_t p = find(s, e->addr, h, w);
+
+	if (p >= 0) {
+		unpack(slot_at(s, (uint64_t)p, w), w, old);
+		memcpy(slot_at(s, (uint64_t)p, w), slot, STRIDE(w));
+		log_put(LS_LIVE_LOG_REMOVE, old);
+		log_put(LS_LIVE_LOG_INSERT, e);
+		return 1;
+	}
+	put_at(s, place(s, h), slot, h, w);
+	log_put(LS_LIVE_LOG_INSERT, e);
+	return 0;
+}
+
+/* Remove addr from table w into *out: 1, or 0 when it is not there. */
+static inline __attribute__((always_inline))
+int tab_remove(struct shard *s, uint64_t addr, uint64_t h,
+	       struct ls_live_entry *out, int w)
+{
+	int64_t p;
+
+	if (!s->ctrl || !s->count)
+		return 0;
+	p = find(s, addr, h, w);
+	if (p < 0)
+		return 0;
+	take_at(s, (uint64_t)p, h, out, w);
+	log_put(LS_LIVE_LOG_REMOVE, out);
+	return 1;
 }
 
 unsigned ls_live_shard(uint64_t addr)
@@ -313,53 +539,66 @@ unsigned ls_live_shard(uint64_t addr)
 
 size_t ls_live_shard_overflow(unsigned idx)
 {
-	const struct shard *s = &shards[idx];
+	const struct shard *t[2] = { &shards[idx], &wide[idx] };
 	size_t n = 0;
 	uint64_t g;
+	int w;
 
-	for (g = 0; s->ctrl && g <= s->gmask; g++)
-		n += *ovf_at(s, g) & 0x7fu;
+	for (w = 0; w < 2; w++)
+		for (g = 0; t[w]->ctrl && g < t[w]->ngroups; g++)
+			n += *ovf_at(t[w], g) & 0x7fu;
 	return n;
+}
+
+/* Bytes table w of shard idx maps, read without its lock. */
+static size_t tab_mapped(const struct shard *s, int w)
+{
+	return __atomic_load_n(&s->ctrl, __ATOMIC_RELAXED) ?
+	       map_size(__atomic_load_n(&s->ngroups, __ATOMIC_RELAXED), w) : 0;
 }
 
 size_t ls_live_shard_mapped(unsigned idx)
 {
-	const struct shard *s = &shards[idx];
+	return tab_mapped(&shards[idx], 0) + tab_mapped(&wide[idx], 1);
+}
 
-	return __atomic_load_n(&s->ctrl, __ATOMIC_RELAXED) ?
-	       map_size(__atomic_load_n(&s->gmask, __ATOMIC_RELAXED) + 1) : 0;
+size_t ls_live_shard_wide(unsigned idx)
+{
+	return __atomic_load_n(&wide[idx].count, __ATOMIC_RELAXED);
 }
 
 /*
  * The general cases, with the shard's lock held (they release it): a
- * shard to grow or rebuild, a probe that goes past its first group, a
- * check's change log to append to.  Out of line and reached by a tail
- * call, so that the fast paths below make no call and keep few values
- * live across one.
+ * table to grow or rebuild, a probe that goes past its first group, an
+ * entry for the wide table or a shard that has any, a check's change log
+ * to append to.  Out of line and reached by a tail call, so that the
+ * fast paths below make no call and keep few values live across one.
+ * c is e packed, or NULL when it does not fit a compact slot.
+ * An insert first takes the address out of the other table (an entry
+ * the program freed through a path the agent does not see), logging
+ * that removal before the insert.
  */
 static __attribute__((noinline))
 int insert_locked(struct shard *s, const struct ls_live_entry *e,
-		  struct ls_live_entry *old, uint64_t h)
+		  struct ls_live_entry *old, uint64_t h, const struct slot16 *c)
 {
-	int64_t p;
-	int ret = 0;
+	struct shard *wt = &wide[s - shards];
+	int ret;
 
-	/* Room first: a rebuild moves every slot. */
-	if (s->count >= s->limit && rebuild(s)) {
+	if (c) {
+		if (!room(s, 0)) {
+			ret = -ENOMEM;
+		} else {
+			ret = s->nwide && tab_remove(wt, e->addr, h, old, 1);
+			ret |= tab_insert(s, c, e, old, h, 0);
+		}
+	} else if (!room(wt, 1)) {
 		ret = -ENOMEM;
-		goto out;
-	}
-	p = find(s, e->addr, h);
-	if (p >= 0) {
-		*old = s->slots[ENT(p)];
-		s->slots[ENT(p)] = *e;
-		log_put(LS_LIVE_LOG_REMOVE, old);
-		ret = 1;
 	} else {
-		put_at(s, place(s, h), e, h);
+		ret = tab_remove(s, e->addr, h, old, 0);
+		ret |= tab_insert(wt, e, e, old, h, 1);
 	}
-	log_put(LS_LIVE_LOG_INSERT, e);
-out:
+	s->nwide = wt->count;
 	ls_unlock(&s->lock);
 	return ret;
 }
@@ -368,18 +607,13 @@ static __attribute__((noinline))
 int remove_locked(struct shard *s, uint64_t addr, struct ls_live_entry *out,
 		  uint64_t h)
 {
-	int64_t p;
-	int found = 0;
+	struct shard *wt = &wide[s - shards];
+	int found = tab_remove(s, addr, h, out, 0);
 
-	if (!s->ctrl)
-		goto out;
-	p = find(s, addr, h);
-	if (p < 0)
-		goto out;
-	take_at(s, (uint64_t)p, h, out);
-	found = 1;
-	log_put(LS_LIVE_LOG_REMOVE, out);
-out:
+	if (!found && s->nwide) {
+		found = tab_remove(wt, addr, h, out, 1);
+		s->nwide = wt->count;
+	}
 	ls_unlock(&s->lock);
 	return found;
 }
@@ -396,10 +630,10 @@ static inline int try_lock(struct shard *s)
 
 static __attribute__((noinline))
 int insert_wait(struct shard *s, const struct ls_live_entry *e,
-		struct ls_live_entry *old, uint64_t h)
+		struct ls_live_entry *old, uint64_t h, const struct slot16 *c)
 {
 	ls_lock(&s->lock);
-	return insert_locked(s, e, old, h);
+	return insert_locked(s, e, old, h, c);
 }
 
 static __attribute__((noinline))
@@ -411,38 +645,41 @@ int remove_wait(struct shard *s, uint64_t addr, struct ls_live_entry *out,
 }
 
 /*
- * The common insert: no check running, room in the shard, and the
- * address's first group holds no slot that might be it, an empty slot,
- * and a count of 0 (so the probe ends there, and its first empty slot is
- * the one to take): one compare with CTRL_EMPTY says both.  What find()
- * and place() would do, in one group.
+ * The common insert: an entry that fits a compact slot, no check
+ * running, no wide entry in the shard, room in it, and the address's
+ * first group holds no slot that might be it, an empty slot, and a count
+ * of 0 (so the probe ends there, and its first empty slot is the one to
+ * take): one compare with CTRL_EMPTY says both.  What find() and place()
+ * would do, in one group.
  */
 int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 {
 	uint64_t h = addr_hash(e->addr);
 	struct shard *s = shard_of(e->addr, h);
-	__m128i c;
+	struct slot16 c;
+	__m128i v;
 	uint64_t g;
 	unsigned m, empty;
+	const struct slot16 *fits = pack(e, &c) ? &c : NULL;
 
 	if (ls_unlikely(!try_lock(s)))
-		return insert_wait(s, e, old, h);
+		return insert_wait(s, e, old, h, fits);
 	/* limit is 0 while the shard has no arrays. */
-	if (ls_unlikely(s->count >= s->limit ||
+	if (ls_unlikely(!fits || s->count >= s->limit || s->nwide ||
 			__atomic_load_n(&log_buf, __ATOMIC_RELAXED)))
-		return insert_locked(s, e, old, h);
-	g = group_of(h, s->gmask);
-	c = group_ctrl(s, g);
-	empty = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
+		return insert_locked(s, e, old, h, fits);
+	g = group_of(h, s->ngroups);
+	v = group_ctrl(s, g);
+	empty = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v,
 					_mm_set1_epi8(CTRL_EMPTY)));
 	if (ls_unlikely(!(empty & OVF_BIT) || !(empty & SLOT_BITS)))
-		return insert_locked(s, e, old, h);
-	for (m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
+		return insert_locked(s, e, old, h, fits);
+	for (m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v,
 					_mm_set1_epi8(ctrl_of(h)))); m; m &= m - 1)
-		if (ls_unlikely(s->slots[ENT(g * GROUP +
-			(unsigned)__builtin_ctz(m))].addr == e->addr))
-			return insert_locked(s, e, old, h);
-	put_at(s, g * GROUP + (unsigned)__builtin_ctz(empty), e, h);
+		if (ls_unlikely(slot_addr(slot_at(s, g * GROUP +
+			(unsigned)__builtin_ctz(m), 0), 0) == e->addr))
+			return insert_locked(s, e, old, h, fits);
+	put_at(s, g * GROUP + (unsigned)__builtin_ctz(empty), &c, h, 0);
 	ls_unlock(&s->lock);
 	return 0;
 }
@@ -464,34 +701,34 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 	if (ls_unlikely(!s->ctrl || __atomic_load_n(&log_buf,
 						    __ATOMIC_RELAXED)))
 		return remove_locked(s, addr, out, h);
-	g = group_of(h, s->gmask);
+	g = group_of(h, s->ngroups);
 	c = group_ctrl(s, g);
 	m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
 					_mm_set1_epi8(ctrl_of(h))));
 	i = g * GROUP + (unsigned)__builtin_ctz(m | 0x10000);
-	if (ls_unlikely(!m || s->slots[ENT(i)].addr != addr))
+	if (ls_unlikely(!m || slot_addr(slot_at(s, i, 0), 0) != addr))
 		return remove_locked(s, addr, out, h);
-	empty_at(s, i, out);	/* in its first group: no group passed */
+	empty_at(s, i, out, 0);	/* in its first group: no group passed */
 	ls_unlock(&s->lock);
 	return 1;
 }
 
 /*
  * The lines an insert or removal of addr reads first: its first group's
- * control bytes and that group's 15 slots (360 bytes, 6 or 7 lines).
- * Which slot holds the entry is not known before the control bytes
- * arrive, and waiting for them would put the two misses back in a row:
- * so all seven lines, unrolled.  Without the lock: a rebuild meanwhile
- * can make these fields disagree or name an array it has unmapped, and
- * a prefetch of any address is harmless on x86_64 (a hint; it never
- * faults).
+ * control bytes and that group's 15 compact slots (240 bytes, 4 or 5
+ * lines).  Which slot holds the entry is not known before the control
+ * bytes arrive, and waiting for them would put the two misses back in a
+ * row: so all five lines, unrolled.  Without the lock: a rebuild
+ * meanwhile can make these fields disagree or name an array it has
+ * unmapped, and a prefetch of any address is harmless on x86_64 (a hint;
+ * it never faults).
  */
 void ls_live_prefetch_lines(uint64_t addr)
 {
 	uint64_t h = addr_hash(addr);
 	const struct shard *s = shard_of(addr, h);
 	const signed char *ctrl = __atomic_load_n(&s->ctrl, __ATOMIC_RELAXED);
-	uint64_t g = group_of(h, __atomic_load_n(&s->gmask, __ATOMIC_RELAXED));
+	uint64_t g = group_of(h, __atomic_load_n(&s->ngroups, __ATOMIC_RELAXED));
 	const char *a;
 
 	if (!ctrl)
@@ -499,30 +736,39 @@ void ls_live_prefetch_lines(uint64_t addr)
 	__builtin_prefetch(ctrl + g * GROUP, 1);
 	a = (const char *)((uintptr_t)(__atomic_load_n(&s->slots,
 						       __ATOMIC_RELAXED) +
-				       g * GROUP_SLOTS) &
+				       g * GROUP_SLOTS * sizeof(struct slot16)) &
 			   ~(uintptr_t)(LS_CACHELINE - 1));
-	_Static_assert(GROUP_SLOTS * sizeof(struct ls_live_entry) + 64 - 8 <=
-		       7 * 64, "a group's slots lie in 7 lines");
+	_Static_assert(GROUP_SLOTS * sizeof(struct slot16) + 64 - 16 <=
+		       5 * 64, "a group's slots lie in 5 lines");
 	__builtin_prefetch(a, 1);
 	__builtin_prefetch(a + 64, 1);
 	__builtin_prefetch(a + 128, 1);
 	__builtin_prefetch(a + 192, 1);
 	__builtin_prefetch(a + 256, 1);
-	__builtin_prefetch(a + 320, 1);
-	__builtin_prefetch(a + 384, 1);
+}
+
+/* Table w's entries into buf, whole (it has room for all). */
+static size_t tab_copy(const struct shard *s, struct ls_live_entry *buf, int w)
+{
+	size_t i, k = 0;
+
+	for (i = 0; s->ctrl && i < s->ngroups * GROUP; i++)
+		if (s->ctrl[i] >= 0)
+			unpack(slot_at(s, i, w), w, &buf[k++]);
+	return k;
 }
 
 size_t ls_live_copy_shard(unsigned idx, struct ls_live_entry *buf, size_t cap)
 {
 	struct shard *s = &shards[idx];
-	size_t n, i, k = 0;
+	size_t n, k;
 
 	ls_lock(&s->lock);
-	n = s->count;
-	if (n <= cap && s->ctrl)
-		for (i = 0; i < (s->gmask + 1) * GROUP; i++)
-			if (s->ctrl[i] >= 0)
-				buf[k++] = s->slots[ENT(i)];
+	n = s->count + wide[idx].count;
+	if (n <= cap) {
+		k = tab_copy(s, buf, 0);
+		tab_copy(&wide[idx], buf + k, 1);
+	}
 	ls_unlock(&s->lock);
 	return n;
 }
@@ -533,7 +779,8 @@ size_t ls_live_max_shard(void)
 	unsigned i;
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++) {
-		n = __atomic_load_n(&shards[i].count, __ATOMIC_RELAXED);
+		n = __atomic_load_n(&shards[i].count, __ATOMIC_RELAXED) +
+		    __atomic_load_n(&wide[i].count, __ATOMIC_RELAXED);
 		if (n > most)
 			most = n;
 	}
@@ -555,30 +802,41 @@ static int mapped(const void *p, size_t len)
 	return 1;
 }
 
+/* Table w's full slots with a nonzero address, counted (buf NULL) or
+ * copied, read without the lock. */
+static size_t tab_frozen(const struct shard *s, struct ls_live_entry *buf,
+			 int w)
+{
+	size_t i, k = 0;
+
+	for (i = 0; s->ctrl && i < s->ngroups * GROUP; i++)
+		if (s->ctrl[i] >= 0 && slot_addr(slot_at(s, i, w), w)) {
+			if (buf)
+				unpack(slot_at(s, i, w), w, &buf[k]);
+			k++;
+		}
+	return k;
+}
+
 size_t ls_live_copy_shard_frozen(unsigned idx, struct ls_live_entry *buf,
 				 size_t cap, int *torn)
 {
-	const struct shard *s = &shards[idx];
-	size_t i, n = 0, k = 0, slots;
+	const struct shard *s = &shards[idx], *wt = &wide[idx];
+	size_t n;
 
-	if (!s->ctrl)
-		return 0;
-	slots = (s->gmask + 1) * GROUP;
 	if (s->lock.v) {
 		/* Stopped inside an update: a rebuild may have unmapped the
-		 * arrays s->ctrl still points to. */
+		 * arrays s->ctrl or wt->ctrl still points to. */
 		*torn = 1;
-		if (!mapped(s->ctrl, map_size(s->gmask + 1)))
+		if ((s->ctrl && !mapped(s->ctrl, map_size(s->ngroups, 0))) ||
+		    (wt->ctrl && !mapped(wt->ctrl, map_size(wt->ngroups, 1))))
 			return 0;
 	}
-	for (i = 0; i < slots; i++)
-		n += s->ctrl[i] >= 0 && s->slots[ENT(i)].addr;
+	n = tab_frozen(s, NULL, 0) + tab_frozen(wt, NULL, 1);
 	if (n > cap)
 		return n;
-	for (i = 0; i < slots; i++)
-		if (s->ctrl[i] >= 0 && s->slots[ENT(i)].addr)
-			buf[k++] = s->slots[ENT(i)];
-	return k;
+	n = tab_frozen(s, buf, 0);
+	return n + tab_frozen(wt, buf + n, 1);
 }
 
 size_t ls_live_count(void)
@@ -587,7 +845,8 @@ size_t ls_live_count(void)
 	unsigned i;
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
-		n += __atomic_load_n(&shards[i].count, __ATOMIC_RELAXED);
+		n += __atomic_load_n(&shards[i].count, __ATOMIC_RELAXED) +
+		     __atomic_load_n(&wide[i].count, __ATOMIC_RELAXED);
 	return n;
 }
 
@@ -597,9 +856,7 @@ size_t ls_live_mapped(void)
 	unsigned i;
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
-		if (__atomic_load_n(&shards[i].ctrl, __ATOMIC_RELAXED))
-			n += map_size(__atomic_load_n(&shards[i].gmask,
-						      __ATOMIC_RELAXED) + 1);
+		n += ls_live_shard_mapped(i);
 	return n;
 }
 
@@ -607,16 +864,40 @@ size_t ls_live_resident(void)
 {
 	size_t n = 0;
 	unsigned i;
+	int w;
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++) {
-		struct shard *s = &shards[i];
+		struct shard *t[2] = { &shards[i], &wide[i] };
 
-		ls_lock(&s->lock);	/* a rebuild would unmap the arrays */
-		if (s->ctrl)
-			n += ls_sys_resident(s->ctrl, map_size(s->gmask + 1));
-		ls_unlock(&s->lock);
+		ls_lock(&shards[i].lock);	/* a rebuild would unmap them */
+		for (w = 0; w < 2; w++)
+			if (t[w]->ctrl)
+				n += ls_sys_resident(t[w]->ctrl,
+						     map_size(t[w]->ngroups, w));
+		ls_unlock(&shards[i].lock);
 	}
 	return n;
+}
+
+/* fn on each of table w's entries, whole; then, when empty is set, the
+ * table emptied. */
+static void tab_visit(struct shard *s, int w,
+		      void (*fn)(const struct ls_live_entry *, void *),
+		      void *arg, int empty)
+{
+	struct ls_live_entry e;
+	uint64_t j, slots = s->ctrl ? s->ngroups * GROUP : 0;
+
+	for (j = 0; j < slots && fn; j++)
+		if (s->ctrl[j] >= 0) {
+			unpack(slot_at(s, j, w), w, &e);
+			fn(&e, arg);
+		}
+	if (empty) {
+		if (slots)
+			memset(s->ctrl, CTRL_EMPTY, slots);	/* counts too */
+		s->count = 0;
+	}
 }
 
 void ls_live_visit_shard(unsigned idx,
@@ -624,20 +905,16 @@ void ls_live_visit_shard(unsigned idx,
 			 void *arg)
 {
 	struct shard *s = &shards[idx];
-	uint64_t j, slots;
 
 	ls_lock(&s->lock);
-	slots = s->ctrl ? (s->gmask + 1) * GROUP : 0;
-	for (j = 0; j < slots; j++)
-		if (s->ctrl[j] >= 0)
-			fn(&s->slots[ENT(j)], arg);
+	tab_visit(s, 0, fn, arg, 0);
+	tab_visit(&wide[idx], 1, fn, arg, 0);
 	ls_unlock(&s->lock);
 }
 
 void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
 {
 	unsigned i;
-	uint64_t j, slots;
 
 	/* A concurrent check cannot follow a reset: it sees a loss. */
 	__atomic_store_n(&log_lost, 1, __ATOMIC_RELEASE);
@@ -645,14 +922,9 @@ void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
 		struct shard *s = &shards[i];
 
 		ls_lock(&s->lock);
-		if (s->ctrl) {
-			slots = (s->gmask + 1) * GROUP;
-			for (j = 0; j < slots && fn; j++)
-				if (s->ctrl[j] >= 0)
-					fn(&s->slots[ENT(j)], arg);
-			memset(s->ctrl, CTRL_EMPTY, slots);	/* counts too */
-		}
-		s->count = 0;
+		tab_visit(s, 0, fn, arg, 1);
+		tab_visit(&wide[i], 1, fn, arg, 1);
+		s->nwide = 0;
 		ls_unlock(&s->lock);
 	}
 }
@@ -663,12 +935,14 @@ void ls_live_lock_all(void)
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
 		ls_lock(&shards[i].lock);
+	ls_lock(&tix_lock);
 }
 
 void ls_live_unlock_all(void)
 {
 	unsigned i;
 
+	ls_unlock(&tix_lock);
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
 		ls_unlock(&shards[i].lock);
 }
@@ -679,6 +953,7 @@ void ls_live_reset_child(void)
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
 		ls_lock_reset(&shards[i].lock);
+	ls_lock_reset(&tix_lock);
 	/* A check that was running belongs to the parent: the child's
 	 * hooks must not fill its copy of the log. */
 	log_buf = NULL;

@@ -204,3 +204,28 @@ def t_preload_floor():
              "the probe's verdict")
     ok(not [l for l in p.stdout.splitlines() if re.match(r"churn-1t\s+preload-floor\s+\d", l)],
        "no timed preload-floor row", p.stdout)
+
+
+@check("live-memory: the agent counts the 1M blocks bench/hold keeps, and adds at most "
+       "24 bytes of table and 30 of RSS per block")
+def t_live_memory():
+    built()
+    p = subprocess.run([os.path.join(ROOT, "bench", "live-memory"), "1000000"],
+                       capture_output=True, text=True, timeout=240)
+    eq(p.returncode, 0, "live-memory exit status (stderr: %s)" % p.stderr[-600:])
+    f = dict(kv.split("=", 1) for kv in p.stdout.split())
+    eq(int(f["blocks"]), 1000000, "blocks")
+    # The program's own blocks, and the few its start-up (stdio) keeps.
+    n = int(f["table_entries"])
+    ok(1000000 <= n <= 1000100, "live table entries %d for 1M blocks held" % n)
+    ok(float(f["table_per_block"]) <= 24.0, "table bytes per block %s" % f["table_per_block"])
+    ok(float(f["rss_per_block"]) <= 30.0,
+       "RSS added per block %s (the table, and fixed costs over 1M)" % f["rss_per_block"])
+
+
+@check("live-memory: a count that is not a number is a usage error, exit status 2")
+def t_live_memory_usage():
+    p = subprocess.run([os.path.join(ROOT, "bench", "live-memory"), "many"],
+                       capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 2, "exit status")
+    contains(p.stderr, "usage: live-memory", "the usage line")

@@ -135,12 +135,24 @@ static void test_threads(void)
 }
 
 /* Bytes a shard of this many groups maps (live.c: 16 control bytes and
- * 15 entries a group). */
-#define MAP(groups) ((groups) * (16 + 15 * sizeof(struct ls_live_entry)))
+ * 15 compact slots of 16 bytes a group). */
+#define MAP(groups) ((groups) * (16 + 15 * 16))
+
+/* live.c's growth, restated: a fifth more groups, at least one more, when
+ * an insert finds the entries at 7/8 of the slots. */
+static uint64_t grown(uint64_t n)
+{
+	return n + (n / 5 ? n / 5 : 1);
+}
+
+static uint64_t limit_of(uint64_t groups)
+{
+	return groups * 15 * 7 / 8;
+}
 
 /*
  * One shard in a steady state at high load: 75 blocks live in it (a
- * shard of 120 slots, 63% full), each removal followed by an insert at a
+ * shard of 6 groups, 90 slots, 83% full), each removal followed by an insert at a
  * fresh address of the same shard, 500k times.  Entries that found their
  * first group full are counted in the groups they passed, and a removal
  * takes them out again: the shard must not grow, every entry must stay
@@ -186,8 +198,8 @@ static void test_steady(void)
 			  e.size != (addrs[i] & 0xffff);
 	ok(errors == 0 && ls_live_count() == 0, "500k removes and inserts "
 	   "around 75 live blocks in one shard: %zu errors", errors);
-	ok(mapped_max == MAP(8), "removals leave nothing behind: the shard "
-	   "stays at 8 groups, 120 slots (%zu bytes mapped at most)",
+	ok(mapped_max == MAP(6), "removals leave nothing behind: the shard "
+	   "stays at 6 groups, 90 slots (%zu bytes mapped at most)",
 	   mapped_max);
 	is_u64(ls_live_shard_overflow(shard), 0,
 	       "every overflow count back at 0 with the shard empty");
@@ -195,21 +207,33 @@ static void test_steady(void)
 
 /*
  * Addresses that collide as much as the table allows: the same shard,
- * the same first group (for any table up to 1024 groups) and the same
+ * the same first group (for any table up to 8 groups) and the same
  * control byte.  The hash is restated from live.c: (a >> 4) * K, shard
  * bits 56-59 (with the 64 MiB window), control byte bits 49-55, first
- * group bits 20 and up.
+ * group bits 17-48 scaled to the group count.
  */
+static unsigned unused_shard(uint64_t *next);
+
+static uint64_t first_group(uint64_t a, uint64_t groups)
+{
+	return (uint64_t)(uint32_t)((a >> 4) * 0x9e3779b97f4a7c15ULL >> 17) *
+	       groups >> 32;
+}
+
 static uint64_t colliding(uint64_t like, uint64_t after)
 {
-	const uint64_t k = 0x9e3779b97f4a7c15ULL, mask = 0x0fffULL << 49 |
-			   0x3ffULL << 20;
-	uint64_t want = (like >> 4) * k & mask, a;
+	const uint64_t k = 0x9e3779b97f4a7c15ULL, mask = 0x0fffULL << 49;
+	uint64_t want = (like >> 4) * k & mask, a, g;
 
-	for (a = after + 16; ; a += 16)
-		if (((a >> 4) * k & mask) == want &&
-		    ls_live_shard(a) == ls_live_shard(like))
+	for (a = after + 16; ; a += 16) {
+		if (((a >> 4) * k & mask) != want ||
+		    ls_live_shard(a) != ls_live_shard(like))
+			continue;
+		for (g = 1; g <= 8 && first_group(a, g) == first_group(like, g); g++)
+			;
+		if (g > 8)
 			return a;
+	}
 }
 
 /*
@@ -226,6 +250,7 @@ static void test_collisions(void)
 	size_t i, errors = 0, before = ls_live_count();
 
 	addrs[0] = 0x6a0000000000ULL;
+	unused_shard(&addrs[0]);	/* at most 8 groups, 40 entries: 4 */
 	for (i = 1; i < N_COL; i++)
 		addrs[i] = colliding(addrs[0], addrs[i - 1]);
 	for (i = 0; i < N_COL; i++) {
@@ -359,10 +384,11 @@ static void test_log_ring(void)
 }
 
 /*
- * A shard's first arrays are one group (16 slots, 25 bytes each), rebuilt
- * twice as large when an insert would take its used slots past 7/8: 14
- * entries fit, the 15th doubles it (the rebuild test is one compare with
- * a limit kept per shard).
+ * A shard's first arrays are one group (15 slots of 16 bytes and 16
+ * control bytes), rebuilt a fifth larger (at least a group larger) when
+ * an insert would take its used slots past 7/8: 13 entries fit, the 14th
+ * grows it (the rebuild test is one compare with a limit kept per
+ * shard).
  */
 static unsigned unused_shard(uint64_t *next)
 {
@@ -391,7 +417,7 @@ static void test_growth(void)
 	}
 	is_u64(mapped1, MAP(1), "a shard's first insert maps one group");
 	is_u64(ls_live_shard_mapped(shard), MAP(2),
-	       "the 14th insert doubled it: 2 groups");
+	       "the 14th insert grew it: 2 groups");
 	for (i = 0; i < 15; i++)
 		errors += !ls_live_remove(addrs[i], &e) || e.size != i + 1;
 	ok(errors == 0, "15 inserts and removals in one shard: %zu errors",
@@ -419,10 +445,10 @@ static void test_growth_edge(void)
 
 /*
  * The prefetch: off while every shard is small, on from the rebuild that
- * takes one shard to 128 groups (840 entries fit in 64, the 841st
- * doubles it); it changes nothing in the table, and it never faults,
- * not even racing rebuilds that unmap the arrays it reads the addresses
- * of.
+ * takes one shard to 128 groups or more (1653 entries fit in 126, the
+ * 1654th grows it to 151); it changes nothing in the table, and it never
+ * faults, not even racing rebuilds that unmap the arrays it reads the
+ * addresses of.
  */
 struct prefetcher {
 	uint64_t lo, hi;
@@ -448,43 +474,50 @@ static void test_prefetch(void)
 	static uint64_t addrs[20000];
 	uint64_t seed = 17, next = 0x5e0000000000ULL, first;
 	unsigned shard = unused_shard(&next);
-	struct ls_live_entry e, old, buf[900];
+	static struct ls_live_entry buf[1700];
+	struct ls_live_entry e, old;
 	struct prefetcher pf;
 	pthread_t th;
-	size_t i, errors = 0, mapped64 = 0, n;
-	int on64 = -1;
+	size_t i, errors = 0, mapped126 = 0, n, rebuilds = 0;
+	uint64_t g = 1;
+	int on126 = -1;
 
 	is_u64((uint64_t)ls_live_prefetch_on, 0,
 	       "no prefetching while shards are small");
 	ls_live_prefetch_lines(next);	/* a shard without arrays */
 	ls_live_prefetch(next);
+	while (limit_of(g) < 1653)
+		g = grown(g);
+	is_u64(g, 126, "restated: 126 groups hold 1653 entries");
 	first = next;
-	for (i = 0; i < 841; i++) {
+	for (i = 0; i < 1654; i++) {
 		memset(&e, 0, sizeof(e));
 		e.addr = addrs[i] = fresh_in(shard, &next, &seed);
 		e.size = i + 1;
 		errors += ls_live_insert(&e, &old) != 0;
-		if (i == 839) {
-			mapped64 = ls_live_shard_mapped(shard);
-			on64 = ls_live_prefetch_on;
+		if (i == 1652) {
+			mapped126 = ls_live_shard_mapped(shard);
+			on126 = ls_live_prefetch_on;
 		}
 	}
-	is_u64(mapped64, MAP(64), "840 entries: 64 groups");
-	is_u64((uint64_t)on64, 0, "64 groups: still no prefetching");
-	is_u64(ls_live_shard_mapped(shard), MAP(128), "the 841st: 128 groups");
-	is_u64((uint64_t)ls_live_prefetch_on, 1, "128 groups: prefetching on");
-	for (i = 0; i < 841; i++)
+	is_u64(mapped126, MAP(126), "1653 entries: 126 groups");
+	is_u64((uint64_t)on126, 0, "126 groups: still no prefetching");
+	is_u64(ls_live_shard_mapped(shard), MAP(151), "the 1654th: 151 groups");
+	is_u64((uint64_t)ls_live_prefetch_on, 1, "151 groups: prefetching on");
+	for (i = 0; i < 1654; i++)
 		ls_live_prefetch(addrs[i]);
 	for (i = first; i < next + 4096; i += 16)
 		ls_live_prefetch_lines(i);	/* absent ones too */
-	n = ls_live_copy_shard(shard, buf, 900);
-	is_u64(n, 841, "prefetching left the shard's 841 entries");
-	for (i = 0; i < 841; i++)
+	n = ls_live_copy_shard(shard, buf, 1700);
+	is_u64(n, 1654, "prefetching left the shard's 1654 entries");
+	for (i = 0; i < 1654; i++)
 		errors += !ls_live_remove(addrs[i], &e) || e.size != i + 1;
 	ok(errors == 0, "prefetched entries removed with their sizes: "
 	   "%zu errors", errors);
 
-	/* Racing rebuilds: one shard grows from nothing to 2048 groups. */
+	/* Racing rebuilds: one shard grows from nothing to 1599 groups. */
+	for (g = 1; limit_of(g) < 20000; g = grown(g))
+		rebuilds++;
 	shard = unused_shard(&next);
 	pf = (struct prefetcher){ .lo = next, .hi = next + 20000 * 16 * 40 };
 	if (pthread_create(&th, NULL, prefetcher_main, &pf)) {
@@ -504,8 +537,8 @@ static void test_prefetch(void)
 	for (i = 0; i < 20000; i++)
 		errors += !ls_live_remove(addrs[i], &e);
 	ok(errors == 0 && pf.rounds > 0,
-	   "20000 inserts through 11 rebuilds while another thread "
-	   "prefetched (%llu rounds): %zu errors",
+	   "20000 inserts through %zu rebuilds while another thread "
+	   "prefetched (%llu rounds): %zu errors", rebuilds + 1,
 	   (unsigned long long)pf.rounds, errors);
 }
 
@@ -562,6 +595,196 @@ static void test_wait(void)
 	   ls_live_count() == before, "the waiting insert's entry is there");
 }
 
+
+/* Every field of a and b equal. */
+static int same(const struct ls_live_entry *a, const struct ls_live_entry *b)
+{
+	return a->addr == b->addr && a->size == b->size && a->tid == b->tid &&
+	       a->site == b->site && a->birth == b->birth;
+}
+
+static size_t wide_total(void)
+{
+	size_t n = 0;
+	unsigned i;
+
+	for (i = 0; i < LS_LIVE_SHARDS; i++)
+		n += ls_live_shard_wide(i);
+	return n;
+}
+
+/* Whether shard idx's copy holds an entry equal to e. */
+static int copied(const struct ls_live_entry *e)
+{
+	static struct ls_live_entry buf[1 << 16];
+	size_t n = ls_live_copy_shard(ls_live_shard(e->addr), buf, 1 << 16), i;
+
+	for (i = 0; i < n && n <= 1 << 16; i++)
+		if (same(&buf[i], e))
+			return 1;
+	return 0;
+}
+
+/*
+ * Entries at the edges of the compact slot (live.c: address / 8 in 44
+ * bits, site in 20, size in 18, the thread as an index) and just past
+ * them: the first kind stays in the compact table, the second goes to
+ * the wide one, and both come back field for field, from a copy and
+ * from a removal.
+ */
+static void test_edges(void)
+{
+	static const struct {
+		uint64_t addr, size;
+		uint32_t tid, site, birth;
+		int wide;
+		const char *what;
+	} c[] = {
+		{ 0x7ffffffffff8ULL, 40, 1, 1, 1, 0, "the highest 8-aligned address below 2^47" },
+		{ 0x800000000000ULL, 40, 1, 1, 1, 1, "an address at 2^47" },
+		{ 0xfffffffffffffff0ULL, 40, 1, 1, 1, 1, "an address in the top 16 bytes" },
+		{ 0x4a0000000004ULL, 40, 1, 1, 1, 1, "an address 4-aligned" },
+		{ 0x4a0000000101ULL, 40, 1, 1, 1, 1, "an odd address" },
+		{ 0x4a0000000208ULL, 40, 1, 1, 1, 0, "an address 8-aligned" },
+		{ 0x4a0000000300ULL, (1ULL << 18) - 1, 1, 1, 1, 0, "the largest compact size" },
+		{ 0x4a0000000400ULL, 1ULL << 18, 1, 1, 1, 1, "a size of 256 KiB" },
+		{ 0x4a0000000500ULL, (1ULL << 40) - 1, 1, 1, 1, 1, "the largest size" },
+		{ 0x4a0000000600ULL, 0, 1, 1, 1, 0, "a size of 0" },
+		{ 0x4a0000000700ULL, 24, 1, (1u << 20) - 1, 1, 0, "the largest compact site" },
+		{ 0x4a0000000800ULL, 24, 1, 1u << 20, 1, 1, "site 2^20" },
+		{ 0x4a0000000900ULL, 24, 1, UINT32_MAX, 1, 1, "the largest site" },
+		{ 0x4a0000000a00ULL, 24, 1, 1, UINT32_MAX, 0, "the latest birth" },
+		{ 0x4a0000000b00ULL, 24, 1, 1, 0, 0, "birth 0" },
+		{ 0x4a0000000c00ULL, 24, (1u << 22) - 1, 1, 1, 0, "thread id 2^22 - 1" },
+		{ 0x4a0000000d00ULL, 24, 1u << 22, 1, 1, 0, "thread id 2^22" },
+		{ 0x4a0000000e00ULL, 24, (1u << 24) - 1, 1, 1, 0, "the largest thread id" },
+	};
+	struct ls_live_entry e, out, old;
+	size_t i, n = sizeof(c) / sizeof(c[0]), w0 = wide_total();
+
+	for (i = 0; i < n; i++) {
+		size_t before = wide_total();
+
+		memset(&e, 0, sizeof(e));
+		e.addr = c[i].addr;
+		e.size = c[i].size;
+		e.tid = c[i].tid;
+		e.site = c[i].site;
+		e.birth = c[i].birth;
+		ok(ls_live_insert(&e, &old) == 0 &&
+		   wide_total() - before == (size_t)c[i].wide && copied(&e),
+		   "%s: kept %s, copied back whole", c[i].what,
+		   c[i].wide ? "wide" : "compact");
+		ok(ls_live_remove(e.addr, &out) && same(&out, &e) &&
+		   !ls_live_remove(e.addr, &out), "%s: removed whole, once", c[i].what);
+	}
+	is_u64(wide_total(), w0, "the wide tables are empty again");
+}
+
+/*
+ * An address first in one table, then the other: an insert over it takes
+ * the old entry out of the table it was in and returns it, logged before
+ * the new one, and each removal finds the latest.
+ */
+static void test_cross(void)
+{
+	static struct ls_live_log_rec buf[16];
+	struct ls_live_entry small = { .addr = 0x4b0000000100ULL, .size = 32,
+				       .tid = 5, .site = 9, .birth = 3 };
+	struct ls_live_entry big = small, old, out;
+	size_t w0 = wide_total(), n0 = ls_live_count();
+
+	big.size = 1ULL << 30;
+	big.site = 10;
+	ls_live_log_start(buf, 16);
+	ok(ls_live_insert(&small, &old) == 0, "a small block: compact");
+	ok(ls_live_insert(&big, &old) == 1 && same(&old, &small) &&
+	   wide_total() == w0 + 1 && ls_live_count() == n0 + 1,
+	   "a large one at its address: the small one returned, the large one wide");
+	ok(ls_live_insert(&small, &old) == 1 && same(&old, &big) &&
+	   wide_total() == w0 && ls_live_count() == n0 + 1,
+	   "a small one again: the large one returned, out of the wide table");
+	ok(ls_live_remove(small.addr, &out) && same(&out, &small) &&
+	   ls_live_count() == n0, "the removal finds the latest");
+	ls_live_log_stop();
+	is_u64(ls_live_log_count(), 6, "six records");
+	ok(buf[0].op == LS_LIVE_LOG_INSERT && same(&buf[0].e, &small) &&
+	   buf[1].op == LS_LIVE_LOG_REMOVE && same(&buf[1].e, &small) &&
+	   buf[2].op == LS_LIVE_LOG_INSERT && same(&buf[2].e, &big) &&
+	   buf[3].op == LS_LIVE_LOG_REMOVE && same(&buf[3].e, &big) &&
+	   buf[4].op == LS_LIVE_LOG_INSERT && same(&buf[4].e, &small) &&
+	   buf[5].op == LS_LIVE_LOG_REMOVE && same(&buf[5].e, &small),
+	   "in order, each replaced entry before the one that replaced it");
+}
+
+/*
+ * Thread ids get 12288 indexes, in the order they first insert; the
+ * earlier tests used eight (0 to 3, 5, 2^22 - 1, 2^22 and 2^24 - 1).
+ * 17000 new ids: 12280 of them get an index, the other 4720 entries go to
+ * the wide tables, and all come back with their ids; an id seen before
+ * takes no new index.
+ */
+static void test_many_threads(void)
+{
+	enum { T = 17000 };
+	uint64_t base = 0x4c0000000000ULL;
+	struct ls_live_entry e, out;
+	size_t i, errors = 0, w0 = wide_total();
+
+	for (i = 0; i < T; i++) {
+		memset(&e, 0, sizeof(e));
+		e.addr = base + i * 64;
+		e.tid = (uint32_t)(100000 + i);
+		e.size = i % 100;
+		errors += ls_live_insert(&e, &out) != 0;
+	}
+	is_u64(wide_total() - w0, 4720, "4720 entries past the 12288th thread id are wide");
+	memset(&e, 0, sizeof(e));
+	e.addr = base - 64;
+	e.tid = 100000;		/* seen: has an index */
+	errors += ls_live_insert(&e, &out) != 0;
+	is_u64(wide_total() - w0, 4720, "a thread id seen before stays compact");
+	errors += !ls_live_remove(base - 64, &out) || out.tid != 100000;
+	for (i = 0; i < T; i++)
+		errors += !ls_live_remove(base + i * 64, &out) ||
+			  out.tid != 100000 + i || out.size != i % 100;
+	ok(errors == 0 && wide_total() == w0, "every entry back with its thread id "
+	   "(%zu errors)", errors);
+}
+
+/*
+ * A million blocks of 24 to 40 bytes laid out as glibc would (48-byte
+ * steps): the table maps at most 24 bytes per live block, the bound
+ * live.h states (17.1 bytes a slot at 73% full or more), and every
+ * entry comes back.
+ */
+static void test_memory(void)
+{
+	enum { M = 1000000 };
+	uint64_t base = 0x300000000000ULL, before = ls_live_mapped();
+	struct ls_live_entry e, out;
+	size_t i, errors = 0, n0 = ls_live_count();
+	double per;
+
+	for (i = 0; i < M; i++) {
+		memset(&e, 0, sizeof(e));
+		e.addr = base + i * 48;
+		e.size = 24 + i % 17;
+		e.site = (uint32_t)(i % 5000);
+		e.birth = (uint32_t)i;
+		e.tid = 1;
+		errors += ls_live_insert(&e, &out) != 0;
+	}
+	per = (double)(ls_live_mapped() - before) / M;
+	ok(per <= 24.0 && per >= 17.0, "1M live blocks: %.2f bytes mapped each", per);
+	for (i = 0; i < M; i++)
+		errors += !ls_live_remove(base + i * 48, &out) ||
+			  out.size != 24 + i % 17 || out.site != i % 5000 ||
+			  out.birth != (uint32_t)i || out.tid != 1;
+	ok(errors == 0 && ls_live_count() == n0, "and all come back (%zu errors)",
+	   errors);
+}
+
 int main(void)
 {
 	test_steady();		/* first: on shards never grown */
@@ -575,5 +798,9 @@ int main(void)
 	test_replace();
 	test_model();
 	test_threads();
+	test_edges();
+	test_cross();
+	test_many_threads();	/* after every test that sets a thread id */
+	test_memory();
 	return tap_done();
 }
