@@ -71,8 +71,18 @@ def kill(t):
         t.wait()
 
 
-def swap_race(uid, gid, where, target, seconds):
-    p = subprocess.Popen([workload("swap-race"), where, target, str(seconds)],
+def runnable_copy(path, where):
+    """A copy of path in where (a directory others can enter) that the
+    attacker can run: the build tree may sit in a directory only root
+    can enter (a clone made in a mktemp -d directory)."""
+    dst = os.path.join(where, os.path.basename(path))
+    shutil.copy(path, dst)
+    os.chmod(dst, 0o755)
+    return dst
+
+
+def swap_race(uid, gid, where, target, seconds, prog):
+    p = subprocess.Popen([prog, where, target, str(seconds)],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE,
                          preexec_fn=as_user(uid, gid))
@@ -103,7 +113,8 @@ def t_drop_priv_swap():
         private = os.path.join(work, "root-runtime")
         os.mkdir(private, 0o700)
         env = dict(os.environ, LD_PRELOAD=AGENT, LEAKSCOPE_RUNTIME_DIR=private)
-        race = swap_race(uid, gid, rundir, victim, 600)
+        race = swap_race(uid, gid, rundir, victim, 600,
+                         runnable_copy(workload("swap-race"), work))
         try:
             moved = 0
             for i in range(DROPS):
@@ -300,8 +311,9 @@ def t_attach_planted_tmp():
         # Asked by its own user (the agent in a user namespace takes
         # requests from its uid there, the attacker's).
         env.pop("LEAKSCOPE_RUNTIME_DIR")
+        own = runnable_copy(LEAKSCOPE, shm)
         for args in (["report", "--format", "json"], ["detach"]):
-            r = subprocess.run([LEAKSCOPE] + args + [str(t.pid)], env=env,
+            r = subprocess.run([own] + args + [str(t.pid)], env=env,
                                capture_output=True, timeout=60,
                                preexec_fn=as_user(uid, gid))
             eq(r.returncode, 0, "%s as %s: %s" % (args[0], ATTACKER,
