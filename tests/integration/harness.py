@@ -388,7 +388,20 @@ def exit_snapshot(name, args=(), extra=None, input=None):
     return prog, os.path.join(out_dir, snaps[0])
 
 
+_AT_END = []
+
+
+def at_file_end(fn):
+    """Call fn once the current test file's checks are done (run.py calls
+    cleanup() after each file): a server or workload a file keeps for its
+    checks must not outlive them, or it goes on asking the agents of the
+    files that follow (t_tick counts its agent's wakeups)."""
+    _AT_END.append(fn)
+
+
 def cleanup():
+    while _AT_END:
+        _AT_END.pop()()
     for d in _TMPDIRS:
         shutil.rmtree(d, ignore_errors=True)
     del _TMPDIRS[:]

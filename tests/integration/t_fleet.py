@@ -32,7 +32,7 @@ import urllib.request
 
 from harness import (check, once, workload, eq, ok, ge, fail, run_process,
                      agent_env, need, need_user_reaches, free_port,
-                     wait_environ, listening_process,
+                     wait_environ, listening_process, at_file_end,
                      marker_line, cli, cli_json,
                      shorten, LEAKSCOPE, BUILD, ROOT, Failure, Skip)
 from gopprof import pprof_top
@@ -63,6 +63,7 @@ def _cleanup():
 
 
 atexit.register(_cleanup)
+at_file_end(_cleanup)   # Prometheus scrapes every second: not past this file
 
 
 def _die_with_parent():
