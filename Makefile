@@ -244,7 +244,12 @@ $(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/t
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -fPIC -o $@ $< $(B)/agent-core.a $(AGENT_LDLIBS)
 
-$(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a $(REPORT_LIB) tests/unit/tap.h tests/unit/cli-selfmap.h
+# t-lib-*: the report library (lib/) alone; t-cli-*: the commands (cli/).
+$(B)/tests/unit/t-lib-%: tests/unit/t-lib-%.c $(REPORT_LIB) tests/unit/tap.h tests/unit/lib-selfmap.h
+	@mkdir -p $(@D)
+	$(CC) $(CLI_CFLAGS) -o $@ $< $(REPORT_LIB) $(CLI_LDLIBS)
+
+$(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a $(REPORT_LIB) tests/unit/tap.h
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(B)/cli-lib.a $(REPORT_LIB) $(CLI_LDLIBS)
 

@@ -1,8 +1,8 @@
 #!/bin/sh
 # tests/security/ubsan.sh - the report library and the unit tests that
-# feed it hostile input (t-cli-hostile: figures at the edges of their
-# types, empty arrays; t-cli-snapshot, t-cli-postmortem: corrupt files;
-# t-cli-report, t-cli-diff, t-cli-redact) built with
+# feed it hostile input (t-lib-hostile: figures at the edges of their
+# types, empty arrays; t-lib-snapshot, t-lib-postmortem: corrupt files;
+# t-lib-report, t-lib-diff, t-lib-redact) built with
 # -fsanitize=undefined, stopping at the first undefined behaviour: signed
 # overflow, NULL given to qsort or memcpy, a misaligned load.
 #
@@ -22,7 +22,7 @@ flags="-O1 -g -std=gnu11 -D_GNU_SOURCE -DLS_LIBDIR=\"/usr/local/lib/leakscope\"
  -I/usr/include/libiberty -Ibuild/gen -DLS_HAVE_BPF
  -fsanitize=undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 libs="-ldw -lelf -l:libiberty.a -lz -lm -lpthread -lbpf"
-tests="t-cli-hostile t-cli-snapshot t-cli-postmortem t-cli-report t-cli-diff t-cli-redact"
+tests="t-lib-hostile t-lib-snapshot t-lib-postmortem t-lib-report t-lib-diff t-lib-redact"
 n=0 failed=0
 # the library once, then each test against it
 for f in lib/*.c common/cfi.c; do

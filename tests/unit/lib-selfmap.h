@@ -1,11 +1,11 @@
 /*
- * cli-selfmap.h - for the CLI unit tests: the module map of the running
+ * lib-selfmap.h - for the report library's unit tests: the module map of the running
  * test process, as the agent would record it (dl_iterate_phdr, PT_LOAD
  * range, GNU build id from PT_NOTE), so that real addresses of the test
  * can be symbolized against known ground truth.
  */
-#ifndef LEAKSCOPE_TESTS_CLI_SELFMAP_H
-#define LEAKSCOPE_TESTS_CLI_SELFMAP_H
+#ifndef LEAKSCOPE_TESTS_LIB_SELFMAP_H
+#define LEAKSCOPE_TESTS_LIB_SELFMAP_H
 
 #include <elf.h>
 #include <link.h>

@@ -1,5 +1,5 @@
 /*
- * t-cli-pprof.c - the protobuf encoder against bytes computed by hand
+ * t-lib-pprof.c - the protobuf encoder against bytes computed by hand
  * from the wire format's rules (and the examples of its documentation:
  * 150 -> 08 96 01, "testing" -> 12 07 ..., packed 3 270 86942), then the
  * whole pprof Profile of a one-site snapshot, inflated, byte for byte.

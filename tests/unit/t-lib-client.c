@@ -1,5 +1,5 @@
 /*
- * t-cli-client.c - the control socket client against fake agents: one
+ * t-lib-client.c - the control socket client against fake agents: one
  * that trickles its reply a byte at a time (each read comes in time, the
  * whole never does) must be cut off by the client's overall deadline.
  */

@@ -1,5 +1,5 @@
 /*
- * t-cli-metrics.c - lib/metrics.c: which sites a process exports and in
+ * t-lib-metrics.c - lib/metrics.c: which sites a process exports and in
  * what order, their labels from real symbolized frames of this test,
  * site ids that follow the code and not its load address, merged
  * duplicates, the exposition text (escaping, counters, OpenMetrics) and
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../../lib/metrics.h"
-#include "cli-selfmap.h"
+#include "lib-selfmap.h"
 #include "tap.h"
 
 #define SEC 1000000000ULL
@@ -176,7 +176,7 @@ static void test_sites(const struct selfmap *self)
 	is_u64(p.sites_live, 5, "sites holding memory, before merging");
 	is_u64(p.nsites, 4, "sites 4 and 5 read the same: merged into one");
 	mine = find_fn(&p, "ls_met_caller");
-	snprintf(loc, sizeof(loc), "t-cli-metrics.c:%d", call_line);
+	snprintf(loc, sizeof(loc), "t-lib-metrics.c:%d", call_line);
 	ok(mine && !strcmp(mine->location, loc), "site 1: function "
 	   "ls_met_caller at %s (got %s)", loc, mine ? mine->location : "none");
 	ok(mine && !strcmp(mine->trend, "linear") &&

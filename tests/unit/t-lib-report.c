@@ -1,5 +1,5 @@
 /*
- * t-cli-report.c - filters, sorting, --top, and the three renderers on a
+ * t-lib-report.c - filters, sorting, --top, and the three renderers on a
  * synthetic snapshot whose every figure is known.  One stack holds a real
  * return address of this test, so the text report's symbolized line is
  * checked too (function+offset, module, file:line of the call).
@@ -10,7 +10,7 @@
 #include "../../lib/json.h"
 #include "../../lib/render.h"
 #include "../../lib/symbolize.h"
-#include "cli-selfmap.h"
+#include "lib-selfmap.h"
 #include "tap.h"
 
 static volatile uintptr_t seen_ra;
@@ -409,7 +409,7 @@ static void test_text(const struct ls_snapshot *s, const char *exe_base)
 		 "\t4096 bytes in 1 mapping from stack (mmap)\n"
 		 "\t\t0x401000 [prog]\n"
 		 "\t600 bytes in 6 allocations from stack\n"
-		 "\t\tls_rep_caller+0x%lx [%s] t-cli-report.c:%d\n"
+		 "\t\tls_rep_caller+0x%lx [%s] t-lib-report.c:%d\n"
 		 "\t\t0x7f0000002000 [libfoo.so]\n"
 		 "\t600 bytes in 3 allocations from stack\n"
 		 "\t\t0x7f0000001000 [libfoo.so]\n"

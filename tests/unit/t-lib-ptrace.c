@@ -1,5 +1,5 @@
 /*
- * t-cli-ptrace.c - stopping every thread of another process (lib/ptrace.c).
+ * t-lib-ptrace.c - stopping every thread of another process (lib/ptrace.c).
  *
  * The targets are children of this test, made for the purpose: one whose
  * threads compute, block in read(), and create and end threads without

@@ -1,5 +1,5 @@
 /*
- * t-cli-perfmap.c - a runtime's perf map (lib/perfmap.h) read as the
+ * t-lib-perfmap.c - a runtime's perf map (lib/perfmap.h) read as the
  * untrusted file it is: lines parsed or skipped, lookups at the edges of
  * each piece of code, and the files it must refuse (a symbolic link,
  * another user's file, a FIFO, one over the size cap).

@@ -1,5 +1,5 @@
 /*
- * t-cli-stack.c - the stack as the user asks to see it (lib/stack.h):
+ * t-lib-stack.c - the stack as the user asks to see it (lib/stack.h):
  * template arguments cut to "<…>" (operators that look like brackets
  * kept), runtime frames hidden only outside the program's own, --depth;
  * the one frame formatter every text output uses, and watch's and top's

@@ -1,5 +1,5 @@
 /*
- * t-cli-snapshot.c - the snapshot reader against snapshots written here
+ * t-lib-snapshot.c - the snapshot reader against snapshots written here
  * byte by byte: exact values back, and a precise refusal (never a crash)
  * for every truncation, every flipped byte and every broken rule.
  */

@@ -1,5 +1,5 @@
 /*
- * t-cli-symbolize.c - the symbolizer against this very process: its
+ * t-lib-symbolize.c - the symbolizer against this very process: its
  * module map comes from dl_iterate_phdr with the real build ids, and the
  * ground truth is what the compiler knows (function addresses, __LINE__).
  */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../../lib/symbolize.h"
-#include "cli-selfmap.h"
+#include "lib-selfmap.h"
 #include "tap.h"
 
 extern int __libc_start_main(void);
@@ -135,7 +135,7 @@ static void test_return_address(struct ls_symbolizer *s)
 	is_u64(f.offset, ra - (uintptr_t)&ls_test_caller,
 	       "offset is the return address's");
 	ok(str_is(base(f.module), exe_base), "module basename");
-	ok(str_is(base(f.file), "t-cli-symbolize.c"), "source file");
+	ok(str_is(base(f.file), "t-lib-symbolize.c"), "source file");
 	is_u64(f.line, call_line, "line of the call");
 }
 
@@ -152,7 +152,7 @@ static void test_inline_chain(struct ls_symbolizer *s)
 		return;
 	ok(str_is(fr[0].function, "inl_helper") && fr[0].inlined,
 	   "innermost frame is the inlined function");
-	ok(str_is(base(fr[0].file), "t-cli-symbolize.c"),
+	ok(str_is(base(fr[0].file), "t-lib-symbolize.c"),
 	   "inlined frame's file");
 	is_u64(fr[0].line, inl_line, "inlined frame's line is the call");
 	ok(str_is(fr[1].function, "inl_middle") && fr[1].inlined,

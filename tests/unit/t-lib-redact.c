@@ -1,5 +1,5 @@
 /*
- * t-cli-redact.c - secrets out of command lines (lib/redact.h): each
+ * t-lib-redact.c - secrets out of command lines (lib/redact.h): each
  * documented option's value is hidden, nothing else is touched.
  */
 #include <stdlib.h>

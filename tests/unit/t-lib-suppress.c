@@ -1,5 +1,5 @@
 /*
- * t-cli-suppress.c - LeakSanitizer's template rules (lib/suppress.c):
+ * t-lib-suppress.c - LeakSanitizer's template rules (lib/suppress.c):
  * unanchored patterns match anywhere, `^` and `$` anchor, `*` is any run;
  * files: comments, blanks, spaces, the errors with file and line, and
  * nothing kept of a bad file.  Then the reachability kinds' parser.
@@ -48,7 +48,7 @@ static char *write_file(const char *text)
 	static char path[64];
 	int fd;
 
-	strcpy(path, "/tmp/t-cli-suppress-XXXXXX");
+	strcpy(path, "/tmp/t-lib-suppress-XXXXXX");
 	fd = mkstemp(path);
 	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
 		return NULL;

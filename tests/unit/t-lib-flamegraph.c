@@ -1,5 +1,5 @@
 /*
- * t-cli-flamegraph.c - the flame graph builder (lib/flamegraph.h) and its
+ * t-lib-flamegraph.c - the flame graph builder (lib/flamegraph.h) and its
  * SVG: prefixes merged into a tree with exact figures, children in name
  * order whatever the insertion order, bad input refused without a change,
  * hostile names escaped, widths and differential colours computed from

@@ -1,5 +1,5 @@
 /*
- * t-cli-hostile.c - snapshots another user could have written, with
+ * t-lib-hostile.c - snapshots another user could have written, with
  * figures at the edges of their types and nothing in their arrays, through
  * every report format, the statistics and diff.  The sums hold at
  * INT64_MAX instead of wrapping, and nothing is passed a

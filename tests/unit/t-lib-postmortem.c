@@ -1,5 +1,5 @@
 /*
- * t-cli-postmortem.c - post-mortem files (common/lspm.h) read back:
+ * t-lib-postmortem.c - post-mortem files (common/lspm.h) read back:
  * version 2 (history rows only for sites that held memory) and version 1
  * (a row per site), and the inconsistent files the reader must refuse.
  */
@@ -95,7 +95,7 @@ static void build(struct layout *l, uint32_t version)
 static int load(const struct layout *l, struct ls_snapshot *s, char *err,
 		size_t errlen)
 {
-	char path[] = "/tmp/t-cli-postmortem-XXXXXX";
+	char path[] = "/tmp/t-lib-postmortem-XXXXXX";
 	int fd = mkstemp(path), r;
 
 	if (fd < 0 || write(fd, l->buf, l->size) != (ssize_t)l->size)
@@ -212,7 +212,7 @@ static void test_bad(void)
  */
 static void test_sparse(void)
 {
-	char path[] = "/tmp/t-cli-postmortem-XXXXXX", err[256] = "";
+	char path[] = "/tmp/t-lib-postmortem-XXXXXX", err[256] = "";
 	int fd = mkstemp(path), r;
 	struct ls_snapshot s;
 	struct layout l;
@@ -241,7 +241,7 @@ static void test_sparse(void)
 /* A FIFO: opening it must not wait for a writer, reading it is refused. */
 static void test_fifo(void)
 {
-	char dir[] = "/tmp/t-cli-postmortem-XXXXXX", path[64], err[256] = "";
+	char dir[] = "/tmp/t-lib-postmortem-XXXXXX", path[64], err[256] = "";
 	struct ls_snapshot s;
 	int r;
 

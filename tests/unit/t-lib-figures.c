@@ -1,5 +1,5 @@
 /*
- * t-cli-figures.c - the bound on a snapshot's figures
+ * t-lib-figures.c - the bound on a snapshot's figures
  * (ls_snapshot_check_figures, lib/snapshot.h) and the saturating sums of
  * lib/util.h, at their edges: what the fuzzers (tests/fuzz/) found
  * overflowing int64 in the reports.

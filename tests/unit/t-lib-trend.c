@@ -1,5 +1,5 @@
 /*
- * t-cli-trend.c - growth labels against series whose shape is known.
+ * t-lib-trend.c - growth labels against series whose shape is known.
  *
  * Part 1, exact cases: labels, slopes and Mann-Kendall figures that follow
  * from the definitions.  Part 2, seeded synthetic series like the product's

@@ -1,5 +1,5 @@
 /*
- * t-cli-diff.c - how lib/diff.c matches stacks across two snapshots whose
+ * t-lib-diff.c - how lib/diff.c matches stacks across two snapshots whose
  * modules sit at other addresses (ASLR): frames without symbols by build
  * id and offset from the load bias, frames without a module by raw
  * address; sites with one key added up; the changes, the order, --top,

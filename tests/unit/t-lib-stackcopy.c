@@ -1,5 +1,5 @@
 /*
- * t-cli-stackcopy.c - lib/stackcopy.c unwinds a copy of a stack with CFI
+ * t-lib-stackcopy.c - lib/stackcopy.c unwinds a copy of a stack with CFI
  * read from the files, as the eBPF tracer's records need: this test's own
  * stack, copied at a known point of a frameless call chain (-O2 omits
  * frame pointers), must give back exactly the return addresses the chain
