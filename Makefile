@@ -42,21 +42,29 @@ CLI_LDLIBS = -ldw -lelf -l:libiberty.a -lz -lm -lpthread
 
 # The eBPF tracer (`leakscope trace`, bpf/) is built when clang, bpftool,
 # libbpf's headers and the kernel's BTF are all here; without them
-# leakscope builds without it and `leakscope trace` says why.
+# leakscope builds without it and `leakscope trace` says why.  Decided
+# when this Makefile is read: `make demo`, `check` and `bench` install the
+# packages first and read it again in a sub-make, so the decision (and
+# the note `all` prints) is about what the build really has.
 BPF_CLANG ?= clang
 BPF_STRIP ?= $(shell command -v llvm-strip 2>/dev/null)
 BPFTOOL ?= $(shell PATH="$$PATH:/usr/sbin:/sbin" command -v bpftool 2>/dev/null)
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
-HAVE_BPF := $(shell command -v $(BPF_CLANG) >/dev/null 2>&1 && \
-	test -n "$(BPFTOOL)" && test -r $(VMLINUX_BTF) && \
-	test -f /usr/include/bpf/libbpf.h && echo yes)
+LIBBPF_H ?= /usr/include/bpf/libbpf.h
+BPF_MISSING := $(strip \
+	$(if $(shell command -v $(BPF_CLANG) 2>/dev/null),,clang) \
+	$(if $(and $(BPFTOOL),$(shell command -v $(BPFTOOL) 2>/dev/null)),,bpftool) \
+	$(if $(wildcard $(LIBBPF_H)),,libbpf-dev) \
+	$(if $(shell test -r $(VMLINUX_BTF) && echo y),,$(VMLINUX_BTF)))
+HAVE_BPF := $(if $(BPF_MISSING),,yes)
+ls_comma := ,
+ls_space := $(subst ,, )
 ifeq ($(HAVE_BPF),yes)
 BPF_OBJ = $(B)/bpf/trace.o $(B)/bpf/tracemodel.o
 CLI_CFLAGS += -DLS_HAVE_BPF
 CLI_LDLIBS += -lbpf
 else
 BPF_OBJ =
-$(info leakscope: building without eBPF tracing: needs clang, bpftool, libbpf-dev and $(VMLINUX_BTF))
 endif
 
 AGENT_SRC = $(wildcard agent/*.c)
@@ -120,7 +128,14 @@ ERLANG_OUT = $(if $(HAVE_EI),$(EBIN)/leakscope_nif.so $(EBIN)/leakscope.beam \
 ERL_TEST_OUT = $(if $(HAVE_EI),$(B)/erlang/test/leaky_nif.so $(B)/erlang/test/leaky_nif.beam \
 	$(B)/erlang/test/beam_leaks.beam)
 
-all: $(B)/leakscope $(B)/libleakscope.so $(B)/leakscope.1 $(ERLANG_OUT)
+all: bpf-note $(B)/leakscope $(B)/libleakscope.so $(B)/leakscope.1 $(ERLANG_OUT)
+
+# Said when the build runs, not when a target that installs the packages
+# first (deps, demo, check, bench) is only read.
+bpf-note:
+ifneq ($(HAVE_BPF),yes)
+	@echo "leakscope: building without eBPF tracing (leakscope trace): missing $(subst $(ls_space),$(ls_comma) ,$(BPF_MISSING))" >&2
+endif
 
 $(B)/common/cfi.o: common/cfi.c common/cfi.h
 	@mkdir -p $(@D)
@@ -376,5 +391,5 @@ install: all
 clean:
 	rm -rf $(B)
 
-.PHONY: all deps tests check demo bench install clean fuzz
+.PHONY: all bpf-note deps tests check demo bench install clean fuzz
 .SECONDARY:
