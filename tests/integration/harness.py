@@ -724,6 +724,19 @@ def valgrind_run(vg, argv, input=b"", timeout=120, heuristics=False):
     return valgrind_records(text), heur
 
 
+def valgrind_heap_usage(argv, timeout=120):
+    """memcheck's "total heap usage: A allocs, F frees, B bytes allocated"
+    for argv (skipped without valgrind): (A, F, B).  realloc counts as an
+    alloc and a free; free(NULL) is not counted."""
+    vg = need("valgrind")
+    r = run_process([vg, "--leak-check=no"] + list(argv), timeout=timeout)
+    m = re.search(r"total heap usage: ([\d,]+) allocs, ([\d,]+) frees, ([\d,]+) bytes allocated",
+                  r.stderr.decode("utf-8", "replace"))
+    if not m:
+        fail("valgrind's total heap usage line", "present", shorten(r.stderr))
+    return tuple(int(g.replace(",", "")) for g in m.groups())
+
+
 def expect_same_records(ours, theirs, where, only=None):
     """Per site function, the same loss records; only: those functions."""
     if only is not None:

@@ -4,7 +4,7 @@ from harness import (check, once, workload, leakscope, root_report,
                      expect_status, expect_site, expect_no_site,
                      expect_no_temporaries, expect_totals_consistent,
                      find_sites, outer_functions, marker_line, the_site,
-                     site_text, eq, ok, ge)
+                     site_text, valgrind_heap_usage, eq, ok, ge)
 
 CHURN_PAIRS = 100000
 
@@ -77,10 +77,19 @@ def t_totals():
     ge(t["peak_live_bytes"], (64 << 20) + 32768, "totals.peak_live_bytes")
 
 
-@check("calls counters: >= 100k mallocs and frees, >= 10 reallocs")
+@check("calls counters: exactly patterns.c's calls (100k+2 mallocs, 10 reallocs, 100k+64 frees: 64 of NULL)")
 def t_calls():
     _, rep = run()
-    c = rep.get("calls", {})
-    ge(c.get("malloc"), CHURN_PAIRS + 2, "calls.malloc")
-    ge(c.get("free"), CHURN_PAIRS, "calls.free")
-    ge(c.get("realloc"), 10, "calls.realloc")
+    eq({k: v for k, v in rep["calls"].items() if v},
+       {"malloc": CHURN_PAIRS + 2, "realloc": 10, "free": CHURN_PAIRS + 64}, "calls")
+
+
+@check("allocations and bytes allocated equal valgrind's total heap usage")
+def t_calls_valgrind():
+    _, rep = run()
+    allocs, frees, nbytes = valgrind_heap_usage([exe()])
+    t, c = rep["totals"], rep["calls"]
+    eq((t["allocated_blocks"], t["allocated_bytes"]), (allocs, nbytes),
+       "allocated blocks and bytes vs valgrind")
+    # valgrind's frees: every free of a block (not of NULL) and every realloc
+    eq(c["free"] - 64 + c["realloc"], frees, "frees vs valgrind")

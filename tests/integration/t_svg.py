@@ -11,6 +11,8 @@ import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
 
+import png
+
 from harness import (check, once, workload, leakscope, exit_snapshot, run_process,
                      expect_status, eq, ok, ge, fail, need, Skip, BUILD, LEAKSCOPE,
                      _TMPDIRS)
@@ -63,6 +65,7 @@ class Frame:
         self.x = float(rect.get("x"))
         self.y = float(rect.get("y"))
         self.w = float(rect.get("width"))
+        self.h = float(rect.get("height"))
         self.fill = rect.get("fill")
         self.cls = g.get("class")
         self.parent = None
@@ -425,20 +428,57 @@ def t_click_search():
     eq(res["details"], "site_ten [basic] (1,000 bytes, 10 blocks, 1.34%)", "hover details")
 
 
-@check("browser: screenshot of a flame graph kept in build/test-artifacts/flamegraph.png")
+def near(got, want, tolerance=4):
+    return all(abs(a - b) <= tolerance for a, b in zip(got, want))
+
+
+def shown_frames(image, drawn):
+    """[(frame, share of its inner pixels in its fill colour)] for every
+    frame at least 8 pixels wide: the inner rectangle (2 pixels in from the
+    rounded edges) holds the label's glyphs and, elsewhere, the fill."""
+    out = []
+    for f in drawn:
+        if f.w < 8 or f.cls.endswith("hide"):
+            continue
+        fill = rgb(f.fill)
+        x0, x1 = int(f.x) + 2, int(f.x + f.w) - 2
+        y0, y1 = int(f.y) + 2, int(f.y + f.h) - 2
+        px = [image.pixel(x, y) for y in range(y0, y1) for x in range(x0, x1)]
+        out.append((f, sum(near(p, fill) for p in px) / float(len(px))))
+    return out
+
+
+@check("browser: screenshot of a flame graph: every bar in its colour where the SVG puts it, labels drawn (build/test-artifacts/flamegraph.png)")
 def t_screenshot():
     os.makedirs(ARTIFACTS, exist_ok=True)
-    png = os.path.join(ARTIFACTS, "flamegraph.png")
-    if os.path.exists(png):
-        os.unlink(png)
-    _, frames = parse_svg(graph_file())
-    browse("file://%s?s=site_t" % graph_file(), "--screenshot=" + png,
-           "--window-size=1200,%d" % 240, "--hide-scrollbars")
-    ok(os.path.exists(png), "screenshot written")
-    with open(png, "rb") as f:
-        head = f.read(24)
-    eq(head[:8], b"\x89PNG\r\n\x1a\n", "PNG signature")
-    eq(int.from_bytes(head[16:20], "big"), 1200, "PNG width")
+    shot = os.path.join(ARTIFACTS, "flamegraph.png")
+    if os.path.exists(shot):
+        os.unlink(shot)
+    url = "file://%s?s=site_t" % graph_file()
+    browse(url, "--screenshot=" + shot, "--window-size=1200,%d" % 240, "--hide-scrollbars")
+    ok(os.path.exists(shot), "screenshot written")
+    image = png.read(shot)
+    eq((image.width, image.height), (1200, 240), "screenshot size")
+    # The layout the page's script left (the search applied): where each
+    # bar is and its colour, to compare with the pixels.
+    root, drawn = parse_svg(browse(url, "--dump-dom"), text=True)
+    eq(root.get("data-ready"), "1", "the page's script ran")
+    eq(sorted(f.label for f in drawn if f.fill == "rgb(230,0,230)"),
+       ["site_ten [basic]"], "the search's match is magenta")
+    shown = shown_frames(image, drawn)
+    ge(len(shown), 8, "frames wide enough to check")
+    bad = ["%s %s at %.0f,%.0f: %.0f%% of its pixels" % (f.label, f.fill, f.x, f.y, 100 * share)
+           for f, share in shown if share < 0.5]
+    eq(bad, [], "bars in their SVG colour and place")
+    # Outside the bars, the background; the root frame's label "all" is
+    # dark glyphs at its left, none at its right end.
+    eq(near(image.pixel(5, 200), (0xf4, 0xf8, 0xf4)), True, "background left of the bars")
+    top = by_label(drawn, "all")
+    def dark(x0, x1):
+        return sum(1 for y in range(int(top.y) + 2, int(top.y + top.h) - 2)
+                   for x in range(x0, x1) if sum(image.pixel(x, y)) < 300)
+    ge(dark(int(top.x) + 3, int(top.x) + 3 + 20), 10, "the label 'all' drawn")
+    eq(dark(int(top.x + top.w) - 100, int(top.x + top.w) - 3), 0, "no glyphs past the label")
     shutil.copy(graph_file(), os.path.join(ARTIFACTS, "flamegraph.svg"))
 
 

@@ -9,7 +9,7 @@ import signal
 import tempfile
 
 from harness import (check, run_process, leakscope, parse_json_lines, Failure,
-                     eq, ok, shorten, need)
+                     eq, ok, ge, shorten, need, expect_totals_consistent)
 
 TIMEOUT = 120
 
@@ -54,25 +54,40 @@ def same(plain, traced, what):
                 what, field, detail))
 
 
-def report_ok(traced, what):
-    """The root report (and any FILE.PID) parse as JSON reports."""
+def report_ok(traced, what, command=None, min_peak=0):
+    """The root report (and any FILE.PID) parse as JSON reports of a
+    process that allocated: every program here (dash's `exit 3` included:
+    41 blocks) calls malloc, so an empty report is a lost one.  The root
+    report names the command run; min_peak is a size the program itself
+    printed of a string it held whole, so its peak held at least that."""
     ok("report" in traced.files, "%s: report file written" % what,
        traced.describe())
     for name, text in traced.files.items():
         reps = parse_json_lines(text, "%s %s" % (what, name))
-        ok(reps, "%s: %s holds a report" % (what, name))
-        for rep in reps:
-            eq(rep.get("format"), "leakscope-report", "%s: format" % what)
-            ok(isinstance(rep.get("sites"), list), "%s: sites list" % what)
+        eq(len(reps), 1, "%s: %s holds one report" % (what, name))
+        rep = reps[0]
+        eq(rep.get("format"), "leakscope-report", "%s: format" % what)
+        ok(isinstance(rep.get("sites"), list), "%s: sites list" % what)
+        t = rep["totals"]
+        ge(t["allocated_blocks"], 1, "%s: %s: blocks allocated" % (what, name))
+        eq(t["allocated_blocks"] > 0, rep["calls"]["malloc"] + rep["calls"]["calloc"] +
+           rep["calls"]["realloc"] > 0, "%s: %s: calls counted" % (what, name))
+        ok(t["peak_live_bytes"] >= t["live_bytes"], "%s: peak >= live" % what, str(t))
+        expect_totals_consistent(rep)
+        if name == "report":
+            if command is not None:
+                eq(rep["command"], list(command), "%s: the command reported" % what)
+            ge(t["peak_live_bytes"], min_peak, "%s: peak live bytes" % what)
 
 
-def compare(command, what, env=None, input=None, cwd=None, options=()):
+def compare(command, what, env=None, input=None, cwd=None, options=(), min_peak=None):
+    """min_peak(plain): a peak the program's own output proves."""
     env = env or clean_env()
     plain = run_process(command, timeout=TIMEOUT, env=env, input=input, cwd=cwd)
     traced = leakscope(["--format", "json"] + list(options), command,
                        timeout=TIMEOUT, env=env, input=input, cwd=cwd)
     same(plain, traced, what)
-    report_ok(traced, what)
+    report_ok(traced, what, command, min_peak(plain) if min_peak else 0)
     return plain, traced
 
 
@@ -94,8 +109,10 @@ import sys; print("done", file=sys.stderr)
 @check("python3: a dict/json/string-heavy script, same output and status")
 def t_python():
     py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else need("python3")
+    # the JSON text, len(blob) characters of ASCII, was one str object
     compare([py, "-c", PY_SCRIPT], "python3",
-            env=clean_env({"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}))
+            env=clean_env({"PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}),
+            min_peak=lambda plain: int(plain.stdout.split()[0]))
 
 
 PERL_SCRIPT = r"""
@@ -116,8 +133,10 @@ exit 4;
 @check("perl: hashes, regex, sort; same output and exit status 4")
 def t_perl():
     perl = need("perl")
+    # $text and $t2 (lengths on the third line: $t2 is the shorter) held at once
     plain, _ = compare([perl, "-e", PERL_SCRIPT], "perl",
-                       env=clean_env({"PERL_HASH_SEED": "0"}))
+                       env=clean_env({"PERL_HASH_SEED": "0"}),
+                       min_peak=lambda plain: 2 * int(plain.stdout.splitlines()[2]))
     eq(plain.returncode, 4, "perl's own exit status")
 
 
@@ -175,7 +194,7 @@ def t_git():
         for p, t in zip(plain, traced):
             what = "git " + " ".join(p.argv[3:])
             same(p, t, what)
-            report_ok(t, what)
+            report_ok(t, what, p.argv)
         eq(plain[0].returncode, 0, "git init status")
         ok(b"first" in plain[4].stdout, "git log shows the first commit",
            shorten(plain[4].stdout))
@@ -195,8 +214,10 @@ SELECT count(DISTINCT substr(name, 6, 2)), length(group_concat(name)) FROM t;
 @check("sqlite3: 10k rows via a recursive CTE, aggregates; same output")
 def t_sqlite():
     sqlite = need("sqlite3")
+    # group_concat's result, its length on the last line, was one string
     plain, _ = compare([sqlite, "-batch", ":memory:"], "sqlite3",
-                       input=SQL.encode())
+                       input=SQL.encode(),
+                       min_peak=lambda plain: int(plain.stdout.splitlines()[-1].split(b"|")[1]))
     ok(b"|1428|" in plain.stdout or b"|1429|" in plain.stdout,
        "sqlite3 counted the groups", shorten(plain.stdout))
 
@@ -278,7 +299,7 @@ def t_signal():
         problems.append("no report written to --output (files: %s)" % sorted(
             traced.files))
     ok(not problems, "death by SIGTERM under leakscope", "\n  ".join(problems))
-    report_ok(traced, "kill -TERM")
+    report_ok(traced, "kill -TERM", command)
 
 
 @check("stdin passes through: 1.2 MB piped into cat comes out unchanged")
