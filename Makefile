@@ -366,7 +366,7 @@ $(B)/tests/tools/%: tests/tools/%.c $(REPORT_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(REPORT_LIB) $(CLI_LDLIBS)
 
-tests: all $(UNIT_BIN) $(WL_BIN) $(TOOL_BIN) $(ERL_TEST_OUT)
+tests: all $(UNIT_BIN) $(WL_BIN) $(TOOL_BIN) $(ERL_TEST_OUT) $(DEMO_BIN)
 
 check: deps
 	@$(MAKE) --no-print-directory tests fuzz

@@ -2,7 +2,7 @@
  * cli.h - what every command of the command-line layer shares: the exit
  * statuses, error printing, the command table's row.
  *
- * Exit statuses (one set for every command; README "Exit status", and
+ * Exit statuses (one set for every command; docs/guide/command-line.md, and
  * leakscope(1)):
  *   0    success
  *   1    a command on a process or snapshot could not do what it was

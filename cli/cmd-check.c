@@ -106,7 +106,7 @@ int ls_cmd_check(struct ls_invocation *inv)
 		}
 		a->fail_on_leak = 1;
 	}
-	r = LS_EXIT_ERROR;	/* from here on, as every command (README) */
+	r = LS_EXIT_ERROR;	/* from here on, as every command (docs/guide/command-line.md) */
 	if (ls_client_check(inv->pid, a->r.ropts.need_blocks ||
 			    a->r.ropts.only, (enum ls_check_method)a->method,
 			    a->budget_ns / 1000, &snap, err, sizeof(err))) {

@@ -258,7 +258,7 @@ def t_env_sh():
 @check("--follow-exec: children see the native environment plus exactly the documented agent variables")
 def t_env_follow():
     # Following exec needs LD_PRELOAD and the agent's settings to reach
-    # every child, so they stay visible in this mode (README, "--follow-exec").
+    # every child, so they stay visible in this mode (docs/guide/run.md, "--follow-exec").
     command = ["sh", "-c", "env | sort"]
     env = clean_env()
     plain = run_process(command, timeout=TIMEOUT, env=env)
