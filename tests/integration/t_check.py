@@ -549,6 +549,37 @@ def t_clean_pass():
             eq(r.stderr, b"", "%s %s: nothing on stderr" % (name, opts))
 
 
+@check("--no-default-suppressions: clean-stdio's outstanding blocks, all the C "
+       "library's, are listed (adding up to the reachable total) and counted by "
+       "run --fail-on-leak (99); without it none is listed")
+def t_no_default_suppressions():
+    def report(extra):
+        r = gate(["--leak-check", "--format", "json"] + extra, "clean-stdio")
+        eq(r.returncode, 0, "clean-stdio --leak-check %s: %s" % (extra, r.describe()))
+        return root_report(r)
+    hidden, shown = report([]), report(["--no-default-suppressions"])
+    eq(len(hidden["sites"]), 0, "sites listed by default")
+    reach = shown["totals"]["reachability"]
+    eq((reach["definite"]["bytes"], reach["indirect"]["bytes"], reach["possible"]["bytes"]),
+       (0, 0, 0), "nothing lost")
+    eq(reach, hidden["totals"]["reachability"], "the same blocks sorted either way")
+    ok(len(shown["sites"]) > 0, "sites listed with --no-default-suppressions")
+    eq((sum(x["live_bytes"] for x in shown["sites"]),
+        sum(x["live_blocks"] for x in shown["sites"])),
+       (reach["reachable"]["bytes"], reach["reachable"]["blocks"]),
+       "the sites add up to the reachable total")
+    mods = sorted({os.path.basename(x["frames"][0].get("module") or "?") for x in shown["sites"]})
+    ok(all(m.startswith(("libc.so", "ld-linux")) for m in mods),
+       "every block allocated inside the C library or the loader", str(mods))
+    r = gate(["--fail-on-leak", "--no-default-suppressions"], "clean-stdio")
+    eq(r.returncode, 99, "run --fail-on-leak --no-default-suppressions: " + r.describe())
+    ok(re.search(r"leakscope: pid \d+: %d bytes in %d blocks outstanding at exit "
+                 r"from %d stacks \(--fail-on-leak\)" % (
+                     reach["reachable"]["bytes"], reach["reachable"]["blocks"],
+                     len(shown["sites"])), r.stderr.decode()),
+       "the reason names the C library's blocks", r.stderr.decode())
+
+
 @check("a leaking program fails run --leak-check --fail-on-leak with one "
        "line saying why, also with --output")
 def t_leak_fails():

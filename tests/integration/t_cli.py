@@ -18,7 +18,7 @@ import threading
 import time
 
 from harness import (cli, check, once, workload, eq, ok, contains, fail,
-                     run_process, LEAKSCOPE, BUILD, Failure, ROOT)
+                     run_process, at_file_end, LEAKSCOPE, BUILD, Failure, ROOT)
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-cli-")
@@ -58,6 +58,7 @@ def target():
     p = subprocess.Popen([workload("growth"), "40"], env=e,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
+    at_file_end(lambda: (p.kill(), p.wait()))
     sock = os.path.join(RUNTIME, "%d.sock" % p.pid)
     for _ in range(300):
         if os.path.exists(sock):
@@ -263,6 +264,24 @@ def t_watch_top_files():
     eq(r.stdout.decode().count("[slice "), 2, "two slices of the file")
     # 2 slices are too few for a label: the file's own history gives them
     contains(r.stdout.decode(), "Trend from the agent's samples", "watch FILE summary")
+
+
+@check("top --rows N: the N fastest growing sites of the default view, and no more")
+def t_top_rows():
+    p, snap = target()
+
+    def rows(*extra):
+        r = ls("top", snap, "--count", "1", *extra)
+        eq(r.returncode, 0, "top %s status: %s" % (" ".join(extra), r.stderr.decode()))
+        lines = r.stdout.decode().splitlines()
+        head = next(i for i, l in enumerate(lines) if l.lstrip().startswith("B/s"))
+        return [l for l in lines[head + 1:] if l.strip()]
+    every = rows()
+    sites = json_out(ls("report", "--format", "json", snap), "report FILE")["sites_total"]
+    eq(len(every), min(20, sites), "rows by default: every site up to 20")
+    ok(len(every) > 2, "more sites than --rows 2 shows", "\n".join(every))
+    eq(rows("--rows", "2"), every[:2], "--rows 2")
+    eq(rows("-r", "1"), every[:1], "-r 1")
 
 
 @check("frames: olds prints a stack's frames exactly as report does; inlined frames marked alike")

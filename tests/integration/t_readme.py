@@ -4,6 +4,7 @@ build/ on the PATH) and every output line the README shows must have the
 shape of a line the command printed: the same text with its numbers
 replaced, in the same order ("..." stands for lines left out).  A line
 "exit status N" must match exactly."""
+import glob
 import os
 import re
 import shutil
@@ -185,3 +186,27 @@ def t_diff():
 def t_attach():
     ptrace_allowed()
     check_block(5)
+
+
+@check("tests/README.md lists every test file and every option of every command's --help")
+def t_tests_readme():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "tests_map", os.path.join(ROOT, "tools", "tests-map.py"))
+    tm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tm)
+    with open(os.path.join(ROOT, "tests", "README.md")) as f:
+        text = f.read()
+    opts = text.split("<!-- generated: options -->", 1)[1]
+    missing = []
+    for cmd in tm.commands():
+        part = opts.split("### `leakscope %s`" % cmd, 1)
+        for names, _ in tm.options(cmd):
+            row = "| `%s` |" % ", ".join(names)
+            if len(part) < 2 or row not in part[1].split("\n### ", 1)[0]:
+                missing.append("%s %s" % (cmd, names[-1]))
+    eq(missing, [], "options missing from tests/README.md (run python3 tools/tests-map.py)")
+    files = [os.path.relpath(p, ROOT) for d, pat in (("unit", "t-*.c"), ("integration", "t_*.py"))
+             for p in glob.glob(os.path.join(ROOT, "tests", d, pat))]
+    eq(sorted(p for p in files if "`%s`" % p not in text), [],
+       "test files missing from tests/README.md (run python3 tools/tests-map.py)")

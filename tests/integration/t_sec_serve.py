@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from harness import check, eq, ok, contains, fail, shorten, LEAKSCOPE
+from harness import check, eq, ok, contains, fail, shorten, Skip, LEAKSCOPE
 from t_sec_rundir import user, become, clean_env, ATTACKER
 
 
@@ -193,3 +193,68 @@ def t_snapshot_stream():
     contains(body.decode(), "larger than the 256 MiB", "its reason")
     eq(left, [], "nothing left in the snapshot dir")
     ok(took < 60, "it took %.1f s" % took)
+
+
+# Run inside a network namespace of its own (unshare -n): its lo also
+# holds 10.200.0.1, an address that is not a loopback address, reachable
+# from inside the namespace only.
+NETNS_SCRIPT = r"""
+import json, re, subprocess, sys, time, urllib.error, urllib.request
+ls, snaps = sys.argv[1], sys.argv[2]
+for cmd in (["ip", "link", "set", "lo", "up"],
+            ["ip", "addr", "add", "10.200.0.1/32", "dev", "lo"]):
+    if subprocess.run(cmd, stderr=subprocess.PIPE).returncode:
+        print(json.dumps({"skip": " ".join(cmd) + " failed"}))
+        sys.exit(0)
+out = {}
+r = subprocess.run([ls, "serve", "--listen", "10.200.0.1:0", "--snapshot-dir", snaps],
+                   stderr=subprocess.PIPE, timeout=20)
+out["refused"] = [r.returncode, r.stderr.decode()]
+p = subprocess.Popen([ls, "serve", "--listen", "10.200.0.1:0", "--allow-remote",
+                      "--snapshot-dir", snaps], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+try:
+    line = p.stdout.readline().decode()
+    out["banner"] = line
+    m = re.search(r"http://10\.200\.0\.1:(\d+)/#token=([0-9a-f]+)", line)
+    if m:
+        url = "http://10.200.0.1:%s/api/v1/version" % m.group(1)
+        def get(headers):
+            try:
+                with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                            timeout=10) as resp:
+                    return resp.status
+            except urllib.error.HTTPError as e:
+                return e.code
+        out["no_token"] = get({})
+        out["token"] = get({"Authorization": "Bearer " + m.group(2)})
+finally:
+    p.terminate()
+    out["status"] = p.wait(timeout=10)
+print(json.dumps(out))
+"""
+
+
+@check("serve --allow-remote: a non-loopback address (in a network namespace of "
+       "the test's) is refused without it (125, one line), served with it, token required")
+def t_allow_remote():
+    if os.geteuid() != 0:
+        raise Skip("a network namespace needs root")
+    unshare = shutil.which("unshare")
+    if not unshare or not shutil.which("ip"):
+        raise Skip("unshare or ip is missing (util-linux, iproute2)")
+    import sys
+    r = subprocess.run([unshare, "-n", sys.executable, "-c", NETNS_SCRIPT, LEAKSCOPE,
+                        SNAPDIR], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=60)
+    if r.returncode != 0:
+        raise Skip("unshare -n failed: " + r.stderr.decode()[-300:])
+    res = json.loads(r.stdout.decode().strip().splitlines()[-1])
+    if "skip" in res:
+        raise Skip(res["skip"])
+    eq(res["refused"][0], 125, "status without --allow-remote")
+    eq(res["refused"][1].count("\n"), 1, "one line: " + res["refused"][1])
+    contains(res["refused"][1], "'10.200.0.1:0' is not a loopback address", "the reason")
+    contains(res["banner"], "leakscope: serving http://10.200.0.1:", "served with --allow-remote")
+    eq((res.get("no_token"), res.get("token")), (401, 200),
+       "a request without the token, then with it")
+    eq(res["status"], 0, "serve's status on SIGTERM")
