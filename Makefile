@@ -25,7 +25,7 @@ B = build
 AGENT_CFLAGS = $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fno-stack-protector -fomit-frame-pointer $(AGENT_OPT)
 # Extra code generation flags for the agent alone, at compile and link
-# (empty by default).  docs/PERFORMANCE.md, "Issue 13: compiler options
+# (empty by default).  docs/PERFORMANCE.md, "Hook cost: compiler options
 # for the agent", measured link-time optimization and the rest: fewer
 # instructions (-1.8% on the churn), no time won that the load did not
 # cover, and LTO fails tests/integration/t_check.py (a dead agent frame
@@ -295,12 +295,12 @@ $(B)/tests/workloads/attach-busy: tests/workloads/attach-busy.c tests/workloads/
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -fno-pie -no-pie -o $@ $<
 
-# Linked with a library whose constructor allocates (issue 12).
+# Linked with a library whose constructor allocates (before main).
 $(B)/tests/workloads/early-ctor: tests/workloads/early-ctor.c tests/workloads/wl.h $(B)/tests/workloads/libearly.so
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $< -L$(@D) -learly -Wl,-rpath,'$$ORIGIN'
 
-# Linked with its own allocator: malloc resolves to libtinyalloc (issue 12).
+# Linked with its own allocator: malloc resolves to libtinyalloc.
 $(B)/tests/workloads/mapped-totals: tests/workloads/mapped-totals.c tests/workloads/wl.h $(B)/tests/workloads/libtinyalloc.so
 	@mkdir -p $(@D)
 	$(CC) $(WL_CFLAGS) -o $@ $< -L$(@D) -ltinyalloc -Wl,-rpath,'$$ORIGIN'

@@ -7,7 +7,7 @@ Each round runs one round of alloc-heavy.py and then keeps KEEP more
 records (built, round-tripped through JSON) until the end.  200 rounds of
 1100 (the defaults) peak at about 250 MiB natively with PYTHONMALLOC=malloc
 (~3.5M live malloc blocks, ~20k allocation sites), the size of the run
-issue 13 measured.  With --wait it prints "ready" once everything is built
+the hook-cost benchmarks measured.  With --wait it prints "ready" once everything is built
 and sleeps until killed, holding it all (for `leakscope stats PID`).
 
 Prints "alloc-hold rounds=N keep=K records=R".

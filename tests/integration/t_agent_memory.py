@@ -1,4 +1,4 @@
-"""The agent's own memory (issue 13, item 3), as `leakscope stats` shows it:
+"""The agent's own memory, as `leakscope stats` shows it:
 its mappings, resident and in all, the live-block table and its bytes per
 live block, the arena of site and thread records, the post-mortem file.
 

@@ -1,4 +1,4 @@
-"""Mappings that are not live memory (issue 12): the chunks an allocator
+"""Mappings that are not live memory: the chunks an allocator
 other than libc maps for its heap blocks, and PROT_NONE reservations, are
 kept apart from the live totals (ground truth: mapped-totals.c,
 libtinyalloc.c); reservations committed and decommitted piece by piece

@@ -1,5 +1,5 @@
 """Peak consumers, allocation activity, temporary allocations and the size
-and lifetime histograms (issue 14), from an exit snapshot, a live agent and
+and lifetime histograms, from an exit snapshot, a live agent and
 the post-mortem file after SIGKILL.
 
 Ground truth: tests/workloads/peaks.c (its opening comment gives every

@@ -1,4 +1,4 @@
-"""Memory pressure (issue 12 item 2): errno, the program's successful
+"""Memory pressure: errno, the program's successful
 allocations and the agent's own address space under RLIMIT_AS.
 
 Ground truth: tests/workloads/pressure.c (mallocs made until the limit),

@@ -1,4 +1,4 @@
-"""Reliability under stress patterns (issue 12): thread churn, reset."""
+"""Reliability under stress patterns: thread churn, reset."""
 
 import json
 import os

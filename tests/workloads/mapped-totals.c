@@ -1,5 +1,5 @@
 /*
- * mapped-totals.c - which mappings count as live (issue 12): linked with
+ * mapped-totals.c - which mappings count as live: linked with
  * libtinyalloc.so, so its malloc carves blocks out of 1 MiB chunks that
  * libtinyalloc maps itself.
  *

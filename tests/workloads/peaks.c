@@ -1,6 +1,6 @@
 /*
  * peaks.c - ground truth for peak consumers, temporary allocations and
- * the size and lifetime histograms (issue 14).  One thread; every figure
+ * the size and lifetime histograms.  One thread; every figure
  * below is exact in full tracking.
  *
  *   peaks [wait]

@@ -1,6 +1,6 @@
 /*
  * reserve-commit.c - what beam.smp (and V8, wasm runtimes) do with
- * address space (issue 12): reserve a large PROT_NONE range, commit and
+ * address space: reserve a large PROT_NONE range, commit and
  * decommit pieces of it with mmap(MAP_FIXED) and mprotect(), and grow a
  * reservation with mremap.  Every committed page is touched, so VmRSS
  * holds at least the live bytes.

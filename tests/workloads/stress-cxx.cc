@@ -1,5 +1,5 @@
 /*
- * stress-cxx.cc - C++ exceptions through 50 frames (issue 12), for the
+ * stress-cxx.cc - C++ exceptions through 50 frames, for the
  * reliability run: 2000 times, a recursion 50 deep where every frame owns
  * a std::string and a std::vector (freed by unwinding) throws from the
  * bottom; the top catches.  The agent interposes the allocations the

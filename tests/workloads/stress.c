@@ -19,7 +19,7 @@
  *              old block intact), then 1 MiB blocks until malloc returns
  *              NULL, all freed, and malloc works again.  The number of
  *              blocks that fit is not printed: the agent's own memory
- *              counts against the limit too (issue 12 item 2).
+ *              counts against the limit too.
  *
  * C++ exceptions through 50 frames are stress-cxx.cc's.
  *
