@@ -5,6 +5,7 @@ shape of a line the command printed: the same text with its numbers
 replaced, in the same order ("..." stands for lines left out).  A line
 "exit status N" must match exactly."""
 import glob
+import importlib.util
 import os
 import re
 import shutil
@@ -188,13 +189,20 @@ def t_attach():
     check_block(5)
 
 
-@check("tests/README.md lists every test file and every option of every command's --help")
-def t_tests_readme():
-    import importlib.util
+@once
+def tests_map():
+    """tools/tests-map.py as a module: the commands and options it reads
+    from --help."""
     spec = importlib.util.spec_from_file_location(
         "tests_map", os.path.join(ROOT, "tools", "tests-map.py"))
     tm = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tm)
+    return tm
+
+
+@check("tests/README.md lists every test file and every option of every command's --help")
+def t_tests_readme():
+    tm = tests_map()
     with open(os.path.join(ROOT, "tests", "README.md")) as f:
         text = f.read()
     opts = text.split("<!-- generated: options -->", 1)[1]
@@ -210,3 +218,43 @@ def t_tests_readme():
              for p in glob.glob(os.path.join(ROOT, "tests", d, pat))]
     eq(sorted(p for p in files if "`%s`" % p not in text), [],
        "test files missing from tests/README.md (run python3 tools/tests-map.py)")
+
+
+def shown_invocations():
+    """(file, command, [options]) of every `leakscope COMMAND ...` the README
+    and the user guide show, in code blocks and in backquotes."""
+    paths = [os.path.join(ROOT, "README.md")] + sorted(
+        glob.glob(os.path.join(ROOT, "docs", "guide", "*.md")))
+    out = []
+    for path in paths:
+        with open(path) as f:
+            text = f.read()
+        pieces = re.findall(r"^```\n(.*?)^```$", text, re.S | re.M)
+        pieces = [l for b in pieces for l in b.splitlines()]
+        pieces += re.findall(r"`([^`\n]*leakscope [^`\n]*)`", text)
+        for piece in pieces:
+            # at the start of a command: a line, after a prompt, ;, &&, | or $(
+            for m in re.finditer(r"(?:^\s*|\$ |# |; |&& |\| |\$\()leakscope ([a-z]+)"
+                                 r"((?: +[^ #;|&]+)*)", piece):
+                opts = []
+                for tok in m.group(2).split():
+                    if tok == "--":
+                        break
+                    if tok.startswith("--") and len(tok) > 2:
+                        opts.append(tok.split("=", 1)[0].rstrip(",.)"))
+                out.append((os.path.relpath(path, ROOT), m.group(1), opts))
+    return out
+
+
+@check("README and docs/guide: every `leakscope COMMAND --option` shown is a command and an option its --help lists")
+def t_shown_options():
+    tm = tests_map()
+    cmds = set(tm.commands())
+    known = {c: {n for names, _ in tm.options(c) for n in names} | {"--help"} for c in cmds}
+    shown = shown_invocations()
+    ok(len(shown) > 50, "invocations found in the docs", str(len(shown)))
+    bad = sorted({"%s: leakscope %s %s" % (f, c, o)
+                  for f, c, opts in shown if c in cmds for o in opts if o not in known[c]} |
+                 {"%s: leakscope %s (no such command)" % (f, c)
+                  for f, c, _ in shown if c not in cmds})
+    eq(bad, [], "commands and options the docs show that --help does not list")
