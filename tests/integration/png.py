@@ -2,6 +2,8 @@
 interlaced: what headless Chromium's --screenshot writes), so that tests
 check what a screenshot shows, not only that it exists."""
 
+import itertools
+import operator
 import struct
 import zlib
 
@@ -19,34 +21,42 @@ class Image:
         return (p[0], p[0], p[0]) if c < 3 else (p[0], p[1], p[2])
 
 
-def _paeth(a, b, c):
-    p = a + b - c
-    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-    if pa <= pb and pa <= pc:
-        return a
-    return b if pb <= pc else c
+def _add_bytes(a, b):
+    """Bytewise (a + b) mod 256 of two equal-length byte strings, in one
+    pass of big-integer arithmetic (no carry crosses a byte)."""
+    n = len(a)
+    x, y = int.from_bytes(a, "little"), int.from_bytes(b, "little")
+    low = int.from_bytes(b"\x7f" * n, "little")
+    high = int.from_bytes(b"\x80" * n, "little")
+    return (((x & low) + (y & low)) ^ ((x ^ y) & high)).to_bytes(n, "little")
 
 
 def _unfilter(kind, line, prev, bpp):
+    if kind == 0:
+        return bytes(line)
+    if kind == 2:                       # Up
+        return _add_bytes(line, prev)
+    if kind == 1:                       # Sub: a running sum per channel
+        out = bytearray(len(line))
+        for c in range(bpp):
+            sums = itertools.accumulate(line[c::bpp])
+            out[c::bpp] = bytes(map(operator.and_, sums, itertools.repeat(0xff)))
+        return bytes(out)
+    if kind not in (3, 4):
+        raise ValueError("PNG filter type %d" % kind)
     out = bytearray(line)
     n = len(out)
-    if kind == 0:
-        return out
-    for i in range(n):
-        a = out[i - bpp] if i >= bpp else 0
-        b = prev[i]
-        c = prev[i - bpp] if i >= bpp else 0
-        if kind == 1:
-            out[i] = (out[i] + a) & 0xff
-        elif kind == 2:
-            out[i] = (out[i] + b) & 0xff
-        elif kind == 3:
-            out[i] = (out[i] + ((a + b) >> 1)) & 0xff
-        elif kind == 4:
-            out[i] = (out[i] + _paeth(a, b, c)) & 0xff
-        else:
-            raise ValueError("PNG filter type %d" % kind)
-    return out
+    for i in range(min(bpp, n)):        # no left neighbour: a = c = 0
+        out[i] = (out[i] + (prev[i] >> 1 if kind == 3 else prev[i])) & 0xff
+    if kind == 3:                       # Average
+        for i in range(bpp, n):
+            out[i] = (out[i] + ((out[i - bpp] + prev[i]) >> 1)) & 0xff
+        return bytes(out)
+    for i in range(bpp, n):             # Paeth, written out: the hot loop
+        a, b, c = out[i - bpp], prev[i], prev[i - bpp]
+        pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+        out[i] = (out[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xff
+    return bytes(out)
 
 
 def read(path):
@@ -78,6 +88,6 @@ def read(path):
     for y in range(height):
         start = y * (stride + 1)
         line = _unfilter(raw[start], raw[start + 1:start + 1 + stride], prev, channels)
-        rows.append(bytes(line))
+        rows.append(line)
         prev = line
     return Image(width, height, channels, rows)

@@ -15,6 +15,7 @@ import http.client as httpclient
 import json
 import math
 import os
+import re
 import select
 import shutil
 import signal
@@ -25,6 +26,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+
+import png
 
 from harness import (check, once, workload, eq, ok, ge, fail, run_process,
                      agent_env, wait_environ, listening_process,
@@ -830,10 +833,13 @@ def page_run():
     r = chromium(["--window-size=1400,1800", "--virtual-time-budget=8000",
                   "--screenshot=" + shot, srv.page("pid=%d" % wl.pid)])
     rep = cli_json("report", "--format", "json", wl.pid)
+    svg = api(srv, "processes/%d/flamegraph.svg" % wl.pid)
     res = {"shot": shot, "shot_run": r, "live": rep["totals"]["live_bytes"],
            "live_web": sum(s["live_bytes"] for s in rep["sites"]
                            if site_function(s, workload("webload"))),
-           "labels": [s["trend"]["label"] for s in rep["sites"]]}
+           "labels": [s["trend"]["label"] for s in rep["sites"]],
+           "fills": dict(re.findall(r'<g class="f"[^>]*>\s*<title>([^\n<]*)\n.*?fill="([^"]+)"',
+                                    svg.decode(), re.S))}
     r = chromium(["--virtual-time-budget=15000", "--dump-dom",
                   srv.page("pid=%d&test=1" % wl.pid)])
     res["out"] = test_out(r.stdout.decode("utf-8", "replace"))
@@ -999,14 +1005,24 @@ def t_page_diff():
     ok(os.path.exists(shot), "diff screenshot written", r.describe())
 
 
-@check("page: a screenshot is kept in build/test-artifacts/web-process.png")
+@check("page: the screenshot of the process view (build/test-artifacts/web-process.png) "
+       "shows the flame graph's frames in the colours of the API's SVG")
 def t_page_screenshot():
     res = page_run()
     ok(os.path.exists(res["shot"]), "screenshot written", res["shot_run"].describe())
-    with open(res["shot"], "rb") as f:
-        head = f.read(8)
-    eq(head, b"\x89PNG\r\n\x1a\n", "PNG signature")
-    ge(os.path.getsize(res["shot"]), 20000, "screenshot size")
+    image = png.read(res["shot"])
+    eq((image.width, image.height), (1400, 1800), "screenshot size")
+    want = ("site_web_big [webload]", "main [webload]", "all")
+    fills = {k: v for k, v in res["fills"].items() if k in want}
+    eq(sorted(fills), sorted(want), "frames of the API's SVG")
+    # The page draws the graph about 820 pixels wide (--window-size=1400):
+    # each of these frames spans it, so a row holds 300 pixels of its fill.
+    missing = []
+    for label, fill in sorted(fills.items()):
+        run = bytes(int(x) for x in fill[4:-1].split(",")) * 300
+        if image.channels != 3 or not any(run in row for row in image.rows):
+            missing.append("%s %s" % (label, fill))
+    eq(missing, [], "frames whose colour spans 300 pixels of a row")
 
 
 @check("shutdown: SIGTERM stops the server with status 0, the workload unharmed")
