@@ -5,7 +5,8 @@
  * at exit (lengths rounded up to 4096):
  *
  *   site                bytes  blocks  how
- *   site_mmap_middle    28672   1 or 2 8 pages, the 4th unmapped (hole)
+ *   site_mmap_middle    28672     2    8 pages, the 4th unmapped: a hole
+ *                                      that splits the mapping in two
  *   site_mremap_grow    24576     1    2 pages mapped in tmp_mremap_orig,
  *                                      mremap'd to 6 pages here: the mapping
  *                                      moves to the mremap caller's stack
