@@ -174,7 +174,9 @@ static void man_page(FILE *out)
 	man_environment(out);
 	fputs(".SH \"EXIT STATUS\"\n.nf\n", out);
 	roff_text(out, ls_exit_status_text);
-	fputs(".fi\n.SH \"SEE ALSO\"\nheaptrack(1), valgrind(1)\n", out);
+	fputs(".fi\n.SH \"SEE ALSO\"\nheaptrack(1), valgrind(1).\n"
+	      "The user guide, one page per task, is docs/guide/README.md in "
+	      "leakscope's source tree.\n", out);
 }
 
 int ls_cmd_help(struct ls_invocation *inv)
