@@ -426,3 +426,24 @@ def _():
     expect_error([], r"leakscope: no process to trace: .*")
     expect_error(["-p", "1", "-c", "true"],
                  r"leakscope: give one of -p, -c and -- CMD")
+
+
+@check("--stack-bytes 256: the same blocks, and site_deep's stack a strict prefix of "
+       "the whole one (the copy ends before _start's frame); --wa-missing-free accepted")
+def _():
+    whole = alloc_json()
+    t = trace_pid(["--format", "json", "-T", "100", "--stack-bytes", "256",
+                   "--wa-missing-free"], "trace-target", "wait")
+    expect_status(t, 0)
+    rep = t.report()
+    for name, nbytes, nblocks, kind in ALLOC_SITES:
+        expect_site(rep, name, exe(), nbytes, nblocks, kind)
+
+    def deep(r):
+        s = [x for x in r["sites"] if outer_functions(x, exe())[:1] == ["site_deep"]]
+        eq(len(s), 1, "site_deep sites")
+        return [(f.get("function"), f.get("line")) for f in s[0]["frames"]]
+    full, cut = deep(whole), deep(rep)
+    ok(0 < len(cut) < len(full) and full[:len(cut)] == cut,
+       "site_deep's frames with 256 bytes copied: a strict prefix of the whole stack",
+       "whole %s\ncut %s" % (full, cut))
