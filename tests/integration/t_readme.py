@@ -6,6 +6,7 @@ replaced, in the same order ("..." stands for lines left out).  A line
 "exit status N" must match exactly."""
 import glob
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -20,8 +21,12 @@ DEMO = os.path.join(BUILD, "demo", "leaky-server")
 NUMBER = re.compile(r"0x[0-9a-f]+|[0-9]+(?:\.[0-9]+)?")
 
 
+# Words that change from run to run: the call attach stopped a thread at.
+SAFE_POINT = re.compile(r"\(thread \d+ [^)]*\)")
+
+
 def shape(line):
-    return NUMBER.sub("N", line.rstrip())
+    return NUMBER.sub("N", SAFE_POINT.sub("(thread T at its safe point)", line.rstrip()))
 
 
 def blocks():
@@ -89,6 +94,19 @@ class Session:
             time.sleep(0.05)
         fail("the traced leaky-server", "running", "not found")
 
+    def wait_growing(self):
+        """Until the traced demo has a site labelled growing (samples every
+        0.2 s: about 2 s), as a reader who waits a moment has it."""
+        end = time.time() + 30
+        while time.time() < end:
+            r = subprocess.run(["leakscope", "report", "--growing", "--format", "json",
+                                str(self.server)], env=self.env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, timeout=30)
+            if r.returncode == 0 and json.loads(r.stdout.decode())["sites"]:
+                return
+            time.sleep(0.3)
+        fail("a growing site in the demo", "within 30 s", "none")
+
     def run(self, command):
         """(output lines) of one command."""
         command = re.sub(r"^sleep \d+$", "sleep 1", command)
@@ -105,7 +123,9 @@ class Session:
             self.last = p.pid
             if command.startswith("leakscope run"):
                 self.server = self.pid_of_server(p.pid)
-            time.sleep(2)       # the agent's first growth samples
+                self.wait_growing()
+            else:
+                time.sleep(1)
             return []
         r = subprocess.run(["sh", "-c", command], cwd=self.dir, env=self.env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
