@@ -324,7 +324,8 @@ FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS = -O1 -g -std=gnu11 -D_GNU_SOURCE -DLS_LIBDIR='"$(LIBDIR)"' \
 	-I/usr/include/libiberty $(FUZZ_SAN) -fsanitize=fuzzer-no-link
-FUZZ_TARGETS = snapshot postmortem request reply web options cfi
+FUZZ_TARGETS = snapshot postmortem request reply web options cfi \
+	$(if $(HAVE_EI),term)
 FUZZ_BIN = $(FUZZ_TARGETS:%=$(FB)/fuzz-%)
 FUZZ_LIB = $(FB)/libreport.a
 HAVE_FUZZER = $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }' | \
@@ -352,6 +353,9 @@ $(FB)/fuzz-%: $(FB)/tests/fuzz/fuzz-%.o $(FB)/tests/fuzz/fuzz-util.o $(FUZZ_LIB)
 		$(filter %.a,$^) $(CLI_LDLIBS) $(WEB_LDLIBS) -latomic
 
 $(FB)/fuzz-request: $(FB)/agent/request.o
+$(FB)/fuzz-term: $(FB)/erlang/term.o $(EI_LIB)
+$(FB)/erlang/term.o $(FB)/tests/fuzz/fuzz-term.o: erlang/term.h
+$(FB)/erlang/term.o $(FB)/tests/fuzz/fuzz-term.o: FUZZ_CFLAGS += -I$(ERL_INC)
 $(FB)/fuzz-web: $(WEB_SRC:%.c=$(FB)/%.o) $(B)/web/embed.o
 $(FB)/fuzz-options: $(FB)/cli/parse-options.o $(FB)/cli/report-args.o \
 	$(FB)/cli/error.o

@@ -2,7 +2,6 @@
  * control.c - the control thread: accept, check the peer, read one
  * bounded request line, answer, close.
  */
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -255,30 +254,6 @@ out:
 	ls_sys_unmap(th, bytes);
 }
 
-/*
- * A check request may end with " budget=US", the concurrent method's
- * pause budget in microseconds (0: none); cut it off the request into
- * *ns.  0, or -1 when it is malformed.  Without it, the default.
- */
-static int check_budget(char *req, uint64_t *ns)
-{
-	char *b = strstr(req, LS_CHECK_BUDGET_ARG), *end;
-	unsigned long long us;
-
-	*ns = LS_CHECK_BUDGET_US * 1000ull;
-	if (!b || strncmp(req, LS_VERB_CHECK, strlen(LS_VERB_CHECK)))
-		return 0;
-	errno = 0;
-	us = strtoull(b + strlen(LS_CHECK_BUDGET_ARG), &end, 10);
-	if (errno || *end || end == b + strlen(LS_CHECK_BUDGET_ARG) ||
-	    !isdigit((unsigned char)b[strlen(LS_CHECK_BUDGET_ARG)]) ||
-	    us > LS_CHECK_BUDGET_MAX_US)
-		return -1;
-	*b = 0;
-	*ns = us * 1000ull;
-	return 0;
-}
-
 static void serve(int fd)
 {
 	char req[LS_CONTROL_MAX_REQUEST];
@@ -301,7 +276,7 @@ static void serve(int fd)
 		reply_error(fd, "malformed request");
 		return;
 	}
-	if (check_budget(req, &budget)) {
+	if (ls_request_budget(req, &budget)) {
 		reply_error(fd, "malformed pause budget");
 		return;
 	}

@@ -1,7 +1,9 @@
 /*
  * request.c - parsing the control socket's requests (request.h).
  */
+#include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "../common/contract.h"
 #include "request.h"
@@ -58,5 +60,24 @@ int ls_request_threads_ok(const struct lsnap_check_thread *th, uint32_t n)
 	for (i = 0; i < n; i++)
 		if (!th[i].tid || th[i].nregs > LSNAP_CHECK_NREGS)
 			return -EPROTO;
+	return 0;
+}
+
+int ls_request_budget(char *req, uint64_t *ns)
+{
+	char *b = strstr(req, LS_CHECK_BUDGET_ARG), *end;
+	unsigned long long us;
+
+	*ns = LS_CHECK_BUDGET_US * 1000ull;
+	if (!b || strncmp(req, LS_VERB_CHECK, strlen(LS_VERB_CHECK)))
+		return 0;
+	errno = 0;
+	us = strtoull(b + strlen(LS_CHECK_BUDGET_ARG), &end, 10);
+	if (errno || *end || end == b + strlen(LS_CHECK_BUDGET_ARG) ||
+	    !isdigit((unsigned char)b[strlen(LS_CHECK_BUDGET_ARG)]) ||
+	    us > LS_CHECK_BUDGET_MAX_US)
+		return -1;
+	*b = 0;
+	*ns = us * 1000ull;
 	return 0;
 }

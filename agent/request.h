@@ -34,6 +34,14 @@ enum ls_request_verb {
  */
 int ls_request_line(char *buf, size_t len, size_t cap);
 
+/*
+ * A check request may end with " budget=US", the concurrent method's
+ * pause budget in microseconds (0: none, at most LS_CHECK_BUDGET_MAX_US):
+ * cut it off the line into *ns, so that the rest names the verb.  0, or
+ * -1 when it is malformed.  Without it, LS_CHECK_BUDGET_US.
+ */
+int ls_request_budget(char *line, uint64_t *ns);
+
 /* The verb a whole request line names; LS_REQ_UNKNOWN for anything else. */
 enum ls_request_verb ls_request_verb(const char *line);
 

@@ -21,9 +21,10 @@
 #include "rundir.h"
 #include "state.h"
 
-/* An existing fallback of ours in parent (an open dir) named like
+/* An existing fallback of uid's in parent (an open dir) named like
  * base.XXXXXX: its name into out, 0; or -ENOENT. */
-static int find_fallback(int parent, const char *base, char *out, size_t cap)
+static int find_fallback(int parent, const char *base, unsigned uid,
+			 char *out, size_t cap)
 {
 	char buf[4096] __attribute__((aligned(8)));
 	ssize_t n, off;
@@ -41,7 +42,7 @@ static int find_fallback(int parent, const char *base, char *out, size_t cap)
 				    O_NOFOLLOW | O_CLOEXEC);
 			if (fd < 0)
 				continue;
-			if (!ls_runtime_dir_fd_safe(fd, (unsigned)geteuid())) {
+			if (!ls_runtime_dir_fd_safe(fd, uid)) {
 				close(fd);
 				strcpy(out, e->d_name);
 				return 0;
@@ -51,12 +52,16 @@ static int find_fallback(int parent, const char *base, char *out, size_t cap)
 	return -ENOENT;
 }
 
-/* dir's fallback into dir: an existing one, else a new one. */
-static int use_fallback(char *dir, size_t cap)
+/*
+ * dir's fallback for uid: the name of an existing one into dir and 0, 1
+ * when there is none (dir unchanged), or -errno.  The parent dir's fd
+ * into *parent (to be closed) on 0 and 1.
+ */
+static int existing_fallback(char *dir, size_t cap, unsigned uid,
+			     int *parent)
 {
 	char path[4096], *slash = strrchr(dir, '/');
 	size_t plen, len = strlen(dir);
-	int parent, r;
 
 	if (!slash || len + sizeof(LS_RUNTIME_FALLBACK_SUFFIX) > sizeof(path) ||
 	    len + sizeof(LS_RUNTIME_FALLBACK_SUFFIX) > cap)
@@ -64,20 +69,78 @@ static int use_fallback(char *dir, size_t cap)
 	plen = (size_t)(slash - dir);
 	memcpy(path, dir, plen ? plen : 1);
 	path[plen ? plen : 1] = 0;
-	parent = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (parent < 0)
+	*parent = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*parent < 0)
 		return -errno;
-	r = find_fallback(parent, slash + 1, path, sizeof(path));
+	if (find_fallback(*parent, slash + 1, uid, path, sizeof(path)))
+		return 1;
+	snprintf(dir + plen + 1, cap - plen - 1, "%s", path);
+	return 0;
+}
+
+/* dir's fallback into dir: an existing one, else a new one. */
+static int use_fallback(char *dir, size_t cap)
+{
+	char path[4096];
+	int parent, r = existing_fallback(dir, cap, (unsigned)geteuid(),
+					  &parent);
+
+	if (r < 0)
+		return r;
 	close(parent);
-	if (!r) {
-		snprintf(dir + plen + 1, cap - plen - 1, "%s", path);
+	if (!r)
 		return ls_control_prepare_dir(dir);
-	}
 	snprintf(path, sizeof(path), "%s" LS_RUNTIME_FALLBACK_SUFFIX, dir);
 	if (!mkdtemp(path))
 		return -errno;
 	strcpy(dir, path);
 	return ls_control_prepare_dir(dir);
+}
+
+int ls_rundir_fallback_for(char *dir, size_t cap, uid_t uid, gid_t gid)
+{
+	char path[4096];
+	const char *name;
+	struct stat st;
+	int parent, fd, r = existing_fallback(dir, cap, (unsigned)uid, &parent);
+
+	if (r < 0)
+		return r;
+	if (!r) {
+		/* uid's own: whatever is there now, opened without following
+		 * a link, must still pass the checks */
+		fd = openat(parent, strrchr(dir, '/') + 1, O_RDONLY |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(parent);
+		if (fd < 0)
+			return -errno;
+		if ((r = ls_runtime_dir_fd_safe(fd, (unsigned)uid))) {
+			close(fd);
+			return r;
+		}
+		return fd;
+	}
+	/* A new one, made here under a name nobody could take first; in
+	 * the sticky parent (/dev/shm, /tmp) nobody else can move it. */
+	snprintf(path, sizeof(path), "%s" LS_RUNTIME_FALLBACK_SUFFIX, dir);
+	if (!mkdtemp(path)) {
+		close(parent);
+		return -errno;
+	}
+	name = strrchr(path, '/') + 1;
+	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+	close(parent);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    fchown(fd, uid, gid) || fchmod(fd, 0700)) {
+		r = errno ? -errno : -EPERM;
+		close(fd);
+		return r;
+	}
+	snprintf(dir, cap, "%s", path);
+	return fd;
 }
 
 int ls_rundir_prepare(char *dir, size_t cap)

@@ -6,6 +6,7 @@
 #define LEAKSCOPE_AGENT_RUNDIR_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /*
  * Make dir (cap bytes, NUL-terminated) a usable runtime dir of this
@@ -17,5 +18,16 @@
  * control thread.  Not thread-safe.
  */
 int ls_rundir_prepare(char *dir, size_t cap);
+
+/*
+ * For a process about to switch to uid (agent/switch.c), while still
+ * root: dir, uid's default runtime dir, is squatted; replace it with
+ * uid's private fallback "<dir>.XXXXXX" by the same rule (an existing one
+ * of uid's that passes the checks, else a new one from mkdtemp(), given
+ * to uid:gid through its fd).  Returns the fallback's fd, or a negative
+ * errno (dir unchanged).  No path under a dir another user controls is
+ * followed.
+ */
+int ls_rundir_fallback_for(char *dir, size_t cap, uid_t uid, gid_t gid);
 
 #endif

@@ -37,6 +37,7 @@
 #include "guard.h"
 #include "pmfile.h"
 #include "real.h"
+#include "rundir.h"
 #include "state.h"
 
 #define LS_EXPORT __attribute__((visibility("default")))
@@ -91,11 +92,26 @@ fail:
 	return r;
 }
 
-/* Socket and post-mortem file into dir for uid:gid; 0 or -errno. */
-static int move_to(const char *dir, uid_t uid, gid_t gid)
+/*
+ * Socket and post-mortem file into dir (cap bytes) for uid:gid; 0 or
+ * -errno.  When dir is squatted (another user's, a link, not a dir), into
+ * uid's private fallback beside it instead, the one the CLI finds by the
+ * same rule (agent/rundir.c, lib/procinfo.c), and dir names it.
+ */
+static int move_to(char *dir, size_t cap, uid_t uid, gid_t gid)
 {
+	char was[sizeof(ls_agent.runtime_dir)];
 	int fd = user_dir(dir, uid, gid), r;
 
+	if (fd == -EPERM || fd == -ENOTDIR || fd == -ELOOP) {
+		snprintf(was, sizeof(was), "%s", dir);
+		fd = ls_rundir_fallback_for(dir, cap, uid, gid);
+		if (fd >= 0)
+			ls_state_note("runtime dir '%s' of uid %u is not a "
+				      "directory of that user's that only it "
+				      "can write (squatted?): using '%s'",
+				      was, (unsigned)uid, dir);
+	}
 	if (fd < 0)
 		return fd;
 	r = ls_control_move(fd, dir, uid, gid);
@@ -141,7 +157,7 @@ static void before_switch(uid_t to, struct moved *m)
 		memcpy(m->dir, ls_agent.runtime_dir, sizeof(m->dir));
 		m->uid = geteuid();
 		m->gid = getegid();
-		r = move_to(dir, to, getegid());
+		r = move_to(dir, sizeof(dir), to, getegid());
 		if (!r)
 			m->done = 1;
 		else if (r != -ENOTCONN)
@@ -153,13 +169,13 @@ static void before_switch(uid_t to, struct moved *m)
 	errno = e;
 }
 
-static int after_switch(int r, const struct moved *m)
+static int after_switch(int r, struct moved *m)
 {
 	int e = errno;
 
 	if (r && m->done) {	/* still privileged: back where it was */
 		ls_guard_enter();
-		move_to(m->dir, m->uid, m->gid);
+		move_to(m->dir, sizeof(m->dir), m->uid, m->gid);
 		ls_guard_leave();
 	}
 	errno = e;

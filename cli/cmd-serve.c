@@ -14,6 +14,7 @@
 #include "cmds.h"
 
 #define A(field) LS_ARG(struct ls_serve_args, field)
+#define SERVE_MEMORY_BUDGET_MIB 1024ull	/* --memory-budget's default */
 
 static const struct ls_option own[] = {
 	{ .kind = LS_OPT_STRING,
@@ -46,6 +47,16 @@ static const struct ls_option own[] = {
 	  .flags = LS_OPTF_NONZERO,
 	  .max = 600000000000ull,
 	  .want = "seconds, at most 600" },
+	{ .kind = LS_OPT_UINT,
+	  .long_name = "memory-budget",
+	  .offset = A(memory_budget),
+	  .argh = "MIB",
+	  .help = "memory the replies in progress hold together\n"
+		  "at most; a request past it gets 503\n"
+		  "(default 1024)",
+	  .min = 64,
+	  .max = 1048576,
+	  .want = "64 to 1048576 (MiB)" },
 	{ .kind = LS_OPT_END },
 };
 
@@ -228,6 +239,8 @@ int ls_cmd_serve(struct ls_invocation *inv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	ls_client_set_timeout(timeout_ms ? timeout_ms : 3000);
+	ls_snapshot_set_budget((a->memory_budget ? a->memory_budget :
+				SERVE_MEMORY_BUDGET_MIB) << 20);
 	if (!a->no_web && (r = ls_web_start(&opts, &w, err, sizeof(err)))) {
 		/* a malformed or non-loopback --listen is a usage error; a
 		 * port in use or an unwritable snapshot dir a failure */

@@ -51,6 +51,7 @@ struct ls_serve_args {
 	int allow_remote;
 	const char *snapshot_dir;
 	uint64_t agent_timeout_ns;	/* 0: the default */
+	uint64_t memory_budget;		/* MiB; 0: the default */
 	const char *metrics;		/* --metrics ADDR:PORT */
 	uint64_t metrics_sites;		/* 0: the default */
 	int no_web;

@@ -48,6 +48,153 @@ struct dec {
 
 static int decode(struct dec *dc, int *index, struct ls_term *t, int depth);
 
+static uint32_t be(const unsigned char *p, int n)
+{
+	uint32_t v = 0;
+
+	while (n--)
+		v = v << 8 | *p++;
+	return v;
+}
+
+static int is_atom_tag(int tag)
+{
+	return tag == ERL_ATOM_EXT || tag == ERL_SMALL_ATOM_EXT ||
+	       tag == ERL_ATOM_UTF8_EXT || tag == ERL_SMALL_ATOM_UTF8_EXT;
+}
+
+/*
+ * The end of the term at buf[i], read within buf[0..end) and nothing
+ * past it, or -1 when the term is malformed, too deep, of a kind the C
+ * node never receives, or would end past `end`.  ei reads each term
+ * without a bound (the sub-terms of pids, references, ports and funs
+ * included), so the whole answer passes here before ei sees any of it.
+ */
+static long span(const unsigned char *buf, long i, long end, int depth)
+{
+	long n, k, at;
+	int tag;
+
+#define NEED(b) do { if ((b) < 0 || (b) > end - i) return -1; } while (0)
+	NEED(1);
+	if (depth > MAX_DEPTH)
+		return -1;
+	tag = buf[i++];
+	switch (tag) {
+	case ERL_SMALL_INTEGER_EXT:
+		NEED(1);
+		return i + 1;
+	case ERL_INTEGER_EXT:
+		NEED(4);
+		return i + 4;
+	case ERL_FLOAT_EXT:
+		/* text ei reads with sscanf: it must end in the 31 bytes */
+		NEED(31);
+		return memchr(buf + i, 0, 31) ? i + 31 : -1;
+	case NEW_FLOAT_EXT:
+		NEED(8);
+		return i + 8;
+	case ERL_NIL_EXT:
+		return i;
+	case ERL_SMALL_ATOM_EXT:
+	case ERL_SMALL_ATOM_UTF8_EXT:
+		NEED(1);
+		n = buf[i++];
+		NEED(n);
+		return i + n;
+	case ERL_ATOM_EXT:
+	case ERL_ATOM_UTF8_EXT:
+	case ERL_STRING_EXT:
+		NEED(2);
+		n = be(buf + i, 2);
+		i += 2;
+		NEED(n);
+		return i + n;
+	case ERL_BINARY_EXT:
+	case ERL_BIT_BINARY_EXT:
+		NEED(4);
+		n = be(buf + i, 4) + (tag == ERL_BIT_BINARY_EXT);
+		i += 4;
+		NEED(n);
+		return i + n;
+	case ERL_SMALL_BIG_EXT:
+	case ERL_LARGE_BIG_EXT:
+		k = tag == ERL_SMALL_BIG_EXT ? 1 : 4;
+		NEED(k);
+		n = be(buf + i, (int)k) + 1;	/* the sign byte */
+		i += k;
+		NEED(n);
+		return i + n;
+	case ERL_SMALL_TUPLE_EXT:
+	case ERL_LARGE_TUPLE_EXT:
+	case ERL_LIST_EXT:
+	case ERL_MAP_EXT:
+		k = tag == ERL_SMALL_TUPLE_EXT ? 1 : 4;
+		NEED(k);
+		n = be(buf + i, (int)k);
+		i += k;
+		if (tag == ERL_MAP_EXT)
+			n *= 2;
+		else if (tag == ERL_LIST_EXT)
+			n++;		/* the tail */
+		/* Each element takes a byte at least. */
+		NEED(n);
+		for (; n > 0; n--)
+			if ((i = span(buf, i, end, depth + 1)) < 0)
+				return -1;
+		return i;
+	case ERL_PID_EXT:
+	case ERL_NEW_PID_EXT:
+	case ERL_PORT_EXT:
+	case ERL_NEW_PORT_EXT:
+	case ERL_V4_PORT_EXT:
+	case ERL_REFERENCE_EXT:
+		/* the node's atom, then fixed fields */
+		if (i >= end || !is_atom_tag(buf[i]) ||
+		    (i = span(buf, i, end, depth + 1)) < 0)
+			return -1;
+		n = tag == ERL_PID_EXT ? 9 : tag == ERL_NEW_PID_EXT ? 12 :
+			tag == ERL_PORT_EXT ? 5 : tag == ERL_NEW_PORT_EXT ? 8 :
+			tag == ERL_V4_PORT_EXT ? 12 : 5;
+		NEED(n);
+		return i + n;
+	case ERL_NEW_REFERENCE_EXT:
+	case ERL_NEWER_REFERENCE_EXT:
+		NEED(2);
+		k = be(buf + i, 2);
+		i += 2;
+		if (i >= end || !is_atom_tag(buf[i]) ||
+		    (i = span(buf, i, end, depth + 1)) < 0)
+			return -1;
+		n = (tag == ERL_NEW_REFERENCE_EXT ? 1 : 4) + 4 * k;
+		NEED(n);
+		return i + n;
+	case ERL_EXPORT_EXT:
+		/* module, function, arity */
+		for (k = 0; k < 3; k++)
+			if ((i = span(buf, i, end, depth + 1)) < 0)
+				return -1;
+		return i;
+	case ERL_NEW_FUN_EXT:
+		/* Size (counting itself), Arity, Uniq, Index, NumFree, then
+		 * Module, OldIndex, OldUniq, Pid and NumFree free variables:
+		 * all of them exactly Size bytes. */
+		at = i;
+		NEED(29);
+		n = be(buf + i, 4);
+		k = be(buf + i + 25, 4) + 4;
+		i += 29;
+		for (; k > 0; k--)
+			if ((i = span(buf, i, end, depth + 1)) < 0)
+				return -1;
+		return i - at == n ? i : -1;
+	default:
+		/* atom cache references, old funs, anything else */
+		return -1;
+	}
+#undef NEED
+}
+
 static int decode_seq(struct dec *dc, int *index, struct ls_term *t, long n,
 		      int depth)
 {
@@ -72,15 +219,16 @@ static int decode_list(struct dec *dc, int *index, struct ls_term *t,
 		       int depth)
 {
 	struct ls_term tail;
-	int arity, r;
+	int arity, r, nil = dc->buf[*index] == ERL_NIL_EXT;
 
 	t->type = LS_TERM_LIST;
 	if (ei_decode_list_header(dc->buf, index, &arity) || arity < 0)
 		return -EINVAL;
 	r = decode_seq(dc, index, t, arity, depth);
-	if (r || !arity)
+	if (r || nil)
 		return r;
-	/* the tail: [] for a proper list, else decoded and dropped */
+	/* the tail (a LIST_EXT of no element has one too): [] for a proper
+	 * list, else decoded and dropped */
 	memset(&tail, 0, sizeof(tail));
 	return decode(dc, index, &tail, depth + 1);
 }
@@ -196,6 +344,9 @@ int ls_term_decode(const char *buf, int len, int *index,
 
 	memset(t, 0, sizeof(*t));
 	t->buf = buf;
+	if (*index < 0 || *index > len ||
+	    span((const unsigned char *)buf, *index, len, 0) < 0)
+		return -EINVAL;
 	t->root = arena_alloc(t, sizeof(*t->root));
 	if (!t->root)
 		return -ENOMEM;

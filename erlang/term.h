@@ -56,8 +56,9 @@ struct ls_term_tree {
 /*
  * Decode the term at buf[*index] (after the version byte when the caller
  * skipped it); the buffer holds len bytes.  Returns 0, or -EINVAL for a
- * malformed, truncated or too deep term (every length a tag claims is
- * checked against the bytes left before ei reads them), -ENOMEM.  buf
+ * malformed, truncated or too deep term, or one of a kind the C node
+ * never receives (the whole term is walked by a bounded reader before ei
+ * reads any of it: ei itself reads past a lying length), -ENOMEM.  buf
  * must outlive the tree for ls_term_raw().
  */
 int ls_term_decode(const char *buf, int len, int *index,

@@ -303,22 +303,22 @@ static int copy_all(const struct pm *pm, struct ls_snapshot *s)
  * is read must be stored in the file (its blocks), or the apparent size
  * would let a 100 KB file cost gigabytes.
  */
-static int pm_budget(const struct pm *pm, uint64_t *read)
+static int pm_budget(const struct pm *pm, uint64_t *read, uint64_t *built)
 {
 	const struct lspm_header *h = pm->h;
 	uint64_t nhist = h->ticks < h->hist_len ? h->ticks : h->hist_len;
 	uint64_t nrows = h->version == 1 ? h->nsites : h->rows_used;
-	uint64_t n = h->nsites, built;
+	uint64_t n = h->nsites;
 
 	*read = h->nmodules * (uint64_t)sizeof(struct lspm_module) +
 		n * sizeof(struct lspm_site) + h->frames_used * 8 +
 		(h->version >= 2 ? n * 4 : 0) +
 		(h->version >= 3 ? n * sizeof(struct lspm_site_stats) : 0) +
 		nrows * h->hist_len * 8;
-	built = *read + n * (sizeof(struct ls_site) + nhist * 8);
-	if (*read > LS_POSTMORTEM_READ_MAX || built > LS_POSTMORTEM_BUILD_MAX ||
+	*built = *read + n * (sizeof(struct ls_site) + nhist * 8);
+	if (*read > LS_POSTMORTEM_READ_MAX || *built > LS_POSTMORTEM_BUILD_MAX ||
 	    *read > pm->stored + LS_POSTMORTEM_SPARSE_SLACK ||
-	    built > (pm->stored + LS_POSTMORTEM_SPARSE_SLACK) *
+	    *built > (pm->stored + LS_POSTMORTEM_SPARSE_SLACK) *
 		    LS_POSTMORTEM_BUILD_RATIO)
 		return -EFBIG;
 	return 0;
@@ -365,7 +365,7 @@ static uint64_t pm_seq(const struct pm *pm)
 static int pm_load_once(struct pm *pm, struct ls_snapshot *snap, uint64_t *seq,
 			char *err, size_t errlen)
 {
-	uint64_t read;
+	uint64_t read, built;
 	int r;
 
 	if (pread(pm->fd, &pm->hdr, sizeof(pm->hdr), 0) != (ssize_t)sizeof(pm->hdr))
@@ -376,12 +376,18 @@ static int pm_load_once(struct pm *pm, struct ls_snapshot *snap, uint64_t *seq,
 	r = check_header(pm, err, errlen);
 	if (r)
 		return r;
-	if (pm_budget(pm, &read))
+	if (pm_budget(pm, &read, &built))
 		return snprintf(err, errlen, "post-mortem file too large: its "
 				"header asks for %llu bytes read (it stores %llu) "
 				"and more built (lib/postmortem.h's caps)",
 				(unsigned long long)read,
 				(unsigned long long)pm->stored), -EFBIG;
+	/* What it reads and builds, held until the snapshot is released. */
+	if (ls_snapshot_charge(snap, built))
+		return snprintf(err, errlen, "the memory budget (%llu MiB) is "
+				"taken by the replies in progress: try again",
+				(unsigned long long)(ls_snapshot_budget(NULL) >> 20)),
+		       -ENOBUFS;
 	r = pm_read_parts(pm);
 	if (!r)
 		r = copy_all(pm, snap);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,35 @@
 #include "util.h"
 
 #define RD_BUF (64u << 10)
+
+static _Atomic uint64_t budget, budget_used;
+
+void ls_snapshot_set_budget(uint64_t bytes)
+{
+	budget = bytes;
+}
+
+uint64_t ls_snapshot_budget(uint64_t *in_use)
+{
+	if (in_use)
+		*in_use = budget_used;
+	return budget;
+}
+
+int ls_snapshot_charge(struct ls_snapshot *snap, uint64_t bytes)
+{
+	uint64_t max = budget, used = budget_used;
+
+	if (!max)
+		return 0;
+	do {
+		if (bytes > max || used > max - bytes)
+			return -ENOBUFS;
+	} while (!atomic_compare_exchange_weak(&budget_used, &used,
+					       used + bytes));
+	snap->charged += bytes;
+	return 0;
+}
 
 /*
  * A buffered reader.  On a pipe or socket it never reads past the END
@@ -947,6 +977,10 @@ static int read_record(struct parse *p)
 	if (p->rd->max && p->rd->total > p->rd->max)
 		return fail(p, -EFBIG, "snapshot larger than the %llu bytes "
 			    "this reader accepts", (unsigned long long)p->rd->max);
+	if (ls_snapshot_charge(p->snap, sizeof(h) + h.len))
+		return fail(p, -ENOBUFS, "the memory budget (%llu MiB) is "
+			    "taken by the replies in progress: try again",
+			    (unsigned long long)(ls_snapshot_budget(NULL) >> 20));
 	/* This payload, and the next record's header unless this is END. */
 	p->rd->allowed += h.len + (h.tag == LSNAP_END ? 0 : sizeof(h));
 	if (h.tag == LSNAP_END) {
@@ -1048,6 +1082,8 @@ void ls_snapshot_release(struct ls_snapshot *snap)
 
 	if (!snap)
 		return;
+	if (snap->charged)
+		atomic_fetch_sub(&budget_used, snap->charged);
 	for (i = 0; i < snap->argc; i++)
 		free(snap->argv[i]);
 	free(snap->argv);

@@ -131,7 +131,26 @@ struct ls_snapshot {
 
 	struct ls_block *blocks;
 	size_t nblocks;
+
+	uint64_t charged;	/* bytes it holds of the memory budget
+				   (ls_snapshot_set_budget) */
 };
+
+/*
+ * A budget of memory shared by every snapshot this process reads or
+ * builds (`leakscope serve --memory-budget`): the reader charges each
+ * record's bytes before it allocates for them, the post-mortem reader what
+ * it will read and build, and the snapshot holds its charge until
+ * ls_snapshot_release().  A read that would pass the budget fails with
+ * -ENOBUFS.  0, the default: no budget.  Process-wide; set it once at
+ * start.
+ */
+void ls_snapshot_set_budget(uint64_t bytes);
+/* The budget (0: none) and the bytes charged to it now. */
+uint64_t ls_snapshot_budget(uint64_t *in_use);
+/* Charge bytes more to snap: 0, or -ENOBUFS and nothing charged when the
+ * budget would be passed. */
+int ls_snapshot_charge(struct ls_snapshot *snap, uint64_t bytes);
 
 /*
  * Read a snapshot from fd until LSNAP_END.  On success returns 0 and fills

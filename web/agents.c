@@ -196,6 +196,8 @@ int ls_web_status_of(int err)
 		return 504;
 	case -ENOMEM:
 		return 500;
+	case -ENOBUFS:		/* the memory budget: try again */
+		return 503;
 	}
 	return 502;
 }
@@ -262,8 +264,30 @@ static struct ls_web_snap *cached(struct ls_web_agents *a,
 	return s;
 }
 
-static struct ls_web_snap *fetch(pid_t pid, int blocks,
-				 struct ls_web_reply *rep)
+/*
+ * The memory budget is taken (ls_snapshot_set_budget): drop what idle
+ * slots cache (no request holds them) so that their snapshots give their
+ * share back as their last users put them.  How many slots were cleared.
+ */
+static size_t shed(struct ls_web_agents *a)
+{
+	size_t i, n = 0;
+
+	pthread_mutex_lock(&a->lock);
+	for (i = 0; i < LS_WEB_CACHE_SLOTS; i++) {
+		struct ls_web_proc *p = &a->slots[i];
+
+		if (!p->users && (p->cur || p->base)) {
+			slot_clear(a, p);
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	return n;
+}
+
+static struct ls_web_snap *fetch(struct ls_web_agents *a, pid_t pid,
+				 int blocks, struct ls_web_reply *rep)
 {
 	struct ls_web_snap *s = calloc(1, sizeof(*s));
 	char err[1024];
@@ -274,6 +298,8 @@ static struct ls_web_snap *fetch(pid_t pid, int blocks,
 		return NULL;
 	}
 	r = ls_client_snapshot(pid, blocks, &s->snap, err, sizeof(err));
+	if (r == -ENOBUFS && shed(a))
+		r = ls_client_snapshot(pid, blocks, &s->snap, err, sizeof(err));
 	if (r) {
 		ls_web_error(rep, ls_web_status_of(r), "%s", err);
 		free(s);
@@ -305,14 +331,14 @@ struct ls_web_snap *ls_web_snap_get(struct ls_web_agents *a, pid_t pid,
 		return NULL;
 	p = slot_hold(a, pid);
 	if (!p) {		/* every slot busy: serve uncached */
-		return fetch(pid, blocks, rep);
+		return fetch(a, pid, blocks, rep);
 	}
 	pthread_mutex_lock(&p->fetch);
 	s = cached(a, p, blocks);
 	if (!s && p->stuck_until > now_ns())
 		ls_web_error(rep, 504, "pid %d: its agent did not answer in "
 			     "time; not asked again for a few seconds", (int)pid);
-	else if (!s && (s = fetch(pid, blocks, rep)))
+	else if (!s && (s = fetch(a, pid, blocks, rep)))
 		install(a, p, s);
 	else if (!s && rep->status == 504)
 		p->stuck_until = now_ns() + STUCK_NS;

@@ -215,7 +215,8 @@ int ls_web_store_load(struct ls_web *w, const char *name,
 	r = ls_snapshot_read_fd(fd, snap, err, sizeof(err));
 	close(fd);
 	if (r)
-		return ls_web_error(rep, 422, "'%s': %s", name, err);
+		return ls_web_error(rep, r == -ENOBUFS ? 503 : 422, "'%s': %s",
+				    name, err);
 	return 0;
 }
 
@@ -418,6 +419,6 @@ int ls_web_postmortem_load(pid_t pid, struct ls_snapshot *snap,
 		return ls_web_error(rep, 404, "no post-mortem file of a dead "
 				    "process %d", (int)pid);
 	if (r)
-		return ls_web_error(rep, 422, "%s", err);
+		return ls_web_error(rep, r == -ENOBUFS ? 503 : 422, "%s", err);
 	return 0;
 }

@@ -48,6 +48,7 @@ static void line(const uint8_t *data, size_t size, size_t step)
 	}
 	if (r == 1) {
 		enum ls_request_verb v = ls_request_verb(buf);
+		uint64_t ns;
 
 		if (!nl || (size_t)(nl - data) >= LS_CONTROL_MAX_REQUEST ||
 		    memchr(data, 0, (size_t)(nl - data)) ||
@@ -55,6 +56,10 @@ static void line(const uint8_t *data, size_t size, size_t step)
 			fuzz_fail("a line accepted that is not one");
 		if (v != LS_REQ_UNKNOWN && strcmp(buf, verbs[v]))
 			fuzz_fail("'%s' taken for verb %d", buf, v);
+		if (!ls_request_budget(buf, &ns) &&
+		    ns > LS_CHECK_BUDGET_MAX_US * 1000)
+			fuzz_fail("a budget of %llu ns accepted",
+				  (unsigned long long)ns);
 	} else if (r == 0 && size >= LS_CONTROL_MAX_REQUEST) {
 		fuzz_fail("4096 bytes and still waiting for more");
 	} else if (r == -EPROTO && (!nl || !memchr(data, 0, (size_t)(nl - data)))) {

@@ -12,6 +12,7 @@ the machine, so every check selects its workload's pid.
 """
 import atexit
 import base64
+import collections
 import ctypes
 import gzip
 import http.client as httpclient
@@ -298,6 +299,10 @@ def t_metrics_http():
     eq((status, body), (200, b""), "HEAD /metrics")
 
 
+# fleetsites' 50 sites, site_sK holding K + 1 blocks of 1000 bytes.
+FLEETSITES_BYTES = 1000 * sum(k + 1 for k in range(50))
+
+
 @check("metrics: --metrics-sites bounds the sites: 20 of fleetsites' 50, the largest; the count of all in leakscope_process_sites")
 def t_metrics_cardinality():
     e = agent_env(RUNTIME, {"LD_PRELOAD": AGENT})
@@ -307,10 +312,25 @@ def t_metrics_cardinality():
         if os.path.exists(sock):
             break
         time.sleep(0.01)
-    time.sleep(0.3)             # past main's 50 calls
     srv = Serve(["--metrics", "127.0.0.1:0", "--metrics-sites", "20"])
     try:
-        smp = samples(get(srv.url)[2].decode(), p.pid)
+        # Scrape until main's 50 calls are done (all 50 sites counted, all
+        # their 1275 blocks live) and the agent has sampled since, so that
+        # every exported site has its growth rate (a site gets one from
+        # its first history sample on).  Neither waits on the bound.
+        deadline = time.monotonic() + 15
+        while True:
+            smp = samples(get(srv.url)[2].decode(), p.pid)
+            sites = [v for n, l, v in smp if n == "leakscope_process_sites"]
+            live = [v for n, l, v in smp
+                    if n == "leakscope_process_live_bytes"]
+            count = collections.Counter(n for n, l, v in smp if "site" in l)
+            if (sites == [50] and live and live[0] >= FLEETSITES_BYTES and
+                    count["leakscope_site_growth_bytes_per_second"] ==
+                    count["leakscope_site_live_bytes"] or
+                    time.monotonic() > deadline):
+                break
+            time.sleep(0.1)
     finally:
         srv.stop()
         p.kill()

@@ -7,6 +7,9 @@ when missing; root is needed):
   all, with a fake agent listening there: the victim's agent must use a
   private fallback and say so, the victim's and root's CLI must find the
   real agent and send the fake one nothing;
+- with that dir squatted, a root daemon under the agent drops to the
+  victim: its socket must move to the victim's fallback, where the
+  victim's and root's CLI find it;
 - a FIFO planted as the victim's post-mortem file must not hang
   `report --postmortem`;
 - the attacker's process names, in its environment, a runtime dir of the
@@ -171,34 +174,89 @@ def fallbacks(base):
             if n.startswith(os.path.basename(base) + ".")]
 
 
+def ask_past_squat(p, base, d, attacker, victim, root_verb, first=None):
+    """With the attacker's fake agent on p's name in the squatted base, once
+    p's socket is in a fallback: the victim's `stats` of p and root's
+    root_verb of it (run_as results), the bytes the fake agent got and p's
+    stderr; p killed and base removed after."""
+    fake = None
+    try:
+        if first:
+            first()
+        fake = FakeAgent(os.path.join(base, "%d.sock" % p.pid), attacker)
+        wait_for(lambda: any(os.path.exists(os.path.join(f, "%d.sock" % p.pid))
+                             for f in fallbacks(base)), "the agent's socket")
+        st = run_as(victim, [os.path.join(d, "leakscope"), "stats", str(p.pid)])
+        root = run_as(0, [os.path.join(d, "leakscope"), root_verb, str(p.pid)])
+    finally:
+        got = fake.stop() if fake else b""
+        os.killpg(p.pid, signal.SIGKILL)
+        err = p.communicate(timeout=30)[1].decode()
+        shutil.rmtree(base, ignore_errors=True)
+    return st, root, got, err
+
+
+def the_fallback(base, uid):
+    """base's one fallback, checked to be uid's, mode 0700: [path]."""
+    fb = fallbacks(base)
+    eq(len(fb), 1, "one fallback dir")
+    s = os.lstat(fb[0])
+    eq((s.st_uid, s.st_mode & 0o7777), (uid, 0o700),
+       "the fallback's owner and mode")
+    return fb
+
+
 @check("squatted /dev/shm/leakscope-<uid>: the agent uses a private fallback and says so; the victim's stats and root's check reach it; the attacker's fake agent gets nothing")
 def t_squatted_default_dir():
     attacker, victim = user(ATTACKER), user(VICTIM)
     d = reachable_copy(victim)
     base = squat(victim, attacker)
     p = start_victim(d, victim)
-    fake = None
-    try:
-        fake = FakeAgent(os.path.join(base, "%d.sock" % p.pid), attacker)
-        wait_for(lambda: any(os.path.exists(os.path.join(f, "%d.sock" % p.pid))
-                             for f in fallbacks(base)), "the agent's socket")
-        st = run_as(victim, [os.path.join(d, "leakscope"), "stats", str(p.pid)])
-        chk = run_as(0, [os.path.join(d, "leakscope"), "check", str(p.pid)])
-    finally:
-        got = fake.stop() if fake else b""
-        os.kill(p.pid, signal.SIGKILL)
-        err = p.communicate(timeout=30)[1].decode()
-        shutil.rmtree(base, ignore_errors=True)
-    fb = fallbacks(base)
-    eq(len(fb), 1, "one fallback dir")
-    s = os.lstat(fb[0])
-    eq((s.st_uid, s.st_mode & 0o7777), (victim, 0o700), "the fallback's owner and mode")
+    st, chk, got, err = ask_past_squat(p, base, d, attacker, victim, "check")
+    fb = the_fallback(base, victim)
     contains(err, "runtime dir '%s' is not a directory of this user's that only "
              "it can write (squatted?): using '%s'" % (base, fb[0]), "the agent's note")
     eq(st[0], 0, "the victim's stats: " + st[2])
     contains(st[1], "pid %d," % p.pid, "stats came from the real agent")
     eq(chk[0], 0, "root's check: " + chk[2])
     eq(got, b"", "what the attacker's fake agent received")
+
+
+# A root daemon under the agent that drops to uid:gid, then idles.
+DROPPER = """
+import os, sys, time
+os.setgid(int(sys.argv[2]))
+os.setuid(int(sys.argv[1]))
+print("dropped", flush=True)
+time.sleep(30)
+"""
+
+
+@check("a root daemon dropping to a user whose /dev/shm/leakscope-<uid> is squatted: its socket moves to that user's private fallback, which the user's and root's stats reach; the attacker's fake agent gets nothing")
+def t_squatted_switch():
+    attacker, victim = user(ATTACKER), user(VICTIM)
+    gid = pwd.getpwuid(victim).pw_gid
+    d = reachable_copy(victim)
+    base = squat(victim, attacker)
+    p = subprocess.Popen(["python3", "-c", DROPPER, str(victim), str(gid)],
+                         env=clean_env({"LD_PRELOAD": os.path.join(
+                             d, "libleakscope.so")}),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    st, root, got, err = ask_past_squat(
+        p, base, d, attacker, victim, "stats", lambda: eq(
+            p.stdout.readline(), b"dropped\n", "the daemon dropped to the victim"))
+    fb = the_fallback(base, victim)
+    contains(err, "runtime dir '%s' of uid %d is not a directory of that "
+             "user's that only it can write (squatted?): using '%s'" %
+             (base, victim, fb[0]), "the agent's note")
+    ok("could not move" not in err, "no failed move: " + err[-300:])
+    eq(st[0], 0, "the victim's stats: " + st[2])
+    contains(st[1], "pid %d," % p.pid, "stats came from the real agent")
+    eq(root[0], 0, "root's stats: " + root[2])
+    contains(root[1], "pid %d," % p.pid, "root's too")
+    eq(got, b"", "what the attacker's fake agent received")
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @check("a FIFO planted as the post-mortem file: report --postmortem fails at once, it does not hang")

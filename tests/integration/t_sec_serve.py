@@ -7,9 +7,12 @@ leakscope-attacker (made here when missing; root is needed), each timed
   (a byte a second) must not make root's process list take their timeouts
   one after another;
 - a fake agent that streams junk without end must not fill root's
-  snapshot dir.
+  snapshot dir;
+- many fake agents whose replies each stay under the per-reply cap must
+  not together take more of root's server's memory than its budget.
 """
 import atexit
+import concurrent.futures
 import json
 import os
 import select
@@ -84,6 +87,17 @@ while True:
                 for _ in range(120):
                     c.send(b"L")
                     time.sleep(1)
+            elif sys.argv[2] == "hold":
+                # A snapshot whose first record claims 40 MiB: all but
+                # its last KiB sent, then 2 s of silence, then the end.
+                c.sendall(b"LEAKSCP\0" + (2).to_bytes(4, "little") +
+                          bytes(4) + (1).to_bytes(4, "little") +
+                          (40 << 20).to_bytes(4, "little"))
+                chunk = b"\1" * 65536
+                for _ in range((40 << 20) // 65536 - 1):
+                    c.sendall(chunk)
+                c.sendall(chunk[:-1024])
+                time.sleep(2)
             else:
                 chunk = b"\0" * 65536
                 while True:
@@ -258,3 +272,50 @@ def t_allow_remote():
     eq((res.get("no_token"), res.get("token")), (401, 200),
        "a request without the token, then with it")
     eq(res["status"], 0, "serve's status on SIGTERM")
+
+
+def vm(pid, field):
+    """VmRSS, VmHWM ... of pid in KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    fail("/proc/%d/status" % pid, field, "missing")
+
+
+@check("serve: 8 fake agents each sending a 40 MiB reply (under the 256 MiB cap) at once: the server's memory stays within --memory-budget 64 plus 24 MiB, the requests past it get 503 with one line, it keeps answering and gets the budget back")
+def t_memory_budget():
+    attacker = user(ATTACKER)
+    procs = fake_agents(attacker, 8, "hold")
+    srv = Serve(SNAPDIR, "--memory-budget", "64", "--agent-timeout", "10")
+    try:
+        eq(srv.get("/api/v1/version", timeout=20)[0], 200, "the server")
+        rss0 = vm(srv.p.pid, "VmRSS")
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            got = list(ex.map(lambda p: srv.get(
+                "/api/v1/processes/%d/report" % p.pid, timeout=60), procs))
+        peak = vm(srv.p.pid, "VmHWM")
+        t0 = time.monotonic()
+        after = srv.get("/api/v1/version", timeout=20)
+        took = time.monotonic() - t0
+        again = srv.get("/api/v1/processes/%d/report" % procs[0].pid,
+                        timeout=60)
+    finally:
+        srv.stop()
+        end(procs)
+    statuses = sorted(st for st, _ in got)
+    refused = [b.decode() for st, b in got if st == 503]
+    ok(refused and statuses.count(503) < 8,
+       "some requests refused with 503, not all: %s" % statuses)
+    ok(all(st in (502, 503) for st in statuses),
+       "the others read their reply to its cut end (502): %s" % statuses)
+    for body in refused:
+        contains(body, "memory budget (64 MiB)", "the 503's reason")
+        eq(json.loads(body)["error"].count("\n"), 0, "one line")
+    grew = (peak - rss0) / 1024
+    ok(grew < 64 + 24, "the server's peak RSS grew by %.0f MiB over %.0f MiB "
+       "(8 replies of 40 MiB: 320 MiB without a budget)" % (grew, rss0 / 1024))
+    eq(after[0], 200, "the server answers afterwards")
+    ok(took < 3, "at once (%.2f s)" % took)
+    eq(again[0], 502, "the budget was given back: the next request reads "
+       "the whole reply again to its cut end: " + shorten(again[1], 200))

@@ -6,6 +6,7 @@
  * runs the same functions on hostile input.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include "../../agent/request.h"
 #include "../../common/contract.h"
@@ -97,10 +98,39 @@ static void test_threads(void)
 	ok(!ls_request_threads_ok(th, 1), "only the records counted are read");
 }
 
+static void test_budget(void)
+{
+	char line[64];
+	uint64_t ns;
+
+	strcpy(line, LS_VERB_CHECK_BLOCKS " budget=2500");
+	ok(!ls_request_budget(line, &ns) && ns == 2500000 &&
+	   ls_request_verb(line) == LS_REQ_CHECK_BLOCKS,
+	   "budget=2500: 2.5 ms, cut off the verb");
+	strcpy(line, "check");
+	ok(!ls_request_budget(line, &ns) && ns == LS_CHECK_BUDGET_US * 1000 &&
+	   !strcmp(line, "check"), "no budget: the default, line unchanged");
+	strcpy(line, "check budget=0");
+	ok(!ls_request_budget(line, &ns) && ns == 0, "budget=0: none");
+	strcpy(line, "check budget=60000001");
+	ok(ls_request_budget(line, &ns) == -1, "past the maximum: -1");
+	strcpy(line, "check budget=-5");
+	ok(ls_request_budget(line, &ns) == -1, "a sign: -1");
+	strcpy(line, "check budget=12x");
+	ok(ls_request_budget(line, &ns) == -1, "trailing text: -1");
+	strcpy(line, "check budget=");
+	ok(ls_request_budget(line, &ns) == -1, "no digits: -1");
+	strcpy(line, "snapshot budget=5");
+	ok(!ls_request_budget(line, &ns) &&
+	   ls_request_verb(line) == LS_REQ_UNKNOWN,
+	   "not a check: left whole, an unknown verb");
+}
+
 int main(void)
 {
 	test_verbs();
 	test_framing();
 	test_threads();
+	test_budget();
 	return tap_done();
 }

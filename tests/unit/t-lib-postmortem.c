@@ -133,6 +133,36 @@ static void test_v2(void)
 	free(l.buf);
 }
 
+/* The memory budget (serve's --memory-budget): a load charges what it
+ * reads and builds, is refused with -ENOBUFS past it, gives it back. */
+static void test_budget(void)
+{
+	struct layout l;
+	struct ls_snapshot s;
+	char err[256] = "";
+	uint64_t used = 1, charged;
+	int r;
+
+	build(&l, 2);
+	ls_snapshot_set_budget(1ull << 30);
+	r = load(&l, &s, err, sizeof(err));
+	ls_snapshot_budget(&used);
+	charged = s.charged;
+	ok(r == 0 && charged > 0 && used == charged,
+	   "loaded: %llu bytes charged, %llu in use (%s)",
+	   (unsigned long long)charged, (unsigned long long)used, err);
+	ls_snapshot_release(&s);
+	ls_snapshot_budget(&used);
+	ok(used == 0, "released: given back (%llu)", (unsigned long long)used);
+	ls_snapshot_set_budget(charged - 1);
+	r = load(&l, &s, err, sizeof(err));
+	ls_snapshot_budget(&used);
+	ok(r == -ENOBUFS && strstr(err, "memory budget") && used == 0,
+	   "a budget one byte short: refused, nothing held (%d, %s)", r, err);
+	ls_snapshot_set_budget(0);
+	free(l.buf);
+}
+
 /* What the agent could not record, or its file could not hold, is said. */
 static void test_dropped(void)
 {
@@ -264,5 +294,6 @@ int main(void)
 	test_bad();
 	test_sparse();
 	test_fifo();
+	test_budget();
 	return tap_done();
 }

@@ -297,6 +297,46 @@ static void test_capped(void)
 	free(w.p);
 }
 
+/*
+ * The memory budget (serve's --memory-budget): records charged as they
+ * are read, a read that would pass it refused with -ENOBUFS holding
+ * nothing, every charge given back on release.
+ */
+static void test_budget(void)
+{
+	struct wbuf w = { 0 };
+	struct ls_snapshot a, b;
+	char err[256] = "";
+	uint64_t records, used = 1;
+	int r;
+
+	w_standard(&w);
+	records = w.len - sizeof(struct lsnap_file_hdr);
+	ls_snapshot_set_budget(records * 2 - 1);
+	r = read_buf(w.p, w.len, &a, err, sizeof(err));
+	ls_snapshot_budget(&used);
+	ok(r == 0 && a.charged == records && used == records,
+	   "one read: its %llu record bytes charged (%d, %llu in use)",
+	   (unsigned long long)records, r, (unsigned long long)used);
+	r = read_buf(w.p, w.len, &b, err, sizeof(err));
+	ls_snapshot_budget(&used);
+	ok(r == -ENOBUFS && has(err, "memory budget") && b.charged == 0 &&
+	   used == records, "a second one past the budget: refused, "
+	   "nothing more held (%d, %s)", r, err);
+	ls_snapshot_release(&a);
+	ls_snapshot_budget(&used);
+	ok(used == 0, "released: all given back (%llu)",
+	   (unsigned long long)used);
+	r = read_buf(w.p, w.len, &b, err, sizeof(err));
+	ok(r == 0, "then the second reads (%s)", err);
+	ls_snapshot_release(&b);
+	ls_snapshot_set_budget(0);
+	r = read_buf(w.p, w.len, &a, err, sizeof(err));
+	ok(r == 0 && a.charged == 0, "no budget: nothing charged");
+	ls_snapshot_release(&a);
+	free(w.p);
+}
+
 /* Every proper prefix is refused as truncated, never accepted. */
 static void test_truncations(void)
 {
@@ -1005,6 +1045,7 @@ int main(void)
 	test_jit(LSNAP_VERSION);
 	test_roundtrip();
 	test_capped();
+	test_budget();
 	test_truncations();
 	test_flips();
 	w_version = 1;
