@@ -11,6 +11,7 @@
 #include "../lib/client.h"
 #include "../lib/json.h"
 #include "internal.h"
+#include "reply.h"
 #include "views.h"
 
 static int method_is(struct ls_web_req *r, const char *m,

@@ -23,6 +23,7 @@
 #include "../lib/json.h"
 #include "../lib/postmortem.h"
 #include "internal.h"
+#include "reply.h"
 
 #define NAME_MAX_LEN 128
 #define SUFFIX LS_SUFFIX_SNAP

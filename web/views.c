@@ -13,6 +13,7 @@
 #include "../lib/render.h"
 #include "../lib/symbolize.h"
 #include "../lib/trend.h"
+#include "reply.h"
 #include "views.h"
 
 #define SPARK_POINTS 60

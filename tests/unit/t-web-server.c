@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../../web/internal.h"
+#include "../../web/reply.h"
 #include "tap.h"
 
 static void names(void)
