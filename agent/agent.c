@@ -116,11 +116,11 @@ void settle_replaced(struct ls_thread *t, const struct ls_live_entry *old,
  * temporary when it is freed before the count moves on. */
 static inline uint64_t alloc_calls(const struct ls_thread *t)
 {
-	return t->calls[LS_FN_MALLOC] + t->calls[LS_FN_CALLOC] +
-	       t->calls[LS_FN_REALLOC] + t->calls[LS_FN_REALLOCARRAY] +
-	       t->calls[LS_FN_POSIX_MEMALIGN] + t->calls[LS_FN_ALIGNED_ALLOC] +
-	       t->calls[LS_FN_MEMALIGN] + t->calls[LS_FN_VALLOC] +
-	       t->calls[LS_FN_PVALLOC];
+	return 0
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_ALLOC_##kind(+ t->calls[LS_FN_##NAME])
+#include "../common/interpose.def"
+		;
 }
 
 /* A block freed by the program: its lifetime, and whether it was this

@@ -48,14 +48,9 @@ static struct {
 	void *hook;
 	void *real;
 } fns[] = {
-#define FN(n) { n, NULL, NULL }
-	FN("malloc"), FN("free"), FN("calloc"), FN("realloc"),
-	FN("reallocarray"), FN("posix_memalign"), FN("aligned_alloc"),
-	FN("memalign"), FN("valloc"), FN("pvalloc"), FN("malloc_usable_size"),
-	FN("mmap"), FN("mmap64"), FN("munmap"), FN("mremap"),
-	FN("mprotect"),
-	FN("dlclose"), FN("dlopen"),
-#undef FN
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_GOT_##got({ #sym, NULL, NULL },)
+#include "../common/interpose.def"
 };
 #define NFNS (sizeof(fns) / sizeof(fns[0]))
 
@@ -93,6 +88,17 @@ int ls_attach_preloaded(void)
 
 /* --- relocation tables --------------------------------------------------- */
 
+/* Can a name starting with c be one of fns?  Most relocations are
+ * turned away by their first letter, without a string comparison. */
+static int maybe_fn(char c)
+{
+	return 0
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_GOT_##got(|| c == #sym[0])
+#include "../common/interpose.def"
+		;
+}
+
 /* Index in fns of the function a relocation names, or -1. */
 static int fn_of(const struct ls_dyn *d, uint64_t info)
 {
@@ -103,9 +109,7 @@ static int fn_of(const struct ls_dyn *d, uint64_t info)
 	if (!sym || (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT))
 		return -1;
 	name = d->strtab + d->symtab[sym].st_name;
-	if (name[0] != 'm' && name[0] != 'f' && name[0] != 'c' &&
-	    name[0] != 'r' && name[0] != 'p' && name[0] != 'a' &&
-	    name[0] != 'v' && name[0] != 'd')
+	if (!maybe_fn(name[0]))
 		return -1;
 	for (i = 0; i < NFNS; i++)
 		if (!strcmp(name, fns[i].name))

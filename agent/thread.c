@@ -13,9 +13,9 @@
 #include "thread.h"
 
 const char *const ls_fn_names[LS_FN_COUNT] = {
-	"malloc", "calloc", "realloc", "reallocarray", "free",
-	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
-	"mmap", "munmap", "mremap",
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_COUNTED_##kind(#sym,)
+#include "../common/interpose.def"
 };
 
 __thread struct ls_thread *ls_thread_tls;
