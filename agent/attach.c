@@ -62,6 +62,18 @@ static uint64_t self_base, vdso_base, ldso_base;
 static void *(*real_dlopen)(const char *, int);
 static void (*modules_changed)(void);	/* agent.c's, after a dlopen */
 
+/*
+ * Drop the reference dlopen(RTLD_NOLOAD) took on the agent itself, with
+ * the real dlclose: never the agent's own hook, which a call by name
+ * would reach when the agent is preloaded.
+ */
+static void close_self(void *h)
+{
+	ls_real_init();
+	if (ls_real.dlclose)
+		ls_real.dlclose(h);
+}
+
 int ls_attach_preloaded(void)
 {
 	static int answer = -1;
@@ -81,7 +93,7 @@ int ls_attach_preloaded(void)
 	if (h) {
 		/* Interposing, our malloc is the one everybody gets. */
 		answer = dlsym(RTLD_DEFAULT, "malloc") == dlsym(h, "malloc");
-		dlclose(h);
+		close_self(h);
 	}
 	return answer;
 }
@@ -211,11 +223,11 @@ static void store_slot(uint64_t addr, uint64_t v, const struct ls_dyn *d)
 	 * rounded down): the last, partial one stays writable. */
 	int relro = p >= (d->relro_lo & ~(pg - 1)) && p < (d->relro_hi & ~(pg - 1));
 
-	if (mprotect(page, (size_t)pg, PROT_READ | PROT_WRITE))
+	if (ls_real.mprotect(page, (size_t)pg, PROT_READ | PROT_WRITE))
 		return;
 	__atomic_store_n((uint64_t *)(uintptr_t)addr, v, __ATOMIC_RELEASE);
 	if (relro)
-		mprotect(page, (size_t)pg, PROT_READ);
+		ls_real.mprotect(page, (size_t)pg, PROT_READ);
 }
 
 static void patch_slot(uint64_t addr, int fn, const struct ls_dyn *d)
@@ -282,7 +294,7 @@ static int resolve_fns(void)
 		 * would lead back to the hook (real.h). */
 		fns[i].real = ls_real_lookup(fns[i].name);
 	}
-	dlclose(h);
+	close_self(h);
 	real_dlopen = ls_real_lookup("dlopen");
 	return real_dlopen ? 0 : -ENOENT;
 }

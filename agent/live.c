@@ -317,7 +317,7 @@ static inline int tix_get(uint32_t tid, uint32_t *ix)
 /* e as a compact slot, when it fits one. */
 static inline int pack(const struct ls_live_entry *e, struct slot16 *c)
 {
-	uint64_t sw;	/* size:40 and tid:24 (agent.c, entry_make) */
+	uint64_t sw;	/* size:40 and tid:24 (track.c, entry_make) */
 	uint32_t ix;
 
 	memcpy(&sw, (const char *)e + sizeof(e->addr), sizeof(sw));
@@ -341,7 +341,7 @@ static inline void unpack(const char *q, int w, struct ls_live_entry *e)
 		return;
 	}
 	memcpy(&c, q, sizeof(c));
-	/* size:40 and tid:24 share a word (agent.c, entry_make). */
+	/* size:40 and tid:24 share a word (track.c, entry_make). */
 	sw = (c.w1 >> SIZE_SHIFT & (SIZE_LIMIT - 1)) |
 	     (uint64_t)(tix_ids[c.w1 >> TIX_SHIFT] - 1) << 40;
 	e->addr = (c.w0 & KEY_MASK) << 3;
