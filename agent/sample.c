@@ -18,7 +18,8 @@
 #define FILTER_BASE_RATE (512u << 10)
 
 uint64_t ls_sample_rate;
-uint8_t *ls_sample_filter;
+/* The counting filter (sample.h, ls_sample_summary). */
+static uint8_t *ls_sample_filter;
 uint64_t *ls_sample_summary;
 unsigned ls_sample_shift = 64 - FILTER_BITS_MIN;
 static uint64_t seed_base;

@@ -494,11 +494,6 @@ int ls_tracer_combined_each(struct ls_tracer *t,
 	return 0;
 }
 
-uint32_t ls_tracer_functions(const struct ls_tracer *t)
-{
-	return t->fns;
-}
-
 void ls_tracer_stop(struct ls_tracer *t)
 {
 	size_t i;
