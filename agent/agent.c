@@ -20,6 +20,8 @@
 #include "exec.h"
 #include "figures.h"
 #include "heapmodel.h"
+#include "live.h"
+#include "lockrank.h"
 #include "guard.h"
 #include "mmaps.h"
 #include "modules.h"
@@ -128,44 +130,51 @@ static void start_child_waker(void)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* The fork handlers' locks, by rank (lockrank.h). */
+static const struct {
+	void (*lock_all)(void);
+	void (*unlock_all)(void);
+	void (*reset_child)(void);
+} ranked[LS_RANK_COUNT] = {
+#define RANK(r, m) \
+	[LS_RANK_##r] = { ls_##m##_lock_all, ls_##m##_unlock_all, \
+			  ls_##m##_reset_child }
+	RANK(MODULES, modules), RANK(MMAPS, mmaps), RANK(SITE, site),
+	RANK(THREAD, thread), RANK(ARENA, arena), RANK(LIVE, live),
+	RANK(SAMPLE, sample),
+#undef RANK
+};
+
 static void fork_prepare(void)
 {
+	int r;
+
 	/* Not the snapshot lock: a slow reader of a snapshot must not be
 	 * able to hold up the program's fork(). */
 	ls_guard_enter();
-	ls_modules_lock_all();
-	ls_mmaps_lock_all();
-	ls_site_lock_all();
-	ls_thread_lock_all();
-	ls_arena_lock_all();
-	ls_live_lock_all();
-	ls_sample_lock_all();	/* a leaf, taken under a shard lock */
+	for (r = 0; r < LS_RANK_COUNT; r++)
+		ranked[r].lock_all();
 }
 
 static void fork_parent(void)
 {
-	ls_sample_unlock_all();
-	ls_live_unlock_all();
-	ls_arena_unlock_all();
-	ls_thread_unlock_all();
-	ls_site_unlock_all();
-	ls_mmaps_unlock_all();
-	ls_modules_unlock_all();
+	int r;
+
+	for (r = LS_RANK_COUNT - 1; r >= 0; r--)
+		ranked[r].unlock_all();
 	ls_guard_leave();
 }
 
 static void fork_child(void)
 {
+	int r;
+
 	ls_tick_forget_child();	/* the ticker stayed in the parent */
-	ls_sample_reset_child();
-	ls_live_reset_child();
-	ls_arena_reset_child();
-	ls_site_reset_child();
-	ls_mmaps_reset_child();
-	ls_modules_reset_child();
+	for (r = LS_RANK_COUNT - 1; r >= 0; r--)
+		ranked[r].reset_child();
+	ls_rank_forget_all();
 	ls_snapwrite_reset_child();
 	ls_figures_reset_child();
-	ls_thread_reset_child();
 	ls_capture_atfork_child();
 	ls_attach_reset_child();
 	ls_agent.pid = getpid();

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include "lockrank.h"
 #include "sample.h"
 #include "sys.h"
 
@@ -125,12 +126,12 @@ void ls_sample_mark(uint64_t addr)
 	uint32_t slot = ls_sample_slot(addr);
 	uint8_t *c = &ls_sample_filter[slot];
 
-	ls_lock(&filter_lock);
+	ls_lock_ranked(&filter_lock, LS_RANK_SAMPLE);
 	/* Saturates at 255 and then stays: never a false negative. */
 	if (*c != 255)
 		__atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
 	set_summary(slot, 1);
-	ls_unlock(&filter_lock);
+	ls_unlock_ranked(&filter_lock, LS_RANK_SAMPLE);
 }
 
 void ls_sample_unmark(uint64_t addr)
@@ -138,23 +139,23 @@ void ls_sample_unmark(uint64_t addr)
 	uint32_t slot = ls_sample_slot(addr);
 	uint8_t *c = &ls_sample_filter[slot];
 
-	ls_lock(&filter_lock);
+	ls_lock_ranked(&filter_lock, LS_RANK_SAMPLE);
 	if (*c != 255 && *c != 0) {
 		__atomic_store_n(c, *c - 1, __ATOMIC_RELAXED);
 		if (!*c)
 			set_summary(slot, 0);
 	}
-	ls_unlock(&filter_lock);
+	ls_unlock_ranked(&filter_lock, LS_RANK_SAMPLE);
 }
 
 void ls_sample_lock_all(void)
 {
-	ls_lock(&filter_lock);
+	ls_lock_ranked(&filter_lock, LS_RANK_SAMPLE);
 }
 
 void ls_sample_unlock_all(void)
 {
-	ls_unlock(&filter_lock);
+	ls_unlock_ranked(&filter_lock, LS_RANK_SAMPLE);
 }
 
 void ls_sample_reset_child(void)
