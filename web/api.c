@@ -11,6 +11,9 @@
 #include "../lib/client.h"
 #include "../lib/json.h"
 #include "internal.h"
+#include "agents.h"
+#include "api.h"
+#include "store.h"
 #include "reply.h"
 #include "views.h"
 

@@ -33,6 +33,8 @@
 #include "../lib/symbolize.h"
 #include "fleet.h"
 #include "internal.h"
+#include "agents.h"
+#include "server.h"
 
 #define MAX_CONNECTIONS 16
 #define CONNECTION_TIMEOUT_S 30

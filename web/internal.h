@@ -1,9 +1,10 @@
 /*
- * internal.h - what the web server's files share (server.c: HTTP, token,
- * dispatch; api.c: the JSON endpoints; agents.c: discovery and the
- * snapshot cache; store.c: saved snapshots and post-mortem files;
- * assets.c: the page; reply.c: replies and query parameters, reply.h).
- * Not a public interface.
+ * internal.h - the types and limits the web server's files share; each
+ * file's functions are declared in its own header (server.h: the
+ * listening socket; api.h: the JSON endpoints; agents.h: discovery and
+ * the snapshot cache; listing.h: many agents at once; store.h: saved
+ * snapshots and post-mortem files; assets.h: the page; reply.h: replies
+ * and query parameters; views.h: the answers).  Not a public interface.
  *
  * Threads: libmicrohttpd runs one thread per connection, so every handler
  * runs concurrently with others; the shared state (the agents' cache) has
@@ -91,129 +92,5 @@ struct ls_web_reply {
 	size_t len;
 	int persistent;			/* body is a built-in asset */
 };
-
-/* --- server.c ------------------------------------------------------------ */
-
-/* Bind and listen on "ADDR:PORT" (NULL: 127.0.0.1, a free port); host
- * gets the numeric address, *loopback whether it is a loopback one, *ss
- * the address bound.
- * Errors as ls_web_start's, with err set. */
-int ls_web_open_listener(const char *listen_at, int allow_remote, int *fd,
-			 unsigned *port, int *loopback,
-			 struct sockaddr_storage *ss, char *host,
-			 size_t hostcap, char *err, size_t errlen);
-
-/* --- api.c --------------------------------------------------------------- */
-
-/* Answer a request under /api/v1/; fills rep. */
-void ls_web_api(struct ls_web_req *r, struct ls_web_reply *rep);
-
-/* --- agents.c ------------------------------------------------------------ */
-
-int ls_web_agents_init(struct ls_web_agents *a);
-void ls_web_agents_release(struct ls_web_agents *a);
-
-/*
- * The pids of the running processes whose agent answers on a socket and
- * that this user may query (own processes; all for root), ascending.
- * Returns the count (*pids malloc()ed, NULL when 0) or a negative errno.
- */
-ssize_t ls_web_agents_list(pid_t **pids);
-
-/*
- * A snapshot of pid's agent (with the block list when blocks), at most
- * the cache's TTL old: concurrent requests for one process share one
- * fetch, so many clients cost the agent one snapshot per TTL.  Returns a
- * reference the caller drops with ls_web_snap_put(), or NULL with an
- * error reply in rep (403 another user's process, 404 no such process or
- * agent, 502 the agent failed, 504 it timed out).
- */
-struct ls_web_snap *ls_web_snap_get(struct ls_web_agents *a, pid_t pid,
-				    int blocks, struct ls_web_reply *rep);
-void ls_web_snap_put(struct ls_web_agents *a, struct ls_web_snap *s);
-
-/* --- listing.c ----------------------------------------------------------- */
-
-/*
- * ls_web_snap_get() for n pids in parallel, without the block list: by
- * deadline_ms, snaps[i] is a reference (drop it with ls_web_snap_put())
- * or NULL with status[i] the error's status (504 when the agent had not
- * answered by then; it is left to finish on its own).  0 or -ENOMEM,
- * -EAGAIN (no thread).  Thread-safe.
- */
-int ls_web_snap_get_many(struct ls_web_agents *a, const pid_t *pids, size_t n,
-			 unsigned deadline_ms, struct ls_web_snap **snaps,
-			 int *status);
-/* Wait up to ms for the workers left running (before the cache goes). */
-void ls_web_listing_wait(struct ls_web_agents *a, unsigned ms);
-
-/* 0 if this user may ask pid's agent (its own process; any for root),
- * else an error reply's status: 404 no such process, 403 another user's. */
-int ls_web_check_pid(pid_t pid, struct ls_web_reply *rep);
-
-/* Drop pid's cached snapshot (after a reset: the next read is fresh). */
-void ls_web_agents_forget(struct ls_web_agents *a, pid_t pid);
-
-/*
- * Run fn(snap, sym, arg) with a symbolizer for pid's process that is
- * kept between requests (libdw's per-module work is the slow part) and
- * rebuilt when the module map changes.  One request at a time per
- * process holds it.  Returns fn's value, or -ENOMEM.
- */
-struct ls_symbolizer;
-int ls_web_with_symbolizer(struct ls_web_agents *a, pid_t pid,
-			   struct ls_web_snap *s,
-			   int (*fn)(const struct ls_snapshot *snap,
-				     struct ls_symbolizer *sym, void *arg),
-			   void *arg);
-
-/* The HTTP status for a client.h error. */
-int ls_web_status_of(int err);
-
-/* --- store.c ------------------------------------------------------------- */
-
-/* The default snapshot dir: $XDG_STATE_HOME/leakscope/snapshots, else
- * $HOME/.local/state/leakscope/snapshots.  malloc()ed, or NULL. */
-char *ls_web_store_default_dir(void);
-/* Create dir (and parents) with mode 0700 if missing. */
-int ls_web_store_mkdir(const char *dir);
-
-/* A saved snapshot's name is valid: [A-Za-z0-9][A-Za-z0-9._-]*.lsnap,
- * at most 128 bytes, no "..". */
-int ls_web_store_name_ok(const char *name);
-
-/*
- * Save a snapshot of pid (with blocks) into the snapshot dir under a new
- * name (written to a temporary file, validated, renamed).  Returns 0 and
- * the name in name[cap], or an error reply's status.
- */
-int ls_web_store_save(struct ls_web *w, pid_t pid, char *name, size_t cap,
-		      struct ls_web_reply *rep);
-/* Load a saved snapshot by name; 0 or an error reply's status (404). */
-int ls_web_store_load(struct ls_web *w, const char *name,
-		      struct ls_snapshot *snap, struct ls_web_reply *rep);
-/* Remove one; 0 or an error reply's status. */
-int ls_web_store_remove(struct ls_web *w, const char *name,
-			struct ls_web_reply *rep);
-/* Write the saved snapshots as a JSON array member "snapshots". */
-struct ls_json;
-int ls_web_store_list(struct ls_web *w, struct ls_json *j);
-
-/* Post-mortem files of dead processes: "postmortem" array member. */
-int ls_web_postmortem_list(struct ls_json *j);
-/* Load pid's post-mortem file; 0 or an error reply's status. */
-int ls_web_postmortem_load(pid_t pid, struct ls_snapshot *snap,
-			   struct ls_web_reply *rep);
-
-/* --- assets.c ------------------------------------------------------------ */
-
-/* The built-in file at path ("/", "/app.js"...), or NULL. */
-struct ls_web_asset {
-	const char *path;
-	const char *type;
-	const unsigned char *data;
-	const unsigned long long *len;	/* set by the assembler */
-};
-const struct ls_web_asset *ls_web_asset_find(const char *path);
 
 #endif

@@ -26,6 +26,12 @@
 #include "../lib/json.h"
 #include "../lib/util.h"
 #include "internal.h"
+#include "agents.h"
+#include "api.h"
+#include "assets.h"
+#include "listing.h"
+#include "server.h"
+#include "store.h"
 #include "reply.h"
 
 #define MAX_CONNECTIONS 128
