@@ -300,3 +300,14 @@ def t_no_stray_hook_calls():
 def t_unused_externs():
     eq(unused_externs(built_objects(), interposed(), test_sources()), [],
        "extern symbols used by nobody else: make them static or remove them")
+
+
+@check("the agent exports exactly common/interpose.def's EXPORT rows and leakscope_attach")
+def t_exports():
+    built_objects()
+    so = os.path.join(BUILD, "libleakscope.so")
+    out = subprocess.run(["nm", "-D", "--defined-only", so], capture_output=True,
+                         text=True, check=True).stdout
+    got = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    eq(sorted(got), sorted(interposed() | {"leakscope_attach"}),
+       "exported symbols (a row without its hook body would be missing)")
