@@ -141,15 +141,20 @@ $(B)/common/cfi.o: common/cfi.c common/cfi.h
 	@mkdir -p $(@D)
 	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
 
-$(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h)
+$(B)/agent/%.o: agent/%.c $(wildcard agent/*.h) $(wildcard common/*.h) common/interpose.def
 	@mkdir -p $(@D)
 	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
 
 # -z defs: a symbol no object defines fails the link, not every program
 # the agent is preloaded into (an edit once dropped a function that two
 # objects call; the unit tests, which link only what they use, passed).
-$(B)/libleakscope.so: $(AGENT_OBJ)
-	$(CC) $(AGENT_CFLAGS) -shared -o $@ $^ $(AGENT_LDLIBS) -Wl,--version-script=agent/exports.map -Wl,-z,nodelete -Wl,-z,defs
+$(B)/libleakscope.so: $(AGENT_OBJ) $(B)/gen/exports.map
+	$(CC) $(AGENT_CFLAGS) -shared -o $@ $(AGENT_OBJ) $(AGENT_LDLIBS) -Wl,--version-script=$(B)/gen/exports.map -Wl,-z,nodelete -Wl,-z,defs
+
+# The export map, from the table of interposed functions.
+$(B)/gen/exports.map: agent/exports.map.in common/interpose.def common/interpose.h
+	@mkdir -p $(@D)
+	$(CC) -E -P -x c -o $@.tmp $< && mv $@.tmp $@
 
 $(B)/agent-core.a: $(AGENT_CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -234,17 +239,17 @@ $(B)/bpf/vmlinux.h:
 	@mkdir -p $(@D)
 	$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
 
-$(B)/bpf/%.bpf.o: bpf/%.bpf.c bpf/%.h $(B)/bpf/vmlinux.h
+$(B)/bpf/%.bpf.o: bpf/%.bpf.c bpf/%.h $(B)/bpf/vmlinux.h common/interpose.def common/interpose.h
 	$(BPF_CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_x86 -I$(B)/bpf -Ibpf -c -o $@ $<
 	$(if $(BPF_STRIP),$(BPF_STRIP) -g $@)
 
 $(B)/bpf/%.skel.h: $(B)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
 
-$(B)/bpf/trace.o: bpf/trace.c $(wildcard bpf/*.h) $(B)/bpf/trace.skel.h $(wildcard lib/*.h)
+$(B)/bpf/trace.o: bpf/trace.c $(wildcard bpf/*.h) $(B)/bpf/trace.skel.h $(wildcard lib/*.h) common/interpose.def common/interpose.h
 	$(CC) $(CLI_CFLAGS) -I$(B)/bpf -c -o $@ $<
 
-$(B)/bpf/tracemodel.o: bpf/tracemodel.c $(wildcard bpf/*.h) $(wildcard lib/*.h)
+$(B)/bpf/tracemodel.o: bpf/tracemodel.c $(wildcard bpf/*.h) $(wildcard lib/*.h) common/interpose.def common/interpose.h
 	$(CC) $(CLI_CFLAGS) -c -o $@ $<
 
 # The manual page, printed by the command from the tables its --help

@@ -3,6 +3,7 @@
  */
 #include <stdint.h>
 #include "arena.h"
+#include "lockrank.h"
 #include "sys.h"
 
 #define ARENA_CHUNK (1u << 20)
@@ -16,7 +17,7 @@ void *ls_arena_alloc(size_t size)
 	void *p = NULL;
 
 	size = (size + 15) & ~(size_t)15;
-	ls_lock(&arena_lock);
+	ls_lock_ranked(&arena_lock, LS_RANK_ARENA);
 	if ((size_t)(arena_end - arena_cur) < size) {
 		size_t len = size > ARENA_CHUNK ? size : ARENA_CHUNK;
 		char *c = ls_sys_map(len);
@@ -30,7 +31,7 @@ void *ls_arena_alloc(size_t size)
 	p = arena_cur;
 	arena_cur += size;
 out:
-	ls_unlock(&arena_lock);
+	ls_unlock_ranked(&arena_lock, LS_RANK_ARENA);
 	return p;
 }
 
@@ -41,12 +42,12 @@ size_t ls_arena_mapped(void)
 
 void ls_arena_lock_all(void)
 {
-	ls_lock(&arena_lock);
+	ls_lock_ranked(&arena_lock, LS_RANK_ARENA);
 }
 
 void ls_arena_unlock_all(void)
 {
-	ls_unlock(&arena_lock);
+	ls_unlock_ranked(&arena_lock, LS_RANK_ARENA);
 }
 
 void ls_arena_reset_child(void)

@@ -48,14 +48,9 @@ static struct {
 	void *hook;
 	void *real;
 } fns[] = {
-#define FN(n) { n, NULL, NULL }
-	FN("malloc"), FN("free"), FN("calloc"), FN("realloc"),
-	FN("reallocarray"), FN("posix_memalign"), FN("aligned_alloc"),
-	FN("memalign"), FN("valloc"), FN("pvalloc"), FN("malloc_usable_size"),
-	FN("mmap"), FN("mmap64"), FN("munmap"), FN("mremap"),
-	FN("mprotect"),
-	FN("dlclose"), FN("dlopen"),
-#undef FN
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_GOT_##got({ #sym, NULL, NULL },)
+#include "../common/interpose.def"
 };
 #define NFNS (sizeof(fns) / sizeof(fns[0]))
 
@@ -66,6 +61,18 @@ static ls_lock_t slot_lock = LS_LOCK_INIT;
 static uint64_t self_base, vdso_base, ldso_base;
 static void *(*real_dlopen)(const char *, int);
 static void (*modules_changed)(void);	/* agent.c's, after a dlopen */
+
+/*
+ * Drop the reference dlopen(RTLD_NOLOAD) took on the agent itself, with
+ * the real dlclose: never the agent's own hook, which a call by name
+ * would reach when the agent is preloaded.
+ */
+static void close_self(void *h)
+{
+	ls_real_init();
+	if (ls_real.dlclose)
+		ls_real.dlclose(h);
+}
 
 int ls_attach_preloaded(void)
 {
@@ -86,12 +93,23 @@ int ls_attach_preloaded(void)
 	if (h) {
 		/* Interposing, our malloc is the one everybody gets. */
 		answer = dlsym(RTLD_DEFAULT, "malloc") == dlsym(h, "malloc");
-		dlclose(h);
+		close_self(h);
 	}
 	return answer;
 }
 
 /* --- relocation tables --------------------------------------------------- */
+
+/* Can a name starting with c be one of fns?  Most relocations are
+ * turned away by their first letter, without a string comparison. */
+static int maybe_fn(char c)
+{
+	return 0
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_GOT_##got(|| c == #sym[0])
+#include "../common/interpose.def"
+		;
+}
 
 /* Index in fns of the function a relocation names, or -1. */
 static int fn_of(const struct ls_dyn *d, uint64_t info)
@@ -103,9 +121,7 @@ static int fn_of(const struct ls_dyn *d, uint64_t info)
 	if (!sym || (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT))
 		return -1;
 	name = d->strtab + d->symtab[sym].st_name;
-	if (name[0] != 'm' && name[0] != 'f' && name[0] != 'c' &&
-	    name[0] != 'r' && name[0] != 'p' && name[0] != 'a' &&
-	    name[0] != 'v' && name[0] != 'd')
+	if (!maybe_fn(name[0]))
 		return -1;
 	for (i = 0; i < NFNS; i++)
 		if (!strcmp(name, fns[i].name))
@@ -207,11 +223,11 @@ static void store_slot(uint64_t addr, uint64_t v, const struct ls_dyn *d)
 	 * rounded down): the last, partial one stays writable. */
 	int relro = p >= (d->relro_lo & ~(pg - 1)) && p < (d->relro_hi & ~(pg - 1));
 
-	if (mprotect(page, (size_t)pg, PROT_READ | PROT_WRITE))
+	if (ls_real.mprotect(page, (size_t)pg, PROT_READ | PROT_WRITE))
 		return;
 	__atomic_store_n((uint64_t *)(uintptr_t)addr, v, __ATOMIC_RELEASE);
 	if (relro)
-		mprotect(page, (size_t)pg, PROT_READ);
+		ls_real.mprotect(page, (size_t)pg, PROT_READ);
 }
 
 static void patch_slot(uint64_t addr, int fn, const struct ls_dyn *d)
@@ -278,7 +294,7 @@ static int resolve_fns(void)
 		 * would lead back to the hook (real.h). */
 		fns[i].real = ls_real_lookup(fns[i].name);
 	}
-	dlclose(h);
+	close_self(h);
 	real_dlopen = ls_real_lookup("dlopen");
 	return real_dlopen ? 0 : -ENOENT;
 }

@@ -19,7 +19,7 @@
  */
 int ls_attach_preloaded(void);
 /*
- * The attach entry (agent.c's leakscope_attach) in steps: resolve the
+ * The attach entry (session.c's leakscope_attach) in steps: resolve the
  * hooks and the program's own functions and remember changed() (called
  * after a dlopen through the agent), 0 or a negative errno; list the
  * slots to switch into the result the injector reads; the result itself;

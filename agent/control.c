@@ -427,6 +427,18 @@ static struct timespec *timeout_until(uint64_t at, uint64_t now,
 	return ts;
 }
 
+/* Make the control thread look at its clock work (tick.h) at once.  Safe
+ * in a hook and in a signal handler: one write(2) on an eventfd, errno
+ * the caller's to keep; nothing when there is no thread. */
+static void ls_control_wake(void)
+{
+	uint64_t one = 1;
+	int fd = __atomic_load_n(&wake_fd, __ATOMIC_RELAXED);
+
+	if (fd >= 0)
+		(void)!write(fd, &one, sizeof(one));
+}
+
 /*
  * Serve requests; between them, take a growth sample every period, and
  * keep the hooks' clock (tick.h) while they use it.  Anything long (a
@@ -620,15 +632,6 @@ int ls_control_start(void (*reset)(void))
 	if (r)
 		ls_control_stop();
 	return r;
-}
-
-void ls_control_wake(void)
-{
-	uint64_t one = 1;
-	int fd = __atomic_load_n(&wake_fd, __ATOMIC_RELAXED);
-
-	if (fd >= 0)
-		(void)!write(fd, &one, sizeof(one));
 }
 
 int ls_control_pause(void)

@@ -44,10 +44,6 @@ void ls_control_forget_child(void);
  */
 int ls_control_pause(void);
 void ls_control_resume(void);
-/* Make the control thread look at its clock work (tick.h) at once.  Safe
- * in a hook and in a signal handler: one write(2) on an eventfd, errno
- * the caller's to keep; nothing when there is no thread. */
-void ls_control_wake(void);
 /*
  * Move the socket into dir, whose fd is dfd (a directory of uid's,
  * checked by the caller), for a process about to become uid:gid, still

@@ -15,7 +15,7 @@
  * handed the same address at once.  The real calls are calls through
  * ls_real's pointers, which the compiler cannot move bookkeeping across.
  * The guard and errno are taken inside ls_track_alloc, ls_track_malloc,
- * ls_track_calloc and ls_track_free (agent.c), not around them here: the
+ * ls_track_calloc and ls_track_free (track.c), not around them here: the
  * guard's increment and decrement carry their own compiler barriers
  * (guard.h), so no ordering depends on where the call boundary lies.
  */
@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include "../common/lsnap.h"
 #include "agent.h"
+#include "track.h"
 #include "exec.h"
 #include "guard.h"
 #include "live.h"
@@ -39,8 +40,6 @@
 #include "thread.h"
 
 #define LS_EXPORT __attribute__((visibility("default")))
-
-__thread int ls_guard_depth;
 
 static size_t page_size = 4096;
 
@@ -172,7 +171,7 @@ static __attribute__((noinline)) void *malloc_rare(size_t n)
  * where a check's conservative scan of a thread stopped in a shallow
  * read() found the copy of the table entry it had left, and so a block
  * the thread had allocated and dropped still referenced
- * (tests/integration/t_check.py, site_born_lost).  agent.c's insert()
+ * (tests/integration/t_check.py, site_born_lost).  track.c's insert()
  * clears that copy's address once the entry is in the table.
  */
 static __attribute__((noinline)) void *malloc_slow(size_t n,

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <string.h>
 #include "live.h"
+#include "lockrank.h"
 #include "sys.h"
 
 /*
@@ -280,7 +281,7 @@ static __attribute__((noinline, cold)) int tix_assign(uint32_t tid,
 
 	if (tid == UINT32_MAX)
 		return 0;
-	ls_lock(&tix_lock);
+	ls_lock_ranked(&tix_lock, LS_RANK_LIVE);
 	for (i = tix_home(tid); ; i = (i + 1) & (TIX_COUNT - 1)) {
 		v = tix_ids[i];
 		if (v == tid + 1) {
@@ -298,7 +299,7 @@ static __attribute__((noinline, cold)) int tix_assign(uint32_t tid,
 		}
 	}
 	*ix = i;
-	ls_unlock(&tix_lock);
+	ls_unlock_ranked(&tix_lock, LS_RANK_LIVE);
 	return ok;
 }
 
@@ -317,7 +318,7 @@ static inline int tix_get(uint32_t tid, uint32_t *ix)
 /* e as a compact slot, when it fits one. */
 static inline int pack(const struct ls_live_entry *e, struct slot16 *c)
 {
-	uint64_t sw;	/* size:40 and tid:24 (agent.c, entry_make) */
+	uint64_t sw;	/* size:40 and tid:24 (track.c, entry_make) */
 	uint32_t ix;
 
 	memcpy(&sw, (const char *)e + sizeof(e->addr), sizeof(sw));
@@ -341,7 +342,7 @@ static inline void unpack(const char *q, int w, struct ls_live_entry *e)
 		return;
 	}
 	memcpy(&c, q, sizeof(c));
-	/* size:40 and tid:24 share a word (agent.c, entry_make). */
+	/* size:40 and tid:24 share a word (track.c, entry_make). */
 	sw = (c.w1 >> SIZE_SHIFT & (SIZE_LIMIT - 1)) |
 	     (uint64_t)(tix_ids[c.w1 >> TIX_SHIFT] - 1) << 40;
 	e->addr = (c.w0 & KEY_MASK) << 3;
@@ -599,7 +600,7 @@ int insert_locked(struct shard *s, const struct ls_live_entry *e,
 		ret |= tab_insert(wt, e, e, old, h, 1);
 	}
 	s->nwide = wt->count;
-	ls_unlock(&s->lock);
+	ls_unlock_ranked(&s->lock, LS_RANK_LIVE);
 	return ret;
 }
 
@@ -614,25 +615,29 @@ int remove_locked(struct shard *s, uint64_t addr, struct ls_live_entry *out,
 		found = tab_remove(wt, addr, h, out, 1);
 		s->nwide = wt->count;
 	}
-	ls_unlock(&s->lock);
+	ls_unlock_ranked(&s->lock, LS_RANK_LIVE);
 	return found;
 }
 
 /*
  * The shard's lock taken by one exchange; when another thread holds it,
  * ls_lock()'s wait and the general code, by a tail call: the fast paths
- * below then make no call but tail calls, and save no register.
+ * below then make no call but tail calls, and save no register.  Ranked
+ * as ls_lock_ranked() would (lockrank.h).
  */
 static inline int try_lock(struct shard *s)
 {
-	return !__atomic_exchange_n(&s->lock.v, 1, __ATOMIC_ACQUIRE);
+	if (__atomic_exchange_n(&s->lock.v, 1, __ATOMIC_ACQUIRE))
+		return 0;
+	ls_rank_enter(LS_RANK_LIVE);
+	return 1;
 }
 
 static __attribute__((noinline))
 int insert_wait(struct shard *s, const struct ls_live_entry *e,
 		struct ls_live_entry *old, uint64_t h, const struct slot16 *c)
 {
-	ls_lock(&s->lock);
+	ls_lock_ranked(&s->lock, LS_RANK_LIVE);
 	return insert_locked(s, e, old, h, c);
 }
 
@@ -640,7 +645,7 @@ static __attribute__((noinline))
 int remove_wait(struct shard *s, uint64_t addr, struct ls_live_entry *out,
 		uint64_t h)
 {
-	ls_lock(&s->lock);
+	ls_lock_ranked(&s->lock, LS_RANK_LIVE);
 	return remove_locked(s, addr, out, h);
 }
 
@@ -680,7 +685,7 @@ int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 			(unsigned)__builtin_ctz(m), 0), 0) == e->addr))
 			return insert_locked(s, e, old, h, fits);
 	put_at(s, g * GROUP + (unsigned)__builtin_ctz(empty), &c, h, 0);
-	ls_unlock(&s->lock);
+	ls_unlock_ranked(&s->lock, LS_RANK_LIVE);
 	return 0;
 }
 
@@ -709,7 +714,7 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 	if (ls_unlikely(!m || slot_addr(slot_at(s, i, 0), 0) != addr))
 		return remove_locked(s, addr, out, h);
 	empty_at(s, i, out, 0);	/* in its first group: no group passed */
-	ls_unlock(&s->lock);
+	ls_unlock_ranked(&s->lock, LS_RANK_LIVE);
 	return 1;
 }
 
@@ -763,13 +768,13 @@ size_t ls_live_copy_shard(unsigned idx, struct ls_live_entry *buf, size_t cap)
 	struct shard *s = &shards[idx];
 	size_t n, k;
 
-	ls_lock(&s->lock);
+	ls_lock_ranked(&s->lock, LS_RANK_LIVE);
 	n = s->count + wide[idx].count;
 	if (n <= cap) {
 		k = tab_copy(s, buf, 0);
 		tab_copy(&wide[idx], buf + k, 1);
 	}
-	ls_unlock(&s->lock);
+	ls_unlock_ranked(&s->lock, LS_RANK_LIVE);
 	return n;
 }
 
@@ -869,12 +874,12 @@ size_t ls_live_resident(void)
 	for (i = 0; i < LS_LIVE_SHARDS; i++) {
 		struct shard *t[2] = { &shards[i], &wide[i] };
 
-		ls_lock(&shards[i].lock);	/* a rebuild would unmap them */
+		ls_lock_ranked(&shards[i].lock, LS_RANK_LIVE);	/* a rebuild would unmap them */
 		for (w = 0; w < 2; w++)
 			if (t[w]->ctrl)
 				n += ls_sys_resident(t[w]->ctrl,
 						     map_size(t[w]->ngroups, w));
-		ls_unlock(&shards[i].lock);
+		ls_unlock_ranked(&shards[i].lock, LS_RANK_LIVE);
 	}
 	return n;
 }
@@ -906,10 +911,10 @@ void ls_live_visit_shard(unsigned idx,
 {
 	struct shard *s = &shards[idx];
 
-	ls_lock(&s->lock);
+	ls_lock_ranked(&s->lock, LS_RANK_LIVE);
 	tab_visit(s, 0, fn, arg, 0);
 	tab_visit(&wide[idx], 1, fn, arg, 0);
-	ls_unlock(&s->lock);
+	ls_unlock_ranked(&s->lock, LS_RANK_LIVE);
 }
 
 void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
@@ -921,11 +926,11 @@ void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
 	for (i = 0; i < LS_LIVE_SHARDS; i++) {
 		struct shard *s = &shards[i];
 
-		ls_lock(&s->lock);
+		ls_lock_ranked(&s->lock, LS_RANK_LIVE);
 		tab_visit(s, 0, fn, arg, 1);
 		tab_visit(&wide[i], 1, fn, arg, 1);
 		s->nwide = 0;
-		ls_unlock(&s->lock);
+		ls_unlock_ranked(&s->lock, LS_RANK_LIVE);
 	}
 }
 
@@ -934,17 +939,17 @@ void ls_live_lock_all(void)
 	unsigned i;
 
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
-		ls_lock(&shards[i].lock);
-	ls_lock(&tix_lock);
+		ls_lock_ranked(&shards[i].lock, LS_RANK_LIVE);
+	ls_lock_ranked(&tix_lock, LS_RANK_LIVE);
 }
 
 void ls_live_unlock_all(void)
 {
 	unsigned i;
 
-	ls_unlock(&tix_lock);
+	ls_unlock_ranked(&tix_lock, LS_RANK_LIVE);
 	for (i = 0; i < LS_LIVE_SHARDS; i++)
-		ls_unlock(&shards[i].lock);
+		ls_unlock_ranked(&shards[i].lock, LS_RANK_LIVE);
 }
 
 void ls_live_reset_child(void)

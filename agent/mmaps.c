@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include "lockrank.h"
 #include "mmaps.h"
 #include "sys.h"
 
@@ -51,7 +52,7 @@ int ls_mmaps_add(const struct ls_live_entry *e)
 	size_t i;
 	int ret;
 
-	ls_lock(&lock);
+	ls_lock_ranked(&lock, LS_RANK_MMAPS);
 	ret = reserve(nregs + 1);
 	if (ret)
 		goto out;
@@ -60,7 +61,7 @@ int ls_mmaps_add(const struct ls_live_entry *e)
 	regs[i] = *e;
 	nregs++;
 out:
-	ls_unlock(&lock);
+	ls_unlock_ranked(&lock, LS_RANK_MMAPS);
 	return ret;
 }
 
@@ -76,7 +77,7 @@ uint64_t ls_mmaps_remove(uint64_t start, uint64_t len, ls_mmaps_fn fn,
 	uint64_t end = start + len, gone = 0;
 	size_t i;
 
-	ls_lock(&lock);
+	ls_lock_ranked(&lock, LS_RANK_MMAPS);
 	for (i = lower(start); i < nregs && regs[i].addr < end;) {
 		struct ls_live_entry *r = &regs[i];
 		uint64_t rend = r->addr + r->size;
@@ -111,7 +112,7 @@ uint64_t ls_mmaps_remove(uint64_t start, uint64_t len, ls_mmaps_fn fn,
 		}
 		i++;
 	}
-	ls_unlock(&lock);
+	ls_unlock_ranked(&lock, LS_RANK_MMAPS);
 	return gone;
 }
 
@@ -122,7 +123,7 @@ int ls_mmaps_take(uint64_t start, uint64_t len, int (*want)(uint32_t site),
 	int found = 0;
 	size_t i;
 
-	ls_lock(&lock);
+	ls_lock_ranked(&lock, LS_RANK_MMAPS);
 	for (i = lower(start); i < nregs && regs[i].addr < end; i++) {
 		if (!want(regs[i].site))
 			continue;
@@ -132,7 +133,7 @@ int ls_mmaps_take(uint64_t start, uint64_t len, int (*want)(uint32_t site),
 		found = 1;
 		break;
 	}
-	ls_unlock(&lock);
+	ls_unlock_ranked(&lock, LS_RANK_MMAPS);
 	if (found)
 		ls_mmaps_remove(*lo, *hi - *lo, fn, arg);
 	return found;
@@ -143,12 +144,12 @@ int ls_mmaps_site_at(uint64_t addr, uint32_t *site)
 	size_t i;
 	int found;
 
-	ls_lock(&lock);
+	ls_lock_ranked(&lock, LS_RANK_MMAPS);
 	i = lower(addr);
 	found = i < nregs && regs[i].addr <= addr;
 	if (found)
 		*site = regs[i].site;
-	ls_unlock(&lock);
+	ls_unlock_ranked(&lock, LS_RANK_MMAPS);
 	return found;
 }
 
@@ -156,11 +157,11 @@ size_t ls_mmaps_copy(struct ls_live_entry *buf, size_t cap)
 {
 	size_t n;
 
-	ls_lock(&lock);
+	ls_lock_ranked(&lock, LS_RANK_MMAPS);
 	n = nregs;
 	if (n <= cap && n)
 		memcpy(buf, regs, n * sizeof(*buf));
-	ls_unlock(&lock);
+	ls_unlock_ranked(&lock, LS_RANK_MMAPS);
 	return n;
 }
 
@@ -185,21 +186,21 @@ void ls_mmaps_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg)
 {
 	size_t i;
 
-	ls_lock(&lock);
+	ls_lock_ranked(&lock, LS_RANK_MMAPS);
 	for (i = 0; i < nregs; i++)
 		fn(&regs[i], arg);
 	nregs = 0;
-	ls_unlock(&lock);
+	ls_unlock_ranked(&lock, LS_RANK_MMAPS);
 }
 
 void ls_mmaps_lock_all(void)
 {
-	ls_lock(&lock);
+	ls_lock_ranked(&lock, LS_RANK_MMAPS);
 }
 
 void ls_mmaps_unlock_all(void)
 {
-	ls_unlock(&lock);
+	ls_unlock_ranked(&lock, LS_RANK_MMAPS);
 }
 
 void ls_mmaps_reset_child(void)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "arena.h"
+#include "lockrank.h"
 #include "modules.h"
 #include "sys.h"
 
@@ -148,7 +149,7 @@ unsigned ls_modules_refresh(void)
 {
 	unsigned i, n;
 
-	ls_lock(&mod_lock);
+	ls_lock_ranked(&mod_lock, LS_RANK_MODULES);
 	if (!exe_path[0]) {
 		ssize_t r = readlink("/proc/self/exe", exe_path,
 				     sizeof(exe_path) - 1);
@@ -166,7 +167,7 @@ unsigned ls_modules_refresh(void)
 	if (changed)
 		__atomic_store_n(&gen, gen + 1, __ATOMIC_RELEASE);
 	n = nmods;
-	ls_unlock(&mod_lock);
+	ls_unlock_ranked(&mod_lock, LS_RANK_MODULES);
 	return n;
 }
 
@@ -198,12 +199,12 @@ void ls_modules_self_range(uint64_t *lo, uint64_t *hi)
 
 void ls_modules_lock_all(void)
 {
-	ls_lock(&mod_lock);
+	ls_lock_ranked(&mod_lock, LS_RANK_MODULES);
 }
 
 void ls_modules_unlock_all(void)
 {
-	ls_unlock(&mod_lock);
+	ls_unlock_ranked(&mod_lock, LS_RANK_MODULES);
 }
 
 void ls_modules_reset_child(void)

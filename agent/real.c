@@ -155,14 +155,15 @@ void *ls_real_lookup(const char *name)
 	__atomic_store_n((void **)&ls_real.field, lookup_in(lookup, name), \
 			 __ATOMIC_RELAXED)
 
-/* Every function a hook calls without looking first. */
+/* Every function a hook calls without looking first (real REQUIRED in
+ * common/interpose.def). */
 static int complete(void)
 {
-	return ls_real.malloc && ls_real.calloc && ls_real.realloc &&
-	       ls_real.reallocarray && ls_real.posix_memalign &&
-	       ls_real.aligned_alloc && ls_real.memalign && ls_real.valloc &&
-	       ls_real.pvalloc && ls_real.malloc_usable_size && ls_real.mmap &&
-	       ls_real.munmap && ls_real.mremap;
+	return 1
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_REQUIRED_##real(&& ls_real.field)
+#include "../common/interpose.def"
+		;
 }
 
 /* Under resolve_lock.  Every pointer is stored only once validated, so
@@ -170,39 +171,20 @@ static int complete(void)
 static void resolve_locked(void)
 {
 	__atomic_store_n(&resolving, 1, __ATOMIC_RELEASE);
-	RESOLVE(malloc, "malloc");
-	RESOLVE(calloc, "calloc");
-	RESOLVE(realloc, "realloc");
-	RESOLVE(reallocarray, "reallocarray");
-	RESOLVE(posix_memalign, "posix_memalign");
-	RESOLVE(aligned_alloc, "aligned_alloc");
-	RESOLVE(memalign, "memalign");
-	RESOLVE(valloc, "valloc");
-	RESOLVE(pvalloc, "pvalloc");
-	RESOLVE(malloc_usable_size, "malloc_usable_size");
-	RESOLVE(mmap, "mmap");
-	RESOLVE(munmap, "munmap");
-	RESOLVE(mremap, "mremap");
-	RESOLVE(mprotect, "mprotect");
-	RESOLVE(setuid, "setuid");
-	RESOLVE(setreuid, "setreuid");
-	RESOLVE(setresuid, "setresuid");
-	RESOLVE(unshare, "unshare");
-	RESOLVE(setns, "setns");
-	RESOLVE(dlclose, "dlclose");
-	RESOLVE(execve, "execve");
-	RESOLVE(execvpe, "execvpe");
-	RESOLVE(fexecve, "fexecve");
-	RESOLVE(libc_exit, "exit");
-	RESOLVE(exit_, "_exit");
-	RESOLVE(Exit_, "_Exit");
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_EARLY_##real(RESOLVE(field, #sym);)
+#include "../common/interpose.def"
 	/* free last: its being set is what says resolution is complete.
 	 * Attached, a function left unfound (its stub's definition not
 	 * found) must not reach a hook, which would call NULL: the attach
 	 * fails instead.  Preloaded, RTLD_NEXT keeps its old answers. */
-	if (lookup == RTLD_NEXT || complete())
-		__atomic_store_n((void **)&ls_real.free,
-				 lookup_in(lookup, "free"), __ATOMIC_RELEASE);
+	if (lookup == RTLD_NEXT || complete()) {
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_LAST_##real(__atomic_store_n((void **)&ls_real.field, \
+					   lookup_in(lookup, #sym), \
+					   __ATOMIC_RELEASE);)
+#include "../common/interpose.def"
+	}
 	__atomic_store_n(&resolving, 0, __ATOMIC_RELEASE);
 }
 

@@ -13,35 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "../common/interpose.h"
 
+/* Every function of common/interpose.def whose real column is not NONE,
+ * as its field. */
 struct ls_real {
-	void *(*malloc)(size_t);
-	void (*free)(void *);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	void *(*reallocarray)(void *, size_t, size_t);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*aligned_alloc)(size_t, size_t);
-	void *(*memalign)(size_t, size_t);
-	void *(*valloc)(size_t);
-	void *(*pvalloc)(size_t);
-	size_t (*malloc_usable_size)(void *);
-	void *(*mmap)(void *, size_t, int, int, int, off_t);
-	int (*munmap)(void *, size_t);
-	void *(*mremap)(void *, size_t, size_t, int, ...);
-	int (*mprotect)(void *, size_t, int);
-	int (*setuid)(uid_t);
-	int (*setreuid)(uid_t, uid_t);
-	int (*setresuid)(uid_t, uid_t, uid_t);
-	int (*unshare)(int);
-	int (*setns)(int, int);
-	int (*dlclose)(void *);
-	int (*execve)(const char *, char *const[], char *const[]);
-	int (*execvpe)(const char *, char *const[], char *const[]);
-	int (*fexecve)(int, char *const[], char *const[]);
-	void (*libc_exit)(int) __attribute__((noreturn));
-	void (*exit_)(int) __attribute__((noreturn));
-	void (*Exit_)(int) __attribute__((noreturn));
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_REAL_##real(ret (*field) params LS_IP_ATTR_##attr;)
+#include "../common/interpose.def"
 };
 
 extern struct ls_real ls_real;

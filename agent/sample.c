@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include "lockrank.h"
 #include "sample.h"
 #include "sys.h"
 
@@ -18,7 +19,8 @@
 #define FILTER_BASE_RATE (512u << 10)
 
 uint64_t ls_sample_rate;
-uint8_t *ls_sample_filter;
+/* The counting filter (sample.h, ls_sample_summary). */
+static uint8_t *ls_sample_filter;
 uint64_t *ls_sample_summary;
 unsigned ls_sample_shift = 64 - FILTER_BITS_MIN;
 static uint64_t seed_base;
@@ -124,12 +126,12 @@ void ls_sample_mark(uint64_t addr)
 	uint32_t slot = ls_sample_slot(addr);
 	uint8_t *c = &ls_sample_filter[slot];
 
-	ls_lock(&filter_lock);
+	ls_lock_ranked(&filter_lock, LS_RANK_SAMPLE);
 	/* Saturates at 255 and then stays: never a false negative. */
 	if (*c != 255)
 		__atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
 	set_summary(slot, 1);
-	ls_unlock(&filter_lock);
+	ls_unlock_ranked(&filter_lock, LS_RANK_SAMPLE);
 }
 
 void ls_sample_unmark(uint64_t addr)
@@ -137,23 +139,23 @@ void ls_sample_unmark(uint64_t addr)
 	uint32_t slot = ls_sample_slot(addr);
 	uint8_t *c = &ls_sample_filter[slot];
 
-	ls_lock(&filter_lock);
+	ls_lock_ranked(&filter_lock, LS_RANK_SAMPLE);
 	if (*c != 255 && *c != 0) {
 		__atomic_store_n(c, *c - 1, __ATOMIC_RELAXED);
 		if (!*c)
 			set_summary(slot, 0);
 	}
-	ls_unlock(&filter_lock);
+	ls_unlock_ranked(&filter_lock, LS_RANK_SAMPLE);
 }
 
 void ls_sample_lock_all(void)
 {
-	ls_lock(&filter_lock);
+	ls_lock_ranked(&filter_lock, LS_RANK_SAMPLE);
 }
 
 void ls_sample_unlock_all(void)
 {
-	ls_unlock(&filter_lock);
+	ls_unlock_ranked(&filter_lock, LS_RANK_SAMPLE);
 }
 
 void ls_sample_reset_child(void)

@@ -23,14 +23,13 @@ int ls_sample_init(uint64_t rate, uint64_t seed);
 
 extern uint64_t ls_sample_rate;	/* T; 0 = full tracking */
 /*
- * The counting filter of recorded blocks: one-byte counters indexed by a
- * hash of the address (ls_sample_slot), changed only under a lock by
- * ls_sample_mark/unmark, and its summary, one bit per counter, set
+ * The counting filter of recorded blocks (sample.c): one-byte counters
+ * indexed by a hash of the address (ls_sample_slot), changed only under a
+ * lock by ls_sample_mark/unmark, and its summary, one bit per counter, set
  * exactly when the counter is not zero.  The fast path (ls_sample_maybe)
  * reads the summary only: at the default rate 2^16 bits, 8 KiB, stay in
  * the first-level cache, where the 64 KiB of counters did not.
  */
-extern uint8_t *ls_sample_filter;
 extern uint64_t *ls_sample_summary;
 extern unsigned ls_sample_shift;	/* 64 - log2(filter counters) */
 
@@ -98,7 +97,7 @@ void ls_sample_est_sampled(uint64_t size, int64_t *bytes, int64_t *blocks);
 
 /* What a recorded block of size bytes stands for, in counter units, at
  * sample rate rate: exactly (size, 1) in full tracking (rate 0).  The
- * hooks pass the rate they read once per event (agent.c). */
+ * hooks pass the rate they read once per event (track.c). */
 static inline __attribute__((always_inline))
 void ls_sample_est_at(uint64_t rate, uint64_t size, int64_t *bytes,
 		      int64_t *blocks)

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "../common/lsnap.h"
 #include "arena.h"
+#include "lockrank.h"
 #include "modules.h"
 #include "site.h"
 #include "sys.h"
@@ -80,11 +81,11 @@ struct ls_site_rec *ls_site_intern(const uint64_t *pcs, uint32_t n, uint32_t kin
 
 	if (s)
 		return s;
-	ls_lock(&insert_lock);
+	ls_lock_ranked(&insert_lock, LS_RANK_SITE);
 	s = lookup(pcs, n, kind, hash);
 	if (!s)
 		s = create(pcs, n, kind, hash);
-	ls_unlock(&insert_lock);
+	ls_unlock_ranked(&insert_lock, LS_RANK_SITE);
 	return s;
 }
 
@@ -105,12 +106,12 @@ uint32_t ls_site_count(void)
 
 void ls_site_lock_all(void)
 {
-	ls_lock(&insert_lock);
+	ls_lock_ranked(&insert_lock, LS_RANK_SITE);
 }
 
 void ls_site_unlock_all(void)
 {
-	ls_unlock(&insert_lock);
+	ls_unlock_ranked(&insert_lock, LS_RANK_SITE);
 }
 
 void ls_site_reset_child(void)

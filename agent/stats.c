@@ -14,11 +14,6 @@ struct ls_stats_sums *ls_stats_shared(void)
 	return &shared;
 }
 
-size_t ls_stats_mapped(void)
-{
-	return shared.mapped;
-}
-
 static size_t sums_bytes(uint32_t nslots, uint32_t cap)
 {
 	return (size_t)nslots * 2 * sizeof(uint32_t) +

@@ -45,8 +45,6 @@ struct ls_stats_sums {
  * skips them, and those sites show their flushed counters only). */
 int ls_stats_fit(struct ls_stats_sums *s);
 void ls_stats_release(struct ls_stats_sums *s);
-/* Bytes mapped by the sums (ls_agent_memory). */
-size_t ls_stats_mapped(void);
 struct ls_stats_sums *ls_stats_shared(void);
 /* Add one pending entry (an ls_thread_each_pending callback's work). */
 void ls_stats_add_pending(struct ls_stats_sums *s, const struct ls_pending *p);

@@ -83,16 +83,6 @@ void ls_sys_unmap(void *p, size_t len)
 	errno = saved;
 }
 
-void ls_sys_note_own(void *p, size_t len)
-{
-	own_note(p, len);
-}
-
-void ls_sys_forget_own(void *p)
-{
-	own_forget(p);
-}
-
 size_t ls_sys_resident(const void *p, size_t len)
 {
 	unsigned char vec[64];

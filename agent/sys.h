@@ -32,19 +32,16 @@ void ls_sys_unmap(void *p, size_t len);
 
 /*
  * The agent's own memory, for reachability scans (reach.h): every
- * ls_sys_map() mapping is noted until ls_sys_unmap(); other mappings of
- * the agent (the post-mortem file) are noted by hand.  Lock-free, safe in
+ * ls_sys_map() mapping is noted until ls_sys_unmap().  Lock-free, safe in
  * hooks and in a copy-on-write child.  ls_sys_own_copy() copies at most
  * cap ranges and returns how many.
  */
 #define LS_SYS_OWN_SLOTS 16384
-void ls_sys_note_own(void *p, size_t len);
 /* Bytes of [p, p + len) in RAM (mincore); *mapped, when not NULL, gets
  * the total of every ls_sys_map() mapping and ls_sys_own_resident()
  * their resident part.  Not in hooks: a syscall per 256 KiB. */
 size_t ls_sys_resident(const void *p, size_t len);
 size_t ls_sys_own_resident(size_t *mapped);
-void ls_sys_forget_own(void *p);
 size_t ls_sys_own_copy(uint64_t *starts, uint64_t *lens, size_t cap);
 
 static inline uint64_t ls_now_ns(clockid_t clk)

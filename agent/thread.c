@@ -9,13 +9,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "arena.h"
+#include "lockrank.h"
 #include "sys.h"
 #include "thread.h"
 
 const char *const ls_fn_names[LS_FN_COUNT] = {
-	"malloc", "calloc", "realloc", "reallocarray", "free",
-	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
-	"mmap", "munmap", "mremap",
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_COUNTED_##kind(#sym,)
+#include "../common/interpose.def"
 };
 
 __thread struct ls_thread *ls_thread_tls;
@@ -98,7 +99,7 @@ static void flush_entry(struct ls_pending *p)
 	if (!p->events)
 		return;
 	l = &stripe[s->id % STRIPES];
-	ls_lock(l);
+	ls_lock_ranked(l, LS_RANK_THREAD);
 	gen = __atomic_load_n(&ls_peak.gen, __ATOMIC_RELAXED);
 	if (s->peak_gen != gen) {	/* first change since the peak */
 		__atomic_store_n(&s->peak_bytes, s->live_bytes, __ATOMIC_RELAXED);
@@ -112,7 +113,7 @@ static void flush_entry(struct ls_pending *p)
 	__atomic_add_fetch(&s->live_blocks, p->live_blocks, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->alloc_bytes, p->alloc_bytes, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->alloc_blocks, p->alloc_blocks, __ATOMIC_RELAXED);
-	ls_unlock(l);
+	ls_unlock_ranked(l, LS_RANK_THREAD);
 	if (p->temp_blocks) {
 		__atomic_add_fetch(&s->temp_blocks, p->temp_blocks,
 				   __ATOMIC_RELAXED);
@@ -282,11 +283,11 @@ static struct ls_thread *claim(void)
 	t = (struct ls_thread *)(((uintptr_t)raw + _Alignof(struct ls_thread) - 1) &
 				 ~(uintptr_t)(_Alignof(struct ls_thread) - 1));
 	t->in_use = REC_USED;
-	ls_lock(&registry_lock);
+	ls_lock_ranked(&registry_lock, LS_RANK_THREAD);
 	t->next = registry;
 	__atomic_store_n(&registry, t, __ATOMIC_RELEASE);
 	__atomic_store_n(&nrecords, nrecords + 1, __ATOMIC_RELAXED);
-	ls_unlock(&registry_lock);
+	ls_unlock_ranked(&registry_lock, LS_RANK_THREAD);
 	return t;
 }
 
@@ -435,9 +436,9 @@ void ls_thread_lock_all(void)
 {
 	unsigned i;
 
-	ls_lock(&registry_lock);
+	ls_lock_ranked(&registry_lock, LS_RANK_THREAD);
 	for (i = 0; i < STRIPES; i++)
-		ls_lock(&stripe[i]);
+		ls_lock_ranked(&stripe[i], LS_RANK_THREAD);
 }
 
 void ls_thread_unlock_all(void)
@@ -445,8 +446,8 @@ void ls_thread_unlock_all(void)
 	unsigned i;
 
 	for (i = 0; i < STRIPES; i++)
-		ls_unlock(&stripe[i]);
-	ls_unlock(&registry_lock);
+		ls_unlock_ranked(&stripe[i], LS_RANK_THREAD);
+	ls_unlock_ranked(&registry_lock, LS_RANK_THREAD);
 }
 
 /* In the child only the forking thread survives: fold every other record

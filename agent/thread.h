@@ -18,23 +18,16 @@
 #define LEAKSCOPE_AGENT_THREAD_H
 
 #include <stdint.h>
+#include "../common/interpose.h"
 #include "site.h"
 #include "unwind.h"
 
+/* The counted functions (common/interpose.def, kind not NONE), in the
+ * table's order. */
 enum ls_fn {
-	LS_FN_MALLOC,
-	LS_FN_CALLOC,
-	LS_FN_REALLOC,
-	LS_FN_REALLOCARRAY,
-	LS_FN_FREE,
-	LS_FN_POSIX_MEMALIGN,
-	LS_FN_ALIGNED_ALLOC,
-	LS_FN_MEMALIGN,
-	LS_FN_VALLOC,
-	LS_FN_PVALLOC,
-	LS_FN_MMAP,
-	LS_FN_MUNMAP,
-	LS_FN_MREMAP,
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_COUNTED_##kind(LS_FN_##NAME,)
+#include "../common/interpose.def"
 	LS_FN_COUNT
 };
 

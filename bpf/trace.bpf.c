@@ -482,23 +482,23 @@ static __always_inline void on_return(struct pt_regs *ctx, struct call *c,
 	__u64 addr = 0;
 
 	switch (c->fn) {
-	case LS_FN_REALLOC:
-	case LS_FN_REALLOCARRAY:
+	case LS_TFN_REALLOC:
+	case LS_TFN_REALLOCARRAY:
 		heap_realloc(ctx, p, c->fn, ret, c->size, c->arg);
 		return;
-	case LS_FN_POSIX_MEMALIGN:
+	case LS_TFN_POSIX_MEMALIGN:
 		if (ret != 0 ||
 		    bpf_probe_read_user(&addr, sizeof(addr), (void *)c->arg))
 			return;
 		heap_alloc(ctx, p, c->fn, addr, c->size);
 		return;
-	case LS_FN_MMAP:
+	case LS_TFN_MMAP:
 		if (ret == (__u64)-1 || !(c->arg & MAP_ANONYMOUS_FLAG) ||
 		    live_add(ret))
 			return;
 		emit_user(ctx, ctx, LS_TEV_MMAP, c->fn, ret, c->size, 0, 0);
 		return;
-	case LS_FN_MREMAP:
+	case LS_TFN_MREMAP:
 		if (ret == (__u64)-1 || !live_take(c->arg) || live_add(ret))
 			return;
 		emit_plain(LS_TEV_MREMAP, c->fn, ret, c->size);
@@ -543,19 +543,19 @@ int BPF_KPROBE(ls_##name##_enter)				\
 	return enter(ctx, fn, size, arg);			\
 }
 
-ENTRY(malloc, LS_FN_MALLOC, PT_REGS_PARM1(ctx), 0)
-ENTRY(calloc, LS_FN_CALLOC, PT_REGS_PARM1(ctx) * PT_REGS_PARM2(ctx), 0)
-ENTRY(realloc, LS_FN_REALLOC, PT_REGS_PARM2(ctx), PT_REGS_PARM1(ctx))
-ENTRY(reallocarray, LS_FN_REALLOCARRAY,
+ENTRY(malloc, LS_TFN_MALLOC, PT_REGS_PARM1(ctx), 0)
+ENTRY(calloc, LS_TFN_CALLOC, PT_REGS_PARM1(ctx) * PT_REGS_PARM2(ctx), 0)
+ENTRY(realloc, LS_TFN_REALLOC, PT_REGS_PARM2(ctx), PT_REGS_PARM1(ctx))
+ENTRY(reallocarray, LS_TFN_REALLOCARRAY,
       PT_REGS_PARM2(ctx) * PT_REGS_PARM3(ctx), PT_REGS_PARM1(ctx))
-ENTRY(posix_memalign, LS_FN_POSIX_MEMALIGN, PT_REGS_PARM3(ctx),
+ENTRY(posix_memalign, LS_TFN_POSIX_MEMALIGN, PT_REGS_PARM3(ctx),
       PT_REGS_PARM1(ctx))
-ENTRY(aligned_alloc, LS_FN_ALIGNED_ALLOC, PT_REGS_PARM2(ctx), 0)
-ENTRY(memalign, LS_FN_MEMALIGN, PT_REGS_PARM2(ctx), 0)
-ENTRY(valloc, LS_FN_VALLOC, PT_REGS_PARM1(ctx), 0)
-ENTRY(pvalloc, LS_FN_PVALLOC, PT_REGS_PARM1(ctx), 0)
-ENTRY(mmap, LS_FN_MMAP, PT_REGS_PARM2(ctx), PT_REGS_PARM4(ctx))
-ENTRY(mremap, LS_FN_MREMAP, PT_REGS_PARM3(ctx), PT_REGS_PARM1(ctx))
+ENTRY(aligned_alloc, LS_TFN_ALIGNED_ALLOC, PT_REGS_PARM2(ctx), 0)
+ENTRY(memalign, LS_TFN_MEMALIGN, PT_REGS_PARM2(ctx), 0)
+ENTRY(valloc, LS_TFN_VALLOC, PT_REGS_PARM1(ctx), 0)
+ENTRY(pvalloc, LS_TFN_PVALLOC, PT_REGS_PARM1(ctx), 0)
+ENTRY(mmap, LS_TFN_MMAP, PT_REGS_PARM2(ctx), PT_REGS_PARM4(ctx))
+ENTRY(mremap, LS_TFN_MREMAP, PT_REGS_PARM3(ctx), PT_REGS_PARM1(ctx))
 
 SEC("uprobe")
 int BPF_KPROBE(ls_free_enter, __u64 addr)
@@ -564,7 +564,7 @@ int BPF_KPROBE(ls_free_enter, __u64 addr)
 
 	if (!traced() || !addr || nested(ctx) || !live_pop(addr, &v))
 		return 0;
-	forget(LS_FN_FREE, addr, &v);
+	forget(LS_TFN_FREE, addr, &v);
 	return 0;
 }
 
@@ -574,7 +574,7 @@ int BPF_KPROBE(ls_munmap_enter, __u64 addr, __u64 len)
 	if (!traced() || nested(ctx))
 		return 0;
 	live_take(addr);
-	emit_plain(LS_TEV_MUNMAP, LS_FN_MUNMAP, addr, len);
+	emit_plain(LS_TEV_MUNMAP, LS_TFN_MUNMAP, addr, len);
 	return 0;
 }
 
@@ -648,7 +648,7 @@ int ls_sys_mmap_exit(struct sys_exit_args *ctx)
 	bpf_map_delete_elem(&mmap_len, &tid);
 	if (ctx->ret < 0 && ctx->ret > -4096)
 		return 0;
-	emit_user(ctx, task_regs(), LS_TEV_MMAP, LS_FN_MMAP, ctx->ret, n, 0,
+	emit_user(ctx, task_regs(), LS_TEV_MMAP, LS_TFN_MMAP, ctx->ret, n, 0,
 		  LS_TEV_F_EXACT);
 	return 0;
 }
@@ -657,7 +657,7 @@ SEC("tracepoint/syscalls/sys_enter_munmap")
 int ls_sys_munmap(struct sys_enter_args *ctx)
 {
 	if (traced())
-		emit_plain(LS_TEV_MUNMAP, LS_FN_MUNMAP, ctx->args[0],
+		emit_plain(LS_TEV_MUNMAP, LS_TFN_MUNMAP, ctx->args[0],
 			   ctx->args[1]);
 	return 0;
 }

@@ -152,7 +152,7 @@ static uint64_t vaddr_to_off(Elf *e, uint64_t v)
 
 /* Offsets of every family function in obj; 0 for those it lacks. */
 static int family_offsets(const char *obj, const char *prefix,
-			  uint64_t off[LS_FN_COUNT], char *err, size_t errlen)
+			  uint64_t off[LS_TFN_COUNT], char *err, size_t errlen)
 {
 	char name[128];
 	Elf *e = NULL;
@@ -172,12 +172,12 @@ static int family_offsets(const char *obj, const char *prefix,
 		ret = -EINVAL;
 		goto out;
 	}
-	for (i = 0; i < LS_FN_COUNT; i++) {
+	for (i = 0; i < LS_TFN_COUNT; i++) {
 		snprintf(name, sizeof(name), "%s%s", prefix ? prefix : "",
 			 ls_trace_fn_name((unsigned)i));
 		off[i] = vaddr_to_off(e, sym_offset(e, name));
 	}
-	if (!off[LS_FN_MALLOC] || !off[LS_FN_FREE]) {
+	if (!off[LS_TFN_MALLOC] || !off[LS_TFN_FREE]) {
 		snprintf(err, errlen, "'%s' has no %smalloc and %sfree", obj,
 			 prefix ? prefix : "", prefix ? prefix : "");
 		ret = -ENOENT;
@@ -191,20 +191,10 @@ out:
 
 static struct bpf_program *entry_prog(struct trace *s, int fn)
 {
-	struct bpf_program *p[LS_FN_COUNT] = {
-		[LS_FN_MALLOC] = s->progs.ls_malloc_enter,
-		[LS_FN_CALLOC] = s->progs.ls_calloc_enter,
-		[LS_FN_REALLOC] = s->progs.ls_realloc_enter,
-		[LS_FN_REALLOCARRAY] = s->progs.ls_reallocarray_enter,
-		[LS_FN_POSIX_MEMALIGN] = s->progs.ls_posix_memalign_enter,
-		[LS_FN_ALIGNED_ALLOC] = s->progs.ls_aligned_alloc_enter,
-		[LS_FN_MEMALIGN] = s->progs.ls_memalign_enter,
-		[LS_FN_VALLOC] = s->progs.ls_valloc_enter,
-		[LS_FN_PVALLOC] = s->progs.ls_pvalloc_enter,
-		[LS_FN_FREE] = s->progs.ls_free_enter,
-		[LS_FN_MMAP] = s->progs.ls_mmap_enter,
-		[LS_FN_MUNMAP] = s->progs.ls_munmap_enter,
-		[LS_FN_MREMAP] = s->progs.ls_mremap_enter,
+	struct bpf_program *p[LS_TFN_COUNT] = {
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_COUNTED_##kind([LS_TFN_##NAME] = s->progs.ls_##sym##_enter,)
+#include "../common/interpose.def"
 	};
 
 	return p[fn];
@@ -227,17 +217,17 @@ static int keep_link(struct ls_tracer *t, struct bpf_link *l, const char *what,
 /* Functions without an exit: free and munmap. */
 static int entry_only(int fn)
 {
-	return fn == LS_FN_FREE || fn == LS_FN_MUNMAP;
+	return fn == LS_TFN_FREE || fn == LS_TFN_MUNMAP;
 }
 
 static int attach_family(struct ls_tracer *t, const struct ls_tracer_opts *o,
 			 char *err, size_t errlen)
 {
-	uint64_t off[LS_FN_COUNT] = { 0 };
+	uint64_t off[LS_TFN_COUNT] = { 0 };
 	int i, j, ret;
 
 	ret = family_offsets(o->obj, o->prefix, off, err, errlen);
-	for (i = 0; i < LS_FN_COUNT && !ret; i++) {
+	for (i = 0; i < LS_TFN_COUNT && !ret; i++) {
 		for (j = 0; j < i && off[i]; j++)
 			if (off[j] == off[i])
 				off[i] = 0;	/* an alias: probed once */
@@ -284,7 +274,7 @@ static void choose_programs(struct trace *s, const struct ls_tracer_opts *o)
 		list[n++] = s->progs.ls_exec;
 	switch (o->what) {
 	case LS_TRACE_ALLOC:
-		for (i = 0; i < LS_FN_COUNT; i++)
+		for (i = 0; i < LS_TFN_COUNT; i++)
 			list[n++] = entry_prog(s, i);
 		list[n++] = s->progs.ls_alloc_exit;
 		break;
@@ -414,7 +404,7 @@ int ls_tracer_start(const struct ls_tracer_opts *o, ls_tracer_cb cb,
 	*out = NULL;
 	verbose = o->verbose;
 	libbpf_set_print(print_fn);
-	if (!t || !(t->links = calloc(2 * LS_FN_COUNT + 16, sizeof(*t->links)))) {
+	if (!t || !(t->links = calloc(2 * LS_TFN_COUNT + 16, sizeof(*t->links)))) {
 		free(t);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -502,11 +492,6 @@ int ls_tracer_combined_each(struct ls_tracer *t,
 			return ret;
 	}
 	return 0;
-}
-
-uint32_t ls_tracer_functions(const struct ls_tracer *t)
-{
-	return t->fns;
 }
 
 void ls_tracer_stop(struct ls_tracer *t)

@@ -7,6 +7,8 @@
 #ifndef LEAKSCOPE_BPF_TRACE_H
 #define LEAKSCOPE_BPF_TRACE_H
 
+#include "../common/interpose.h"
+
 /* Bytes of user stack one event can carry (copied from the interrupted
  * sp upwards, page by page) and return addresses one event can carry
  * when the kernel walks the stack itself. */
@@ -39,22 +41,12 @@ enum ls_trace_type {
 /* The user-space functions, uprobe entry programs per function, one
  * uretprobe program for all. */
 enum ls_trace_fn {
-	LS_FN_MALLOC = 0,
-	LS_FN_CALLOC,
-	LS_FN_REALLOC,
-	LS_FN_REALLOCARRAY,
-	LS_FN_POSIX_MEMALIGN,
-	LS_FN_ALIGNED_ALLOC,
-	LS_FN_MEMALIGN,
-	LS_FN_VALLOC,
-	LS_FN_PVALLOC,
-	LS_FN_FREE,
-	LS_FN_MMAP,
-	LS_FN_MUNMAP,
-	LS_FN_MREMAP,
-	LS_FN_COUNT,
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_COUNTED_##kind(LS_TFN_##NAME,)
+#include "../common/interpose.def"
+	LS_TFN_COUNT,
 	/* kernel allocators (LS_TEV_KALLOC's fn) */
-	LS_KFN_KMALLOC = LS_FN_COUNT,
+	LS_KFN_KMALLOC = LS_TFN_COUNT,
 	LS_KFN_CACHE,
 	LS_KFN_PAGE,
 	LS_KFN_PERCPU,

@@ -16,13 +16,10 @@
 #include "tracemodel.h"
 
 static const char *const fn_names[LS_KFN_END] = {
-	[LS_FN_MALLOC] = "malloc", [LS_FN_CALLOC] = "calloc",
-	[LS_FN_REALLOC] = "realloc", [LS_FN_REALLOCARRAY] = "reallocarray",
-	[LS_FN_POSIX_MEMALIGN] = "posix_memalign",
-	[LS_FN_ALIGNED_ALLOC] = "aligned_alloc", [LS_FN_MEMALIGN] = "memalign",
-	[LS_FN_VALLOC] = "valloc", [LS_FN_PVALLOC] = "pvalloc",
-	[LS_FN_FREE] = "free", [LS_FN_MMAP] = "mmap", [LS_FN_MUNMAP] = "munmap",
-	[LS_FN_MREMAP] = "mremap", [LS_KFN_KMALLOC] = "kmalloc",
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_COUNTED_##kind([LS_TFN_##NAME] = #sym,)
+#include "../common/interpose.def"
+	[LS_KFN_KMALLOC] = "kmalloc",
 	[LS_KFN_CACHE] = "kmem_cache", [LS_KFN_PAGE] = "page",
 	[LS_KFN_PERCPU] = "percpu",
 };

@@ -26,7 +26,7 @@ struct ls_tmodel_opts {
 	int pid;		/* the process traced; 0: system-wide */
 	uint64_t sample_rate;	/* as the tracer was told; 0: full */
 	int max_frames;		/* <= LSNAP_MAX_FRAMES */
-	int keep_calls;		/* count calls per function (LS_FN_*) */
+	int keep_calls;		/* count calls per function (LS_TFN_*) */
 };
 
 struct ls_tmodel;

@@ -80,8 +80,6 @@ int ls_tracer_combined_each(struct ls_tracer *t,
 				      const struct ls_trace_comb *c),
 			    void *arg);
 
-/* The functions attached (LS_TRACE_ALLOC), a bit per enum ls_trace_fn. */
-uint32_t ls_tracer_functions(const struct ls_tracer *t);
 
 /* Detach and free; accepts NULL. */
 void ls_tracer_stop(struct ls_tracer *t);

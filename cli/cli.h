@@ -84,8 +84,5 @@ struct ls_command {
 /* The table (main.c), ending with a row whose name is NULL. */
 extern const struct ls_command ls_commands[];
 
-/* Run argv[0] (a command name) with its arguments: parse, apply the
- * flags, call.  Returns the exit status. */
-int ls_dispatch(int argc, char **argv);
 
 #endif

@@ -106,7 +106,9 @@ static int prepare(struct ls_invocation *inv, int argc, char **argv)
 	return 0;
 }
 
-int ls_dispatch(int argc, char **argv)
+/* Run argv[0] (a command name) with its arguments: parse, apply the
+ * flags, call.  Returns the exit status. */
+static int ls_dispatch(int argc, char **argv)
 {
 	struct ls_invocation inv = { .cmd = find(argv[0]) };
 	int ret;

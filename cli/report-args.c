@@ -332,6 +332,11 @@ int ls_write_report_gate(FILE *fp, const char *path,
 
 static void on_fatal_signal(int sig);
 
+/* Remove the output writer's temporary files on SIGINT, SIGTERM, SIGHUP,
+ * SIGPIPE and die of the signal; a signal the command handles itself
+ * (its handler installed before) keeps that handler. */
+static void ls_output_cleanup_on_signals(void);
+
 int ls_open_output(struct ls_output *o, const char *path)
 {
 	int err;
@@ -379,7 +384,7 @@ static void on_fatal_signal(int sig)
 
 /* Only where the signal would end us anyway: a command that handles it
  * (trace's Ctrl+C writes the final report) keeps its handler. */
-void ls_output_cleanup_on_signals(void)
+static void ls_output_cleanup_on_signals(void)
 {
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
 	struct sigaction old;

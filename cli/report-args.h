@@ -106,9 +106,5 @@ int ls_commit_output(struct ls_output *o);
 int ls_load_target(const char *target, const struct ls_source_opts *so,
 		   struct ls_snapshot *snap);
 
-/* Remove the output writer's temporary files on SIGINT, SIGTERM, SIGHUP,
- * SIGPIPE and die of the signal; a signal the command handles itself
- * (its handler installed before) keeps that handler. */
-void ls_output_cleanup_on_signals(void);
 
 #endif

@@ -114,8 +114,6 @@ struct beam_data {
 #define PHASH 4096
 
 /* beam_sample.c */
-int ls_beam_sample_all(struct ls_cnode *c, const struct ls_beam_opts *o,
-		       struct beam_data *d, char *err, size_t errlen);
 void ls_beam_data_free(struct beam_data *d);
 
 /* beam_report.c */

@@ -969,7 +969,7 @@ static int idle_until(struct sampler *s, uint64_t at)
  * longer than the interval the next starts at once, and the spacing the
  * trends use is the mean one actually measured.
  */
-int ls_beam_sample_all(struct ls_cnode *c, const struct ls_beam_opts *o,
+static int ls_beam_sample_all(struct ls_cnode *c, const struct ls_beam_opts *o,
 		       struct beam_data *d, char *err, size_t errlen)
 {
 	struct sampler s = { .c = c, .d = d, .err = err, .errlen = errlen };

@@ -9,7 +9,7 @@
  * PID` uses (docs/CONTROL-PROTOCOL.md), and reads the reply with the same
  * validating parser (lib/snapshot.c).  Why not dlsym(RTLD_DEFAULT) into the
  * agent: the agent exports only the interposed allocator functions
- * (agent/exports.map), so a C API would be a second, unversioned contract
+ * (common/interpose.def), so a C API would be a second, unversioned contract
  * whose struct layouts a NIF built from another release could misread
  * inside the VM; over the socket, a mismatch is a refused or malformed
  * reply, i.e. an {error, ...}, never a crash.  The snapshot is serialized

@@ -64,6 +64,13 @@ void ls_json_end(struct ls_json *j)
 	j->depth--;
 }
 
+static void ls_json_strn(struct ls_json *j, const char *key, const char *s,
+			 size_t len)
+{
+	member(j, key);
+	ls_json_escape(j->out, s, len);
+}
+
 void ls_json_str(struct ls_json *j, const char *key, const char *s)
 {
 	if (!s) {
@@ -71,13 +78,6 @@ void ls_json_str(struct ls_json *j, const char *key, const char *s)
 		return;
 	}
 	ls_json_strn(j, key, s, strlen(s));
-}
-
-void ls_json_strn(struct ls_json *j, const char *key, const char *s,
-		  size_t len)
-{
-	member(j, key);
-	ls_json_escape(j->out, s, len);
 }
 
 void ls_json_u64(struct ls_json *j, const char *key, uint64_t v)

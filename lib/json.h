@@ -47,8 +47,6 @@ void ls_json_end(struct ls_json *j);
 
 /* Scalars.  ls_json_str() writes null when s is NULL. */
 void ls_json_str(struct ls_json *j, const char *key, const char *s);
-void ls_json_strn(struct ls_json *j, const char *key, const char *s,
-		  size_t len);
 void ls_json_u64(struct ls_json *j, const char *key, uint64_t v);
 void ls_json_i64(struct ls_json *j, const char *key, int64_t v);
 void ls_json_bool(struct ls_json *j, const char *key, int v);

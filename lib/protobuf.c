@@ -45,7 +45,8 @@ size_t ls_pb_varint_encode(uint8_t *out, uint64_t v)
 	return n;
 }
 
-void ls_pb_put_varint(struct ls_pb *pb, uint64_t v)
+/* Raw varint, no key (inside a packed field, or the key itself). */
+static void ls_pb_put_varint(struct ls_pb *pb, uint64_t v)
 {
 	if (reserve(pb, LS_PB_VARINT_MAX))
 		return;
@@ -94,7 +95,8 @@ void ls_pb_raw(struct ls_pb *pb, const void *data, size_t len)
 	pb->len += len;
 }
 
-void ls_pb_bytes(struct ls_pb *pb, uint32_t field, const void *data,
+/* A length-delimited field: bytes or a string (len may be 0). */
+static void ls_pb_bytes(struct ls_pb *pb, uint32_t field, const void *data,
 		 size_t len)
 {
 	put_key(pb, field, LS_PB_LEN);

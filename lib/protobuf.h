@@ -49,8 +49,6 @@ int ls_pb_error(const struct ls_pb *pb);
  */
 size_t ls_pb_varint_encode(uint8_t *out, uint64_t v);
 
-/* Raw varint, no key (inside a packed field, or the key itself). */
-void ls_pb_put_varint(struct ls_pb *pb, uint64_t v);
 
 /*
  * Scalar fields.  ls_pb_uint writes the field even when v is 0; the
@@ -63,9 +61,6 @@ void ls_pb_int(struct ls_pb *pb, uint32_t field, int64_t v);
 void ls_pb_int_nz(struct ls_pb *pb, uint32_t field, int64_t v);
 void ls_pb_bool_nz(struct ls_pb *pb, uint32_t field, int v);
 
-/* A length-delimited field: bytes or a string (len may be 0). */
-void ls_pb_bytes(struct ls_pb *pb, uint32_t field, const void *data,
-		 size_t len);
 void ls_pb_string(struct ls_pb *pb, uint32_t field, const char *s);
 
 /* Bytes already encoded (another encoder's fields), appended as they

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include "diff.h"
 #include "render.h"
 #include "symbolize.h"
 
@@ -42,26 +43,6 @@ const struct ls_renderer *ls_renderer_of(const struct ls_report_opts *opts)
 	return opts->format ? opts->format : &ls_renderers[0];
 }
 
-int ls_render_stack(const struct ls_render_ctx *ctx,
-		    const struct ls_site *site, struct ls_stack *st)
-{
-	const struct ls_report_opts *o = ctx->opts;
-	int ret = ls_stack_build(ctx->sym, site, st);
-
-	if (!ret && o)
-		ret = ls_stack_view(st, o->depth, o->full_names,
-				    o->hide_runtime);
-	return ret;
-}
-
-int ls_render_finish(FILE *out, int ret)
-{
-	errno = 0;
-	if (fflush(out) == EOF || ferror(out))
-		return ret ? ret : (errno ? -errno : -EIO);
-	return ret;
-}
-
 int ls_report_render(FILE *out, const struct ls_report *rep,
 		     const struct ls_report_opts *opts,
 		     struct ls_symbolizer *sym)
@@ -80,4 +61,21 @@ int ls_report_render(FILE *out, const struct ls_report *rep,
 	ret = ls_render_finish(out, r->render(&ctx));
 	ls_symbolizer_free(own);
 	return ret;
+}
+
+/* --- dispatch ------------------------------------------------------------- */
+
+int ls_diff_format_ok(const struct ls_renderer *r)
+{
+	return r->diff != NULL;
+}
+
+int ls_diff_render(FILE *out, const struct ls_diff *d,
+		   const struct ls_report_opts *opts)
+{
+	const struct ls_renderer *r = ls_renderer_of(opts);
+
+	if (!r->diff)
+		return -EINVAL;
+	return ls_render_finish(out, r->diff(out, d, opts));
 }

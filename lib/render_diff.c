@@ -369,20 +369,3 @@ out:
 	ls_flame_free(fg);
 	return ret;
 }
-
-/* --- dispatch ------------------------------------------------------------- */
-
-int ls_diff_format_ok(const struct ls_renderer *r)
-{
-	return r->diff != NULL;
-}
-
-int ls_diff_render(FILE *out, const struct ls_diff *d,
-		   const struct ls_report_opts *opts)
-{
-	const struct ls_renderer *r = ls_renderer_of(opts);
-
-	if (!r->diff)
-		return -EINVAL;
-	return ls_render_finish(out, r->diff(out, d, opts));
-}

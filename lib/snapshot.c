@@ -1010,14 +1010,7 @@ static int parse_all(struct parse *p)
 int ls_snapshot_read_fd(int fd, struct ls_snapshot *snap, char *err,
 			size_t errlen)
 {
-	return ls_snapshot_read_fd_until(fd, 0, snap, err, errlen);
-}
-
-int ls_snapshot_read_fd_until(int fd, uint64_t deadline_ns,
-			      struct ls_snapshot *snap, char *err,
-			      size_t errlen)
-{
-	return ls_snapshot_read_fd_capped(fd, deadline_ns, 0, snap, err, errlen);
+	return ls_snapshot_read_fd_capped(fd, 0, 0, snap, err, errlen);
 }
 
 int ls_snapshot_read_fd_capped(int fd, uint64_t deadline_ns, uint64_t max,

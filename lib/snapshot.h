@@ -163,12 +163,9 @@ int ls_snapshot_read_fd(int fd, struct ls_snapshot *snap, char *err,
 			size_t errlen);
 /* Same, giving up with -ETIMEDOUT when the whole snapshot has not come by
  * deadline_ns (CLOCK_MONOTONIC; 0: no deadline): a peer that trickles
- * its bytes cannot hold the reader, as a timeout per read would let it. */
-int ls_snapshot_read_fd_until(int fd, uint64_t deadline_ns,
-			      struct ls_snapshot *snap, char *err,
-			      size_t errlen);
-/* Same, giving up with -EFBIG once the records passed max bytes (0: no
- * cap): what a peer sends cannot cost more memory than about that. */
+ * its bytes cannot hold the reader, as a timeout per read would let it;
+ * and with -EFBIG once the records passed max bytes (0: no cap): what a
+ * peer sends cannot cost more memory than about that. */
 int ls_snapshot_read_fd_capped(int fd, uint64_t deadline_ns, uint64_t max,
 			       struct ls_snapshot *snap, char *err,
 			       size_t errlen);

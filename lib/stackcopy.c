@@ -401,13 +401,6 @@ int ls_stackcopy_modules(const struct ls_stackcopy *sc,
 	return 0;
 }
 
-void ls_stackcopy_counts(const struct ls_stackcopy *sc, uint64_t *walks,
-			 uint64_t *rule_misses)
-{
-	*walks = sc->walks;
-	*rule_misses = sc->misses;
-}
-
 /* ------------------------------------------------------------------ */
 /* The walk.                                                           */
 

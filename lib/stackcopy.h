@@ -63,8 +63,5 @@ uint32_t ls_stackcopy_gen(const struct ls_stackcopy *sc);
 int ls_stackcopy_modules(const struct ls_stackcopy *sc,
 			 struct ls_snapshot *snap);
 
-/* Rule lookups and walks done, for docs/EBPF.md's cost figures. */
-void ls_stackcopy_counts(const struct ls_stackcopy *sc, uint64_t *walks,
-			 uint64_t *rule_misses);
 
 #endif

@@ -20,6 +20,8 @@
 #include "../lib/procinfo.h"
 #include "../lib/symbolize.h"
 #include "internal.h"
+#include "agents.h"
+#include "reply.h"
 
 #define CACHE_TTL_NS (500ull * 1000 * 1000)
 /* After an agent timed out, it is not asked again for this long: a

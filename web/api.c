@@ -11,6 +11,10 @@
 #include "../lib/client.h"
 #include "../lib/json.h"
 #include "internal.h"
+#include "agents.h"
+#include "api.h"
+#include "store.h"
+#include "reply.h"
 #include "views.h"
 
 static int method_is(struct ls_web_req *r, const char *m,

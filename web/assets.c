@@ -3,6 +3,7 @@
  */
 #include <string.h>
 #include "internal.h"
+#include "assets.h"
 
 #define EXTERN_ASSET(sym)				\
 	extern const unsigned char sym[];		\

@@ -17,7 +17,7 @@
 
 #include <sys/types.h>
 
-/* --- exporter.c: agents that did not answer ------------------------------ */
+/* --- stuck.c: agents that did not answer --------------------------------- */
 
 /*
  * Agents that timed out, skipped until a time (CLOCK_MONOTONIC seconds):

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 #include "internal.h"
+#include "agents.h"
+#include "listing.h"
 
 #define LISTING_THREADS 8
 

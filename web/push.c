@@ -30,6 +30,7 @@
 #include "fleet.h"
 #include "httpc.h"
 #include "internal.h"
+#include "agents.h"
 
 #define DEFAULT_INTERVAL_MS 60000
 #define DEFAULT_QUEUE 64

@@ -23,6 +23,9 @@
 #include "../lib/json.h"
 #include "../lib/postmortem.h"
 #include "internal.h"
+#include "agents.h"
+#include "store.h"
+#include "reply.h"
 
 #define NAME_MAX_LEN 128
 #define SUFFIX LS_SUFFIX_SNAP

@@ -13,6 +13,10 @@
 #include "../lib/render.h"
 #include "../lib/symbolize.h"
 #include "../lib/trend.h"
+#include "agents.h"
+#include "listing.h"
+#include "reply.h"
+#include "store.h"
 #include "views.h"
 
 #define SPARK_POINTS 60

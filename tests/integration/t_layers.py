@@ -16,14 +16,30 @@
   X.h (agent.c <-> control.c, pmfile.c <-> snapwrite.c and report.c <->
   render_*.c were such circles);
 - every LEAKSCOPE_* environment name in agent/, lib/ and cli/ C code comes
-  from common/contract.h, not from a string literal.
+  from common/contract.h, not from a string literal;
+- no circle, of any length, in the link graph of the built objects (an
+  object uses another when it leaves undefined a symbol the other
+  defines, as `nm` says), but the one the command table makes: cli/main.o
+  names `help` in the table cmd-help.o lists;
+- no agent object but the hook files (agent/hooks.c, agent/switch.c)
+  references a function the agent exports as a hook (common/interpose.def):
+  a call by name would reach the agent's own hook, not the real function;
+- no extern symbol that no other object and no unit or fuzz test uses
+  (entry points aside: main, leakscope_attach, the hooks, the eBPF
+  programs): it would be file-local, or dead.
+The checkers run first on synthetic graphs and on objects compiled here
+with a circle of three files and a stray call to malloc, so that each is
+seen to fail.
 """
 
 import glob
 import os
 import re
+import shutil
+import subprocess
+import tempfile
 
-from harness import ROOT, check, eq
+from harness import BUILD, ROOT, Skip, check, eq, ok, once
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 ALLOWED = {
@@ -94,3 +110,204 @@ def t_env_names():
                 if pattern.search(line):
                     bad.append("%s:%d" % (rel(path), n))
     eq(bad, [], "string literals naming a LEAKSCOPE_ variable")
+
+
+# --------------------------------------------------------- the link graph
+
+LINKED = ("agent", "common", "lib", "web", "cli", "bpf", "erlang")
+HOOK_FILES = {"agent/hooks.o", "agent/switch.o"}
+# The kernel side of the eBPF tracer: libbpf finds its programs and maps
+# by name, no object links it.
+NOT_LINKED = {"bpf/trace.bpf.o"}
+# The command table (cli/main.c) names `help`, which lists the table.
+ALLOWED_CIRCLES = [["cli/cmd-help.o", "cli/main.o"]]
+ENTRY_POINTS = {"main", "leakscope_attach"}
+DEFINED = set("TDBRCVWGSi")
+
+
+def interposed(exported_only=True):
+    """The symbols of common/interpose.def (with export EXPORT)."""
+    row = re.compile(r"^LS_INTERPOSE\((\w+),.*,\s*(\w+)\)\s*$", re.M)
+    with open(os.path.join(ROOT, "common", "interpose.def"), encoding="utf-8") as f:
+        rows = row.findall(f.read())
+    return {sym for sym, export in rows if export == "EXPORT" or not exported_only}
+
+
+def objects(base):
+    """{name relative to base: (defined globals, undefined)} of the linked
+    objects, from one nm run."""
+    paths = [p for d in LINKED for p in sorted(glob.glob(os.path.join(base, d, "*.o")))
+             if os.path.relpath(p, base) not in NOT_LINKED]
+    out = {os.path.relpath(p, base): (set(), set()) for p in paths}
+    if not paths:
+        return out
+    text = subprocess.run(["nm", "-P", "-A"] + paths, capture_output=True,
+                          text=True, check=True).stdout
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 3 or not parts[0].endswith(":"):
+            continue
+        defined, undefined = out[os.path.relpath(parts[0][:-1], base)]
+        if parts[2] == "U":
+            undefined.add(parts[1])
+        elif parts[2] in DEFINED:
+            defined.add(parts[1])
+    return out
+
+
+def link_graph(objs):
+    """{object: set of objects it uses}; a symbol defined twice names no
+    single object and is left out."""
+    owner, twice = {}, set()
+    for name, (defined, _u) in objs.items():
+        for sym in defined:
+            if sym in owner:
+                twice.add(sym)
+            owner[sym] = name
+    return {name: {owner[s] for s in undefined
+                   if s in owner and s not in twice and owner[s] != name}
+            for name, (_d, undefined) in objs.items()}
+
+
+def circles(graph):
+    """The strongly connected components of more than one node, each
+    sorted (Tarjan's algorithm, iterative)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    break
+                if nxt in on:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        n = stack.pop()
+                        on.discard(n)
+                        comp.append(n)
+                        if n == node:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return sorted(out)
+
+
+def stray_calls(objs, hooked):
+    """'object: symbol' for each agent object outside the hook files that
+    leaves a hooked symbol undefined."""
+    return sorted("%s: %s" % (name, sym) for name, (_d, undefined) in objs.items()
+                  if name.startswith("agent/") and name not in HOOK_FILES
+                  for sym in undefined & hooked)
+
+
+def test_sources():
+    text = []
+    for pattern in ("tests/unit/*.c", "tests/fuzz/*.c"):
+        for path in glob.glob(os.path.join(ROOT, pattern)):
+            with open(path, encoding="utf-8") as f:
+                text.append(f.read())
+    return set(re.findall(r"\w+", "\n".join(text)))
+
+
+def unused_externs(objs, hooked, tested):
+    """'object: symbol' for each extern symbol no other object uses."""
+    used = set().union(*(u for _d, u in objs.values())) if objs else set()
+    return sorted("%s: %s" % (name, sym) for name, (defined, _u) in objs.items()
+                  if name not in HOOK_FILES
+                  for sym in defined - used - tested - ENTRY_POINTS - hooked)
+
+
+@once
+def built_objects():
+    if not os.path.exists(os.path.join(BUILD, "libleakscope.so")):
+        raise Skip("no build: the link graph is read from build/'s objects (make first)")
+    if not shutil.which("nm"):
+        raise Skip("nm (binutils) is not installed")
+    return objects(BUILD)
+
+
+@check("the link-graph checkers fail on a circle of three and a stray hooked call (synthetic graph)")
+def t_checkers_synthetic():
+    g = {"x/a.o": {"x/b.o"}, "x/b.o": {"x/c.o"}, "x/c.o": {"x/a.o"},
+         "x/d.o": {"x/a.o"}}
+    eq(circles(g), [["x/a.o", "x/b.o", "x/c.o"]], "circle of three found")
+    eq(circles({"x/a.o": {"x/b.o"}, "x/b.o": set()}), [], "a chain is no circle")
+    objs = {"agent/attach.o": (set(), {"mprotect", "memcpy"}),
+            "agent/hooks.o": ({"mprotect"}, {"malloc"})}
+    eq(stray_calls(objs, {"malloc", "mprotect"}), ["agent/attach.o: mprotect"],
+       "a stray call outside the hook files found, the hook file's own allowed")
+
+
+@check("the link-graph checkers fail on real objects: three files in a circle, a stray malloc")
+def t_checkers_built():
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise Skip("no C compiler")
+    src = {"a": "int b(void); int a(void) { return b(); }",
+           "b": "int c(void); int b(void) { return c(); }",
+           "c": "int a(void); int c(void) { return a() + 1; }",
+           "d": "#include <stdlib.h>\nvoid *d(void) { return malloc(1); }"}
+    with tempfile.TemporaryDirectory() as tmp:
+        os.mkdir(os.path.join(tmp, "agent"))
+        for name, code in src.items():
+            c = os.path.join(tmp, name + ".c")
+            with open(c, "w", encoding="utf-8") as f:
+                f.write(code + "\n")
+            subprocess.run([cc, "-c", "-o", os.path.join(tmp, "agent", name + ".o"), c],
+                           check=True)
+        objs = objects(tmp)
+        eq(circles(link_graph(objs)), [["agent/a.o", "agent/b.o", "agent/c.o"]],
+           "the circle a -> b -> c -> a, from nm")
+        eq(stray_calls(objs, interposed()), ["agent/d.o: malloc"],
+           "malloc called by name outside the hook files, from nm")
+
+
+@check("no circle of any length in the link graph of the built objects")
+def t_link_circles():
+    found = [c for c in circles(link_graph(built_objects())) if c not in ALLOWED_CIRCLES]
+    eq(found, [], "objects that use each other in a circle")
+
+
+@check("no agent object but the hook files calls a hooked function by name")
+def t_no_stray_hook_calls():
+    hooked = interposed()
+    ok(len(hooked) > 20 and "malloc" in hooked and "mprotect" in hooked,
+       "common/interpose.def read: %d exported rows" % len(hooked))
+    eq(stray_calls(built_objects(), hooked), [],
+       "references to the agent's own hooks outside agent/hooks.c and agent/switch.c")
+
+
+@check("no extern symbol that no other object, unit or fuzz test uses")
+def t_unused_externs():
+    eq(unused_externs(built_objects(), interposed(), test_sources()), [],
+       "extern symbols used by nobody else: make them static or remove them")
+
+
+@check("the agent exports exactly common/interpose.def's EXPORT rows and leakscope_attach")
+def t_exports():
+    built_objects()
+    so = os.path.join(BUILD, "libleakscope.so")
+    out = subprocess.run(["nm", "-D", "--defined-only", so], capture_output=True,
+                         text=True, check=True).stdout
+    got = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    eq(sorted(got), sorted(interposed() | {"leakscope_attach"}),
+       "exported symbols (a row without its hook body would be missing)")

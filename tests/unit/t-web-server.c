@@ -11,6 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../../web/internal.h"
+#include "../../web/assets.h"
+#include "../../web/store.h"
+#include "../../web/reply.h"
 #include "tap.h"
 
 static void names(void)

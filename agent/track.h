@@ -1,0 +1,55 @@
+/*
+ * track.h - the bookkeeping the hooks call (track.c).
+ *
+ * The hooks (hooks.c) do: guard, call the real function, and on success
+ * call one ls_track_* function.  Those capture the stack, intern the site,
+ * update the live table and the thread's counters.  Nothing here does I/O
+ * or symbolization; snapshots are written by the control thread or at
+ * exit (snapwrite.h).
+ */
+#ifndef LEAKSCOPE_AGENT_TRACK_H
+#define LEAKSCOPE_AGENT_TRACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "thread.h"
+
+/*
+ * The recording of a new block p and of a freed one, called by the hooks
+ * without the guard, out of line (the hooks' fast paths save no
+ * register): each takes the guard and keeps errno itself.  ls_track_alloc
+ * records p: in sampled mode the hook has already decided to.
+ * ls_track_free takes p out of the table and then frees it (the real
+ * free): the hook returns at once.
+ */
+void ls_track_alloc(struct ls_thread *t, void *p, size_t size);
+void ls_track_free(void *p, struct ls_thread *t);
+/*
+ * malloc and calloc's common case whole, for a thread t that hooks.c's
+ * common_case() cleared: count the call, call the real function, and
+ * record the block (in sampled mode when a sample point falls in it).
+ * One frame instead of the hook's slow path and ls_track_alloc's.  Must
+ * be reached by tail calls only from the interposed function, so that
+ * its caller is the program's frame (LS_UNWIND_HERE() inside).
+ */
+void *ls_track_malloc(size_t n, struct ls_thread *t);
+void *ls_track_calloc(size_t n, size_t m, struct ls_thread *t);
+/* With the guard held: remove p before a realloc; fills *saved, returns
+ * nonzero if tracked. */
+int ls_track_take(struct ls_thread *t, void *p, void *saved);
+/* Put back what ls_track_take() removed (the realloc failed). */
+void ls_track_restore(struct ls_thread *t, const void *saved);
+
+/* kind: LSNAP_KIND_MMAP, _ALLOCATOR or _RESERVED, as the hook chose. */
+void ls_track_mmap(struct ls_thread *t, void *p, size_t len, uint32_t kind);
+void ls_track_munmap(struct ls_thread *t, void *p, size_t len);
+/* Returns nonzero if [old, old+len) held tracked anonymous memory. */
+int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
+		    size_t newlen, uint32_t kind);
+/* A successful mprotect(p, len, prot): reserved <-> program mapping. */
+void ls_track_mprotect(struct ls_thread *t, void *p, size_t len, int prot);
+
+/* Size of a live-table entry passed through ls_track_take(). */
+#define LS_TRACK_SAVED 24
+
+#endif
