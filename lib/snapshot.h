@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../common/lsnap.h"
+#include "container.h"
 
 struct ls_call_count {
 	char name[LSNAP_CALL_NAME + 1];
@@ -131,6 +132,11 @@ struct ls_snapshot {
 
 	struct ls_block *blocks;
 	size_t nblocks;
+
+	/* Asked live of a process in a container (lib/client.h): where it
+	 * runs; hdr.pid is then our pid of it, container.nspid its own. */
+	int has_container;
+	struct ls_container container;
 };
 
 /*
