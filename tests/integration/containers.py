@@ -205,17 +205,18 @@ def _need(program):
     return path
 
 
-def nspawn(root, argv, machine=None, env=None):
+def nspawn(root, argv, machine=None, env=None, match=None):
     """argv (paths inside root) as PID 1 of a systemd-nspawn container of
     root, its stdin and stdout piped (--pipe), not registered with
-    machined (--register=no) and in our own cgroup (--keep-unit)."""
+    machined (--register=no) and in our own cgroup (--keep-unit).  c.pid
+    is the process whose argv[0] is match (default: argv[0])."""
     _need_root()
     _need("systemd-nspawn")
     _UNIQUE[0] += 1
     machine = machine or "ls-%d-%d" % (os.getpid(), _UNIQUE[0])
     cmd = ["systemd-nspawn", "--register=no", "--keep-unit", "--quiet",
            "--pipe", "-D", root, "--machine=" + machine] + list(argv)
-    c = Container("systemd-nspawn", cmd, argv[0], env=env)
+    c = Container("systemd-nspawn", cmd, match or argv[0], env=env)
     c.machine = machine
     return c
 

@@ -165,6 +165,8 @@ def drive(c, ask, pid, serve=False):
         got["report"] = _json(ask(["report", "--format", "json", pid]),
                               "%s: report" % c.runtime)
         got["text"] = ask(["report", pid]).stdout.decode()
+        got["stats"] = ask(["stats", pid])
+        got["olds"] = ask(["olds", pid, "3"])
         got["check"] = _json(ask(["check", "--format", "json", pid]),
                              "%s: check" % c.runtime)
         if serve:
@@ -253,6 +255,11 @@ def expect_same(got, what):
     eq(got["status"], 0, "%s: the program's exit status" % what)
     eq(got["detach"].returncode, 0, "%s: detach status (%s)" % (
         what, shorten(got["detach"].stderr, 300)))
+    for cmd in ("stats", "olds"):
+        eq(got[cmd].returncode, 0, "%s: %s status (%s)" % (
+            what, cmd, shorten(got[cmd].stderr, 300)))
+    contains(got["stats"].stdout.decode(), "pid %d," % got["pid"],
+             "%s: stats names the pid asked" % what)
     contains(got["after"].stderr.decode(), "is not tracked",
              "%s: report after detach" % what)
     eq(got["left"], [], "%s: files left in its runtime dir after detach"
@@ -399,3 +406,36 @@ def t_refused_userns_root():
     eq(sites(got["still"]), {}, "root's report: nothing leaked yet")
     eq(got["answer"], baseline()["out"][1], "the program's answer after them")
     eq(got["status"], 0, "its exit status")
+
+
+@once
+def run_inside():
+    """`leakscope run` inside an nspawn container, asked from the host by
+    its child's host pid."""
+    r = containers.rootfs([workload(PROG), LEAKSCOPE, AGENT])
+    _DIRS.append(r)
+    c = containers.nspawn(r, ["/bin/leakscope", "run", "--", "/bin/" + PROG],
+                          machine="ls-run-%d" % os.getpid(),
+                          match="/bin/" + PROG)
+    got = {}
+    try:
+        got["out"] = [c.send("r"), c.send("l")]
+        got["report"] = _json(cli(["report", "--format", "json", c.pid]),
+                              "report of leakscope run's child")
+        got["out"].append(c.send("q"))
+    finally:
+        got["status"] = c.stop()
+    return got, c
+
+
+@check("leakscope run inside nspawn: the host finds its child's agent by the host pid; exact per-site figures")
+def t_run_inside():
+    got, c = run_inside()
+    ok(c.nspid != c.pid, "the child's pid differs inside (%d, %d)" % (
+        c.nspid, c.pid))
+    eq(got["report"]["pid"], c.pid, "report's pid (the host's)")
+    eq(got["report"]["container"]["pid_inside"], c.nspid, "its own pid")
+    eq(sites(got["report"]), {k: v[:2] for k, v in EXPECT.items()},
+       "per-site live bytes and blocks")
+    eq(got["out"], baseline()["out"], "the program's output")
+    eq(got["status"], 0, "leakscope run's exit status")
