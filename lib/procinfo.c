@@ -214,14 +214,14 @@ static unsigned runtime_uid(pid_t pid)
 
 /* The runtime entry's fd and path (below) in c's root (root). */
 static int runtime_open_in(const struct ls_container *c, int root,
-			   const char *suffix, uid_t uid, char *path,
-			   size_t cap)
+			   pid_t inner, const char *suffix, uid_t uid,
+			   char *path, size_t cap)
 {
 	char dir[4096], name[32], fb[4096];
 	struct stat st;
 	int fd, n, r;
 
-	snprintf(name, sizeof(name), "%d%s", (int)c->nspid, suffix);
+	snprintf(name, sizeof(name), "%d%s", (int)inner, suffix);
 	if (runtime_dir_in(c, root, dir, sizeof(dir)))
 		return -ENAMETOOLONG;
 	fd = safe_dir_open(root, dir, (unsigned)uid);
@@ -249,6 +249,12 @@ static int runtime_open_in(const struct ls_container *c, int root,
 int ls_proc_runtime_open(pid_t pid, const char *suffix, uid_t *uid,
 			 char *path, size_t cap)
 {
+	return ls_proc_runtime_open_in(pid, 0, suffix, uid, path, cap);
+}
+
+int ls_proc_runtime_open_in(pid_t pid, pid_t inner, const char *suffix,
+			    uid_t *uid, char *path, size_t cap)
+{
 	struct ls_container c;
 	int root, fd;
 
@@ -264,7 +270,8 @@ int ls_proc_runtime_open(pid_t pid, const char *suffix, uid_t *uid,
 		snprintf(path, cap, "/proc/%d/root", (int)pid);
 		return root;
 	}
-	fd = runtime_open_in(&c, root, suffix, *uid, path, cap);
+	fd = runtime_open_in(&c, root, inner ? inner : c.nspid, suffix, *uid,
+			     path, cap);
 	if (root >= 0)
 		close(root);
 	return fd;

@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 import urllib.request
 
 from harness import (BUILD, LEAKSCOPE, Failure, Skip, at_file_end, check,
@@ -439,3 +440,56 @@ def t_run_inside():
        "per-site live bytes and blocks")
     eq(got["out"], baseline()["out"], "the program's output")
     eq(got["status"], 0, "leakscope run's exit status")
+
+
+@once
+def postmortem_inside():
+    """A program preloaded with the agent inside an nspawn container
+    (nsenter into it: the container's first process keeps it alive) is
+    killed after it leaked; its post-mortem file, in the container's own
+    /dev/shm, is read from the host with --in."""
+    r = containers.rootfs([workload(PROG), AGENT])
+    _DIRS.append(r)
+    keeper = containers.nspawn(r, ["/bin/" + PROG],
+                               machine="ls-pm-%d" % os.getpid())
+    got = {}
+    try:
+        keeper.send("r")
+        env = {"PATH": "/bin", "LD_PRELOAD": "/bin/libleakscope.so",
+               "LEAKSCOPE_PERIOD_MS": "100"}
+        inside = containers.Container(
+            "nsenter into systemd-nspawn",
+            ["nsenter", "--target", str(keeper.pid), "--mount", "--pid",
+             "--uts", "--ipc", "--root", "--wd", "/bin/" + PROG],
+            "/bin/" + PROG, env=env)
+        got["out"] = [inside.send("r"), inside.send("l")]
+        got["inner"] = inside.nspid
+        time.sleep(0.6)    # growth samples reach the file
+        os.kill(inside.pid, signal.SIGKILL)
+        inside.stop()
+        got["pm"] = cli(["report", "--postmortem", "--format", "json",
+                         "--in", keeper.pid, inside.nspid])
+        got["none"] = cli(["report", "--postmortem", "--in", keeper.pid,
+                           inside.nspid + 1000])
+        got["no_in"] = cli(["report", "--in", keeper.pid, inside.nspid])
+    finally:
+        keeper.stop()
+    return got, keeper
+
+
+@check("post-mortem file of a process killed inside nspawn: report --postmortem N --in HOSTPID gives its exact per-site figures; errors in one line")
+def t_postmortem_inside():
+    got, keeper = postmortem_inside()
+    rep = _json(got["pm"], "report --postmortem --in")
+    eq(sites(rep), {k: v[:2] for k, v in EXPECT.items()},
+       "per-site live bytes and blocks of the post-mortem file")
+    eq(rep["pid"], got["inner"], "its pid (the one it had inside)")
+    eq((rep.get("container") or {}).get("name"), keeper.machine,
+       "the container it ran in")
+    for what, status in (("none", 1), ("no_in", 125)):
+        r = got[what]
+        eq(r.returncode, status, "%s: status (%s)" % (what, r.stderr))
+        eq(len(r.stderr.decode().strip().splitlines()), 1,
+           "%s: one line: %r" % (what, r.stderr))
+    contains(got["none"].stderr.decode(), "no post-mortem file for pid",
+             "a pid that left no file")
