@@ -126,6 +126,11 @@ function sparkline(canvas, points) {
 
 /* ------------------------------------------------------- side panels */
 
+/* "[NAME] " for a process in a container (docs/CONTAINERS.md), else "". */
+function inContainer(p) {
+  return p.container ? "[" + p.container.name + "] " : "";
+}
+
 function renderProcs(list) {
   const tb = $("procs").tBodies[0];
   tb.replaceChildren();
@@ -133,7 +138,8 @@ function renderProcs(list) {
     const spark = el("canvas", { class: "spark" });
     const tr = el("tr", { "data-pid": p.pid },
       el("td", { text: p.pid }),
-      el("td", { class: "cmd", text: p.command.join(" "), title: p.command.join(" ") }),
+      el("td", { class: "cmd", text: inContainer(p) + p.command.join(" "),
+                 title: inContainer(p) + p.command.join(" ") }),
       el("td", { class: "num", text: bytes(p.live_bytes) }),
       el("td", {}, spark));
     if (p.pid === state.pid) tr.classList.add("selected");
@@ -211,7 +217,7 @@ function renderSummary(rep) {
     el("div", { class: "card" }, el("span", { class: "muted", text: k }),
        el("b", { text: v === undefined ? "-" : String(v) }))));
   $("proc-title").textContent = (rep.postmortem ? "post-mortem " : "") + "pid " +
-    rep.pid + "  " + (rep.command || []).join(" ");
+    rep.pid + "  " + inContainer(rep) + (rep.command || []).join(" ");
 }
 
 function siteRow(s) {
