@@ -161,6 +161,17 @@ static int open_socket_dir(pid_t pid, uid_t *uid, char *path, size_t cap,
  * owner or as root (a daemon that made its socket before it dropped
  * privileges).
  */
+/* path as pid names it: without the "/proc/PID/root" through which we
+ * reach a container's files (lib/procinfo.h). */
+static const char *inner_path(pid_t pid, const char *path)
+{
+	char prefix[32];
+	int n = snprintf(prefix, sizeof(prefix), "/proc/%d/root", (int)pid);
+
+	return !strncmp(path, prefix, (size_t)n) && path[n] == '/' ?
+	       path + n : path;
+}
+
 static int peer_is(int fd, pid_t pid, uid_t uid, const char *path)
 {
 	struct ucred cred;
@@ -172,7 +183,7 @@ static int peer_is(int fd, pid_t pid, uid_t uid, const char *path)
 		return 0;
 	if (cred.pid == pid)
 		return 1;
-	return cred.pid == 0 && ls_proc_listens_on(pid, path);
+	return cred.pid == 0 && ls_proc_listens_on(pid, inner_path(pid, path));
 }
 
 static int connect_agent(pid_t pid, char *err, size_t errlen)
