@@ -246,6 +246,32 @@ static int runtime_open_in(const struct ls_container *c, int root,
 	return fd >= 0 ? fd : r == -EPERM ? -EPERM : -ENOENT;
 }
 
+int ls_proc_runtime_dir_open(pid_t pid, uid_t *uid, char *path, size_t cap)
+{
+	struct ls_container c;
+	char dir[4096];
+	int root, fd, n;
+
+	if (ls_proc_uid(pid, uid) || ls_container_of(pid, &c))
+		return -ESRCH;
+	root = ls_container_root(&c);
+	if (root < -1)
+		return root;
+	fd = runtime_dir_in(&c, root, dir, sizeof(dir)) ? -ENAMETOOLONG :
+	     safe_dir_open(root, dir, (unsigned)*uid);
+	if (root >= 0) {
+		close(root);
+		n = snprintf(path, cap, "/proc/%d/root%s", (int)pid, dir);
+	} else {
+		n = snprintf(path, cap, "%s", dir);
+	}
+	if (fd >= 0 && (n < 0 || (size_t)n >= cap)) {
+		close(fd);
+		return -ENAMETOOLONG;
+	}
+	return fd;
+}
+
 int ls_proc_runtime_open(pid_t pid, const char *suffix, uid_t *uid,
 			 char *path, size_t cap)
 {

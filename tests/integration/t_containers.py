@@ -472,6 +472,13 @@ def postmortem_inside():
         got["none"] = cli(["report", "--postmortem", "--in", keeper.pid,
                            inside.nspid + 1000])
         got["no_in"] = cli(["report", "--in", keeper.pid, inside.nspid])
+        srv = Serve()
+        try:
+            got["listing"] = srv.get("postmortem")
+            got["served"] = srv.get("postmortem/%d:%d/report" % (
+                keeper.pid, inside.nspid))
+        finally:
+            srv.stop()
     finally:
         keeper.stop()
     return got, keeper
@@ -493,3 +500,18 @@ def t_postmortem_inside():
            "%s: one line: %r" % (what, r.stderr))
     contains(got["none"].stderr.decode(), "no post-mortem file for pid",
              "a pid that left no file")
+
+
+@check("post-mortem file of a process killed inside nspawn: serve lists it with its container and the pid it had there, and serves its report")
+def t_postmortem_served():
+    got, keeper = postmortem_inside()
+    mine = [p for p in got["listing"]["postmortem"]
+            if p.get("in") == keeper.pid]
+    eq([(p["pid"], p["container"]) for p in mine],
+       [(got["inner"], keeper.machine)],
+       "the container's post-mortem files in serve's listing")
+    eq(mine[0]["dir"], "/proc/%d/root/dev/shm/leakscope-0" % keeper.pid,
+       "where it lies, as the host reaches it")
+    eq(sites(got["served"]), {k: v[:2] for k, v in EXPECT.items()},
+       "per-site figures served for postmortem/%d:%d" % (
+           keeper.pid, got["inner"]))

@@ -161,11 +161,14 @@ function renderPms(list) {
   /* the most recent few: old files stay for 7 days */
   const recent = list.postmortem.slice().sort((a, b) => b.mtime - a.mtime).slice(0, PM_SHOWN);
   for (const p of recent) {
+    /* one of a container's: the pid it had there, beside live pid "in" */
+    const where = p.in ? "[" + p.container + "] " : "";
     const tr = el("tr", {},
-      el("td", { text: p.pid }),
+      el("td", { text: where + p.pid }),
       el("td", { class: "num", text: bytes(p.bytes) }),
       el("td", { text: new Date(p.mtime * 1000).toLocaleString() }));
-    tr.addEventListener("click", () => select(p.pid, "postmortem"));
+    tr.addEventListener("click", () => select(p.in ? p.in + ":" + p.pid : p.pid,
+                                              "postmortem"));
     tb.append(tr);
   }
 }
@@ -197,7 +200,9 @@ function diffButton() {
 
 function sourcePath(view, query) {
   const kind = state.kind || "processes";
-  return kind + "/" + encodeURIComponent(state.pid) + "/" + view +
+  /* a container's post-mortem file is "IN:PID" */
+  const id = String(state.pid).split(":").map(encodeURIComponent).join(":");
+  return kind + "/" + id + "/" + view +
          (query ? "?" + query : "");
 }
 
