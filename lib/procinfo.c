@@ -286,8 +286,11 @@ int ls_proc_runtime_open_in(pid_t pid, pid_t inner, const char *suffix,
 
 	*uid = (uid_t)runtime_uid(pid);
 	/* Its namespaces unreadable: we may not look into it (ptrace's
-	 * read access); guessing it is beside us would name a wrong file. */
-	if (ls_container_of(pid, &c) == -EACCES) {
+	 * read access).  Our own process that made itself non-dumpable is
+	 * taken as beside us, as it always was; for another's, or as root
+	 * of a user namespace, a guess would name a wrong file. */
+	if (ls_container_of(pid, &c) == -EACCES &&
+	    (*uid != getuid() || ls_container_userns_root())) {
 		snprintf(path, cap, "/proc/%d/root", (int)pid);
 		return -EACCES;
 	}
