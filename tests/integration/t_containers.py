@@ -106,21 +106,31 @@ def _json(r, what):
 
 
 class Serve:
-    """`leakscope serve` on 127.0.0.1, a free port, from the host."""
+    """`leakscope serve` on 127.0.0.1, a free port, from the host; with
+    metrics, its Prometheus exporter too (self.metrics_url)."""
 
-    def __init__(self):
+    def __init__(self, metrics=False):
+        extra = ["--metrics", "127.0.0.1:0"] if metrics else []
         self.p = subprocess.Popen([LEAKSCOPE, "serve", "--listen",
                                    "127.0.0.1:0", "--snapshot-dir",
-                                   _private_dir()],
+                                   _private_dir()] + extra,
                                   stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE,
                                   start_new_session=True)
+        url = self.metrics_url = None
+        # it prints its lines at once: wait for the first, then read on
         r, _, _ = select.select([self.p.stdout], [], [], 20)
-        line = self.p.stdout.readline().decode() if r else ""
-        if not line.startswith("leakscope: serving "):
+        for _ in range(3 if r else 0):
+            if url and (self.metrics_url or not metrics):
+                break
+            line = self.p.stdout.readline().decode()
+            if line.startswith("leakscope: serving "):
+                url = line[len("leakscope: serving "):].strip()
+            elif line.startswith("leakscope: metrics at "):
+                self.metrics_url = line.split(" at ", 1)[1].strip()
+        if not url or (metrics and not self.metrics_url):
             self.stop()
-            raise Failure("serve printed no URL: %r" % line)
-        url = line[len("leakscope: serving "):].strip()
+            raise Failure("serve printed no URL (metrics: %s)" % metrics)
         self.base, _, self.token = url.partition("/#token=")
 
     def get(self, path):
@@ -128,6 +138,12 @@ class Serve:
             "Authorization": "Bearer " + self.token})
         with urllib.request.urlopen(req, timeout=60) as f:
             return json.loads(f.read().decode())
+
+    def scrape(self):
+        req = urllib.request.Request(self.metrics_url, headers={
+            "X-Prometheus-Scrape-Timeout-Seconds": "4"})
+        with urllib.request.urlopen(req, timeout=60) as f:
+            return f.read().decode()
 
     def stop(self):
         self.p.send_signal(signal.SIGTERM)
@@ -171,10 +187,11 @@ def drive(c, ask, pid, serve=False):
         got["check"] = _json(ask(["check", "--format", "json", pid]),
                              "%s: check" % c.runtime)
         if serve:
-            srv = Serve()
+            srv = Serve(metrics=True)
             try:
                 got["listing"] = srv.get("processes")
                 got["served"] = srv.get("processes/%d/report" % pid)
+                got["metrics"] = srv.scrape()
             finally:
                 srv.stop()
         got["detach"] = ask(["detach", pid])
@@ -301,7 +318,7 @@ def t_nspawn_named():
     eq(mods, {"/bin/" + PROG}, "module of site_request (its own path)")
 
 
-@check("nspawn: serve lists it under its host pid with its container named, never as pid 1")
+@check("nspawn: serve lists it under its host pid with its container named, never as pid 1; the exporter labels it with the container")
 def t_nspawn_serve():
     got, c = in_nspawn()
     procs = got["listing"]["processes"]
@@ -314,6 +331,12 @@ def t_nspawn_serve():
        "no other pid listed for the container")
     eq(sites(got["served"]), {k: v[:2] for k, v in EXPECT.items()},
        "per-site figures served for processes/%d" % c.pid)
+    live = [l for l in got["metrics"].splitlines()
+            if l.startswith("leakscope_process_live_bytes{") and
+            'pid="%d"' % c.pid in l]
+    eq(len(live), 1, "the exporter's live-bytes series of host pid %d" % c.pid)
+    contains(live[0], 'container="%s"' % c.machine,
+             "its container label (the machine name)")
 
 
 @check("unshare --root (chroot, own PID and mount ns): the host's exact per-site figures, output unchanged")
