@@ -187,6 +187,8 @@ def drive(c, ask, pid, serve=False):
         got["check"] = _json(ask(["check", "--format", "json", pid]),
                              "%s: check" % c.runtime)
         if serve:
+            got["top"] = ask(["top", "-n", "1", pid])
+            got["watch"] = ask(["watch", "-n", "1", pid])
             srv = Serve(metrics=True)
             try:
                 got["listing"] = srv.get("processes")
@@ -194,6 +196,9 @@ def drive(c, ask, pid, serve=False):
                 got["metrics"] = srv.scrape()
             finally:
                 srv.stop()
+            got["reset"] = ask(["reset", pid])
+            got["after_reset"] = _json(ask(["report", "--format", "json",
+                                            pid]), "report after reset")
         got["detach"] = ask(["detach", pid])
         got["after"] = ask(["report", pid])
         got["left"] = _inside_runtime_dir(c)
@@ -296,6 +301,21 @@ def expect_pid_one(got, c, what):
 def t_nspawn_same():
     got, _ = in_nspawn()
     expect_same(got, "systemd-nspawn")
+
+
+@check("nspawn: top, watch and reset by the host pid: top and watch show its sites, reset empties them")
+def t_nspawn_more():
+    got, c = in_nspawn()
+    for cmd in ("top", "watch", "reset"):
+        eq(got[cmd].returncode, 0, "%s status (%s)" % (
+            cmd, shorten(got[cmd].stderr, 300)))
+    top = got["top"].stdout.decode()
+    contains(top, "leakscope top - pid %d " % c.pid, "top's header")
+    for site in EXPECT:    # strdup's site is named by its caller's line
+        contains(top, site, "top's line of " + site)
+    contains(got["watch"].stdout.decode(), "site_request (",
+             "watch names the largest site")
+    eq(sites(got["after_reset"]), {}, "sites after reset")
 
 
 @check("nspawn: the report names the host pid, the container (hostname = machine name), its own pid 1 and namespaces")
