@@ -1,6 +1,7 @@
 /*
  * client.c - control socket client.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -280,10 +281,55 @@ static int ask(pid_t pid, const char *req, char *err, size_t errlen)
 	return fd;
 }
 
+struct tid_pair {
+	pid_t inner, ours;
+};
+
+static int by_inner(const void *a, const void *b)
+{
+	const struct tid_pair *x = a, *y = b;
+
+	return (x->inner > y->inner) - (x->inner < y->inner);
+}
+
+/* The blocks' thread ids, as pid sees them, made ours where the thread
+ * still runs (an exited thread's stays as it was). */
+static void blocks_tids_ours(pid_t pid, struct ls_snapshot *snap)
+{
+	struct tid_pair *map = NULL, key, *hit;
+	size_t n = 0, cap = 0, i;
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		pid_t ours = (pid_t)atoi(de->d_name);
+
+		if (ours <= 0 || LS_GROW(map, n + 1, cap))
+			continue;
+		map[n].ours = ours;
+		map[n].inner = ls_container_tid(pid, ours, 1);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(map, n, sizeof(*map), by_inner);
+	for (i = 0; n && i < snap->nblocks; i++) {
+		key.inner = (pid_t)snap->blocks[i].tid;
+		hit = bsearch(&key, map, n, sizeof(*map), by_inner);
+		if (hit)
+			snap->blocks[i].tid = (uint32_t)hit->ours;
+	}
+	free(map);
+}
+
 /*
  * A snapshot of pid in a container names the pid it sees itself: say
- * ours, and where it runs (its files for the symbolizer, its name for
- * the reports).
+ * ours (and its blocks' thread ids), and where it runs (its files for
+ * the symbolizer, its name for the reports).
  */
 static void note_container(pid_t pid, struct ls_snapshot *snap)
 {
@@ -296,6 +342,8 @@ static void note_container(pid_t pid, struct ls_snapshot *snap)
 	snap->container = c;
 	snap->has_container = 1;
 	snap->hdr.pid = (uint32_t)pid;
+	if (c.other_pid_ns && snap->nblocks)
+		blocks_tids_ours(pid, snap);
 }
 
 int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,

@@ -15,6 +15,7 @@ lacks is skipped with the reason.
 
 import json
 import pwd
+import re
 import os
 import select
 import shutil
@@ -283,6 +284,9 @@ def expect_same(got, what):
             what, cmd, shorten(got[cmd].stderr, 300)))
     contains(got["stats"].stdout.decode(), "pid %d," % got["pid"],
              "%s: stats names the pid asked" % what)
+    # one thread: every block's is the main one, as the asker numbers it
+    tids = re.findall(r" tid (\d+)", got["olds"].stdout.decode())
+    eq(sorted(set(tids)), [str(got["pid"])], "%s: olds' thread ids" % what)
     contains(got["after"].stderr.decode(), "is not tracked",
              "%s: report after detach" % what)
     eq(got["left"], [], "%s: files left in its runtime dir after detach"
