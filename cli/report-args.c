@@ -241,6 +241,11 @@ int ls_report_args_finish(struct ls_report_args *a, int many)
 	/* run's --depth is what the agent captures: its reports show all. */
 	a->ropts.depth = many ? 0 : (unsigned)a->depth;
 	ls_report_opts_finish(&a->ropts);
+	if (a->beside && !a->postmortem) {
+		ls_error("--in names where a dead process ran: it needs "
+			 "--postmortem");
+		return -1;
+	}
 	if (a->ropts.by != LS_BY_LIVE && a->ropts.need_blocks) {
 		ls_error("--by %s cannot be combined with --min-age, --min-size, "
 			 "--max-size or --show-allocs (they select live blocks)",
@@ -263,6 +268,7 @@ struct ls_source_opts ls_report_args_source(const struct ls_report_args *a,
 	struct ls_source_opts so = {
 		.blocks = blocks || a->ropts.need_blocks,
 		.postmortem = a->postmortem,
+		.beside = (pid_t)a->beside,
 	};
 
 	return so;

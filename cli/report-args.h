@@ -20,6 +20,7 @@ struct ls_report_args {
 	const char *output;	/* --output FILE, "-" stdout; NULL default */
 	uint64_t top, depth;	/* copied into ropts by ls_report_args_finish */
 	int postmortem;		/* `report --postmortem`: source option */
+	uint64_t beside;	/* `report --postmortem N --in PID` */
 	/* Reachability (ls_reach_options): */
 	const char *only;	/* --only KINDS, into ropts.only */
 	const char *supp_files[LS_SUPP_FILES_MAX];	/* --suppressions */

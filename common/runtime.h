@@ -30,21 +30,32 @@
 #include <unistd.h>
 #include "contract.h"
 
-static inline int ls_runtime_dir_from(const char *rt, const char *xdg,
-				      unsigned uid, char *buf, size_t cap)
+/* The rules above for a file system that has /dev/shm or not (a
+ * container's, seen from outside it). */
+static inline int ls_runtime_dir_pick(const char *rt, const char *xdg,
+				      unsigned uid, int has_shm, char *buf,
+				      size_t cap)
 {
-	struct stat st;
 	int n;
 
 	if (rt && *rt)
 		n = snprintf(buf, cap, "%s", rt);
 	else if (xdg && *xdg)
 		n = snprintf(buf, cap, "%s/leakscope", xdg);
-	else if (!stat("/dev/shm", &st) && S_ISDIR(st.st_mode))
+	else if (has_shm)
 		n = snprintf(buf, cap, "/dev/shm/leakscope-%u", uid);
 	else
 		n = snprintf(buf, cap, "/tmp/leakscope-%u", uid);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+static inline int ls_runtime_dir_from(const char *rt, const char *xdg,
+				      unsigned uid, char *buf, size_t cap)
+{
+	struct stat st;
+
+	return ls_runtime_dir_pick(rt, xdg, uid, !stat("/dev/shm", &st) &&
+				   S_ISDIR(st.st_mode), buf, cap);
 }
 
 /*

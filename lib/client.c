@@ -1,6 +1,7 @@
 /*
  * client.c - control socket client.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,6 +15,7 @@
 #include "../common/contract.h"
 #include "../common/runtime.h"
 #include "client.h"
+#include "container.h"
 #include "procinfo.h"
 #include "util.h"
 #include "ptrace.h"
@@ -90,6 +92,11 @@ static int no_socket(pid_t pid, int r, const char *path, char *err,
 			 "(uid %u): only its owner or root can ask its "
 			 "agent", (int)pid, (unsigned)owner);
 		r = -EACCES;
+	} else if (r == -EACCES) {
+		snprintf(err, errlen, "pid %d: not allowed to look into its "
+			 "namespaces and files%s", (int)pid,
+			 ls_container_userns_root() ? " (we are root of a user "
+			 "namespace, not the host's root)" : "");
 	} else if (r == -ENOENT && ls_proc_has_agent(pid) &&
 		   !ls_proc_preloaded(pid))
 		snprintf(err, errlen, "pid %d is not tracked: the agent "
@@ -155,6 +162,17 @@ static int open_socket_dir(pid_t pid, uid_t *uid, char *path, size_t cap,
  * owner or as root (a daemon that made its socket before it dropped
  * privileges).
  */
+/* path as pid names it: without the "/proc/PID/root" through which we
+ * reach a container's files (lib/procinfo.h). */
+static const char *inner_path(pid_t pid, const char *path)
+{
+	char prefix[32];
+	int n = snprintf(prefix, sizeof(prefix), "/proc/%d/root", (int)pid);
+
+	return !strncmp(path, prefix, (size_t)n) && path[n] == '/' ?
+	       path + n : path;
+}
+
 static int peer_is(int fd, pid_t pid, uid_t uid, const char *path)
 {
 	struct ucred cred;
@@ -166,7 +184,7 @@ static int peer_is(int fd, pid_t pid, uid_t uid, const char *path)
 		return 0;
 	if (cred.pid == pid)
 		return 1;
-	return cred.pid == 0 && ls_proc_listens_on(pid, path);
+	return cred.pid == 0 && ls_proc_listens_on(pid, inner_path(pid, path));
 }
 
 static int connect_agent(pid_t pid, char *err, size_t errlen)
@@ -263,6 +281,71 @@ static int ask(pid_t pid, const char *req, char *err, size_t errlen)
 	return fd;
 }
 
+struct tid_pair {
+	pid_t inner, ours;
+};
+
+static int by_inner(const void *a, const void *b)
+{
+	const struct tid_pair *x = a, *y = b;
+
+	return (x->inner > y->inner) - (x->inner < y->inner);
+}
+
+/* The blocks' thread ids, as pid sees them, made ours where the thread
+ * still runs (an exited thread's stays as it was). */
+static void blocks_tids_ours(pid_t pid, struct ls_snapshot *snap)
+{
+	struct tid_pair *map = NULL, key, *hit;
+	size_t n = 0, cap = 0, i;
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		pid_t ours = (pid_t)atoi(de->d_name);
+
+		if (ours <= 0 || LS_GROW(map, n + 1, cap))
+			continue;
+		map[n].ours = ours;
+		map[n].inner = ls_container_tid(pid, ours, 1);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	if (n)
+		qsort(map, n, sizeof(*map), by_inner);
+	for (i = 0; n && i < snap->nblocks; i++) {
+		key.inner = (pid_t)snap->blocks[i].tid;
+		hit = bsearch(&key, map, n, sizeof(*map), by_inner);
+		if (hit)
+			snap->blocks[i].tid = (uint32_t)hit->ours;
+	}
+	free(map);
+}
+
+/*
+ * A snapshot of pid in a container names the pid it sees itself: say
+ * ours (and its blocks' thread ids), and where it runs (its files for
+ * the symbolizer, its name for the reports).
+ */
+static void note_container(pid_t pid, struct ls_snapshot *snap)
+{
+	struct ls_container c;
+
+	if (ls_container_of(pid, &c) || !ls_container_is(&c) ||
+	    snap->hdr.pid != (uint32_t)c.nspid)
+		return;
+	ls_container_describe(&c);
+	snap->container = c;
+	snap->has_container = 1;
+	snap->hdr.pid = (uint32_t)pid;
+	if (c.other_pid_ns && snap->nblocks)
+		blocks_tids_ours(pid, snap);
+}
+
 int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,
 		       char *err, size_t errlen)
 {
@@ -276,6 +359,8 @@ int ls_client_snapshot(pid_t pid, int blocks, struct ls_snapshot *snap,
 	r = ls_snapshot_read_fd_capped(fd, reply_deadline(), reply_max, snap,
 				       err, errlen);
 	close(fd);
+	if (!r)
+		note_container(pid, snap);
 	return r;
 }
 
@@ -370,7 +455,8 @@ static int read_line(int fd, char *buf, size_t cap)
 }
 
 /* The stopped threads' registers, as the agent reads them. */
-static int send_threads(int fd, const struct ls_world *w)
+static int send_threads(int fd, pid_t pid, int inner,
+			const struct ls_world *w)
 {
 	struct lsnap_check_hdr h = { .magic = LSNAP_CHECK_MAGIC,
 				     .nthreads = (uint32_t)w->nthreads };
@@ -385,7 +471,9 @@ static int send_threads(int fd, const struct ls_world *w)
 
 		if (nregs > LSNAP_CHECK_NREGS)
 			nregs = LSNAP_CHECK_NREGS;
-		t[i].tid = (uint32_t)w->threads[i].tid;
+		/* The agent knows its threads by the tids it sees. */
+		t[i].tid = (uint32_t)(inner ? ls_container_tid(pid,
+				w->threads[i].tid, 1) : w->threads[i].tid);
 		t[i].nregs = (uint32_t)nregs;
 		t[i].sp = w->threads[i].regs.rsp;
 		memcpy(t[i].regs, &w->threads[i].regs, nregs * sizeof(uint64_t));
@@ -419,11 +507,11 @@ static int exited_during_check(pid_t pid, char *err, size_t errlen)
 
 /* After the threads are stopped: registers out, "CLONED" (the image is
  * taken) or "MARKED" (the concurrent mark is finished) back. */
-static int clone_image(int fd, pid_t pid, struct ls_world *w, char *err,
-		       size_t errlen)
+static int clone_image(int fd, pid_t pid, int inner, struct ls_world *w,
+		       char *err, size_t errlen)
 {
 	char line[256];
-	int ret = send_threads(fd, w);
+	int ret = send_threads(fd, pid, inner, w);
 
 	if (ret) {
 		snprintf(err, errlen, "pid %d: cannot send the registers: %s",
@@ -480,8 +568,9 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 	struct ls_world w = { 0 };
 	char line[256], why[512];
 	uint64_t t_stopped, t_answer;
+	struct ls_container c;
 	long tid;
-	int fd, ret;
+	int fd, ret, inner;
 
 	memset(snap, 0, sizeof(*snap));
 	fd = connect_agent(pid, err, errlen);
@@ -507,7 +596,13 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 		ret = bad_reply(pid, line, err, errlen);
 		goto out;
 	}
-	wo.skip_tid = (pid_t)tid;
+	/* Its control thread's tid as it sees it (in a container) */
+	inner = !ls_container_of(pid, &c) && c.other_pid_ns;
+	wo.skip_tid = inner ? ls_container_tid(pid, (pid_t)tid, 0) : (pid_t)tid;
+	if (!wo.skip_tid) {
+		ret = bad_reply(pid, line, err, errlen);
+		goto out;
+	}
 	ret = ls_world_stop(pid, &wo, &w, why, sizeof(why));
 	if (ret) {
 		if (ret == -ESRCH)
@@ -517,7 +612,7 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 		goto out;
 	}
 	t_stopped = ls_mono_ns();
-	ret = clone_image(fd, pid, &w, err, errlen);
+	ret = clone_image(fd, pid, inner, &w, err, errlen);
 	t_answer = ls_mono_ns();
 	ls_world_resume(&w);
 	if (ret)
@@ -532,6 +627,7 @@ int ls_client_check(pid_t pid, int blocks, enum ls_check_method method,
 			 why);
 		goto out;
 	}
+	note_container(pid, snap);
 	snap->reach_pause_ns = ls_world_pause_ns(&w);
 	snap->reach_stop_ns = t_stopped - w.stopped_ns;
 	snap->reach_agent_ns = t_answer - t_stopped;

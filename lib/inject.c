@@ -24,6 +24,7 @@
 #include "../common/attach.h"
 #include "../common/contract.h"
 #include "client.h"
+#include "container.h"
 #include "elfsym.h"
 #include "inject.h"
 #include "procinfo.h"
@@ -57,7 +58,7 @@ struct thr {
 struct ctx {
 	pid_t pid;
 	int mem;		/* /proc/PID/mem */
-	char root[64];		/* /proc/PID/root: the target's files */
+	int rootfd;		/* /proc/PID/root (O_PATH): its files */
 	struct mod libc, ldso, agent;
 	uint64_t bp[NBP];
 	uint8_t bp_byte[NBP];
@@ -115,10 +116,32 @@ static int read_string(struct ctx *c, uint64_t addr, char *buf, size_t cap)
 	return 0;
 }
 
-static void target_file(const struct ctx *c, const char *path, char *out,
-			size_t cap)
+/*
+ * path as the target sees it, opened for reading in its root by fd
+ * (openat2 RESOLVE_IN_ROOT: its symlinks resolve inside its root, never
+ * to a file of ours) and named "/proc/self/fd/N" in out; when path does
+ * not resolve there and m is its module (a chroot's /proc/PID/maps, read
+ * from outside it, names our paths), the file of m's mapping in
+ * /proc/PID/map_files.  The fd (the caller closes it), or -1 with out "".
+ */
+static int target_file(const struct ctx *c, const struct mod *m,
+		       const char *path, char *out, size_t cap)
 {
-	snprintf(out, cap, "%s%s", c->root, path);
+	char mf[96];
+	int fd = ls_container_open(c->rootfd, path, O_RDONLY);
+
+	if (fd < 0 && m && m->base) {
+		snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx",
+			 (int)c->pid, (unsigned long long)m->base,
+			 (unsigned long long)m->first_end);
+		fd = open(mf, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		out[0] = 0;
+		return -1;
+	}
+	snprintf(out, cap, "/proc/self/fd/%d", fd);
+	return fd;
 }
 
 static const char *base_name(const char *p)
@@ -184,12 +207,16 @@ static int sym(struct ctx *c, const struct mod *m, const char *local_path,
 	char file[4200];
 	struct ls_elf_kind k;
 	uint64_t v;
+	int fd = -1, r;
 
 	if (local_path)
 		snprintf(file, sizeof(file), "%s", local_path);
 	else
-		target_file(c, m->path, file, sizeof(file));
-	if (ls_elf_kind(file, &k) || ls_elf_dynsym(file, name, &v))
+		fd = target_file(c, m, m->path, file, sizeof(file));
+	r = ls_elf_kind(file, &k) || ls_elf_dynsym(file, name, &v);
+	if (fd >= 0)
+		close(fd);
+	if (r)
 		return FAIL(c, -ENOENT, "%s not found in %s", name, m->path);
 	*addr = m->base - k.first_load + v;
 	return 0;
@@ -206,7 +233,7 @@ static int global_sym(struct ctx *c, const char *name, uint64_t *addr)
 	struct { uint64_t l_addr, l_name, l_ld, l_next, l_prev; } lm;
 	uint64_t at = 0, v;
 	char lname[4096], file[4200];
-	int n = 0;
+	int n = 0, fd, r;
 
 	if (mem_read(c, c->r_debug + 8, &at, 8))
 		return FAIL(c, -EIO, "cannot read the loader's state in pid %d", (int)c->pid);
@@ -214,13 +241,17 @@ static int global_sym(struct ctx *c, const char *name, uint64_t *addr)
 		if (mem_read(c, at, &lm, sizeof(lm)))
 			break;
 		read_string(c, lm.l_name, lname, sizeof(lname));
+		fd = -1;
 		if (lname[0] == '/')
-			target_file(c, lname, file, sizeof(file));
+			fd = target_file(c, NULL, lname, file, sizeof(file));
 		else if (!lname[0] && n == 0)
 			snprintf(file, sizeof(file), "/proc/%d/exe", (int)c->pid);
 		else
 			continue;	/* the vDSO, or a name we cannot open */
-		if (!ls_elf_dynsym(file, name, &v)) {
+		r = ls_elf_dynsym(file, name, &v);
+		if (fd >= 0)
+			close(fd);
+		if (!r) {
 			*addr = lm.l_addr + v;
 			return 0;
 		}
@@ -242,8 +273,11 @@ static int preflight(struct ctx *c)
 		return FAIL(c, -ESRCH, "no process with pid %d", (int)c->pid);
 	if (r == -EACCES || r == -EPERM)
 		return FAIL(c, -EPERM, "cannot read the program of pid %d: %s "
-			    "(another user's process? run as its owner or root)",
-			    (int)c->pid, strerror(-r));
+			    "(%s)", (int)c->pid, strerror(-r),
+			    ls_container_userns_root() ? "we are root of a user "
+			    "namespace, not the host's root: only processes of "
+			    "this namespace can be attached to" : "another "
+			    "user's process? run as its owner or root");
 	if (r || !k.is_elf)
 		return FAIL(c, -ENOEXEC, "pid %d does not run an ELF program", (int)c->pid);
 	if (!k.is_64)
@@ -712,11 +746,13 @@ static int same_file(const char *a, const char *b)
 static void agent_path(struct ctx *c, const char *agent, char *out, size_t cap)
 {
 	char there[4200];
+	int fd = target_file(c, NULL, agent, there, sizeof(there));
 
 	out[0] = 0;
-	target_file(c, agent, there, sizeof(there));
-	if (same_file(agent, there))
+	if (fd >= 0 && same_file(agent, there))
 		snprintf(out, cap, "%s", agent);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* Copy the file at path into fd; 0 or -errno. */
@@ -1201,7 +1237,8 @@ static int open_target(struct ctx *c, pid_t pid)
 	char path[64];
 
 	c->pid = pid;
-	snprintf(c->root, sizeof(c->root), "/proc/%d/root", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	c->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
 	c->mem = open(path, O_RDWR | O_CLOEXEC);
 	if (c->mem < 0 && errno == ENOENT)
@@ -1212,7 +1249,7 @@ static int open_target(struct ctx *c, pid_t pid)
 static int attach_here(pid_t pid, const struct ls_inject_opts *opts,
 		       struct ls_inject_result *res, char *err, size_t errlen)
 {
-	struct ctx c = { .err = err, .errlen = errlen, .mem = -1 };
+	struct ctx c = { .err = err, .errlen = errlen, .mem = -1, .rootfd = -1 };
 	char in_target[4096] = "";
 	struct ls_attach_result ar;
 	int r, started = 0;
@@ -1270,6 +1307,8 @@ out:
 		r = FAIL(&c, -ESRCH, "pid %d exited during the attach", (int)pid);
 	if (c.mem >= 0)
 		close(c.mem);
+	if (c.rootfd >= 0)
+		close(c.rootfd);
 	free(c.t);
 	return r;
 }

@@ -350,6 +350,19 @@ int ls_metrics_container_parse(const char *cgroup, char *out, size_t cap)
 	return 0;
 }
 
+/* A container whose cgroup names no runtime's id (systemd-nspawn
+ * --keep-unit, unshare): named by its hostname (lib/container.h). */
+static int container_named(pid_t pid, char *out, size_t cap)
+{
+	struct ls_container c;
+
+	if (!cap || ls_container_of(pid, &c) || !ls_container_is(&c))
+		return 0;
+	ls_container_describe(&c);
+	ls_container_name(&c, out, cap);
+	return 1;
+}
+
 int ls_metrics_container(pid_t pid, char *out, size_t cap)
 {
 	char path[64], *buf = malloc(65536);
@@ -371,7 +384,7 @@ int ls_metrics_container(pid_t pid, char *out, size_t cap)
 		r = ls_metrics_container_parse(buf, out, cap);
 	}
 	free(buf);
-	return r;
+	return r ? r : container_named(pid, out, cap);
 }
 
 /* ------------------------------------------------------ exposition */

@@ -21,6 +21,7 @@
 #include "../common/runtime.h"
 #include "postmortem.h"
 #include "redact.h"
+#include "container.h"
 #include "procinfo.h"
 
 /* The file's header and, read from it, the parts in use. */
@@ -480,20 +481,53 @@ int ls_postmortem_load_at(int dirfd, const char *name, uid_t uid,
 int ls_postmortem_load_pid(pid_t pid, struct ls_snapshot *snap, char *err,
 			   size_t errlen)
 {
-	char path[4200];
+	return ls_postmortem_load_in(pid, 0, snap, err, errlen);
+}
+
+/* The post-mortem file of snap came from the container of beside (of
+ * inner there, else of beside itself): its modules are that container's
+ * files, and beside's own pid is ours of it. */
+static void note_container(pid_t beside, pid_t inner, struct ls_snapshot *snap)
+{
+	struct ls_container c;
+
+	if (ls_container_of(beside, &c) || !ls_container_is(&c))
+		return;
+	ls_container_describe(&c);
+	if (inner)
+		c.nspid = inner;
+	else if (snap->hdr.pid == (uint32_t)c.nspid)
+		snap->hdr.pid = (uint32_t)beside;
+	snap->container = c;
+	snap->has_container = 1;
+}
+
+int ls_postmortem_load_in(pid_t beside, pid_t inner, struct ls_snapshot *snap,
+			  char *err, size_t errlen)
+{
+	char path[4200], who[64];
 	uid_t uid;
 	int dfd, r;
 
 	memset(snap, 0, sizeof(*snap));
-	dfd = ls_proc_runtime_open(pid, LS_SUFFIX_PM, &uid, path, sizeof(path));
+	if (inner)
+		snprintf(who, sizeof(who), "pid %d beside pid %d", (int)inner,
+			 (int)beside);
+	else
+		snprintf(who, sizeof(who), "pid %d", (int)beside);
+	dfd = ls_proc_runtime_open_in(beside, inner, LS_SUFFIX_PM, &uid, path,
+				      sizeof(path));
 	if (dfd == -ENOENT)
-		snprintf(err, errlen, "no post-mortem file for pid %d ('%s')",
-			 (int)pid, path);
+		snprintf(err, errlen, "no post-mortem file for %s ('%s')", who,
+			 path);
 	else if (dfd == -EPERM)
-		snprintf(err, errlen, "no post-mortem file for pid %d: its "
+		snprintf(err, errlen, "no post-mortem file for %s: its "
 			 "runtime dir ('%s') is not a directory of uid %u that "
 			 "only it can write, and no fallback of it has one",
-			 (int)pid, path, (unsigned)uid);
+			 who, path, (unsigned)uid);
+	else if (dfd == -EACCES)
+		snprintf(err, errlen, "%s: not allowed to look into its "
+			 "namespaces and files", who);
 	else if (dfd < 0)
 		snprintf(err, errlen, "post-mortem path too long");
 	if (dfd < 0)
@@ -501,5 +535,7 @@ int ls_postmortem_load_pid(pid_t pid, struct ls_snapshot *snap, char *err,
 	r = ls_postmortem_load_at(dfd, strrchr(path, '/') + 1, uid, path, snap,
 				  err, errlen);
 	close(dfd);
+	if (!r)
+		note_container(beside, inner, snap);
 	return r;
 }

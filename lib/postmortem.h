@@ -57,4 +57,14 @@ int ls_postmortem_load_at(int dirfd, const char *name, uid_t uid,
 int ls_postmortem_load_pid(pid_t pid, struct ls_snapshot *snap, char *err,
 			   size_t errlen);
 
+/*
+ * The same for the process that was pid <inner> in the container of the
+ * live process beside (lib/procinfo.h, ls_proc_runtime_open_in()): the
+ * snapshot records that container (has_container, container.nspid =
+ * inner) and keeps inner as its pid.  inner 0: beside's own file.
+ * -EACCES: beside's namespaces cannot be read.
+ */
+int ls_postmortem_load_in(pid_t beside, pid_t inner, struct ls_snapshot *snap,
+			  char *err, size_t errlen);
+
 #endif

@@ -36,6 +36,22 @@ int ls_proc_has_agent(pid_t pid);
 int ls_proc_runtime_open(pid_t pid, const char *suffix, uid_t *uid,
 			 char *path, size_t cap);
 
+/*
+ * The same for "<inner><suffix>" in the runtime dir pid's agent would use
+ * (its environment, its user, its root): a process that ran beside pid,
+ * in its container, as pid <inner> there (inner 0: pid itself).
+ */
+int ls_proc_runtime_open_in(pid_t pid, pid_t inner, const char *suffix,
+			    uid_t *uid, char *path, size_t cap);
+
+/*
+ * The runtime dir pid's agent uses, opened when it is safe for pid's
+ * owner (*uid), through pid's root for a process in a container; its
+ * path (through /proc/PID/root) in path.  The fd, -ESRCH, -ENOENT,
+ * -EPERM (squatted: its fallbacks are not looked at), -EACCES.
+ */
+int ls_proc_runtime_dir_open(pid_t pid, uid_t *uid, char *path, size_t cap);
+
 /* The same, the path only: 0 when found or absent (buf: where it would
  * be), -EPERM when pid's dir is squatted and no fallback has it. */
 int ls_proc_runtime_file(pid_t pid, const char *suffix, char *buf, size_t cap);

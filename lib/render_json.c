@@ -52,12 +52,33 @@ static void put_notes(struct ls_json *j, const char *notes)
 	ls_json_end(j);
 }
 
+static void put_container(struct ls_json *j, const struct ls_container *k)
+{
+	char name[300];
+
+	ls_json_object(j, "container");
+	ls_json_str(j, "name", ls_container_name(k, name, sizeof(name)));
+	ls_json_str(j, "hostname", k->hostname);
+	ls_json_str(j, "cgroup", k->cgroup);
+	ls_json_u64(j, "pid_inside", (uint64_t)k->nspid);
+	ls_json_object(j, "namespaces");
+	ls_json_u64(j, "pid", k->ns_pid);
+	ls_json_u64(j, "mnt", k->ns_mnt);
+	ls_json_u64(j, "user", k->ns_user);
+	ls_json_u64(j, "uts", k->ns_uts);
+	ls_json_u64(j, "cgroup", k->ns_cgroup);
+	ls_json_end(j);
+	ls_json_end(j);
+}
+
 void ls_json_process(struct ls_json *j, const struct ls_snapshot *s)
 {
 	const struct lsnap_header *h = &s->hdr;
 	size_t i;
 
 	ls_json_u64(j, "pid", h->pid);
+	if (s->has_container)
+		put_container(j, &s->container);
 	ls_json_u64(j, "ppid", h->ppid);
 	ls_json_array(j, "command");
 	for (i = 0; i < s->argc; i++)

@@ -121,6 +121,23 @@ static void put_dropped(FILE *out, const struct ls_snapshot *s)
 			"incomplete\n", s->dropped);
 }
 
+/* Which container the process runs in (docs/CONTAINERS.md). */
+static void put_container(FILE *out, const struct ls_container *k)
+{
+	char name[300];
+
+	fputs("In container ", out);
+	ls_text_safe(out, ls_container_name(k, name, sizeof(name)));
+	fprintf(out, " (its pid %d; namespaces pid:[%llu] mnt:[%llu] "
+		"user:[%llu]", (int)k->nspid, (unsigned long long)k->ns_pid,
+		(unsigned long long)k->ns_mnt, (unsigned long long)k->ns_user);
+	if (k->cgroup[0]) {
+		fputs("; cgroup ", out);
+		ls_text_safe(out, k->cgroup);
+	}
+	fputs(")\n", out);
+}
+
 static void put_header(const struct ls_render_ctx *c)
 {
 	const struct ls_snapshot *s = c->rep->snap;
@@ -147,6 +164,8 @@ static void put_header(const struct ls_render_ctx *c)
 			"figures are estimates\n", s->hdr.sample_rate);
 	else
 		fputs(", full tracking\n", c->out);
+	if (s->has_container)
+		put_container(c->out, &s->container);
 	if (s->has_attach)
 		put_attached(c->out, s->attach.wall_ns);
 	if (s->torn)

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../common/lsnap.h"
+#include "container.h"
 
 struct ls_call_count {
 	char name[LSNAP_CALL_NAME + 1];
@@ -134,6 +135,10 @@ struct ls_snapshot {
 
 	uint64_t charged;	/* bytes it holds of the memory budget
 				   (ls_snapshot_set_budget) */
+	/* Asked live of a process in a container (lib/client.h): where it
+	 * runs; hdr.pid is then our pid of it, container.nspid its own. */
+	int has_container;
+	struct ls_container container;
 };
 
 /*

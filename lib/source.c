@@ -62,6 +62,8 @@ static int load_pm_pid(const char *target, const struct ls_source_opts *o,
 	pid_t pid;
 
 	ls_source_is_pid(target, &pid);
+	if (o->beside)
+		return ls_postmortem_load_in(o->beside, pid, snap, err, errlen);
 	return ls_postmortem_load_pid(pid, snap, err, errlen);
 }
 

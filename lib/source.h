@@ -21,6 +21,8 @@
 struct ls_source_opts {
 	int blocks;		/* the block list is wanted (live pid) */
 	int postmortem;		/* a pid names its post-mortem file */
+	pid_t beside;		/* ... of a process that ran in the
+				   container of this live pid (--in) */
 };
 
 struct ls_source {

@@ -58,6 +58,8 @@ struct cu_ent {
  * same file (same path and build id) at any address shares it. */
 struct pooled {
 	char *path;
+	uint64_t mnt;		/* the mount namespace it was opened in (a
+				   container's, by /proc/PID/root), 0: ours */
 	unsigned build_id_len;
 	uint8_t build_id[LSNAP_BUILD_ID_MAX];
 	Dwfl *dwfl;
@@ -399,9 +401,10 @@ static int build_id_matches(Dwfl_Module *mod, const struct pooled *p)
 		(len == 0 || !memcmp(bits, p->build_id, (size_t)len));
 }
 
-static int same_file(const struct pooled *p, const struct ls_module *m)
+static int same_file(const struct pooled *p, const struct ls_module *m,
+		     uint64_t mnt)
 {
-	return p->build_id_len == m->build_id_len &&
+	return p->mnt == mnt && p->build_id_len == m->build_id_len &&
 		!memcmp(p->build_id, m->build_id, m->build_id_len) &&
 		!strcmp(p->path, m->path);
 }
@@ -413,9 +416,51 @@ static int same_file(const struct pooled *p, const struct ls_module *m)
  * end.  Opened without waiting, taken only when it is a regular file,
  * then made blocking again for libdw.
  */
-static int open_module_file(const char *path)
+/* The file the live process (snap, asked in a container) maps at path,
+ * where it lives: /proc/PID/map_files/RANGE of a mapping of path, by
+ * fd, for a path its root does not reach (deleted, or mounted over).
+ * The fd or -1. */
+static int open_map_file(pid_t pid, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	char maps[64], line[4400], file[128];
+	unsigned long lo, hi;
+	int at, fd = -1;
+	FILE *fp;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	fp = fopen(maps, "re");
+	while (fp && fd < 0 && fgets(line, sizeof(line), fp)) {
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) != 2 ||
+		    strcmp(line + at, path))
+			continue;
+		snprintf(file, sizeof(file), "/proc/%d/map_files/%lx-%lx",
+			 (int)pid, lo, hi);
+		fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	}
+	if (fp)
+		fclose(fp);
+	return fd;
+}
+
+/* path in the root of the container snap was asked in, by fd (never
+ * following its symlinks out of it): the fd, -1 when it is not there,
+ * -ENOENT when snap is not of a container's process. */
+static int open_in_container(const struct ls_snapshot *snap, const char *path)
+{
+	int root, fd;
+
+	if (!snap->has_container || !snap->container.other_root)
+		return -ENOENT;
+	root = ls_container_root(&snap->container);
+	fd = root >= 0 ? ls_container_open(root, path, O_RDONLY | O_NONBLOCK) : -1;
+	if (root >= 0)
+		close(root);
+	return fd >= 0 ? fd : open_map_file(snap->container.pid, path);
+}
+
+static int regular_file(int fd)
+{
 	struct stat st;
 
 	if (fd < 0)
@@ -427,13 +472,27 @@ static int open_module_file(const char *path)
 	return fd;
 }
 
+static int open_module_file(const char *path)
+{
+	return regular_file(open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+}
+
+/* m's file as the process of snap sees it. */
+static int open_target_file(const struct ls_snapshot *snap, const char *path)
+{
+	int fd = open_in_container(snap, path);
+
+	return fd == -ENOENT ? open_module_file(path) : regular_file(fd);
+}
+
 /* Open m's file at bias 0 into a new pool entry. */
-static void open_pooled(struct pooled *p, const struct ls_module *m)
+static void open_pooled(struct pooled *p, const struct ls_snapshot *snap,
+			const struct ls_module *m)
 {
 	int fd;
 
 	p->state = MOD_UNUSABLE;
-	fd = open_module_file(m->path);
+	fd = open_target_file(snap, m->path);
 	if (fd < 0)
 		return;
 	p->dwfl = dwfl_begin(&offline_callbacks);
@@ -456,13 +515,16 @@ static void open_pooled(struct pooled *p, const struct ls_module *m)
 
 /* The pool entry of m's file, opened the first time any symbolizer of
  * the pool asks; its index, or SLOT_NONE. */
-static long pool_find(struct ls_sympool *pool, const struct ls_module *m)
+static long pool_find(struct ls_sympool *pool, const struct ls_snapshot *snap,
+		      const struct ls_module *m)
 {
+	uint64_t mnt = snap->has_container && snap->container.other_root ?
+		       snap->container.ns_mnt : 0;
 	struct pooled *p;
 	size_t i;
 
 	for (i = 0; i < pool->n; i++)
-		if (same_file(&pool->v[i], m))
+		if (same_file(&pool->v[i], m, mnt))
 			return (long)i;
 	if (LS_GROW(pool->v, pool->n + 1, pool->cap))
 		return SLOT_NONE;
@@ -470,25 +532,26 @@ static long pool_find(struct ls_sympool *pool, const struct ls_module *m)
 	p->path = strdup(m->path);
 	if (!p->path)
 		return SLOT_NONE;
+	p->mnt = mnt;
 	p->build_id_len = m->build_id_len;
 	memcpy(p->build_id, m->build_id, m->build_id_len);
-	open_pooled(p, m);
+	open_pooled(p, snap, m);
 	return (long)pool->n++;
 }
 
 /*
- * Module i's opened file, or NULL when its symbols cannot be used.
- * NEEDSWORK: a process in another mount namespace (a container) sees other
- * files under the same paths; for a live target /proc/PID/root/PATH would
- * be the right file.  The build id check keeps a wrong file from giving
- * wrong names meanwhile.
+ * Module i's opened file, or NULL when its symbols cannot be used.  A
+ * live process in a container is read through its root (its paths are
+ * its own); the build id check keeps a wrong file from giving wrong
+ * names.
  */
 static Dwfl_Module *open_module(struct ls_symbolizer *s, size_t i)
 {
 	const struct ls_module *m = &s->snap->modules[i];
 
 	if (s->slot[i] == SLOT_UNTRIED)
-		s->slot[i] = has_file(m) ? pool_find(s->pool, m) : SLOT_NONE;
+		s->slot[i] = has_file(m) ? pool_find(s->pool, s->snap, m) :
+			     SLOT_NONE;
 	if (s->slot[i] < 0 || s->pool->v[s->slot[i]].state != MOD_OK)
 		return NULL;
 	return s->pool->v[s->slot[i]].mod;

@@ -11,11 +11,13 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "../common/contract.h"
 #include "../lib/client.h"
 #include "../lib/procinfo.h"
 #include "../lib/symbolize.h"
@@ -134,13 +136,22 @@ static int may_query(pid_t pid, int *status)
 	return 1;
 }
 
+/* Through the checked runtime dir's fd: a container's dir is reached
+ * through its root without following its symlinks. */
 static int has_socket(pid_t pid)
 {
 	char path[4200];
 	struct stat st;
+	uid_t uid;
+	int r, dfd = ls_proc_runtime_open(pid, LS_SUFFIX_SOCKET, &uid, path,
+					  sizeof(path));
 
-	return !ls_client_socket_path(pid, path, sizeof(path)) &&
-	       !stat(path, &st) && S_ISSOCK(st.st_mode);
+	if (dfd < 0)
+		return 0;
+	r = !fstatat(dfd, strrchr(path, '/') + 1, &st, AT_SYMLINK_NOFOLLOW) &&
+	    S_ISSOCK(st.st_mode);
+	close(dfd);
+	return r;
 }
 
 static int cmp_pid(const void *x, const void *y)

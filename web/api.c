@@ -32,12 +32,24 @@ static int method_is(struct ls_web_req *r, const char *m,
 static int source_postmortem(struct ls_web_req *r, struct ls_web_src *src,
 			     struct ls_web_reply *rep)
 {
-	pid_t pid;
+	char *colon = strchr(r->segs[1], ':');
+	pid_t pid, beside = 0;
 
 	memset(src, 0, sizeof(*src));
-	if (!ls_web_parse_pid(r->segs[1], &pid))
-		return ls_web_error(rep, 400, "'%.32s' is not a pid", r->segs[1]);
-	if (ls_web_postmortem_load(pid, &src->own, rep))
+	/* "BESIDE:PID": the file of pid PID in the container of BESIDE. */
+	if (colon) {
+		*colon = 0;
+		if (!ls_web_parse_pid(r->segs[1], &beside))
+			return ls_web_error(rep, 400, "'%.32s' is not a pid",
+					    r->segs[1]);
+		if (ls_web_check_pid(beside, rep))
+			return rep->status;
+	}
+	if (!ls_web_parse_pid(colon ? colon + 1 : r->segs[1], &pid))
+		return ls_web_error(rep, 400, "'%.32s' is not a pid",
+				    colon ? colon + 1 : r->segs[1]);
+	if (beside ? ls_web_postmortem_load_in(beside, pid, &src->own, rep) :
+	    ls_web_postmortem_load(pid, &src->own, rep))
 		return rep->status;
 	src->snap = &src->own;
 	return 0;

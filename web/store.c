@@ -21,7 +21,9 @@
 #include "../common/runtime.h"
 #include "../lib/client.h"
 #include "../lib/json.h"
+#include "../lib/container.h"
 #include "../lib/postmortem.h"
+#include "../lib/procinfo.h"
 #include "internal.h"
 #include "agents.h"
 #include "store.h"
@@ -338,6 +340,17 @@ static int dead_pm(const char *dir, const char *name, pid_t *pid,
 	return kill(*pid, 0) && errno == ESRCH;
 }
 
+/* The rest of a listing's entry, and its end. */
+static void put_pm_file(struct ls_json *j, const char *dir,
+			const struct stat *st)
+{
+	ls_json_str(j, "dir", dir);
+	ls_json_u64(j, "uid", (uint64_t)st->st_uid);
+	ls_json_u64(j, "bytes", (uint64_t)st->st_blocks * 512);
+	ls_json_u64(j, "mtime", (uint64_t)st->st_mtime);
+	ls_json_end(j);
+}
+
 static void list_dir(struct ls_json *j, const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -350,11 +363,7 @@ static void list_dir(struct ls_json *j, const char *dir)
 			continue;
 		ls_json_object(j, NULL);
 		ls_json_u64(j, "pid", (uint64_t)pid);
-		ls_json_str(j, "dir", dir);
-		ls_json_u64(j, "uid", (uint64_t)st.st_uid);
-		ls_json_u64(j, "bytes", (uint64_t)st.st_blocks * 512);
-		ls_json_u64(j, "mtime", (uint64_t)st.st_mtime);
-		ls_json_end(j);
+		put_pm_file(j, dir, &st);
 	}
 	if (d)
 		closedir(d);
@@ -372,6 +381,100 @@ static int seen_before(const glob_t *g, size_t i)
 	return 0;
 }
 
+/* ------------------------------------- post-mortem files in containers */
+
+#define CONTAINERS_MAX 256
+
+/* Whether a process of PID namespace ns is pid n there. */
+static int alive_in(uint64_t ns, pid_t n)
+{
+	struct ls_container c;
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	pid_t pid;
+	int found = 0;
+
+	while (d && !found && (de = readdir(d)))
+		found = ls_web_parse_pid(de->d_name, &pid) &&
+			!ls_container_of(pid, &c) && c.ns_pid == ns &&
+			c.nspid == n;
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The dead processes' post-mortem files in the runtime dir of beside's
+ * agent, in beside's container (c). */
+static void list_container(struct ls_json *j, struct ls_container *c)
+{
+	char dir[4200], name[300];
+	struct dirent *de;
+	struct stat st;
+	uid_t uid;
+	pid_t n;
+	int fd = ls_proc_runtime_dir_open(c->pid, &uid, dir, sizeof(dir));
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (fd >= 0 && !d)
+		close(fd);
+	if (d)
+		ls_container_describe(c);
+	while (d && (de = readdir(d))) {
+		size_t len = strlen(de->d_name), sl = strlen(LS_SUFFIX_PM);
+
+		if (len <= sl || strcmp(de->d_name + len - sl, LS_SUFFIX_PM) ||
+		    len - sl >= 16)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(len - sl), de->d_name);
+		if (!ls_web_parse_pid(name, &n) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode) || st.st_uid != uid ||
+		    alive_in(c->ns_pid, n))
+			continue;
+		ls_json_object(j, NULL);
+		ls_json_u64(j, "pid", (uint64_t)n);
+		ls_json_u64(j, "in", (uint64_t)c->pid);
+		ls_json_str(j, "container", ls_container_name(c, name,
+							      sizeof(name)));
+		put_pm_file(j, dir, &st);
+	}
+	if (d)
+		closedir(d);
+}
+
+/*
+ * The containers this user may look into (root: all; else its own
+ * processes'), by one live process of each mount namespace not ours:
+ * their runtime dirs hold the post-mortem files of processes that ran
+ * there, named by the pids they had inside (docs/CONTAINERS.md).
+ */
+static void list_containers(struct ls_json *j)
+{
+	uint64_t seen[CONTAINERS_MAX];
+	struct ls_container c;
+	struct dirent *de;
+	size_t n = 0, i;
+	uid_t owner;
+	pid_t pid;
+	DIR *d = opendir("/proc");
+
+	while (d && n < CONTAINERS_MAX && (de = readdir(d))) {
+		if (!ls_web_parse_pid(de->d_name, &pid) ||
+		    ls_proc_uid(pid, &owner) ||
+		    (getuid() != 0 && owner != getuid()) ||
+		    ls_container_of(pid, &c) || !c.other_root)
+			continue;
+		for (i = 0; i < n && seen[i] != c.ns_mnt; i++)
+			;
+		if (i < n)
+			continue;
+		seen[n++] = c.ns_mnt;
+		list_container(j, &c);
+	}
+	if (d)
+		closedir(d);
+}
+
 int ls_web_postmortem_list(struct ls_json *j)
 {
 	glob_t g;
@@ -382,10 +485,27 @@ int ls_web_postmortem_list(struct ls_json *j)
 	for (i = 0; !r && i < g.gl_pathc; i++)
 		if (!seen_before(&g, i))
 			list_dir(j, g.gl_pathv[i]);
+	if (!r)
+		list_containers(j);
 	ls_json_end(j);
 	if (!r)
 		globfree(&g);
 	return r;
+}
+
+int ls_web_postmortem_load_in(pid_t beside, pid_t pid,
+			      struct ls_snapshot *snap, struct ls_web_reply *rep)
+{
+	char err[1024];
+	int r = ls_postmortem_load_in(beside, pid, snap, err, sizeof(err));
+
+	if (r == -ENOENT)
+		return ls_web_error(rep, 404, "%s", err);
+	if (r == -EACCES || r == -EPERM)
+		return ls_web_error(rep, 403, "%s", err);
+	if (r)
+		return ls_web_error(rep, 422, "%s", err);
+	return 0;
 }
 
 int ls_web_postmortem_load(pid_t pid, struct ls_snapshot *snap,

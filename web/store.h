@@ -39,5 +39,9 @@ int ls_web_postmortem_list(struct ls_json *j);
 /* Load pid's post-mortem file; 0 or an error reply's status. */
 int ls_web_postmortem_load(pid_t pid, struct ls_snapshot *snap,
 			   struct ls_web_reply *rep);
+/* The post-mortem file of the process that was pid in the container of
+ * live process beside (docs/CONTAINERS.md): as ls_web_postmortem_load. */
+int ls_web_postmortem_load_in(pid_t beside, pid_t pid,
+			      struct ls_snapshot *snap, struct ls_web_reply *rep);
 
 #endif

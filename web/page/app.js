@@ -126,6 +126,11 @@ function sparkline(canvas, points) {
 
 /* ------------------------------------------------------- side panels */
 
+/* "[NAME] " for a process in a container (docs/CONTAINERS.md), else "". */
+function inContainer(p) {
+  return p.container ? "[" + p.container.name + "] " : "";
+}
+
 function renderProcs(list) {
   const tb = $("procs").tBodies[0];
   tb.replaceChildren();
@@ -133,7 +138,8 @@ function renderProcs(list) {
     const spark = el("canvas", { class: "spark" });
     const tr = el("tr", { "data-pid": p.pid },
       el("td", { text: p.pid }),
-      el("td", { class: "cmd", text: p.command.join(" "), title: p.command.join(" ") }),
+      el("td", { class: "cmd", text: inContainer(p) + p.command.join(" "),
+                 title: inContainer(p) + p.command.join(" ") }),
       el("td", { class: "num", text: bytes(p.live_bytes) }),
       el("td", {}, spark));
     if (p.pid === state.pid) tr.classList.add("selected");
@@ -155,11 +161,14 @@ function renderPms(list) {
   /* the most recent few: old files stay for 7 days */
   const recent = list.postmortem.slice().sort((a, b) => b.mtime - a.mtime).slice(0, PM_SHOWN);
   for (const p of recent) {
+    /* one of a container's: the pid it had there, beside live pid "in" */
+    const where = p.in ? "[" + p.container + "] " : "";
     const tr = el("tr", {},
-      el("td", { text: p.pid }),
+      el("td", { text: where + p.pid }),
       el("td", { class: "num", text: bytes(p.bytes) }),
       el("td", { text: new Date(p.mtime * 1000).toLocaleString() }));
-    tr.addEventListener("click", () => select(p.pid, "postmortem"));
+    tr.addEventListener("click", () => select(p.in ? p.in + ":" + p.pid : p.pid,
+                                              "postmortem"));
     tb.append(tr);
   }
 }
@@ -191,7 +200,9 @@ function diffButton() {
 
 function sourcePath(view, query) {
   const kind = state.kind || "processes";
-  return kind + "/" + encodeURIComponent(state.pid) + "/" + view +
+  /* a container's post-mortem file is "IN:PID" */
+  const id = String(state.pid).split(":").map(encodeURIComponent).join(":");
+  return kind + "/" + id + "/" + view +
          (query ? "?" + query : "");
 }
 
@@ -211,7 +222,7 @@ function renderSummary(rep) {
     el("div", { class: "card" }, el("span", { class: "muted", text: k }),
        el("b", { text: v === undefined ? "-" : String(v) }))));
   $("proc-title").textContent = (rep.postmortem ? "post-mortem " : "") + "pid " +
-    rep.pid + "  " + (rep.command || []).join(" ");
+    rep.pid + "  " + inContainer(rep) + (rep.command || []).join(" ");
 }
 
 function siteRow(s) {
