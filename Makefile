@@ -23,7 +23,7 @@ B = build
 # interposed symbols exported, no dependency that drags symbols into the
 # target's global scope (libunwind is dlopen()ed RTLD_LOCAL at run time).
 AGENT_CFLAGS = $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec \
-	-fno-stack-protector -fomit-frame-pointer $(AGENT_OPT)
+	-fno-stack-protector -fomit-frame-pointer $(AGENT_OPT) -include agent/glibcver.h
 # Extra code generation flags for the agent alone, at compile and link
 # (empty by default).  docs/PERFORMANCE.md, "Issue 13: compiler options
 # for the agent", measured link-time optimization and the rest: fewer
@@ -122,7 +122,7 @@ ERL_TEST_OUT = $(if $(HAVE_EI),$(B)/erlang/test/leaky_nif.so $(B)/erlang/test/le
 
 all: $(B)/leakscope $(B)/libleakscope.so $(B)/leakscope.1 $(ERLANG_OUT)
 
-$(B)/common/cfi.o: common/cfi.c common/cfi.h
+$(B)/common/cfi.o: common/cfi.c common/cfi.h agent/glibcver.h
 	@mkdir -p $(@D)
 	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
 
