@@ -8,7 +8,9 @@ leaks of tests/workloads/basic.c and attach-target.c, tracked inside a
 minimal root file system made here (the program, the libraries ldd names
 and the loader, nothing else: no libm), entered by chroot in a private
 mount namespace with /proc mounted, via LD_PRELOAD and via `leakscope
-attach` from outside.
+attach` from outside.  A program built with musl-gcc (musl's loader
+named in its PT_INTERP, as `file` says) is refused by attach and by run
+with one line, and runs on unharmed.
 """
 import atexit
 import ctypes
@@ -231,3 +233,61 @@ def t_attach_minimal_root():
     ok("agent" not in err and "ld.so" not in err, "the target's stderr is "
        "free of loader and agent complaints", err)
 
+
+@once
+def musl_program():
+    need("musl-gcc")
+    d = tmpdir("leakscope-musl-")
+    src, prog = os.path.join(d, "echo.c"), os.path.join(d, "echo-musl")
+    with open(src, "w") as f:
+        f.write("#include <stdio.h>\n#include <stdlib.h>\n"
+                "int main(void) { char b[64];\n"
+                "  while (fgets(b, sizeof b, stdin)) {\n"
+                "    char *p = malloc(100); p[0] = b[0];\n"
+                "    printf(\"got %c\\n\", p[0]); fflush(stdout);\n"
+                "    if (b[0] == 'q') break; }\n  return 0; }\n")
+    r = subprocess.run(["musl-gcc", "-O2", "-o", prog, src],
+                       capture_output=True, timeout=TIMEOUT)
+    if r.returncode:
+        fail("musl-gcc", "status 0", r.stderr.decode())
+    interp = tool("readelf", "-l", prog)
+    ok("ld-musl" in interp, "the program's PT_INTERP is musl's loader", interp)
+    return prog
+
+
+@check("musl program: attach refuses with one line naming musl; the target goes on unharmed")
+def t_attach_musl():
+    ptrace_allowed()
+    prog = musl_program()
+    t = subprocess.Popen([prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        t.stdin.write(b"a\n")
+        t.stdin.flush()
+        first = readline(t.stdout, "the musl program answering")
+        a = cli(["attach", str(t.pid)], None, TIMEOUT)
+        t.stdin.write(b"b\nq\n")
+        t.stdin.flush()
+        rest = t.stdout.read().decode()
+        status = t.wait(timeout=TIMEOUT)
+    finally:
+        if t.poll() is None:
+            t.kill()
+            t.wait()
+    eq(a.returncode, 1, "leakscope attach's status (1: could not)")
+    err = a.stderr.decode()
+    eq(len(err.splitlines()), 1, "lines leakscope attach wrote (%r)" % err)
+    ok("musl" in err and "glibc" in err, "the line names musl and glibc", err)
+    eq(first + rest, "got a\ngot b\ngot q\n", "the target's output")
+    eq(status, 0, "the target's exit status")
+
+
+@check("musl program: run refuses with one line before starting it")
+def t_run_musl():
+    prog = musl_program()
+    r = cli(["run", prog], None, TIMEOUT, input=b"x\nq\n")
+    err = r.stderr.decode()
+    eq(r.returncode, 125, "leakscope run's status (125: cannot run that)")
+    eq(len(err.splitlines()), 1, "lines leakscope run wrote (%r)" % err)
+    ok("musl" in err and "glibc" in err, "the line names musl and glibc", err)
+    eq(r.stdout.decode(), "", "the program did not run")
