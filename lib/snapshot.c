@@ -1052,8 +1052,10 @@ void ls_snapshot_release(struct ls_snapshot *snap)
 		free(snap->argv[i]);
 	free(snap->argv);
 	free(snap->calls);
-	for (i = 0; i < snap->nmodules; i++)
+	for (i = 0; i < snap->nmodules; i++) {
 		free(snap->modules[i].path);
+		free(snap->modules[i].file);
+	}
 	free(snap->modules);
 	for (i = 0; i < snap->njit; i++)
 		free(snap->jit[i].name);

@@ -25,6 +25,9 @@ struct ls_module {
 	unsigned build_id_len;
 	uint8_t build_id[LSNAP_BUILD_ID_MAX];
 	char *path;		/* owned */
+	char *file;		/* owned, or NULL: where this process reads the
+				   module while it is mapped, when path may not
+				   lead to it (another mount namespace) */
 };
 
 /* A site's peak, temporaries and histograms (lsnap_site_stats). */

@@ -433,7 +433,9 @@ static void open_pooled(struct pooled *p, const struct ls_module *m)
 	int fd;
 
 	p->state = MOD_UNUSABLE;
-	fd = open_module_file(m->path);
+	fd = m->file ? open_module_file(m->file) : -1;
+	if (fd < 0)
+		fd = open_module_file(m->path);
 	if (fd < 0)
 		return;
 	p->dwfl = dwfl_begin(&offline_callbacks);
