@@ -10,7 +10,10 @@ and the loader, nothing else: no libm), entered by chroot in a private
 mount namespace with /proc mounted, via LD_PRELOAD and via `leakscope
 attach` from outside.  A program built with musl-gcc (musl's loader
 named in its PT_INTERP, as `file` says) is refused by attach and by run
-with one line, and runs on unharmed.
+with one line, and runs on unharmed.  `leakscope run` of a program that
+is pid 1 of its own PID and mount namespaces (`unshare --pid --fork
+--mount-proc`) reports it exactly, with the namespaces `readlink
+/proc/self/ns/*` gives inside.
 """
 import atexit
 import ctypes
@@ -291,3 +294,31 @@ def t_run_musl():
     eq(len(err.splitlines()), 1, "lines leakscope run wrote (%r)" % err)
     ok("musl" in err and "glibc" in err, "the line names musl and glibc", err)
     eq(r.stdout.decode(), "", "the program did not run")
+
+
+@check("run, the program pid 1 of new PID and mount namespaces: exact sites, its namespaces recorded")
+def t_run_pid_namespace():
+    need_root()
+    need("unshare")
+    prog = workload("basic")
+    r = cli(["run", "--follow-exec", "--format", "json", "--", "unshare",
+             "--pid", "--fork", "--mount-proc", "sh", "-c",
+             "readlink /proc/self/ns/pid /proc/self/ns/mnt; exec " + prog],
+            None, TIMEOUT)
+    eq(r.returncode, 0, "leakscope run's status (%s)" % r.describe())
+    inside = re.findall(r"^(pid|mnt):\[(\d+)\]$", r.stdout.decode(), re.M)
+    eq([k for k, _ in inside], ["pid", "mnt"], "readlink's lines inside")
+    reps = [json.loads(line) for line in r.stderr.decode().splitlines()
+            if line.startswith("{")]
+    mine = [x for x in reps if x.get("command") == [prog]]
+    eq(len(mine), 1, "reports of %s among %d" % (prog, len(reps)))
+    rep = mine[0]
+    eq(rep["pid"], 1, "its pid in its namespace")
+    eq(rep.get("namespaces"), {"pid": int(inside[0][1]),
+                               "mnt": int(inside[1][1])},
+       "the namespaces its report records")
+    ok(inside[0][1] != str(os.stat("/proc/self/ns/pid").st_ino),
+       "a PID namespace other than ours")
+    for fn, b, k in [("site_large", 65536, 1), ("site_medium", 8192, 2),
+                     ("site_ten", 1000, 10), ("site_small", 48, 3)]:
+        expect_site(rep, fn, prog, b, k)
