@@ -9,9 +9,9 @@
  * stat family (new versions in 2.33), getdents64 (2.30) and renameat2
  * (2.28) become the agent's own system calls below (sys.c), mallinfo2
  * and _dl_find_object are looked up at run time with a fallback
- * (figures.c, common/cfi.c), pthread_sigmask (2.32) is sigprocmask.  tests/integration/t_agent_deps.py fails if
- * the agent needs a version above GLIBC_2.17 or a library beyond libc
- * and the loader.
+ * (figures.c, common/cfi.c), pthread_sigmask (2.32) is sigprocmask.
+ * tests/integration/t_agent_images.py fails if the agent needs a version
+ * above GLIBC_2.17 or a library beyond libc and the loader.
  *
  * Before glibc 2.34 the dl* functions lived in libdl.so.2 and the
  * pthread ones below in libpthread.so.0, loaded only by programs that

@@ -866,12 +866,15 @@ uint64_t ls_cfi_rule_in(uint64_t lo, uint64_t hi, const void *eh_frame_hdr,
 static int (*find_object)(void *, struct dl_find_object *);
 static int find_object_looked;
 
+void ls_cfi_set_finder(void *fn)
+{
+	memcpy(&find_object, &fn, sizeof(fn));
+	__atomic_store_n(&find_object_looked, 1, __ATOMIC_RELEASE);
+}
+
 void ls_cfi_init(void)
 {
-	void *p = dlsym(RTLD_DEFAULT, "_dl_find_object");
-
-	memcpy(&find_object, &p, sizeof(p));
-	__atomic_store_n(&find_object_looked, 1, __ATOMIC_RELEASE);
+	ls_cfi_set_finder(dlsym(RTLD_DEFAULT, "_dl_find_object"));
 }
 
 /* dl_iterate_phdr's answer for the module holding pc: the span of its

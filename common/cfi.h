@@ -65,6 +65,9 @@ uint64_t ls_cfi_rule(uint64_t pc, int exact, int *cacheable);
  * and signal handlers).  ls_cfi_rule does it on its first call when
  * nobody did. */
 void ls_cfi_init(void);
+/* Use fn as _dl_find_object; NULL: the dl_iterate_phdr fallback, as
+ * before glibc 2.35 (tests/unit/t-agent-cfifind.c compares them). */
+void ls_cfi_set_finder(void *fn);
 
 /*
  * The same for a module this process can read but did not load itself:
