@@ -983,6 +983,8 @@ int ls_agent_start_attached(char *err, size_t errlen)
 	r = attach_once(err, errlen);
 	if (r)
 		return r;
+	ls_figures_init();	/* lookups with dlsym: here, not in a hook */
+	ls_cfi_init();
 	ls_modules_refresh();
 	ls_heapmodel_learn();
 	ls_agent.pid = getpid();
