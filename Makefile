@@ -23,7 +23,7 @@ B = build
 # interposed symbols exported, no dependency that drags symbols into the
 # target's global scope (libunwind is dlopen()ed RTLD_LOCAL at run time).
 AGENT_CFLAGS = $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec \
-	-fno-stack-protector -fomit-frame-pointer $(AGENT_OPT)
+	-fno-stack-protector -fomit-frame-pointer $(AGENT_OPT) -include agent/glibcver.h
 # Extra code generation flags for the agent alone, at compile and link
 # (empty by default).  docs/PERFORMANCE.md, "Hook cost: compiler options
 # for the agent", measured link-time optimization and the rest: fewer
@@ -34,7 +34,7 @@ AGENT_CFLAGS = $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-ex
 # (fat objects: the unit tests' archive, the report library's cfi.o and
 # the benchmarks then still link the agent's objects as plain code).
 AGENT_OPT ?=
-AGENT_LDLIBS = -ldl -lpthread -lm
+AGENT_LDLIBS = -ldl -lpthread
 
 # The report library (lib/) and the command (cli/) share flags.
 CLI_CFLAGS = $(CFLAGS_COMMON) -DLS_LIBDIR='"$(LIBDIR)"' -I/usr/include/libiberty
@@ -137,7 +137,7 @@ ifneq ($(HAVE_BPF),yes)
 	@echo "leakscope: building without eBPF tracing (leakscope trace): missing $(subst $(ls_space),$(ls_comma) ,$(BPF_MISSING))" >&2
 endif
 
-$(B)/common/cfi.o: common/cfi.c common/cfi.h
+$(B)/common/cfi.o: common/cfi.c common/cfi.h agent/glibcver.h
 	@mkdir -p $(@D)
 	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
 
@@ -263,6 +263,8 @@ $(B)/cli-lib.a: $(CLI_LIB_OBJ) $(BPF_OBJ)
 $(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/tap.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -fPIC -o $@ $< $(B)/agent-core.a $(AGENT_LDLIBS)
+# The agent has its own log and expm1; this test compares them with libm's.
+$(B)/tests/unit/t-agent-fmath: AGENT_LDLIBS += -lm
 
 # t-lib-*: the report library (lib/) alone; t-cli-*: the commands (cli/).
 $(B)/tests/unit/t-lib-%: tests/unit/t-lib-%.c $(REPORT_LIB) tests/unit/tap.h tests/unit/lib-selfmap.h

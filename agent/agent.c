@@ -19,6 +19,7 @@
 #include "control.h"
 #include "exec.h"
 #include "figures.h"
+#include "../common/cfi.h"
 #include "heapmodel.h"
 #include "live.h"
 #include "lockrank.h"
@@ -117,7 +118,7 @@ static void start_child_waker(void)
 	pthread_t th;
 
 	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
+	sigprocmask(SIG_BLOCK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 128 << 10);
@@ -127,7 +128,7 @@ static void start_child_waker(void)
 	if (pthread_create(&th, &attr, child_waker, NULL))
 		__atomic_store_n(&waker_state, WAKER_NONE, __ATOMIC_RELEASE);
 	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 /* The fork handlers' locks, by rank (lockrank.h). */
@@ -232,6 +233,21 @@ static void start_control(void)
 			      strerror(-r));
 }
 
+/* Does this process have every glibc function the agent calls?  Not when
+ * its glibc is older than 2.34 and the program did not load libdl.so.2
+ * or libpthread.so.0 (glibcver.h): one line says so, once. */
+static int glibc_complete(void)
+{
+	static int said;
+	const char *fn = ls_glibc_missing();
+
+	if (fn && !__atomic_exchange_n(&said, 1, __ATOMIC_ACQ_REL))
+		ls_state_note("agent off: this glibc has %s in libdl.so.2 or "
+			      "libpthread.so.0, which the program did not load; "
+			      "preload that library before the agent", fn);
+	return !fn;
+}
+
 /*
  * What tracking needs, done by whichever comes first: the agent's
  * constructor, or the first allocation the agent sees.  ld.so runs the
@@ -254,7 +270,13 @@ int ls_agent_core_start(void)
 		return ls_agent_on();
 	ls_guard_enter();
 	ls_real_init();
+	if (!glibc_complete()) {
+		__atomic_store_n(&ls_agent.state, LS_DISABLED, __ATOMIC_RELEASE);
+		goto out;
+	}
 	ls_state_read_config();
+	ls_figures_init();
+	ls_cfi_init();
 	if (ls_thread_init() || !ls_real.free) {
 		__atomic_store_n(&ls_agent.state, LS_DISABLED, __ATOMIC_RELEASE);
 		goto out;
@@ -290,7 +312,7 @@ static void ls_agent_start(void)
 	int saved = errno, expect = LS_OFF;
 
 	/* Loaded by `leakscope attach`: rest until leakscope_attach(). */
-	if (!ls_attach_preloaded()) {
+	if (!glibc_complete() || !ls_attach_preloaded()) {
 		__atomic_compare_exchange_n(&ls_agent.state, &expect, LS_DISABLED,
 					    0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 		return;

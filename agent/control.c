@@ -609,13 +609,13 @@ static int start_thread(void)
 
 	/* The thread takes no signal meant for the program. */
 	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
+	sigprocmask(SIG_BLOCK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 << 10);
 	r = -pthread_create(&th, &attr, control_main, NULL);
 	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	return r;
 }
 

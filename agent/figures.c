@@ -29,6 +29,44 @@ static ls_lock_t mi_lock = LS_LOCK_INIT;
 static struct lsnap_mallinfo mi_last;
 static uint64_t mi_last_ns, mi_next_mono, mi_skipped;
 
+/* glibc's mallinfo2 (2.33 on), looked up so that the agent loads into
+ * older ones (glibcver.h); there, mallinfo, whose int fields count
+ * modulo 4 GiB. */
+static struct mallinfo2 (*mallinfo2_fn)(void);
+static int mallinfo2_looked;
+
+void ls_figures_init(void)
+{
+	void *p = dlsym(RTLD_DEFAULT, "mallinfo2");
+
+	memcpy(&mallinfo2_fn, &p, sizeof(p));
+	__atomic_store_n(&mallinfo2_looked, 1, __ATOMIC_RELEASE);
+}
+
+static struct mallinfo2 count_mallinfo(void)
+{
+	struct mallinfo old;
+
+	if (!__atomic_load_n(&mallinfo2_looked, __ATOMIC_ACQUIRE))
+		ls_figures_init();
+	if (mallinfo2_fn)
+		return mallinfo2_fn();
+	/* deprecated for its int fields, the reason it is the fallback */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	old = mallinfo();
+#pragma GCC diagnostic pop
+	return (struct mallinfo2){
+		.arena = (unsigned)old.arena, .ordblks = (unsigned)old.ordblks,
+		.smblks = (unsigned)old.smblks, .hblks = (unsigned)old.hblks,
+		.hblkhd = (unsigned)old.hblkhd, .usmblks = (unsigned)old.usmblks,
+		.fsmblks = (unsigned)old.fsmblks,
+		.uordblks = (unsigned)old.uordblks,
+		.fordblks = (unsigned)old.fordblks,
+		.keepcost = (unsigned)old.keepcost,
+	};
+}
+
 void ls_figures_mallinfo(struct lsnap_mallinfo *m)
 {
 	struct mallinfo2 mi;
@@ -43,7 +81,7 @@ void ls_figures_mallinfo(struct lsnap_mallinfo *m)
 		return;
 	}
 	ls_unlock(&mi_lock);
-	mi = mallinfo2();
+	mi = count_mallinfo();
 	t1 = ls_now_ns(CLOCK_MONOTONIC);
 	*m = (struct lsnap_mallinfo){
 		.arena = mi.arena, .ordblks = mi.ordblks, .smblks = mi.smblks,

@@ -32,6 +32,10 @@ void ls_figures_calls(struct lsnap_call *out);
 #define LS_MALLINFO_SLOW_NS 1000000ull	/* 1 ms */
 #define LS_MALLINFO_DUTY 1000
 void ls_figures_mallinfo(struct lsnap_mallinfo *m);
+/* Look up mallinfo2 (glibc 2.33 on; mallinfo before).  At the agent's
+ * start, outside hooks: dlsym may allocate.  The first count does it when
+ * nobody did. */
+void ls_figures_init(void);
 /* How long the last count took, and how many calls were answered
  * without counting (tests/unit/t-agent-figures.c). */
 void ls_figures_mallinfo_ration(uint64_t *last_ns, uint64_t *skipped);

@@ -641,12 +641,14 @@ uint32_t ls_pm_period_ms(void)
 }
 
 /* renameat2(RENAME_NOREPLACE), plain renameat where the file system
- * cannot say (EINVAL); 0 or -errno. */
+ * cannot say (EINVAL) or the kernel is older than 3.15 (ENOSYS); 0 or
+ * -errno. */
 static int rename_new(int from, const char *name, int to)
 {
 	if (!renameat2(from, name, to, name, RENAME_NOREPLACE))
 		return 0;
-	if (errno == EINVAL && !renameat(from, name, to, name))
+	if ((errno == EINVAL || errno == ENOSYS) &&
+	    !renameat(from, name, to, name))
 		return 0;
 	return -errno;
 }

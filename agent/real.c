@@ -112,6 +112,25 @@ static int def_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/* *arg, an address of the agent, becomes the agent's load address: no
+ * dladdr, which a glibc before 2.34 keeps in libdl.so.2. */
+static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t *at = arg;
+
+	(void)size;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && *at >= lo && *at - lo < ph->p_memsz) {
+			*at = info->dlpi_addr;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /*
  * The definition that the program's PLT stub leads to, read from the
  * objects' own dynamic symbol tables: no dlsym (a dependency's link map
@@ -127,18 +146,25 @@ static void *definition_after_program(const char *name)
 		.ldso = (uintptr_t)getauxval(AT_BASE),
 		.vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR),
 	};
-	Dl_info info;
+	uintptr_t here = (uintptr_t)definition_after_program;
 
-	if (!dladdr((void *)definition_after_program, &info))
+	if (!dl_iterate_phdr(self_cb, &here))
 		return NULL;
-	f.self = (uintptr_t)info.dli_fbase;
+	f.self = here;
 	dl_iterate_phdr(def_cb, &f);
 	return f.found;
 }
 
 static void *lookup_in(void *scope, const char *name)
 {
-	void *p = dlsym(scope, name);
+	void *p;
+
+	/* A glibc before 2.34 whose program did not load libdl.so.2: the
+	 * objects' own tables still say where the program's calls lead,
+	 * and the agent turns itself off (glibcver.h) but forwards. */
+	if (!dlsym || !dladdr1)
+		return definition_after_program(name);
+	p = dlsym(scope, name);
 
 	/* RTLD_NEXT from the preloaded agent never sees the program. */
 	if (scope == RTLD_NEXT || !p || is_definition(p))

@@ -2,7 +2,7 @@
  * sample.c - byte sampling.
  */
 #include <errno.h>
-#include <math.h>
+#include "fmath.h"
 #include "lockrank.h"
 #include "sample.h"
 #include "sys.h"
@@ -62,7 +62,7 @@ static uint64_t gap(struct ls_thread *t)
 {
 	/* u in (0, 1]: never log(0). */
 	double u = ((next_u64(t) >> 11) + 1) * (1.0 / 9007199254740992.0);
-	double g = -log(u) * (double)ls_sample_rate;
+	double g = -ls_log(u) * (double)ls_sample_rate;
 
 	return g < 1 ? 1 : g > 1e18 ? (uint64_t)1e18 : (uint64_t)g;
 }
@@ -172,7 +172,7 @@ void ls_sample_est_sampled(uint64_t size, int64_t *bytes, int64_t *blocks)
 		*blocks = LS_SAMPLE_SCALE;
 		return;
 	}
-	p = -expm1(-(double)size / (double)ls_sample_rate);
-	*bytes = (int64_t)llround((double)size * LS_SAMPLE_SCALE / p);
-	*blocks = (int64_t)llround(LS_SAMPLE_SCALE / p);
+	p = -ls_expm1(-(double)size / (double)ls_sample_rate);
+	*bytes = ls_llround((double)size * LS_SAMPLE_SCALE / p);
+	*blocks = ls_llround(LS_SAMPLE_SCALE / p);
 }

@@ -10,10 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 #include "../common/attach.h"
+#include "../common/cfi.h"
 #include "../common/contract.h"
 #include "agent.h"
 #include "attach.h"
 #include "control.h"
+#include "figures.h"
 #include "heapmodel.h"
 #include "guard.h"
 #include "modules.h"
@@ -114,6 +116,8 @@ int ls_agent_start_attached(char *err, size_t errlen)
 	r = attach_once(err, errlen);
 	if (r)
 		return r;
+	ls_figures_init();	/* lookups with dlsym: here, not in a hook */
+	ls_cfi_init();
 	ls_modules_refresh();
 	ls_heapmodel_learn();
 	ls_agent.pid = getpid();
@@ -153,7 +157,11 @@ struct ls_attach_result *leakscope_attach(const char *settings)
 	ls_guard_enter();
 	memset(res, 0, sizeof(*res));
 	res->version = LS_ATTACH_VERSION;
-	if (ls_attach_preloaded())
+	if (ls_glibc_missing())
+		attach_fail(res, "this glibc has dlsym or pthread_create in "
+			    "libdl.so.2 or libpthread.so.0, which the program "
+			    "did not load");
+	else if (ls_attach_preloaded())
 		res->status = LS_ATTACH_PRELOADED;
 	else if (ls_agent_on())
 		res->status = LS_ATTACH_ACTIVE;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "state.h"
 #include "arena.h"
@@ -220,6 +221,23 @@ static void put_attach(struct writer *w)
 		return;
 	record(w, LSNAP_ATTACH, sizeof(a));
 	put(w, &a, sizeof(a));
+}
+
+/* Which PID and mount namespaces the pid and paths of this snapshot are
+ * in, for a reader outside them (docs/CONTAINERS.md). */
+static void put_namespaces(struct writer *w)
+{
+	struct lsnap_namespaces n = { 0 };
+	struct stat st;
+
+	if (!stat("/proc/self/ns/pid", &st))
+		n.pid_ns = st.st_ino;
+	if (!stat("/proc/self/ns/mnt", &st))
+		n.mnt_ns = st.st_ino;
+	if (!n.pid_ns && !n.mnt_ns)
+		return;
+	record(w, LSNAP_NAMESPACES, sizeof(n));
+	put(w, &n, sizeof(n));
 }
 
 static void put_dropped(struct writer *w, const struct sums *s)
@@ -724,6 +742,7 @@ static int write_snapshot(int fd, enum lsnap_reason reason, int with_blocks,
 	put_mallinfo(w, res);
 	put_unwind(w);
 	put_attach(w);
+	put_namespaces(w);
 	put_notes(w);
 	put_modules(w, res);
 	ret = res ? walk_frozen(w, &sums, with_blocks, res) :

@@ -174,3 +174,37 @@ void ls_sys_wait_thread_gone(pid_t tid)
 	for (i = 0; i < 5000 && !syscall(SYS_tgkill, getpid(), tid, 0); i++)
 		ls_sys_sleep_ms(1);
 }
+
+/* The functions glibcver.h redirects here: the system calls themselves,
+ * which glibc only gave newer symbol versions. */
+int stat(const char *path, struct stat *st)
+{
+	return (int)syscall(SYS_newfstatat, AT_FDCWD, path, st, 0);
+}
+
+int lstat(const char *path, struct stat *st)
+{
+	return (int)syscall(SYS_newfstatat, AT_FDCWD, path, st,
+			    AT_SYMLINK_NOFOLLOW);
+}
+
+int fstat(int fd, struct stat *st)
+{
+	return (int)syscall(SYS_fstat, fd, st);
+}
+
+int fstatat(int dir, const char *name, struct stat *st, int flags)
+{
+	return (int)syscall(SYS_newfstatat, dir, name, st, flags);
+}
+
+ssize_t getdents64(int fd, void *buf, size_t len)
+{
+	return syscall(SYS_getdents64, fd, buf, len);
+}
+
+int renameat2(int from, const char *name, int to, const char *newname,
+	      unsigned int flags)
+{
+	return (int)syscall(SYS_renameat2, from, name, to, newname, flags);
+}

@@ -501,10 +501,12 @@ static void note_losses(struct trace *tr)
 /* ------------------------------------------------------------------ */
 /* Setup and the loop.                                                 */
 
-/* The libc the process maps (what memleak probes without -O). */
-static int find_libc(int pid, char *out, size_t len)
+/* The libc the process maps (what memleak probes without -O): its path
+ * as the maps name it, and its first mapping's /proc/PID/map_files link
+ * into file (pid not 0). */
+static int find_libc(int pid, char *out, size_t len, char *file, size_t cap)
 {
-	char buf[4400], path[4200];
+	char buf[4400], path[4200], range[64];
 	FILE *f;
 	int found = 0;
 
@@ -513,16 +515,18 @@ static int find_libc(int pid, char *out, size_t len)
 	if (!f)
 		return -1;
 	while (!found && fgets(buf, sizeof(buf), f))
-		if (sscanf(buf, "%*s %*s %*s %*s %*s %4199s", path) == 1 &&
-		    strstr(ls_sym_basename(path), "libc.so"))
+		if (sscanf(buf, "%63s %*s %*s %*s %*s %4199s", range, path) == 2 &&
+		    strstr(ls_sym_basename(path), "libc.so")) {
 			found = snprintf(out, len, "%s", path) > 0;
+			snprintf(file, cap, "/proc/%d/map_files/%s", pid, range);
+		}
 	fclose(f);
 	return found ? 0 : -1;
 }
 
 static int resolve_obj(struct trace *tr, char *buf, size_t len)
 {
-	char tmp[4300];
+	char tmp[4300], file[128];
 
 	if (tr->t.what != LS_TRACE_ALLOC)
 		return 0;
@@ -536,13 +540,19 @@ static int resolve_obj(struct trace *tr, char *buf, size_t len)
 	}
 	/* A command is held before its libc is mapped: probe ours, which
 	 * is the one its loader will map. */
-	if (find_libc(tr->argv ? 0 : tr->t.pid, tmp, sizeof(tmp))) {
+	if (find_libc(tr->argv ? 0 : tr->t.pid, tmp, sizeof(tmp), file,
+		      sizeof(file))) {
 		ls_error("no libc in pid %d: give the allocator with -O",
 			 tr->t.pid);
 		return -1;
 	}
+	/* Another process's: the very file it mapped (map_files, found
+	 * whatever mount namespace or chroot it lives in; the kernel places
+	 * the probes on that inode), else its view of the path. */
 	if (tr->argv)
 		snprintf(buf, len, "%s", tmp);
+	else if (!access(file, R_OK))
+		snprintf(buf, len, "%s", file);
 	else
 		snprintf(buf, len, "/proc/%d/root%s", tr->t.pid, tmp);
 	tr->t.obj = buf;

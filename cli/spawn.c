@@ -65,6 +65,23 @@ int ls_resolve_command(const char *name, char *out, size_t cap)
 	return found_other ? -EACCES : -ENOENT;
 }
 
+/* Why the loader a PT_INTERP names cannot load the glibc-built agent
+ * (musl's: it would fail to start the program), or NULL. */
+static const char *foreign_loader(int fd, const Elf64_Phdr *ph)
+{
+	static char why[PATH_MAX + 96];
+	char interp[PATH_MAX];
+	size_t len = ph->p_filesz < sizeof(interp) ? ph->p_filesz : sizeof(interp) - 1;
+	ssize_t n = pread(fd, interp, len, (off_t)ph->p_offset);
+
+	interp[n > 0 ? n : 0] = 0;
+	if (!strstr(interp, "musl"))
+		return NULL;
+	snprintf(why, sizeof(why), "it runs on musl libc (its loader is %s), "
+		 "not glibc: the agent cannot load into it", interp);
+	return why;
+}
+
 /*
  * Can LD_PRELOAD reach this program?  Not if it is statically linked, of
  * another ELF class, or setuid/setgid to someone else (the loader then
@@ -76,6 +93,7 @@ static const char *untraceable_at(const char *path, int depth)
 	unsigned char buf[512];
 	Elf64_Ehdr eh;
 	struct stat st;
+	const char *why;
 	ssize_t n;
 	int fd, i;
 
@@ -115,8 +133,9 @@ static const char *untraceable_at(const char *path, int depth)
 		    != sizeof(ph))
 			break;
 		if (ph.p_type == PT_INTERP) {
+			why = foreign_loader(fd, &ph);
 			close(fd);
-			return NULL;
+			return why;
 		}
 	}
 	close(fd);

@@ -13,6 +13,7 @@
  * section 6.4 (call frame information), section 2.5 (expressions).
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <string.h>
 #include "cfi.h"
 
@@ -860,16 +861,88 @@ uint64_t ls_cfi_rule_in(uint64_t lo, uint64_t hi, const void *eh_frame_hdr,
 	return cfi_rule_from_fde(&m, exact ? pc : pc - 1, pc, exact);
 }
 
-uint64_t ls_cfi_rule(uint64_t pc, int exact, int *cacheable)
+/* glibc's _dl_find_object, looked up: it came in 2.35, and the agent
+ * loads into older ones (agent/glibcver.h). */
+static int (*find_object)(void *, struct dl_find_object *);
+static int find_object_looked;
+
+void ls_cfi_set_finder(void *fn)
+{
+	memcpy(&find_object, &fn, sizeof(fn));
+	__atomic_store_n(&find_object_looked, 1, __ATOMIC_RELEASE);
+}
+
+void ls_cfi_init(void)
+{
+	ls_cfi_set_finder(dlsym(RTLD_DEFAULT, "_dl_find_object"));
+}
+
+/* dl_iterate_phdr's answer for the module holding pc: the span of its
+ * PT_LOAD segments and its PT_GNU_EH_FRAME, as _dl_find_object gives. */
+struct cfi_phdr_find {
+	uint64_t pc, lo, hi;
+	const void *hdr;
+};
+
+static int cfi_phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct cfi_phdr_find *f = arg;
+	uint64_t lo = UINT64_MAX, hi = 0, base = info->dlpi_addr;
+	const void *hdr = NULL;
+	int in = 0;
+
+	(void)size;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t a = base + ph->p_vaddr;
+
+		if (ph->p_type == PT_GNU_EH_FRAME)
+			hdr = (const void *)(uintptr_t)a;
+		if (ph->p_type != PT_LOAD)
+			continue;
+		lo = a < lo ? a : lo;
+		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+		in |= f->pc >= a && f->pc - a < ph->p_memsz;
+	}
+	if (!in)
+		return 0;
+	f->lo = lo;
+	f->hi = hi;
+	f->hdr = hdr;
+	return 1;
+}
+
+static int cfi_find(uint64_t at, uint64_t *lo, uint64_t *hi, const void **hdr)
 {
 	struct dl_find_object fo;
-	uint64_t at = exact ? pc : pc - 1;
+	struct cfi_phdr_find f = { .pc = at };
+
+	if (!__atomic_load_n(&find_object_looked, __ATOMIC_ACQUIRE))
+		ls_cfi_init();
+	if (find_object) {
+		if (find_object((void *)(uintptr_t)at, &fo) != 0)
+			return -1;
+		*lo = (uint64_t)(uintptr_t)fo.dlfo_map_start;
+		*hi = (uint64_t)(uintptr_t)fo.dlfo_map_end;
+		*hdr = fo.dlfo_eh_frame;
+		return 0;
+	}
+	if (!dl_iterate_phdr(cfi_phdr_cb, &f))
+		return -1;
+	*lo = f.lo;
+	*hi = f.hi;
+	*hdr = f.hdr;
+	return 0;
+}
+
+uint64_t ls_cfi_rule(uint64_t pc, int exact, int *cacheable)
+{
+	uint64_t lo, hi;
+	const void *hdr;
 
 	*cacheable = 0;
-	if (_dl_find_object((void *)(uintptr_t)at, &fo) != 0)
+	if (cfi_find(exact ? pc : pc - 1, &lo, &hi, &hdr))
 		return cfi_simple(LS_CFI_STOP);
 	*cacheable = 1;
-	return ls_cfi_rule_in((uint64_t)(uintptr_t)fo.dlfo_map_start,
-			      (uint64_t)(uintptr_t)fo.dlfo_map_end,
-			      fo.dlfo_eh_frame, pc, exact);
+	return ls_cfi_rule_in(lo, hi, hdr, pc, exact);
 }

@@ -56,8 +56,18 @@ union ls_cfi_rule {
  * bounded to its mapping; no allocation, no lock (_dl_find_object is
  * async-signal-safe), errno untouched.  Safe in allocation hooks and
  * signal handlers.  Costs about a microsecond: cache the result.
+ * _dl_find_object came in glibc 2.35: before, the module comes from
+ * dl_iterate_phdr, which takes the loader's lock (not signal-safe).
  */
 uint64_t ls_cfi_rule(uint64_t pc, int exact, int *cacheable);
+
+/* Look up _dl_find_object (dlsym may allocate: at start, outside hooks
+ * and signal handlers).  ls_cfi_rule does it on its first call when
+ * nobody did. */
+void ls_cfi_init(void);
+/* Use fn as _dl_find_object; NULL: the dl_iterate_phdr fallback, as
+ * before glibc 2.35 (tests/unit/t-agent-cfifind.c compares them). */
+void ls_cfi_set_finder(void *fn);
 
 /*
  * The same for a module this process can read but did not load itself:

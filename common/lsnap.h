@@ -80,6 +80,8 @@ enum lsnap_tag {
 				   `leakscope snapshot` */
 	LSNAP_REACH_HELD = 32,	/* struct lsnap_reach_held, per pair of
 				   sites, with LSNAP_REACH */
+	LSNAP_NAMESPACES = 33,	/* struct lsnap_namespaces, at most once:
+				   the namespaces the process ran in */
 	LSNAP_END = 0xffff,	/* struct lsnap_end, last */
 };
 
@@ -184,6 +186,14 @@ struct lsnap_agent_memory {
 struct lsnap_attach {
 	uint64_t wall_ns;	/* CLOCK_REALTIME when tracking began */
 	uint64_t mono_ns;	/* CLOCK_MONOTONIC, same moment */
+} __attribute__((packed));
+
+/* The inode numbers of /proc/self/ns/pid and /proc/self/ns/mnt when the
+ * snapshot was written (0: unknown): the header's pid is in that PID
+ * namespace, which is the host's only when pid_ns is 0xEFFFFFFC. */
+struct lsnap_namespaces {
+	uint64_t pid_ns;
+	uint64_t mnt_ns;
 } __attribute__((packed));
 
 #define LSNAP_BUILD_ID_MAX 32

@@ -60,6 +60,7 @@ struct ctx {
 	int mem;		/* /proc/PID/mem */
 	int rootfd;		/* /proc/PID/root (O_PATH): its files */
 	struct mod libc, ldso, agent;
+	char musl[256];		/* a musl libc or loader mapped, or "" */
 	uint64_t bp[NBP];
 	uint8_t bp_byte[NBP];
 	int bp_in;
@@ -161,6 +162,9 @@ static void note_mapping(struct ctx *c, uint64_t start, uint64_t end,
 		c->ldso.end = end;
 	if (off)
 		return;
+	if (strstr(path, "musl") && (!strncmp(b, "ld-", 3) ||
+				     !strncmp(b, "libc", 4)) && !c->musl[0])
+		snprintf(c->musl, sizeof(c->musl), "%s", path);
 	if (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-2.", 7))
 		m = &c->libc;
 	else if (!strncmp(b, "ld-linux-x86-64.so", 18) || !strncmp(b, "ld-2.", 5))
@@ -182,6 +186,7 @@ static int read_maps(struct ctx *c)
 	memset(&c->libc, 0, sizeof(c->libc));
 	memset(&c->ldso, 0, sizeof(c->ldso));
 	memset(&c->agent, 0, sizeof(c->agent));
+	c->musl[0] = 0;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)c->pid);
 	fp = fopen(path, "re");
 	if (!fp)
@@ -294,6 +299,12 @@ static int preflight(struct ctx *c)
 	r = read_maps(c);
 	if (r)
 		return r;
+	/* The agent is built for glibc: its libc.so.6 and loader (a musl
+	 * process has neither; it could only fail, or worse). */
+	if (c->musl[0])
+		return FAIL(c, -ENOEXEC, "pid %d runs on musl libc (%s), not "
+			    "glibc: the agent cannot load into it", (int)c->pid,
+			    c->musl);
 	if (!c->ldso.base)
 		return FAIL(c, -ENOEXEC, "pid %d has no dynamic loader mapped", (int)c->pid);
 	if (!c->libc.base)

@@ -102,6 +102,12 @@ void ls_json_process(struct ls_json *j, const struct ls_snapshot *s)
 		put_time(j, "attached", s->attach.wall_ns);
 	else
 		ls_json_null(j, "attached");
+	if (s->has_namespaces) {
+		ls_json_object(j, "namespaces");
+		ls_json_u64(j, "pid", s->namespaces.pid_ns);
+		ls_json_u64(j, "mnt", s->namespaces.mnt_ns);
+		ls_json_end(j);
+	}
 	ls_json_ms(j, "uptime_ms", h->mono_ns > h->start_mono_ns ?
 		   h->mono_ns - h->start_mono_ns : 0);
 	ls_json_u64(j, "threads", h->nthreads);

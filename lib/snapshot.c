@@ -86,6 +86,7 @@ struct parse {
 	size_t payload_cap;
 	int seen_header, seen_command, seen_totals, seen_peak, seen_mallinfo;
 	int seen_attach, seen_reach, seen_dropped, seen_agent_memory;
+	int seen_namespaces;
 	int seen_reach_heur, seen_reach_how;
 	int seen_history, seen_unwind, seen_notes;
 	struct lsnap_reach_site *rsites;	/* attached after END */
@@ -198,6 +199,7 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_SITE_HISTORY: return "site history";
 	case LSNAP_UNWIND: return "unwind";
 	case LSNAP_ATTACH: return "attach";
+	case LSNAP_NAMESPACES: return "namespaces";
 	case LSNAP_REACH: return "reachability";
 	case LSNAP_REACH_SITE: return "site reachability";
 	case LSNAP_REACH_HEUR: return "heuristics";
@@ -661,6 +663,10 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 		return parse_fixed(p, tag, len, &p->seen_attach,
 				   &s->has_attach, &s->attach,
 				   sizeof(s->attach));
+	case LSNAP_NAMESPACES:
+		return parse_fixed(p, tag, len, &p->seen_namespaces,
+				   &s->has_namespaces, &s->namespaces,
+				   sizeof(s->namespaces));
 	case LSNAP_REACH:
 		return parse_fixed(p, tag, len, &p->seen_reach,
 				   &s->has_reach, &s->reach, sizeof(s->reach));
@@ -1081,8 +1087,10 @@ void ls_snapshot_release(struct ls_snapshot *snap)
 		free(snap->argv[i]);
 	free(snap->argv);
 	free(snap->calls);
-	for (i = 0; i < snap->nmodules; i++)
+	for (i = 0; i < snap->nmodules; i++) {
 		free(snap->modules[i].path);
+		free(snap->modules[i].file);
+	}
 	free(snap->modules);
 	for (i = 0; i < snap->njit; i++)
 		free(snap->jit[i].name);

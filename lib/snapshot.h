@@ -26,6 +26,9 @@ struct ls_module {
 	unsigned build_id_len;
 	uint8_t build_id[LSNAP_BUILD_ID_MAX];
 	char *path;		/* owned */
+	char *file;		/* owned, or NULL: where this process reads the
+				   module while it is mapped, when path may not
+				   lead to it (another mount namespace) */
 };
 
 /* A site's peak, temporaries and histograms (lsnap_site_stats). */
@@ -100,6 +103,8 @@ struct ls_snapshot {
 	struct lsnap_mallinfo mallinfo;
 	struct lsnap_unwind unwind;
 	struct lsnap_attach attach;
+	int has_namespaces;	/* the writer's PID and mount namespaces */
+	struct lsnap_namespaces namespaces;
 	int has_reach;		/* from a reachability check */
 	struct lsnap_reach reach;
 	int has_reach_heur;	/* ... that says what valgrind's heuristics

@@ -39,6 +39,7 @@ struct sc_mod {
 	uint64_t lo, hi, bias;
 	uint32_t gen_from, gen_to;
 	char *path;
+	char *file;		/* /proc/PID/map_files/LO-HI of its mapping */
 	struct sc_img *img;
 };
 
@@ -156,9 +157,16 @@ static void img_free(struct sc_img *im)
 	free(im);
 }
 
-/* The image of the file at path (the process's view of it first), shared
- * by every module with the same build id. */
-static struct sc_img *img_get(struct ls_stackcopy *sc, const char *path)
+/*
+ * The image of the file at path, mapped by the process through file (its
+ * /proc/PID/map_files link), shared by every module with the same build
+ * id.  The mapped file itself first: in a container the path the maps
+ * name may lead nowhere from here (a chroot's, seen from outside it, or
+ * a root that is mounted only in its own namespace); then the process's
+ * view of the path, then ours.
+ */
+static struct sc_img *img_get(struct ls_stackcopy *sc, const char *path,
+			      const char *file)
 {
 	struct sc_img *im = calloc(1, sizeof(*im)), **grown;
 	char buf[4200];
@@ -166,8 +174,10 @@ static struct sc_img *img_get(struct ls_stackcopy *sc, const char *path)
 	size_t i;
 	int fd;
 
+	fd = open(file, O_RDONLY | O_CLOEXEC);
 	snprintf(buf, sizeof(buf), "/proc/%d/root%s", sc->pid, path);
-	fd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open(buf, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (!im || fd < 0)
@@ -254,15 +264,18 @@ static int mod_known(struct ls_stackcopy *sc, uint64_t lo, const char *path)
 	return 0;
 }
 
-static void mod_add(struct ls_stackcopy *sc, uint64_t lo, uint64_t off,
-		    const char *path)
+static void mod_add(struct ls_stackcopy *sc, uint64_t lo, uint64_t hi,
+		    uint64_t off, const char *path)
 {
 	struct sc_img *im;
 	struct sc_mod m = { .gen_from = sc->gen, .gen_to = LSNAP_GEN_LOADED };
+	char file[96];
 
 	if (mod_known(sc, lo, path))
 		return;
-	im = img_get(sc, path);
+	snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", sc->pid,
+		 (unsigned long long)lo, (unsigned long long)hi);
+	im = img_get(sc, path, file);
 	if (!im || mod_place(&m, im, lo, off) < 0)
 		return;
 	if (sc->nmods == sc->capmods) {
@@ -275,8 +288,12 @@ static void mod_add(struct ls_stackcopy *sc, uint64_t lo, uint64_t off,
 		sc->capmods = cap;
 	}
 	m.path = strdup(path);
-	if (!m.path)
+	m.file = strdup(file);
+	if (!m.path || !m.file) {
+		free(m.path);
+		free(m.file);
 		return;
+	}
 	m.img = im;
 	sc->mods[sc->nmods++] = m;
 }
@@ -301,7 +318,7 @@ static int maps_read(struct ls_stackcopy *sc)
 		if (strstr(path, " (deleted)") || !strcmp(path, last))
 			continue;
 		snprintf(last, sizeof(last), "%s", path);
-		mod_add(sc, lo, off, path);
+		mod_add(sc, lo, hi, off, path);
 	}
 	fclose(f);
 	return 0;
@@ -338,8 +355,10 @@ void ls_stackcopy_free(struct ls_stackcopy *sc)
 
 	if (!sc)
 		return;
-	for (i = 0; i < sc->nmods; i++)
+	for (i = 0; i < sc->nmods; i++) {
 		free(sc->mods[i].path);
+		free(sc->mods[i].file);
+	}
 	for (i = 0; i < sc->nimgs; i++)
 		img_free(sc->imgs[i]);
 	free(sc->mods);
@@ -394,8 +413,12 @@ int ls_stackcopy_modules(const struct ls_stackcopy *sc,
 		d->build_id_len = m->img->idlen;
 		memcpy(d->build_id, m->img->id, m->img->idlen);
 		d->path = strdup(m->path);
-		if (!d->path)
+		d->file = strdup(m->file);
+		if (!d->path || !d->file) {
+			free(d->path);
+			free(d->file);
 			return -ENOMEM;
+		}
 		snap->nmodules++;
 	}
 	return 0;

@@ -492,7 +492,9 @@ static void open_pooled(struct pooled *p, const struct ls_snapshot *snap,
 	int fd;
 
 	p->state = MOD_UNUSABLE;
-	fd = open_target_file(snap, m->path);
+	fd = m->file ? open_module_file(m->file) : -1;
+	if (fd < 0)
+		fd = open_target_file(snap, m->path);
 	if (fd < 0)
 		return;
 	p->dwfl = dwfl_begin(&offline_callbacks);

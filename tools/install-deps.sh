@@ -15,7 +15,8 @@ set -e
 # Rust-built programs, the C library's debug file (libc6-dbg) for frames named
 # through a build-id debug file, Prometheus and Alertmanager for the metrics
 # exporter, systemd-nspawn (systemd-container) as a real container runtime,
-# PyYAML (python3-yaml) to parse the Kubernetes manifest in deploy/.
+# PyYAML (python3-yaml) to parse the Kubernetes manifest in deploy/, musl-gcc
+# (musl-tools) for a program the glibc-built agent must refuse.
 PKGS="gcc g++ make pkg-config libc6-dev libdw-dev libelf-dev libiberty-dev \
 zlib1g-dev libunwind8 python3 perl git sqlite3 tmux \
 clang llvm libbpf-dev bpftool bpftrace \
@@ -24,7 +25,7 @@ libmicrohttpd-dev libjs-chart.js \
 chromium fonts-dejavu-core golang-go valgrind redis-server redis-tools libjemalloc2 nginx-light \
 heaptrack zstd \
 libclang-rt-14-dev rustc libc6-dbg prometheus prometheus-alertmanager systemd-container \
-python3-yaml"
+python3-yaml musl-tools"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
