@@ -14,6 +14,8 @@
 #include <sys/ucontext.h>
 #include <sys/uio.h>
 #include "../common/cfi.h"
+#include "../common/lsnap.h"
+#include "codemap.h"
 #include "sys.h"
 #include "unwind.h"
 
@@ -1074,6 +1076,83 @@ static struct uw_tcache *uw_nodes(struct uw_tcache *tc, uint64_t hi)
 }
 
 /*
+ * JIT code: where the CFI walk reaches a pc that no module holds (so
+ * no CFI describes it), the frame-pointer chain from the walk's %rbp may go on:
+ * runtimes that keep frame pointers in their JIT code (the BEAM with
+ * +JPperf true or map, V8) link each frame, [fp] the caller's fp, [fp + 8]
+ * its return address.  Each step is checked: fp aligned; at or above sp
+ * when on the walk's stack, else in memory probed readable (an Erlang
+ * process's stack is on its heap); above the fp before it, by less than
+ * UW_FP_STEP_MAX; the return address in executable memory (codemap.h).
+ * A step whose frame is on the walk's own stack hands the walk back to
+ * CFI (*g, return 1): the caller may be C code.  Otherwise the frames go
+ * to o and 0 is returned.
+ *
+ * A chain is kept only whole: ended by a 0 fp (the runtime's outermost
+ * frame), by the hand-back, or by a full o.  A runtime without frame
+ * pointers leaves a stale %rbp, which can lead to a real but older
+ * frame: the BEAM without them (+JPperf dump or false) gives an Erlang
+ * function three calls up as the NIF's caller, then a word that is no
+ * frame.  A chain that breaks off is dropped, and a LSNAP_FRAME_STOP_NOFP
+ * frame says where the walk had to stop.  Never on the path of code in
+ * modules.
+ */
+#define UW_FP_STEP_MAX (1ull << 20)
+
+__attribute__((noinline))
+static int uw_fp_walk(struct uw_regs *g, struct uw_out *o)
+{
+	uint64_t fp = g->rbp, last = 0, wlo = 0, whi = 0, ra, nfp, page;
+	int n0 = o->n, skip0 = o->skip;
+
+	while (o->n < o->max) {
+		if ((fp & 7) || fp - UW_PAGE >= UW_USER_MAX - UW_PAGE ||
+		    fp <= last || (last && fp - last > UW_FP_STEP_MAX))
+			break;
+		if (fp >= g->lo && fp < g->hi) {
+			if (fp < g->sp || !uw_in(fp + 8, fp, g->hi))
+				break;
+		} else if (fp < wlo || fp + 16 > whi) {
+			/* Page by page: a chain spans a page or two, and a
+			 * wider probe would fault in pages the program never
+			 * touched (process_vm_readv pins what it reads). */
+			page = fp & ~(UW_PAGE - 1);
+			if (page != whi || fp < wlo)
+				wlo = whi = page;
+			while (whi < fp + 16 && uw_probe(whi, 1) == 1)
+				whi += UW_PAGE;
+			if (fp + 16 > whi)
+				break;
+		}
+		ra = uw_load(fp + 8);
+		nfp = uw_load(fp);
+		if (ra - UW_PAGE >= UW_USER_MAX - UW_PAGE ||
+		    !ls_codemap_has(ra - 1))
+			break;
+		if (fp >= g->lo && fp < g->hi) {
+			*g = (struct uw_regs){ ra, fp + 16, nfp, g->lo, g->hi,
+					       g->sp0, g->hi0 };
+			return 1;
+		}
+		if (o->skip > 0)
+			o->skip--;
+		else
+			o->pcs[o->n++] = ra;
+		if (!nfp)
+			return 0;
+		last = fp;
+		fp = nfp;
+	}
+	if (o->n == o->max)
+		return 0;
+	o->n = n0;
+	o->skip = skip0;
+	if (!o->skip)
+		o->pcs[o->n++] = LSNAP_FRAME_STOP_NOFP;
+	return 0;
+}
+
+/*
  * Walk from w's state, emitting into o, through the frame cache when the
  * walk is on the thread's stack.  One long function on purpose: the chain
  * from one frame to the next (pc -> cached rule -> CFA -> return address
@@ -1131,6 +1210,26 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 		if (ls_unlikely(LS_CFI_KIND(r.f.bits) != LS_CFI_FRAME)) {
 			if (LS_CFI_KIND(r.f.bits) == LS_CFI_SIGNAL && w->rec)
 				w->rec->bad = 1;
+			if (LS_CFI_KIND(r.f.bits) == LS_CFI_NOMODULE) {
+				/* No CFI: frame pointers, not kept (the
+				 * record holds none of the words read) */
+				if (w->rec)
+					w->rec->bad = w->rec->nosfx = 1;
+				o->n = n;
+				o->skip = skip;
+				g = (struct uw_regs){ pc, sp, rbp, lo, hi,
+						      w->sp, w->hi0 };
+				if (!uw_fp_walk(&g, o))
+					return o->n;
+				n = o->n;
+				skip = o->skip;
+				pc = g.pc;
+				sp = g.sp;
+				rbp = g.rbp;
+				exact = 0;
+				tc = NULL;
+				goto emit;
+			}
 			if (!uw_special(w, exact ? NULL : tc, r.word, pc, sp,
 					rbp, lo, hi, prev, &g))
 				break;
@@ -1836,4 +1935,5 @@ void ls_unwind_atfork_child(void)
 	for (tc = uw_registry; tc; tc = tc->next)
 		if (tc != uw_self.tc)
 			tc->in_use = 0;
+	ls_codemap_atfork_child();
 }

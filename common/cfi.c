@@ -867,7 +867,7 @@ uint64_t ls_cfi_rule(uint64_t pc, int exact, int *cacheable)
 
 	*cacheable = 0;
 	if (_dl_find_object((void *)(uintptr_t)at, &fo) != 0)
-		return cfi_simple(LS_CFI_STOP);
+		return cfi_simple(LS_CFI_NOMODULE);
 	*cacheable = 1;
 	return ls_cfi_rule_in((uint64_t)(uintptr_t)fo.dlfo_map_start,
 			      (uint64_t)(uintptr_t)fo.dlfo_map_end,

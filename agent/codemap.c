@@ -1,0 +1,148 @@
+/*
+ * codemap.c - the process's executable mappings, for the unwinder's
+ * frame-pointer walk through JIT code.  See codemap.h.
+ *
+ * The table is published with a sequence count: odd while a reading of
+ * /proc/self/maps rewrites it, so a lookup that meets a rewrite, or
+ * whose copy of a range changed under it, answers "not code" (its walk
+ * ends one frame early) rather than wait in a hook.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#include "codemap.h"
+#include "sys.h"
+
+struct cm_range {
+	uint64_t lo, hi;
+};
+
+static struct cm_range cm_tab[LS_CODEMAP_MAX];
+static uint32_t cm_n;
+static uint32_t cm_seq;		/* odd while the table is rewritten */
+static uint32_t cm_gen = 1;	/* bumped by ls_codemap_changed() */
+static uint32_t cm_read_gen;	/* the cm_gen the table was read at */
+static int cm_busy;		/* a reading runs */
+
+void ls_codemap_changed(void)
+{
+	__atomic_add_fetch(&cm_gen, 1, __ATOMIC_RELEASE);
+}
+
+/* The hexadecimal number at *p, which moves past it. */
+static uint64_t cm_hex(const char **p, const char *end)
+{
+	uint64_t v = 0;
+	unsigned d;
+
+	for (; *p < end; (*p)++) {
+		d = (unsigned)(**p - '0') <= 9 ? (unsigned)(**p - '0') :
+		    (unsigned)(**p - 'a') <= 5 ? (unsigned)(**p - 'a' + 10) : 16;
+		if (d == 16)
+			break;
+		v = v << 4 | d;
+	}
+	return v;
+}
+
+/* One line of the maps file, [p, end) without its '\n': "lo-hi perms ...".
+ * An executable one is appended to the table while there is room. */
+static void cm_line(const char *p, const char *end)
+{
+	uint64_t lo = cm_hex(&p, end), hi;
+
+	if (p >= end || *p++ != '-')
+		return;
+	hi = cm_hex(&p, end);
+	if (end - p < 4 || p[0] != ' ' || p[3] != 'x' || hi <= lo ||
+	    cm_n == LS_CODEMAP_MAX)
+		return;
+	__atomic_store_n(&cm_tab[cm_n].lo, lo, __ATOMIC_RELAXED);
+	__atomic_store_n(&cm_tab[cm_n].hi, hi, __ATOMIC_RELAXED);
+	__atomic_store_n(&cm_n, cm_n + 1, __ATOMIC_RELAXED);
+}
+
+/* Read /proc/self/maps into the table (the file lists mappings in address
+ * order, so the table comes out sorted).  The caller holds cm_busy. */
+static void cm_read(uint32_t gen)
+{
+	char buf[1024];
+	size_t have = 0;
+	const char *nl, *p;
+	ssize_t k;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	__atomic_add_fetch(&cm_seq, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&cm_n, 0, __ATOMIC_RELAXED);
+	while (fd >= 0 &&
+	       ((k = read(fd, buf + have, sizeof(buf) - have)) > 0 ||
+		(k < 0 && errno == EINTR))) {
+		have += k > 0 ? (size_t)k : 0;
+		p = buf;
+		while ((nl = memchr(p, '\n', (size_t)(buf + have - p)))) {
+			cm_line(p, nl);
+			p = nl + 1;
+		}
+		have -= (size_t)(p - buf);
+		memmove(buf, p, have);
+		if (have == sizeof(buf))
+			have = 0;	/* a line longer than buf: its range
+					 * was read, the path is dropped */
+	}
+	if (fd >= 0)
+		close(fd);
+	cm_read_gen = gen;
+	__atomic_add_fetch(&cm_seq, 1, __ATOMIC_RELEASE);
+}
+
+/* Look addr up in the table: 1 code, 0 not, -1 the table was changing. */
+static int cm_find(uint64_t addr)
+{
+	uint32_t seq = __atomic_load_n(&cm_seq, __ATOMIC_ACQUIRE);
+	uint32_t lo = 0, hi, mid;
+	int found;
+
+	if (seq & 1)
+		return -1;
+	hi = __atomic_load_n(&cm_n, __ATOMIC_RELAXED);
+	if (hi > LS_CODEMAP_MAX)
+		return -1;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (__atomic_load_n(&cm_tab[mid].lo, __ATOMIC_RELAXED) <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	found = lo && addr < __atomic_load_n(&cm_tab[lo - 1].hi,
+					     __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&cm_seq, __ATOMIC_RELAXED) == seq ? found : -1;
+}
+
+int ls_codemap_has(uint64_t addr)
+{
+	uint32_t gen = __atomic_load_n(&cm_gen, __ATOMIC_ACQUIRE);
+	int saved = errno, r = cm_find(addr);
+
+	if (r != 0 || gen == __atomic_load_n(&cm_read_gen, __ATOMIC_RELAXED))
+		return r > 0;
+	if (__atomic_exchange_n(&cm_busy, 1, __ATOMIC_ACQUIRE))
+		return 0;	/* another thread reads it now */
+	cm_read(gen);
+	__atomic_store_n(&cm_busy, 0, __ATOMIC_RELEASE);
+	r = cm_find(addr);
+	errno = saved;
+	return r > 0;
+}
+
+void ls_codemap_atfork_child(void)
+{
+	if (cm_seq & 1) {	/* cut short: empty, read at the next miss */
+		cm_n = 0;
+		cm_read_gen = 0;
+		cm_seq++;
+	}
+	cm_busy = 0;
+}
