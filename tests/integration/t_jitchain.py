@@ -167,6 +167,15 @@ def t_text():
         eq(names[:4], CHAIN, "the [beam jit] lines of the stack")
 
 
+def render_to(fmt, name):
+    """The node's snapshot rendered in fmt into a file: its path."""
+    snap, _, _, tmp = node()
+    path = os.path.join(tmp, name)
+    r = harness.cli(["report", "--format", fmt, "--output", path, snap])
+    expect_status(r, 0, "leakscope report --format " + fmt)
+    return path
+
+
 def svg_paths(path):
     """Each frame of the flame graph as its path of labels from the root."""
     root = ET.parse(path).getroot()
@@ -186,10 +195,7 @@ def svg_paths(path):
 @check("SVG: the flame graph stacks leak_outer/1, leak_middle/1, "
        "leak_inner/1, call_nif_shared under leaky_keep's tower")
 def t_svg():
-    snap, _, _, tmp = node()
-    out = os.path.join(tmp, "graph.svg")
-    r = harness.cli(["report", "--format", "svg", "--output", out, snap])
-    expect_status(r, 0, "leakscope report --format svg")
+    out = render_to("svg", "graph.svg")
     want = ["%s [beam jit]" % n for n in reversed(CHAIN)]
     towers = [p for p in svg_paths(out) if p[-1].startswith("leaky_keep")]
     ok(towers, "a frame of leaky_keep in the flame graph", out)
@@ -202,10 +208,7 @@ def t_svg():
 @check("pprof: go tool pprof -traces shows the Erlang chain in the "
        "NIF's samples")
 def t_pprof():
-    snap, _, _, tmp = node()
-    path = os.path.join(tmp, "node.pb.gz")
-    r = harness.cli(["report", "--format", "pprof", "--output", path, snap])
-    expect_status(r, 0, "leakscope report --format pprof")
+    path = render_to("pprof", "node.pb.gz")
     text = pprof("-traces", "-sample_index=inuse_space", path)
     blocks = [b for b in text.split("-----------+")[1:] if "leaky_keep" in b]
     ok(blocks, "a -traces sample through leaky_keep", shorten(text))
