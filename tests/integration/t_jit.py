@@ -16,6 +16,13 @@ from harness import (check, once, eq, ok, Skip, BUILD, leakscope,
 TEST_EBIN = os.path.join(BUILD, "erlang", "test")
 
 
+def unlink_dump(pid):
+    """+JPperf true writes a jitdump beside the map: not left in /tmp."""
+    dump = "/tmp/jit-%d.dump" % pid
+    if os.path.exists(dump):
+        os.unlink(dump)
+
+
 @once
 def run():
     if not shutil.which("erl"):
@@ -38,6 +45,7 @@ def run():
                 entries.append((int(m.group(1), 16), int(m.group(2), 16),
                                 m.group(3)))
     os.unlink(path)
+    unlink_dump(rep["pid"])
     return rep, entries
 
 
@@ -103,6 +111,7 @@ def t_other_owner():
     expect_status(r, 0, "erl whose perf map a stranger owns")
     rep2 = root_report(r)
     os.unlink("/tmp/perf-%d.map" % rep2["pid"])
+    unlink_dump(rep2["pid"])
     frames = [f for s in rep2["sites"] for f in s["frames"]]
     ok(not any(f.get("module") == "beam jit" for f in frames),
        "no frame named from the stranger's map")
@@ -147,6 +156,7 @@ def t_snapshot_keeps():
         os.killpg(node.pid, 9)
         node.wait()
     os.unlink(path)
+    unlink_dump(pid)
     rep = harness.cli_json(["report", "--format", "json", snap])
     sites = [s for s in rep["sites"] if any(
         f.get("function") == "leaky_keep" for f in s["frames"])]

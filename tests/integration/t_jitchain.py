@@ -41,6 +41,27 @@ def read_map(path):
     return entries
 
 
+def read_jitdump(path):
+    """The JIT_CODE_LOAD records of a jitdump (perf's format), as
+    (code address, size, name)."""
+    import struct
+    with open(path, "rb") as f:
+        d = f.read()
+    magic, version, hsize = struct.unpack_from("<III", d, 0)
+    eq((magic, version), (0x4A695444, 1), "the jitdump's magic and version")
+    loads, off = [], hsize
+    while off + 16 <= len(d):
+        rid, total = struct.unpack_from("<II", d, off)
+        if total < 16 or off + total > len(d):
+            break
+        if rid == 0:
+            addr, size = struct.unpack_from("<QQ", d, off + 32)
+            end = d.index(b"\0", off + 56)
+            loads.append((addr, size, d[off + 56:end].decode()))
+        off += total
+    return loads
+
+
 def wait_port(port):
     for _ in range(100):
         s = socket.socket()
@@ -231,8 +252,8 @@ def t_beam():
 
 
 @check("without frame pointers (+JPperf dump: a jitdump, no perf map, no "
-       "frame pointers in OTP 25) the stack ends at the JIT fragment with "
-       "a stop frame saying why, not with a stale frame")
+       "frame pointers in OTP 25) the stack ends at the JIT fragment, named "
+       "from the jitdump, with a stop frame saying why, not a stale frame")
 def t_no_fp():
     node()      # the Skip conditions
     r = harness.leakscope(
@@ -242,7 +263,10 @@ def t_no_fp():
     expect_status(r, 0, "erl +JPperf dump under leakscope run")
     rep = harness.root_report(r)
     dump = "/tmp/jit-%d.dump" % rep["pid"]
-    if os.path.exists(dump):
+    ok(os.path.exists(dump), "the BEAM wrote its jitdump", dump)
+    try:
+        loads = read_jitdump(dump)
+    finally:
         os.unlink(dump)
     for s in leaky_sites(rep):
         frames = s["frames"]
@@ -252,6 +276,12 @@ def t_no_fp():
                         "unsigned long*), erl_module_nif*)")
         eq(len(frames), i + 3, "the NIF's frames, the fragment, the stop "
            "frame: " + str(names))
+        pc = int(frames[i + 1]["address"], 16) - 1
+        eq([(frames[i + 1]["function"], frames[i + 1]["module"],
+             frames[i + 1]["offset"])],
+           [(name, "jit", pc + 1 - lo) for lo, size, name in loads
+            if lo <= pc < lo + size],
+           "the fragment, named as the jitdump's code load names it")
         eq((frames[-1]["function"], frames[-1]["module"], frames[-1]["text"]),
            ("unwinding stopped: code without CFI or frame pointers",
             "leakscope",
