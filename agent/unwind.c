@@ -1076,8 +1076,9 @@ static struct uw_tcache *uw_nodes(struct uw_tcache *tc, uint64_t hi)
 }
 
 /*
- * JIT code: where the CFI walk reaches a pc that no module holds (so
- * no CFI describes it), the frame-pointer chain from the walk's %rbp may go on:
+ * JIT code: where the CFI walk reaches a pc that no CFI describes (no
+ * module holds it, or its module has no CFI for it: V8's builtins in the
+ * node binary), the frame-pointer chain from the walk's %rbp may go on:
  * runtimes that keep frame pointers in their JIT code (the BEAM with
  * +JPperf true or map, V8) link each frame, [fp] the caller's fp, [fp + 8]
  * its return address.  Each step is checked: fp aligned; at or above sp
@@ -1094,13 +1095,14 @@ static struct uw_tcache *uw_nodes(struct uw_tcache *tc, uint64_t hi)
  * frame: the BEAM without them (+JPperf dump or false) gives an Erlang
  * function three calls up as the NIF's caller, then a word that is no
  * frame.  A chain that breaks off is dropped, and a LSNAP_FRAME_STOP_NOFP
- * frame says where the walk had to stop.  Never on the path of code in
- * modules.
+ * frame says where the walk had to stop (mark: for a pc in no module
+ * only; a module's code without CFI is most often an outermost frame,
+ * _start or a context's start).  Never on the path of code with CFI.
  */
 #define UW_FP_STEP_MAX (1ull << 20)
 
 __attribute__((noinline))
-static int uw_fp_walk(struct uw_regs *g, struct uw_out *o)
+static int uw_fp_walk(struct uw_regs *g, struct uw_out *o, int mark)
 {
 	uint64_t fp = g->rbp, last = 0, wlo = 0, whi = 0, ra, nfp, page;
 	int n0 = o->n, skip0 = o->skip;
@@ -1147,7 +1149,7 @@ static int uw_fp_walk(struct uw_regs *g, struct uw_out *o)
 		return 0;
 	o->n = n0;
 	o->skip = skip0;
-	if (!o->skip)
+	if (mark && !o->skip)
 		o->pcs[o->n++] = LSNAP_FRAME_STOP_NOFP;
 	return 0;
 }
@@ -1210,7 +1212,8 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 		if (ls_unlikely(LS_CFI_KIND(r.f.bits) != LS_CFI_FRAME)) {
 			if (LS_CFI_KIND(r.f.bits) == LS_CFI_SIGNAL && w->rec)
 				w->rec->bad = 1;
-			if (LS_CFI_KIND(r.f.bits) == LS_CFI_NOMODULE) {
+			if (LS_CFI_KIND(r.f.bits) == LS_CFI_NOMODULE ||
+			    LS_CFI_KIND(r.f.bits) == LS_CFI_STOP) {
 				/* No CFI: frame pointers, not kept (the
 				 * record holds none of the words read) */
 				if (w->rec)
@@ -1219,7 +1222,8 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 				o->skip = skip;
 				g = (struct uw_regs){ pc, sp, rbp, lo, hi,
 						      w->sp, w->hi0 };
-				if (!uw_fp_walk(&g, o))
+				if (!uw_fp_walk(&g, o, LS_CFI_KIND(r.f.bits) ==
+						    LS_CFI_NOMODULE))
 					return o->n;
 				n = o->n;
 				skip = o->skip;
