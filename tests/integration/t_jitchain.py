@@ -23,43 +23,12 @@ import harness
 from harness import (check, once, eq, ok, fail, Skip, BUILD, LEAKSCOPE,
                      free_port, run_process, expect_status, shorten)
 from gopprof import pprof
+from perfmaps import read_map, read_jitdump
 
 TEST_EBIN = os.path.join(BUILD, "erlang", "test")
 COOKIE = "leakscope-jitchain-cookie-7731"
 CHAIN = ["global::call_nif_shared", "leaky_nif:leak_inner/1",
          "leaky_nif:leak_middle/1", "leaky_nif:leak_outer/1"]
-
-
-def read_map(path):
-    entries = []
-    with open(path) as f:
-        for line in f:
-            m = re.match(r"^(?:0x)?([0-9a-f]+) ([0-9a-f]+) (.+)$", line)
-            if m:
-                entries.append((int(m.group(1), 16), int(m.group(2), 16),
-                                m.group(3).lstrip("$")))
-    return entries
-
-
-def read_jitdump(path):
-    """The JIT_CODE_LOAD records of a jitdump (perf's format), as
-    (code address, size, name)."""
-    import struct
-    with open(path, "rb") as f:
-        d = f.read()
-    magic, version, hsize = struct.unpack_from("<III", d, 0)
-    eq((magic, version), (0x4A695444, 1), "the jitdump's magic and version")
-    loads, off = [], hsize
-    while off + 16 <= len(d):
-        rid, total = struct.unpack_from("<II", d, off)
-        if total < 16 or off + total > len(d):
-            break
-        if rid == 0:
-            addr, size = struct.unpack_from("<QQ", d, off + 32)
-            end = d.index(b"\0", off + 56)
-            loads.append((addr, size, d[off + 56:end].decode()))
-        off += total
-    return loads
 
 
 def wait_port(port):
@@ -119,7 +88,7 @@ def node():
                             cookie, "--interval", "0.3", "--count", "6",
                             "--format", "json"], timeout=60,
                            env=harness.agent_env(tmp, epmd_env))
-        entries = read_map("/tmp/perf-%d.map" % pid)
+        entries = read_map("/tmp/perf-%d.map" % pid, strip_beam=True)
     finally:
         for p in reversed(procs):
             os.killpg(p.pid, 9)
@@ -266,6 +235,7 @@ def t_no_fp():
     ok(os.path.exists(dump), "the BEAM wrote its jitdump", dump)
     try:
         loads = read_jitdump(dump)
+        ok(loads is not None, "a jitdump of perf's format", dump)
     finally:
         os.unlink(dump)
     for s in leaky_sites(rep):

@@ -15,6 +15,7 @@ import tempfile
 
 import harness
 from harness import check, once, eq, ok, Skip, BUILD, expect_status, shorten
+from perfmaps import read_map
 
 SCRIPT = """\
 const keep = [];
@@ -53,13 +54,7 @@ def run():
         r = harness.cli(["snapshot", str(pid), "-o", snap],
                         env=harness.agent_env(tmp))
         expect_status(r, 0, "leakscope snapshot of node")
-        entries = []
-        with open(path) as f:
-            for l in f:
-                m = re.match(r"^(?:0x)?([0-9a-f]+) ([0-9a-f]+) (.+)$", l)
-                if m:
-                    entries.append((int(m.group(1), 16),
-                                    int(m.group(2), 16), m.group(3)))
+        entries = read_map(path)
     finally:
         os.killpg(p.pid, 9)
         p.wait()
