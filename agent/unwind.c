@@ -7,6 +7,7 @@
  * Everything above the "outside hooks" section may run inside an
  * allocation hook or a signal handler.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -1084,7 +1085,8 @@ static struct uw_tcache *uw_nodes(struct uw_tcache *tc, uint64_t hi)
  * its return address.  Each step is checked: fp aligned; at or above sp
  * when on the walk's stack, else in memory probed readable (an Erlang
  * process's stack is on its heap); above the fp before it, by less than
- * UW_FP_STEP_MAX; the return address in executable memory (codemap.h).
+ * UW_FP_STEP_MAX; the return address in a module or executable memory
+ * (codemap.h).
  * A step whose frame is on the walk's own stack hands the walk back to
  * CFI (*g, return 1): the caller may be C code.  Otherwise the frames go
  * to o and 0 is returned.
@@ -1100,6 +1102,17 @@ static struct uw_tcache *uw_nodes(struct uw_tcache *tc, uint64_t hi)
  * _start or a context's start).  Never on the path of code with CFI.
  */
 #define UW_FP_STEP_MAX (1ull << 20)
+
+/* A return address found by a frame pointer: in a loaded module (one
+ * dlopen()ed after codemap.c last read the mappings included), or in
+ * executable memory. */
+static int uw_fp_code(uint64_t a)
+{
+	struct dl_find_object fo;
+
+	return _dl_find_object((void *)(uintptr_t)a, &fo) == 0 ||
+	       ls_codemap_has(a);
+}
 
 __attribute__((noinline))
 static int uw_fp_walk(struct uw_regs *g, struct uw_out *o, int mark)
@@ -1128,8 +1141,7 @@ static int uw_fp_walk(struct uw_regs *g, struct uw_out *o, int mark)
 		}
 		ra = uw_load(fp + 8);
 		nfp = uw_load(fp);
-		if (ra - UW_PAGE >= UW_USER_MAX - UW_PAGE ||
-		    !ls_codemap_has(ra - 1))
+		if (ra - UW_PAGE >= UW_USER_MAX - UW_PAGE || !uw_fp_code(ra - 1))
 			break;
 		if (fp >= g->lo && fp < g->hi) {
 			*g = (struct uw_regs){ ra, fp + 16, nfp, g->lo, g->hi,
