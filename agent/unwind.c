@@ -1110,12 +1110,13 @@ static int uw_fp_code(uint64_t a)
 {
 	struct dl_find_object fo;
 
-	return _dl_find_object((void *)(uintptr_t)a, &fo) == 0 ||
-	       ls_codemap_has(a);
+	return ls_codemap_has(a) ||
+	       _dl_find_object((void *)(uintptr_t)a, &fo) == 0;
 }
 
 __attribute__((noinline))
-static int uw_fp_walk(struct uw_regs *g, struct uw_out *o, int mark)
+static int uw_fp_walk(struct uw_regs *g, struct uw_out *o, int mark,
+		      struct uw_rec *rc)
 {
 	uint64_t fp = g->rbp, last = 0, wlo = 0, whi = 0, ra, nfp, page;
 	int n0 = o->n, skip0 = o->skip;
@@ -1141,6 +1142,13 @@ static int uw_fp_walk(struct uw_regs *g, struct uw_out *o, int mark)
 		}
 		ra = uw_load(fp + 8);
 		nfp = uw_load(fp);
+		/* The memo keeps a walk whose words are all on its stack. */
+		if (rc && fp >= g->lo && fp < g->hi) {
+			uw_rec_word(rc, fp, nfp);
+			uw_rec_word(rc, fp + 8, ra);
+		} else if (rc) {
+			rc->bad = 1;
+		}
 		if (ra - UW_PAGE >= UW_USER_MAX - UW_PAGE || !uw_fp_code(ra - 1))
 			break;
 		if (fp >= g->lo && fp < g->hi) {
@@ -1226,17 +1234,22 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 				w->rec->bad = 1;
 			if (LS_CFI_KIND(r.f.bits) == LS_CFI_NOMODULE ||
 			    LS_CFI_KIND(r.f.bits) == LS_CFI_STOP) {
-				/* No CFI: frame pointers, not kept (the
-				 * record holds none of the words read) */
-				if (w->rec)
-					w->rec->bad = w->rec->nosfx = 1;
+				/* No CFI: frame pointers, from this %rbp,
+				 * their words recorded for the memo (no
+				 * suffix: the frame log does not follow). */
+				if (w->rec) {
+					uw_rec_use_rbp(w->rec);
+					w->rec->nosfx = 1;
+				}
 				o->n = n;
 				o->skip = skip;
 				g = (struct uw_regs){ pc, sp, rbp, lo, hi,
 						      w->sp, w->hi0 };
 				if (!uw_fp_walk(&g, o, LS_CFI_KIND(r.f.bits) ==
-						    LS_CFI_NOMODULE))
+						LS_CFI_NOMODULE, w->rec))
 					return o->n;
+				if (w->rec)	/* %rbp from a recorded word */
+					w->rec->rbp_from = UW_RBP_FIXED;
 				n = o->n;
 				skip = o->skip;
 				pc = g.pc;
