@@ -46,7 +46,8 @@ def wait_port(port):
 
 @once
 def node():
-    """Snapshot, live perf map and `leakscope beam` JSON of the node."""
+    """Snapshot, live perf map and `leakscope beam` JSON of the node, and
+    (node.postmortem) the report of its post-mortem file once killed."""
     if not shutil.which("erl") or not shutil.which("epmd"):
         raise Skip("erl is not installed (Debian erlang-nox)")
     if not os.path.exists(os.path.join(TEST_EBIN, "leaky_nif.so")):
@@ -94,10 +95,15 @@ def node():
             os.killpg(p.pid, 9)
             p.wait()
         if pid:
+            # Killed: its post-mortem file, reported while the map the
+            # BEAM leaves in /tmp is still there.
+            pm = harness.cli(["report", "--postmortem", "--format", "json",
+                              str(pid)], env=harness.agent_env(tmp))
             for f in ("/tmp/perf-%d.map" % pid, "/tmp/jit-%d.dump" % pid):
                 if os.path.exists(f):
                     os.unlink(f)
     expect_status(beam, 0, "leakscope beam lsjit")
+    node.postmortem = pm
     return snap, entries, json.loads(beam.stdout), tmp
 
 
@@ -257,3 +263,13 @@ def t_no_fp():
             "leakscope",
             "unwinding stopped: code without CFI or frame pointers "
             "[leakscope]"), "the stop frame")
+
+
+@check("report --postmortem of the killed node names the same chain")
+def t_postmortem():
+    node()
+    expect_status(node.postmortem, 0, "leakscope report --postmortem")
+    rep = json.loads(node.postmortem.stdout)
+    for s in leaky_sites(rep):
+        names = [f.get("function") for f in s["frames"]]
+        eq(chain_after_fragment(names), CHAIN, "the post-mortem site's frames")
