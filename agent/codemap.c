@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "codemap.h"
 #include "sys.h"
@@ -70,13 +71,16 @@ static void cm_read(uint32_t gen)
 	char buf[1024];
 	size_t have = 0;
 	const char *nl, *p;
-	ssize_t k;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	long k;
+	/* Bare system calls: open() and read() are cancellation points,
+	 * and this may run in an allocation hook. */
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps",
+			      O_RDONLY | O_CLOEXEC);
 
 	__atomic_add_fetch(&cm_seq, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&cm_n, 0, __ATOMIC_RELAXED);
 	while (fd >= 0 &&
-	       ((k = read(fd, buf + have, sizeof(buf) - have)) > 0 ||
+	       ((k = syscall(SYS_read, fd, buf + have, sizeof(buf) - have)) > 0 ||
 		(k < 0 && errno == EINTR))) {
 		have += k > 0 ? (size_t)k : 0;
 		p = buf;
@@ -91,7 +95,7 @@ static void cm_read(uint32_t gen)
 					 * was read, the path is dropped */
 	}
 	if (fd >= 0)
-		close(fd);
+		syscall(SYS_close, fd);
 	cm_read_gen = gen;
 	__atomic_add_fetch(&cm_seq, 1, __ATOMIC_RELEASE);
 }
