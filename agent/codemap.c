@@ -26,6 +26,14 @@ static uint32_t cm_gen = 1;	/* bumped by ls_codemap_changed() */
 static uint32_t cm_read_gen;	/* the cm_gen the table was read at */
 static int cm_busy;		/* a reading runs */
 
+/* Per thread (initial-exec TLS), the range of the last hit: a walk's
+ * return addresses fall in one or two mappings (the JIT's, the runtime's
+ * text), so most lookups end here.  Valid while cm_gen is gen. */
+static __thread struct {
+	uint64_t lo, hi;
+	uint32_t gen;
+} cm_last;
+
 void ls_codemap_changed(void)
 {
 	__atomic_add_fetch(&cm_gen, 1, __ATOMIC_RELEASE);
@@ -100,8 +108,9 @@ static void cm_read(uint32_t gen)
 	__atomic_add_fetch(&cm_seq, 1, __ATOMIC_RELEASE);
 }
 
-/* Look addr up in the table: 1 code, 0 not, -1 the table was changing. */
-static int cm_find(uint64_t addr)
+/* Look addr up in the table: 1 code (its range in *lo, *hi), 0 not, -1
+ * the table was changing. */
+static int cm_find(uint64_t addr, uint64_t *rlo, uint64_t *rhi)
 {
 	uint32_t seq = __atomic_load_n(&cm_seq, __ATOMIC_ACQUIRE);
 	uint32_t lo = 0, hi, mid;
@@ -119,8 +128,12 @@ static int cm_find(uint64_t addr)
 		else
 			hi = mid;
 	}
-	found = lo && addr < __atomic_load_n(&cm_tab[lo - 1].hi,
-					     __ATOMIC_RELAXED);
+	found = 0;
+	if (lo) {
+		*rlo = __atomic_load_n(&cm_tab[lo - 1].lo, __ATOMIC_RELAXED);
+		*rhi = __atomic_load_n(&cm_tab[lo - 1].hi, __ATOMIC_RELAXED);
+		found = addr < *rhi;
+	}
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	return __atomic_load_n(&cm_seq, __ATOMIC_RELAXED) == seq ? found : -1;
 }
@@ -128,16 +141,31 @@ static int cm_find(uint64_t addr)
 int ls_codemap_has(uint64_t addr)
 {
 	uint32_t gen = __atomic_load_n(&cm_gen, __ATOMIC_ACQUIRE);
-	int saved = errno, r = cm_find(addr);
+	uint64_t lo = 0, hi = 0;
+	int saved, r;
 
-	if (r != 0 || gen == __atomic_load_n(&cm_read_gen, __ATOMIC_RELAXED))
-		return r > 0;
-	if (__atomic_exchange_n(&cm_busy, 1, __ATOMIC_ACQUIRE))
-		return 0;	/* another thread reads it now */
-	cm_read(gen);
-	__atomic_store_n(&cm_busy, 0, __ATOMIC_RELEASE);
-	r = cm_find(addr);
-	errno = saved;
+	if (addr - cm_last.lo < cm_last.hi - cm_last.lo && cm_last.gen == gen)
+		return 1;
+	r = cm_find(addr, &lo, &hi);
+	if (r == 0 && gen != __atomic_load_n(&cm_read_gen, __ATOMIC_RELAXED)) {
+		if (__atomic_exchange_n(&cm_busy, 1, __ATOMIC_ACQUIRE))
+			return 0;	/* another thread reads it now */
+		saved = errno;
+		cm_read(gen);
+		__atomic_store_n(&cm_busy, 0, __ATOMIC_RELEASE);
+		errno = saved;
+		r = cm_find(addr, &lo, &hi);
+	}
+	if (r > 0) {	/* the range before gen: a signal handler's lookup
+			 * between these stores finds gen stale, or the
+			 * range whole */
+		cm_last.gen = gen - 1;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		cm_last.lo = lo;
+		cm_last.hi = hi;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		cm_last.gen = gen;
+	}
 	return r > 0;
 }
 
