@@ -10,6 +10,9 @@
  * capture in its C caller gives; fake frame chains laid out on the heap
  * (as an Erlang process's stack is) give exactly the return addresses
  * written in them, and a chain that breaks off gives the stop frame.
+ * Then through the caches: a stub in this module without CFI (as V8's
+ * builtins are in node) is walked once and then answered by the walk
+ * memo, a chain on the heap is walked every time.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -152,6 +155,79 @@ static void test_new_code(void)
 	free(f);
 }
 
+/* The frame-pointer stub again, in this module but without CFI (no .cfi
+ * directives: no FDE), as V8's builtins are in the node binary. */
+__asm__(".text\n"
+	".type jitfp_module_stub, @function\n"
+	"jitfp_module_stub:\n"
+	"\tpush %rbp\n\tmov %rsp, %rbp\n\tcall *%rdi\n\tpop %rbp\n\tret\n"
+	".size jitfp_module_stub, . - jitfp_module_stub\n");
+void jitfp_module_stub(void (*target)(void), void *rbp);
+
+/* The walk memo: a walk through frame pointers on the thread's stack is
+ * kept (its words recorded) when its rules are (code in a module; code
+ * in no module has rules that are never cached), one through a chain
+ * off the stack is not (its words could change unseen). */
+static int token;
+static void *memo_val;
+
+__attribute__((noipa)) static void target_memo(void)
+{
+	struct ls_unwind_start st = LS_UNWIND_HERE();
+	void *v;
+
+	ngot = ls_unwind_capture_memo_from(&st, got, MAXF, 0, 7, st.pc, &v);
+	memo_val = v;
+	if (!v)
+		ls_unwind_memo_put(&token);
+	sink++;
+}
+
+NOFP static void outer_memo(stub_fn stub, void *rbp)
+{
+	stub(target_memo, rbp);
+	sink++;
+}
+
+static void test_memo(void)
+{
+	stub_fn fp_stub = jitfp_module_stub;
+	stub_fn rbp_stub = put_stub(192, stub_rbp_code, sizeof(stub_rbp_code));
+	uint64_t *f = heap_chain(3), first[MAXF];
+	int i, n = 0, hits = 0, n0 = 0;
+
+	for (i = 0; i < 6; i++) {
+		outer_memo(fp_stub, NULL);	/* one call site for all */
+		if (!i) {
+			n0 = ngot;
+			memcpy(first, got, sizeof(first));
+			continue;
+		}
+		hits += memo_val == &token;
+		if (memo_val != &token && (ngot != n0 ||
+		    memcmp(got, first, (size_t)n0 * 8)))
+			hits = -100;	/* a walk that differs */
+	}
+	ok(n0 > 4 && first[0] == (uint64_t)(uintptr_t)jitfp_module_stub +
+	   STUB_RA && first[1] > (uint64_t)(uintptr_t)outer_memo &&
+	   first[1] < (uint64_t)(uintptr_t)outer_memo + 256 && hits >= 4,
+	   "through a module's frame-pointer code without CFI (%d frames, on "
+	   "to outer_memo()): the memo answers the same walk again (%d of 5)",
+	   n0, hits);
+	hits = 0;
+	for (i = 0; i < 5; i++) {
+		outer_memo(rbp_stub, f);
+		hits += memo_val == &token;
+		n = ngot;
+		if (i == 2)
+			f[4 * 1 + 1] = (uint64_t)(uintptr_t)code + 0x200;
+	}
+	ok(hits == 0 && n == 4 && got[2] == (uint64_t)(uintptr_t)code + 0x200,
+	   "through a chain on the heap: walked every time, so a changed "
+	   "return address there shows (%d hits, %d frames)", hits, n);
+	free(f);
+}
+
 int main(void)
 {
 	code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
@@ -164,5 +240,9 @@ int main(void)
 	test_fp_stub();
 	test_heap_chain();
 	test_new_code();
+	ok(ls_unwind_init() == 0, "ls_unwind_init: the caches and the memo");
+	test_fp_stub();		/* again, through the caches */
+	test_heap_chain();
+	test_memo();
 	return tap_done();
 }
