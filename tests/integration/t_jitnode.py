@@ -43,7 +43,7 @@ def run():
         ["timeout", "60", "node", "--perf-basic-prof",
          "--interpreted-frames-native-stack", script],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        start_new_session=True)
+        start_new_session=True, cwd=tmp)   # V8 logs to isolate-*.log here
     path = None
     try:
         line = p.stdout.readline().decode()
