@@ -331,7 +331,7 @@ FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS = -O1 -g -std=gnu11 -D_GNU_SOURCE -DLS_LIBDIR='"$(LIBDIR)"' \
 	-I/usr/include/libiberty $(FUZZ_SAN) -fsanitize=fuzzer-no-link
-FUZZ_TARGETS = snapshot postmortem request reply web options cfi \
+FUZZ_TARGETS = snapshot postmortem request reply web options cfi jitdump \
 	$(if $(HAVE_EI),term)
 FUZZ_BIN = $(FUZZ_TARGETS:%=$(FB)/fuzz-%)
 FUZZ_LIB = $(FB)/libreport.a

@@ -30,6 +30,7 @@
 #include "../common/lsnap.h"
 #include "agent.h"
 #include "track.h"
+#include "codemap.h"
 #include "exec.h"
 #include "guard.h"
 #include "live.h"
@@ -487,6 +488,8 @@ LS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 		return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 	t = tracking(LS_FN_MMAP);
 	p = ls_real.mmap(addr, len, prot, flags, fd, off);
+	if (p != MAP_FAILED && (prot & PROT_EXEC))
+		ls_codemap_changed();
 	if (t && p != MAP_FAILED && (flags & (MAP_FIXED | MAP_ANONYMOUS)))
 		GUARDED({
 			if (flags & MAP_FIXED)	/* replaced what was there */
@@ -514,6 +517,8 @@ LS_EXPORT int munmap(void *addr, size_t len)
 		return (int)syscall(SYS_munmap, addr, len);
 	t = tracking(LS_FN_MUNMAP);
 	r = ls_real.munmap(addr, len);
+	if (!r)
+		ls_codemap_changed();
 	if (t && !r)
 		GUARDED(ls_track_munmap(t, addr, page_round(len)));
 	return r;
@@ -532,6 +537,8 @@ LS_EXPORT int mprotect(void *addr, size_t len, int prot)
 		return (int)syscall(SYS_mprotect, addr, len, prot);
 	t = tracking_uncounted();
 	r = ls_real.mprotect(addr, len, prot);
+	if (!r)
+		ls_codemap_changed();
 	if (r || !t)
 		return r;
 	GUARDED(t->start = LS_UNWIND_HERE();
@@ -554,6 +561,8 @@ LS_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 		return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
 	t = tracking(LS_FN_MREMAP);
 	p = ls_real.mremap(old, oldlen, newlen, flags, want);
+	if (p != MAP_FAILED)
+		ls_codemap_changed();
 	if (t && p != MAP_FAILED)
 		GUARDED(t->start = LS_UNWIND_HERE();
 			ls_track_mremap(t, old, page_round(oldlen), p,

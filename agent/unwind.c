@@ -7,6 +7,7 @@
  * Everything above the "outside hooks" section may run inside an
  * allocation hook or a signal handler.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -14,6 +15,8 @@
 #include <sys/ucontext.h>
 #include <sys/uio.h>
 #include "../common/cfi.h"
+#include "../common/lsnap.h"
+#include "codemap.h"
 #include "sys.h"
 #include "unwind.h"
 
@@ -1074,6 +1077,101 @@ static struct uw_tcache *uw_nodes(struct uw_tcache *tc, uint64_t hi)
 }
 
 /*
+ * JIT code: where the CFI walk reaches a pc that no CFI describes (no
+ * module holds it, or its module has no CFI for it: V8's builtins in the
+ * node binary), the frame-pointer chain from the walk's %rbp may go on:
+ * runtimes that keep frame pointers in their JIT code (the BEAM with
+ * +JPperf true or map, V8) link each frame, [fp] the caller's fp, [fp + 8]
+ * its return address.  Each step is checked: fp aligned; at or above sp
+ * when on the walk's stack, else in memory probed readable (an Erlang
+ * process's stack is on its heap); above the fp before it, by less than
+ * UW_FP_STEP_MAX; the return address in a module or executable memory
+ * (codemap.h).
+ * A step whose frame is on the walk's own stack hands the walk back to
+ * CFI (*g, return 1): the caller may be C code.  Otherwise the frames go
+ * to o and 0 is returned.
+ *
+ * A chain is kept only whole: ended by a 0 fp (the runtime's outermost
+ * frame), by the hand-back, or by a full o.  A runtime without frame
+ * pointers leaves a stale %rbp, which can lead to a real but older
+ * frame: the BEAM without them (+JPperf dump or false) gives an Erlang
+ * function three calls up as the NIF's caller, then a word that is no
+ * frame.  A chain that breaks off is dropped, and a LSNAP_FRAME_STOP_NOFP
+ * frame says where the walk had to stop (mark: for a pc in no module
+ * only; a module's code without CFI is most often an outermost frame,
+ * _start or a context's start).  Never on the path of code with CFI.
+ */
+#define UW_FP_STEP_MAX (1ull << 20)
+
+/* A return address found by a frame pointer: in a loaded module (one
+ * dlopen()ed after codemap.c last read the mappings included), or in
+ * executable memory. */
+static int uw_fp_code(uint64_t a)
+{
+	return ls_codemap_has(a) || ls_cfi_in_module(a);
+}
+
+__attribute__((noinline))
+static int uw_fp_walk(struct uw_regs *g, struct uw_out *o, int mark,
+		      struct uw_rec *rc)
+{
+	uint64_t fp = g->rbp, last = 0, wlo = 0, whi = 0, ra, nfp, page;
+	int n0 = o->n, skip0 = o->skip;
+
+	while (o->n < o->max) {
+		if ((fp & 7) || fp - UW_PAGE >= UW_USER_MAX - UW_PAGE ||
+		    fp <= last || (last && fp - last > UW_FP_STEP_MAX))
+			break;
+		if (fp >= g->lo && fp < g->hi) {
+			if (fp < g->sp || !uw_in(fp + 8, fp, g->hi))
+				break;
+		} else if (fp < wlo || fp + 16 > whi) {
+			/* Page by page: a chain spans a page or two, and a
+			 * wider probe would fault in pages the program never
+			 * touched (process_vm_readv pins what it reads). */
+			page = fp & ~(UW_PAGE - 1);
+			if (page != whi || fp < wlo)
+				wlo = whi = page;
+			while (whi < fp + 16 && uw_probe(whi, 1) == 1)
+				whi += UW_PAGE;
+			if (fp + 16 > whi)
+				break;
+		}
+		ra = uw_load(fp + 8);
+		nfp = uw_load(fp);
+		/* The memo keeps a walk whose words are all on its stack. */
+		if (rc && fp >= g->lo && fp < g->hi) {
+			uw_rec_word(rc, fp, nfp);
+			uw_rec_word(rc, fp + 8, ra);
+		} else if (rc) {
+			rc->bad = 1;
+		}
+		if (ra - UW_PAGE >= UW_USER_MAX - UW_PAGE || !uw_fp_code(ra - 1))
+			break;
+		if (fp >= g->lo && fp < g->hi) {
+			*g = (struct uw_regs){ ra, fp + 16, nfp, g->lo, g->hi,
+					       g->sp0, g->hi0 };
+			return 1;
+		}
+		if (o->skip > 0)
+			o->skip--;
+		else
+			o->pcs[o->n++] = ra;
+		if (!nfp)
+			return 0;
+		last = fp;
+		fp = nfp;
+	}
+	if (o->n == o->max)
+		return 0;
+	o->n = n0;
+	o->skip = skip0;
+	if (mark && !o->skip)
+		o->pcs[o->n++] = LSNAP_FRAME_STOP_NOFP;
+	return 0;
+}
+
+/*
  * Walk from w's state, emitting into o, through the frame cache when the
  * walk is on the thread's stack.  One long function on purpose: the chain
  * from one frame to the next (pc -> cached rule -> CFA -> return address
@@ -1131,6 +1229,33 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 		if (ls_unlikely(LS_CFI_KIND(r.f.bits) != LS_CFI_FRAME)) {
 			if (LS_CFI_KIND(r.f.bits) == LS_CFI_SIGNAL && w->rec)
 				w->rec->bad = 1;
+			if (LS_CFI_KIND(r.f.bits) == LS_CFI_NOMODULE ||
+			    LS_CFI_KIND(r.f.bits) == LS_CFI_STOP) {
+				/* No CFI: frame pointers, from this %rbp,
+				 * their words recorded for the memo (no
+				 * suffix: the frame log does not follow). */
+				if (w->rec) {
+					uw_rec_use_rbp(w->rec);
+					w->rec->nosfx = 1;
+				}
+				o->n = n;
+				o->skip = skip;
+				g = (struct uw_regs){ pc, sp, rbp, lo, hi,
+						      w->sp, w->hi0 };
+				if (!uw_fp_walk(&g, o, LS_CFI_KIND(r.f.bits) ==
+						LS_CFI_NOMODULE, w->rec))
+					return o->n;
+				if (w->rec)	/* %rbp from a recorded word */
+					w->rec->rbp_from = UW_RBP_FIXED;
+				n = o->n;
+				skip = o->skip;
+				pc = g.pc;
+				sp = g.sp;
+				rbp = g.rbp;
+				exact = 0;
+				tc = NULL;
+				goto emit;
+			}
 			if (!uw_special(w, exact ? NULL : tc, r.word, pc, sp,
 					rbp, lo, hi, prev, &g))
 				break;
@@ -1836,4 +1961,5 @@ void ls_unwind_atfork_child(void)
 	for (tc = uw_registry; tc; tc = tc->next)
 		if (tc != uw_self.tc)
 			tc->in_use = 0;
+	ls_codemap_atfork_child();
 }

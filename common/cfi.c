@@ -935,6 +935,14 @@ static int cfi_find(uint64_t at, uint64_t *lo, uint64_t *hi, const void **hdr)
 	return 0;
 }
 
+int ls_cfi_in_module(uint64_t at)
+{
+	uint64_t lo, hi;
+	const void *hdr;
+
+	return !cfi_find(at, &lo, &hi, &hdr);
+}
+
 uint64_t ls_cfi_rule(uint64_t pc, int exact, int *cacheable)
 {
 	uint64_t lo, hi;
@@ -942,7 +950,7 @@ uint64_t ls_cfi_rule(uint64_t pc, int exact, int *cacheable)
 
 	*cacheable = 0;
 	if (cfi_find(exact ? pc : pc - 1, &lo, &hi, &hdr))
-		return cfi_simple(LS_CFI_STOP);
+		return cfi_simple(LS_CFI_NOMODULE);
 	*cacheable = 1;
 	return ls_cfi_rule_in(lo, hi, hdr, pc, exact);
 }

@@ -19,6 +19,8 @@ enum ls_cfi_kind {
 	LS_CFI_OUTERMOST,	/* return address undefined: the walk is done */
 	LS_CFI_SIGNAL,		/* sigreturn trampoline: ucontext at sp */
 	LS_CFI_STOP,		/* no usable CFI: cannot go further */
+	LS_CFI_NOMODULE,	/* no loaded module holds the pc (JIT
+				   code?): no CFI; ls_cfi_rule() only */
 };
 
 enum ls_cfi_rbp {
@@ -48,9 +50,9 @@ union ls_cfi_rule {
  * the call instruction (pc - 1) applies; exact != 0: pc was interrupted
  * by a signal and its own row applies.  Never 0 (LS_CFI_NONE).
  *
- * *cacheable is set to 0 when pc lies in no loaded module: a later
- * dlopen() may change that answer, whereas any other answer holds until
- * the module is unloaded.
+ * A pc in no loaded module gets LS_CFI_NOMODULE, and *cacheable is set
+ * to 0: a later dlopen() may change that answer, whereas any other
+ * answer holds until the module is unloaded.
  *
  * Reads CFI only inside the module _dl_find_object() reports, each read
  * bounded to its mapping; no allocation, no lock (_dl_find_object is
@@ -60,6 +62,9 @@ union ls_cfi_rule {
  * dl_iterate_phdr, which takes the loader's lock (not signal-safe).
  */
 uint64_t ls_cfi_rule(uint64_t pc, int exact, int *cacheable);
+/* 1 if at lies in a loaded module (_dl_find_object, or dl_iterate_phdr
+ * where the glibc has no _dl_find_object). */
+int ls_cfi_in_module(uint64_t at);
 
 /* Look up _dl_find_object (dlsym may allocate: at start, outside hooks
  * and signal handlers).  ls_cfi_rule does it on its first call when

@@ -498,6 +498,17 @@ struct lsnap_check_thread {
 	uint64_t regs[LSNAP_CHECK_NREGS];	/* every general register */
 } __attribute__((packed));
 
+/*
+ * Frames that are no code address: the last frame of a stack whose walk
+ * had to stop early says why (docs/UNWINDING.md, "JIT code").  Real
+ * return addresses are never below the first page.
+ */
+enum {
+	LSNAP_FRAME_STOP_NOFP = 1,	/* code without CFI (a JIT's), and no
+					   whole frame pointer chain from it */
+	LSNAP_FRAME_STOP_END		/* one past the last */
+};
+
 /* A piece of JIT code and its name, from the process's perf map
  * (/tmp/perf-PID.map, docs/SYMBOLS.md), so that a saved snapshot names
  * its JIT frames after the process and its map are gone. */

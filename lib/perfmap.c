@@ -15,15 +15,19 @@
 
 struct jit_ent {
 	uint64_t lo, hi;
-	const char *name;	/* into text */
+	size_t name;		/* offset in text */
 };
 
 struct ls_perfmap {
-	char *text;		/* the file, lines cut at their '\n' */
+	char *text;		/* a map: the file, lines cut at their '\n';
+				 * a jitdump: the names, each NUL-ended */
+	size_t text_len, text_cap;	/* a jitdump's */
 	struct jit_ent *v;
 	size_t n, cap;
 	int beam;
 };
+
+#define NAME(m, e) ((m)->text + (e)->name)
 
 /* The whole file at fd, at most LS_PERFMAP_MAX_BYTES, NUL-terminated. */
 static char *read_capped(int fd, size_t size)
@@ -72,7 +76,7 @@ static int add_line(struct ls_perfmap *m, char *line)
 	}
 	if (LS_GROW(m->v, m->n + 1, m->cap))
 		return -ENOMEM;
-	m->v[m->n++] = (struct jit_ent){ lo, lo + size, p };
+	m->v[m->n++] = (struct jit_ent){ lo, lo + size, (size_t)(p - m->text) };
 	return 0;
 }
 
@@ -95,29 +99,193 @@ static int parse(struct ls_perfmap *m)
 		if (add_line(m, line))
 			return -ENOMEM;
 	}
-	qsort(m->v, m->n, sizeof(*m->v), cmp_ent);
 	return 0;
 }
 
-struct ls_perfmap *ls_perfmap_load(const char *path, uid_t a, uid_t b)
+/* path opened without following a link, if it is a regular file owned by
+ * uid a or b of at most max bytes: the fd, its size in *size; else -1,
+ * errno set. */
+static int open_owned(const char *path, uid_t a, uid_t b, uint64_t max,
+		      size_t *size)
 {
-	struct ls_perfmap *m = NULL;
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	int err = 0;
 
 	if (fd < 0)
-		return NULL;
+		return -1;
 	if (fstat(fd, &st))
 		err = errno;
 	else if (!S_ISREG(st.st_mode) || (st.st_uid != a && st.st_uid != b))
 		err = EPERM;
-	else if ((uint64_t)st.st_size > LS_PERFMAP_MAX_BYTES)
+	else if ((uint64_t)st.st_size > max)
 		err = EFBIG;
-	else if (!(m = calloc(1, sizeof(*m))) ||
-		 !(m->text = read_capped(fd, (size_t)st.st_size)) || parse(m))
-		err = ENOMEM;
+	if (err) {
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	*size = (size_t)st.st_size;
+	return fd;
+}
+
+/* A map read, or NULL with errno set; m is freed on error. */
+static struct ls_perfmap *done(struct ls_perfmap *m, int fd, int err)
+{
 	close(fd);
+	if (err) {
+		ls_perfmap_free(m);
+		errno = err;
+		return NULL;
+	}
+	if (m->n)
+		qsort(m->v, m->n, sizeof(*m->v), cmp_ent);
+	return m;
+}
+
+struct ls_perfmap *ls_perfmap_load(const char *path, uid_t a, uid_t b)
+{
+	struct ls_perfmap *m;
+	size_t size;
+	int fd = open_owned(path, a, b, LS_PERFMAP_MAX_BYTES, &size);
+
+	if (fd < 0)
+		return NULL;
+	if (!(m = calloc(1, sizeof(*m))) || !(m->text = read_capped(fd, size)))
+		return done(m, fd, ENOMEM);
+	return done(m, fd, parse(m) ? ENOMEM : 0);
+}
+
+/* --- jitdump ------------------------------------------------------------- */
+
+/* The format of perf's jitdump specification (tools/perf/Documentation/
+ * jitdump-specification.txt): a header, then records, each a 16-byte
+ * header (id, total size, timestamp) and a body.  Only JIT_CODE_LOAD
+ * names code; moves, debug and unwinding records are skipped. */
+#define LS_JITDUMP_MAGIC 0x4A695444u	/* "JiTD", in the writer's order */
+#define LS_JITDUMP_HEADER 40u
+#define LS_JITDUMP_CODE_LOAD 0u
+#define LS_JITDUMP_LOAD_FIXED 40u	/* pid, tid, vma, addr, size, index */
+
+/* A window of the file, refilled by pread: records are read by offset,
+ * their code bytes skipped. */
+struct jd_rd {
+	int fd;
+	uint64_t size;		/* the file's, when opened */
+	uint64_t at;		/* file offset of buf[0] */
+	size_t len;		/* bytes in buf */
+	uint8_t buf[1 << 16];
+};
+
+/* [off, off + n) of the file (n <= sizeof(buf)), or NULL when the file
+ * ends first (a record still being written). */
+static const uint8_t *jd_get(struct jd_rd *r, uint64_t off, size_t n)
+{
+	ssize_t k;
+
+	if (off >= r->at && off + n <= r->at + r->len)
+		return r->buf + (off - r->at);
+	if (off > r->size || n > r->size - off)
+		return NULL;
+	r->at = off;
+	r->len = 0;
+	while (r->len < sizeof(r->buf) && off + r->len < r->size) {
+		k = pread(r->fd, r->buf + r->len, sizeof(r->buf) - r->len,
+			  (off_t)(off + r->len));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		r->len += (size_t)k;
+	}
+	return n <= r->len ? r->buf : NULL;
+}
+
+static uint32_t jd_u32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t jd_u64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* One JIT_CODE_LOAD record's body at off (len bytes): its code range and
+ * name added to m; a record that does not parse is skipped. */
+static int jd_load(struct ls_perfmap *m, struct jd_rd *r, uint64_t off,
+		   uint32_t len)
+{
+	const uint8_t *p = jd_get(r, off, LS_JITDUMP_LOAD_FIXED);
+	uint64_t lo, size, room;
+	const char *name;
+	size_t nlen;
+
+	if (!p || len < LS_JITDUMP_LOAD_FIXED + 1)
+		return 0;
+	lo = jd_u64(p + 16);
+	size = jd_u64(p + 24);
+	room = len - LS_JITDUMP_LOAD_FIXED;
+	if (!size || lo + size < lo || size >= room)
+		return 0;	/* the name and the code must fit */
+	room -= size;
+	if (room > LSNAP_JIT_NAME_MAX + 1)
+		room = LSNAP_JIT_NAME_MAX + 1;
+	name = (const char *)jd_get(r, off + LS_JITDUMP_LOAD_FIXED, room);
+	if (!name || !(nlen = strnlen(name, room)) || nlen == room)
+		return 0;	/* no name, or not NUL-ended in bounds */
+	if (m->n >= LS_JITDUMP_MAX_CODES ||
+	    m->text_len + nlen + 1 > LS_PERFMAP_MAX_BYTES)
+		return 0;
+	if (LS_GROW(m->text, m->text_len + nlen + 1, m->text_cap) ||
+	    LS_GROW(m->v, m->n + 1, m->cap))
+		return -ENOMEM;
+	memcpy(m->text + m->text_len, name, nlen + 1);
+	m->v[m->n++] = (struct jit_ent){ lo, lo + size, m->text_len };
+	m->text_len += nlen + 1;
+	return 0;
+}
+
+struct ls_perfmap *ls_perfmap_jitdump_fd(int fd, uint64_t size)
+{
+	struct ls_perfmap *m = calloc(1, sizeof(*m));
+	struct jd_rd *r = malloc(sizeof(*r));
+	const uint8_t *h;
+	uint64_t off;
+	uint32_t len;
+	int err = 0;
+
+	if (!m || !r) {
+		err = ENOMEM;
+		goto out;
+	}
+	*r = (struct jd_rd){ .fd = fd, .size = size };
+	h = jd_get(r, 0, LS_JITDUMP_HEADER);
+	if (!h || jd_u32(h) != LS_JITDUMP_MAGIC || jd_u32(h + 4) != 1 ||
+	    jd_u32(h + 8) < LS_JITDUMP_HEADER || jd_u32(h + 8) > size) {
+		err = EINVAL;	/* not a jitdump of this byte order */
+		goto out;
+	}
+	for (off = jd_u32(h + 8); (h = jd_get(r, off, 16)); off += len) {
+		len = jd_u32(h + 4);
+		if (len < 16 || len > size - off)
+			break;	/* the last record, still being written */
+		if (jd_u32(h) == LS_JITDUMP_CODE_LOAD &&
+		    jd_load(m, r, off + 16, len - 16)) {
+			err = ENOMEM;
+			goto out;
+		}
+	}
+	if (m->n)
+		qsort(m->v, m->n, sizeof(*m->v), cmp_ent);
+out:
+	free(r);
 	if (err) {
 		ls_perfmap_free(m);
 		errno = err;
@@ -126,8 +294,24 @@ struct ls_perfmap *ls_perfmap_load(const char *path, uid_t a, uid_t b)
 	return m;
 }
 
+struct ls_perfmap *ls_perfmap_load_jitdump(const char *path, uid_t a, uid_t b)
+{
+	struct ls_perfmap *m;
+	size_t size;
+	int fd = open_owned(path, a, b, LS_JITDUMP_MAX_BYTES, &size), err;
+
+	if (fd < 0)
+		return NULL;
+	m = ls_perfmap_jitdump_fd(fd, size);
+	err = errno;
+	close(fd);
+	errno = err;
+	return m;
+}
+
 struct ls_perfmap *ls_perfmap_load_pid(pid_t pid)
 {
+	struct ls_perfmap *m;
 	char path[64];
 	struct stat st;
 	uid_t owner = getuid();
@@ -136,7 +320,11 @@ struct ls_perfmap *ls_perfmap_load_pid(pid_t pid)
 	if (!stat(path, &st))
 		owner = st.st_uid;
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
-	return ls_perfmap_load(path, owner, getuid());
+	m = ls_perfmap_load(path, owner, getuid());
+	if (m || errno != ENOENT)
+		return m;
+	snprintf(path, sizeof(path), "/tmp/jit-%d.dump", (int)pid);
+	return ls_perfmap_load_jitdump(path, owner, getuid());
 }
 
 /* The index of the entry holding addr, or -1.  Code is never nested: the
@@ -165,7 +353,7 @@ const char *ls_perfmap_find(const struct ls_perfmap *m, uint64_t addr,
 		return NULL;
 	*start = m->v[i].lo;
 	*size = m->v[i].hi - m->v[i].lo;
-	return m->v[i].name;
+	return NAME(m, &m->v[i]);
 }
 
 /* --- kept in the snapshot ------------------------------------------------ */
@@ -241,7 +429,7 @@ int ls_perfmap_keep(const struct ls_perfmap *m, const struct ls_snapshot *snap,
 	}
 	for (i = 0; i < n; i++)
 		extra += sizeof(rh) + sizeof(struct lsnap_jit) +
-			 strnlen(m->v[idx[i]].name, LSNAP_JIT_NAME_MAX);
+			 strnlen(NAME(m, &m->v[idx[i]]), LSNAP_JIT_NAME_MAX);
 	p = *out = malloc(len + extra);
 	if (!p) {
 		free(idx);
@@ -255,7 +443,7 @@ int ls_perfmap_keep(const struct ls_perfmap *m, const struct ls_snapshot *snap,
 			.size = e->hi - e->lo > UINT32_MAX ? UINT32_MAX :
 				(uint32_t)(e->hi - e->lo),
 			.flags = m->beam ? LSNAP_JIT_F_BEAM : 0,
-			.name_len = (uint16_t)strnlen(e->name,
+			.name_len = (uint16_t)strnlen(NAME(m, e),
 						      LSNAP_JIT_NAME_MAX),
 		};
 
@@ -263,7 +451,7 @@ int ls_perfmap_keep(const struct ls_perfmap *m, const struct ls_snapshot *snap,
 					     (uint32_t)(sizeof(j) + j.name_len) };
 		put(&p, &rh, sizeof(rh));
 		put(&p, &j, sizeof(j));
-		put(&p, e->name, j.name_len);
+		put(&p, NAME(m, e), j.name_len);
 	}
 	end.nrecords += (uint32_t)n;
 	if (version == 1) {

@@ -22,6 +22,11 @@
 #include <sys/types.h>
 
 #define LS_PERFMAP_MAX_BYTES (64u << 20)
+/* A jitdump holds the code too: only its record headers and names are
+ * read, from a file of at most this many bytes, at most
+ * LS_JITDUMP_MAX_CODES pieces of code and LS_PERFMAP_MAX_BYTES of names. */
+#define LS_JITDUMP_MAX_BYTES (1ull << 30)
+#define LS_JITDUMP_MAX_CODES (4u << 20)
 
 struct ls_perfmap;
 
@@ -35,9 +40,25 @@ struct ls_perfmap;
 struct ls_perfmap *ls_perfmap_load(const char *path, uid_t a, uid_t b);
 
 /*
+ * The same names from a jitdump (perf's format: the BEAM's +JPperf dump
+ * writes /tmp/jit-PID.dump, perf's jvmti agent its own), checked as
+ * ls_perfmap_load() checks a map, at most LS_JITDUMP_MAX_BYTES.  Names
+ * show as the runtime "jit".  NULL with errno set: EINVAL (not a jitdump
+ * in this machine's byte order), or as ls_perfmap_load().  A last record
+ * cut short (the runtime still writing) ends the reading.
+ */
+struct ls_perfmap *ls_perfmap_load_jitdump(const char *path, uid_t a,
+					   uid_t b);
+/* The jitdump parser alone, on size bytes at fd (from offset 0, read
+ * with pread; fd stays open): for the fuzz target. */
+struct ls_perfmap *ls_perfmap_jitdump_fd(int fd, uint64_t size);
+
+/*
  * /tmp/perf-PID.map of process pid, read as ls_perfmap_load() reads it if
  * it belongs to the process's user (the owner of /proc/PID, while it
- * runs) or to ours.  NULL with errno set as ls_perfmap_load() sets it.
+ * runs) or to ours; when there is no map, /tmp/jit-PID.dump, read as
+ * ls_perfmap_load_jitdump() reads it.  NULL with errno set as those set
+ * it.
  */
 struct ls_perfmap *ls_perfmap_load_pid(pid_t pid);
 

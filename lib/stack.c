@@ -96,7 +96,7 @@ size_t ls_frame_format(char *buf, size_t cap, const struct ls_symframe *f,
 	if (parts & LS_FRAME_NAME) {
 		if (f->function) {
 			put_safe(buf, cap, &len, f->function);
-			if (!f->inlined)
+			if (!f->inlined && f->addr >= LSNAP_FRAME_STOP_END)
 				put_fmt(buf, cap, &len, "+0x%" PRIx64,
 					f->offset);
 		} else {

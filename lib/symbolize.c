@@ -1070,11 +1070,20 @@ static int resolve_kernel(struct ls_symbolizer *s, const struct ls_module *m,
 static int resolve_jit(struct ls_symbolizer *s, uint64_t addr,
 		       struct ls_symframe *f)
 {
+	static const char *const stop[LSNAP_FRAME_STOP_END] = {
+		[LSNAP_FRAME_STOP_NOFP] =
+			"unwinding stopped: code without CFI or frame pointers",
+	};
 	const struct ls_snapshot *snap = s->snap;
 	uint64_t pc = addr ? addr - 1 : 0, lo = 0, size;
 	const char *name = NULL, *runtime = NULL;
 	size_t i;
 
+	if (addr && addr < LSNAP_FRAME_STOP_END) {
+		f->function = f->symbol = intern(s, stop[addr]);
+		f->module = "leakscope";
+		return f->function != NULL;
+	}
 	for (i = 0; i < snap->njit && !name; i++)
 		if (pc >= snap->jit[i].lo && pc < snap->jit[i].hi) {
 			name = snap->jit[i].name;

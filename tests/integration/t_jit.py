@@ -6,14 +6,21 @@ ground truth: the map itself, read here independently), in the module
 "beam jit", in the JSON report and in the text line every output prints.
 """
 import os
-import re
 import shutil
 
 import harness
+from perfmaps import read_map
 from harness import (check, once, eq, ok, Skip, BUILD, leakscope,
                      root_report, expect_status)
 
 TEST_EBIN = os.path.join(BUILD, "erlang", "test")
+
+
+def unlink_dump(pid):
+    """+JPperf true writes a jitdump beside the map: not left in /tmp."""
+    dump = "/tmp/jit-%d.dump" % pid
+    if os.path.exists(dump):
+        os.unlink(dump)
 
 
 @once
@@ -30,14 +37,9 @@ def run():
     rep = root_report(r)
     path = "/tmp/perf-%d.map" % rep["pid"]
     ok(os.path.exists(path), "the BEAM wrote its perf map", path)
-    with open(path) as f:
-        entries = []
-        for line in f:
-            m = re.match(r"^(?:0x)?([0-9a-f]+) ([0-9a-f]+) (.+)$", line)
-            if m:
-                entries.append((int(m.group(1), 16), int(m.group(2), 16),
-                                m.group(3)))
+    entries = read_map(path)
     os.unlink(path)
+    unlink_dump(rep["pid"])
     return rep, entries
 
 
@@ -103,6 +105,7 @@ def t_other_owner():
     expect_status(r, 0, "erl whose perf map a stranger owns")
     rep2 = root_report(r)
     os.unlink("/tmp/perf-%d.map" % rep2["pid"])
+    unlink_dump(rep2["pid"])
     frames = [f for s in rep2["sites"] for f in s["frames"]]
     ok(not any(f.get("module") == "beam jit" for f in frames),
        "no frame named from the stranger's map")
@@ -136,17 +139,13 @@ def t_snapshot_keeps():
         r = harness.cli(["snapshot", str(pid), "-o", snap],
                         env=harness.agent_env(tmp))
         expect_status(r, 0, "leakscope snapshot of the node")
-        with open(path) as f:
-            live = {}
-            for l in f:
-                m = re.match(r"^(?:0x)?([0-9a-f]+) ([0-9a-f]+) (.+)$", l)
-                if m:
-                    live[int(m.group(1), 16)] = (int(m.group(2), 16),
-                                                 m.group(3).lstrip("$"))
+        live = {lo: (size, name)
+                for lo, size, name in read_map(path, strip_beam=True)}
     finally:
         os.killpg(node.pid, 9)
         node.wait()
     os.unlink(path)
+    unlink_dump(pid)
     rep = harness.cli_json(["report", "--format", "json", snap])
     sites = [s for s in rep["sites"] if any(
         f.get("function") == "leaky_keep" for f in s["frames"])]

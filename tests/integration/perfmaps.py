@@ -1,0 +1,40 @@
+"""perfmaps.py - a runtime's perf map and jitdump read independently of
+lib/perfmap.c, the ground truth of the JIT checks (t_jit.py,
+t_jitchain.py, t_jitnode.py)."""
+import re
+import struct
+
+
+def read_map(path, strip_beam=False):
+    """The entries of a perf map, /tmp/perf-PID.map: (start, size, name),
+    the BEAM's "$" dropped when strip_beam."""
+    entries = []
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^(?:0x)?([0-9a-f]+) ([0-9a-f]+) (.+)$", line)
+            if m:
+                name = m.group(3)
+                entries.append((int(m.group(1), 16), int(m.group(2), 16),
+                                name.lstrip("$") if strip_beam else name))
+    return entries
+
+
+def read_jitdump(path):
+    """The JIT_CODE_LOAD records of a jitdump (perf's format), as (code
+    address, size, name); None when the magic or version is not perf's."""
+    with open(path, "rb") as f:
+        d = f.read()
+    magic, version, hsize = struct.unpack_from("<III", d, 0)
+    if (magic, version) != (0x4A695444, 1):
+        return None
+    loads, off = [], hsize
+    while off + 16 <= len(d):
+        rid, total = struct.unpack_from("<II", d, off)
+        if total < 16 or off + total > len(d):
+            break
+        if rid == 0:
+            addr, size = struct.unpack_from("<QQ", d, off + 32)
+            end = d.index(b"\0", off + 56)
+            loads.append((addr, size, d[off + 56:end].decode()))
+        off += total
+    return loads
