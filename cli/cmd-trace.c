@@ -86,30 +86,8 @@ static const struct ls_option trace_options[] = {
 	{ .kind = LS_OPT_FLAG, .short_name = 't', .long_name = "trace",
 	  .offset = TA(print_trace),
 	  .help = "print every recorded call on stderr" },
-	{ .kind = LS_OPT_FLAG, .short_name = 'a', .long_name = "show-allocs",
-	  .offset = TA(r.ropts.show_allocs),
-	  .help = "list the outstanding blocks (address, size) of each stack" },
-	{ .kind = LS_OPT_MS, .short_name = 'o', .long_name = "older",
-	  .offset = TA(r.ropts.min_age_ns), .argh = "MS",
-	  .help = "only blocks at least MS milliseconds old",
-	  .want = "milliseconds" },
-	{ .kind = LS_OPT_SIZE, .short_name = 's', .long_name = "sample-rate",
-	  .offset = TA(sample_rate), .argh = "BYTES",
-	  .help = "sample blocks by bytes, one every BYTES on average\n"
-		  "(unbiased estimates, docs/SAMPLING.md)",
-	  .flags = LS_OPTF_NONZERO, .want = "a size such as 512KiB" },
-	{ .kind = LS_OPT_UINT, .short_name = 'T', .long_name = "top",
-	  .offset = TA(r.top), .argh = "N",
-	  .help = "only the N stacks holding the most (default 10)",
-	  .flags = LS_OPTF_NONZERO, .want = "a positive number of stacks" },
-	{ .kind = LS_OPT_SIZE, .short_name = 'z', .long_name = "min-size",
-	  .offset = TA(r.ropts.min_size), .argh = "BYTES",
-	  .help = "only blocks of at least BYTES (filtered in the kernel)",
-	  .want = "a size such as 4096 or 64KiB" },
-	{ .kind = LS_OPT_SIZE, .short_name = 'Z', .long_name = "max-size",
-	  .offset = TA(r.ropts.max_size), .argh = "BYTES",
-	  .help = "only blocks of at most BYTES (filtered in the kernel)",
-	  .flags = LS_OPTF_NONZERO, .want = "a positive size" },
+	LS_OPT__SAMPLE_RATE(struct ls_trace_args, sample_rate, 's',
+			    " (docs/SAMPLING.md)"),
 	{ .kind = LS_OPT_STRING, .short_name = 'O', .long_name = "obj",
 	  .offset = TA(obj), .argh = "OBJ",
 	  .help = "the allocator's object (default: the process's libc)",
@@ -144,17 +122,22 @@ static const struct ls_option trace_options[] = {
 	{ .kind = LS_OPT_END },
 };
 
-/* --format and --output as every reporting command has them. */
+/* --format and --output as every reporting command has them (no -o:
+ * memleak's --older). */
 static const struct ls_option trace_report_options[] = {
-	{ .kind = LS_OPT_FORMAT, .long_name = "format",
-	  .offset = TA(r.ropts.format), .argh = "FORMAT",
-	  .help = "report format (default memleak)" },
-	{ .kind = LS_OPT_STRING, .long_name = "output", .offset = TA(r.output),
-	  .argh = "FILE",
-	  .help = "write each report to FILE, whole ('-': stdout)",
-	  .want = "a file name" },
+	LS_OPT__FORMAT(struct ls_trace_args, r.ropts.format, 0,
+		       " (default memleak)"),
+	LS_OPT__OUTPUT(struct ls_trace_args, r.output, 0,
+		       " (each report replaces the last)"),
 	{ .kind = LS_OPT_END },
 };
+
+#define TRACE_MEMLEAK_NOTE \
+	"The short options -p -c -t -a -o -s -T -z -Z -O -v are bcc memleak's\n" \
+	"and mean what they mean there, under trace only: -o is --min-age\n" \
+	"(memleak's --older, also accepted), so the report's file is --output\n" \
+	"FILE.  --min-size and --max-size are filtered in the kernel; --top\n" \
+	"is 10 by default.\n\n"
 
 const struct ls_usage ls_trace_usage = {
 	"trace", "[OPTIONS] [-p PID | -c CMD | -- CMD [ARGS...]] [INTERVAL [COUNT]]",
@@ -170,22 +153,22 @@ const struct ls_usage ls_trace_usage = {
 	"end), COUNT times at most, and when the process ends or on Ctrl+C.\n"
 	"Needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF.",
 	(const struct ls_option *const[]){ trace_options, trace_report_options,
-					   ls_view_options,
-					   ls_stack_options, ls_flame_options,
-					   ls_flame_count_option, NULL },
+					   ls_ropt_options, NULL },
+	TRACE_MEMLEAK_NOTE
 #ifdef LS_HAVE_BPF
 	"docs/EBPF.md describes the design and its costs.",
 #else
 	"Not available in this build: clang, bpftool, libbpf-dev or the\n"
 	"kernel's BTF were missing when leakscope was built.",
 #endif
+	LS_RO_TRACE | LS_RO_MEMLEAK,
 };
 
 void ls_trace_defaults(void *args)
 {
 	struct ls_trace_args *a = args;
 
-	a->r.top = 10;
+	a->r.ropts.top = 10;
 	a->stack_bytes = 8192;
 }
 

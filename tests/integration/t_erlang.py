@@ -26,6 +26,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -613,17 +614,20 @@ def t_beam_gc_check():
        "bl_binholder: none was garbage")
 
 
-@check("beam text report: growing section first, kinds of leak spelt out")
+@check("beam text report (--output FILE, a new 0600 file): growing section first, kinds of leak spelt out")
 def t_beam_text():
     need_erlang()
+    path = os.path.join(tempfile.mkdtemp(), "beam.txt")
     p = start_node("lstext", "beam_leaks:start(100).")
     try:
         r = beam("lstext", "--cookie-file", cookie_file(), "--interval",
-                 "0.2", "--count", "6", "--top", "3")
+                 "0.2", "--count", "6", "--top", "3", "--output", path)
     finally:
         stop(p)
-    eq(r.returncode, 0, "status\n  " + r.describe())
-    out = r.stdout.decode()
+    eq((r.returncode, r.stdout), (0, b""), "status, stdout\n  " + r.describe())
+    eq(stat.S_IMODE(os.stat(path).st_mode), 0o600, "the file's mode")
+    with open(path) as f:
+        out = f.read()
     ok(out.startswith("leakscope beam: node lstext@"), "header", out[:200])
     ok(out.index("Growing:") < out.index("Counts:"), "growing first",
        shorten(out, 800))
