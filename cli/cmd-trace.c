@@ -67,6 +67,14 @@ static void on_stop(int sig)
 
 #define TA(field) LS_ARG(struct ls_trace_args, field)
 
+/* --event's values: bpf/trace-kinds.h's LS_TRACE_EVENT rows. */
+static const char *const trace_events[] = {
+#define LS_TRACE_EVENT(id, name, help) name,
+#include "../bpf/trace-kinds.h"
+#undef LS_TRACE_EVENT
+	NULL
+};
+
 /* memleak's options (short names, -o in milliseconds) and the report
  * options trace shares with the other commands. */
 static const struct ls_option trace_options[] = {
@@ -78,11 +86,9 @@ static const struct ls_option trace_options[] = {
 	  .offset = TA(command), .argh = "CMD",
 	  .help = "run CMD (split as a shell would, no expansion) and trace it",
 	  .want = "a command" },
-	{ .kind = LS_OPT_STRING, .long_name = "event", .offset = TA(event),
-	  .argh = "WHAT",
-	  .help = "alloc (default: the allocator's calls), brk, mmap,\n"
-		  "page-fault, kernel (kmem tracepoints, kernel stacks)",
-	  .want = "alloc, brk, mmap, page-fault or kernel" },
+	{ .kind = LS_OPT_CHOICE, .long_name = "event", .offset = TA(event),
+	  .argh = "WHAT", .help = "what to trace (below; default alloc)",
+	  .choices = trace_events },
 	{ .kind = LS_OPT_FLAG, .short_name = 't', .long_name = "trace",
 	  .offset = TA(print_trace),
 	  .help = "print every recorded call on stderr" },
@@ -154,7 +160,11 @@ const struct ls_usage ls_trace_usage = {
 	"Needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF.",
 	(const struct ls_option *const[]){ trace_options, trace_report_options,
 					   ls_ropt_options, NULL },
-	TRACE_MEMLEAK_NOTE
+	"--event WHAT:\n"
+#define LS_TRACE_EVENT(id, name, help) "  " name ": " help "\n"
+#include "../bpf/trace-kinds.h"
+#undef LS_TRACE_EVENT
+	"\n" TRACE_MEMLEAK_NOTE
 #ifdef LS_HAVE_BPF
 	"docs/EBPF.md describes the design and its costs.",
 #else
@@ -187,21 +197,6 @@ static int bad(const char *opt, const char *arg, const char *want)
 	ls_usage_error(&ls_trace_usage, "invalid value '%s' for %s: expected %s",
 		       arg, opt, want);
 	return -1;
-}
-
-static int parse_event(struct trace *tr, const char *arg)
-{
-	static const char *const names[] = { "alloc", "brk", "mmap",
-					     "page-fault", "kernel" };
-	size_t i;
-
-	for (i = 0; arg && i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(arg, names[i])) {
-			tr->t.what = (enum ls_tracer_what)i;
-			return 0;
-		}
-	return arg ? bad("--event", arg, "alloc, brk, mmap, page-fault or "
-			 "kernel") : 0;
 }
 
 static int parse_stack_mode(struct trace *tr, const char *arg)
@@ -254,7 +249,8 @@ static int parse(struct trace *tr, struct ls_invocation *inv)
 		a->r.ropts.show_allocs = 0;
 	if (!a->r.ropts.format)
 		a->r.ropts.format = ls_renderer_find("memleak");
-	if (parse_event(tr, a->event) || parse_stack_mode(tr, a->stack_mode) ||
+	tr->t.what = (enum ls_tracer_what)a->event;
+	if (parse_stack_mode(tr, a->stack_mode) ||
 	    parse_args(tr, inv->argc, inv->argv))
 		return -1;
 	/* Weights of sampled blocks depend on each block's size: totals
@@ -364,6 +360,13 @@ static int child_poll(struct trace *tr)
 /* ------------------------------------------------------------------ */
 /* Records.                                                            */
 
+/* The records' names: bpf/trace-kinds.h's LS_TRACE_RECORD rows. */
+static const char *const record_names[LS_TEV_KINDS] = {
+#define LS_TRACE_RECORD(id, name, meaning) [LS_TEV_##id] = name,
+#include "../bpf/trace-kinds.h"
+#undef LS_TRACE_RECORD
+};
+
 static void print_record(const struct ls_trace_event *e)
 {
 	const char *fn = ls_trace_fn_name(e->fn);
@@ -381,8 +384,9 @@ static void print_record(const struct ls_trace_event *e)
 		break;
 	default:
 		fprintf(stderr, "%s(%" PRIu64 ") = 0x%" PRIx64 " tid %u\n",
-			e->type == LS_TEV_BRK ? "brk" : e->type == LS_TEV_FAULT ?
-			"fault" : fn, (uint64_t)e->size, (uint64_t)e->addr, e->tid);
+			e->type == LS_TEV_BRK || e->type == LS_TEV_FAULT ?
+			record_names[e->type] : fn, (uint64_t)e->size,
+			(uint64_t)e->addr, e->tid);
 	}
 }
 

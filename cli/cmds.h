@@ -66,7 +66,7 @@ struct ls_trace_args {
 	struct ls_report_args r;	/* first: LS_CMD_REPORT */
 	uint64_t pid;
 	const char *command;	/* -c */
-	const char *event;	/* alloc, brk, mmap, page-fault, kernel */
+	int event;		/* --event: enum ls_tracer_what */
 	const char *obj, *prefix, *stack_mode;
 	uint64_t sample_rate, stack_bytes;
 	int print_trace, combined_only, wa_missing_free, percpu, verbose;
