@@ -120,11 +120,12 @@ static int ropt_params(struct ls_web_req *r, unsigned user,
 }
 
 /* How stacks are shown, as the commands' --depth, --full-names and
- * --hide-runtime: depth, full_names, hide_runtime. */
-static int stack_params(struct ls_web_req *r, struct ls_report_opts *o,
-			struct ls_web_reply *rep)
+ * --hide-runtime (the rows `olds` takes): depth, full_names,
+ * hide_runtime; with the view's own parameters own, the only ones. */
+static int stack_params(struct ls_web_req *r, const char *const *own,
+			struct ls_report_opts *o, struct ls_web_reply *rep)
 {
-	return ropt_params(r, LS_RO_OLDS, NULL, o, rep);
+	return ropt_params(r, LS_RO_OLDS, own, o, rep);
 }
 
 /* The report options of view user from the query, as the commands'
@@ -349,20 +350,16 @@ static void put_history_head(struct ls_json *j, const struct ls_snapshot *s,
 static void view_history(struct ls_web_req *r, struct ls_web_src *src,
 			 struct ls_web_reply *rep)
 {
-	static const char *const params[] = {
-		"top", "site", "window", "depth", "full_names", "hide_runtime",
-		NULL
-	};
+	static const char *const params[] = { "top", "site", "window", NULL };
 	struct hist_arg a = { .top = 20 };
 	struct ls_web_buf b;
 	struct ls_json j;
 	int e;
 
-	if (ls_web_params_only(r, params, rep) ||
+	if (stack_params(r, params, &a.view, rep) ||
 	    ls_web_param_count(r, "top", 100000, &a.top, rep) ||
 	    ls_web_param_count(r, "site", UINT32_MAX, &a.site, rep) ||
-	    ls_web_param_count(r, "window", 86400, &a.window_s, rep) ||
-	    stack_params(r, &a.view, rep))
+	    ls_web_param_count(r, "window", 86400, &a.window_s, rep))
 		return;
 	a.one_site = ls_web_param(r, "site") != NULL;
 	if (!a.top || a.one_site)
@@ -394,17 +391,14 @@ static int olds_cb(const struct ls_snapshot *snap, struct ls_symbolizer *sym,
 static void view_olds(struct ls_web_req *r, struct ls_web_src *src,
 		      struct ls_web_reply *rep)
 {
-	static const char *const params[] = {
-		"n", "depth", "full_names", "hide_runtime", NULL
-	};
+	static const char *const params[] = { "n", NULL };
 	struct olds_arg a = { .n = 10 };
 	struct ls_web_buf b;
 	struct ls_json j;
 	int e;
 
-	if (ls_web_params_only(r, params, rep) ||
-	    ls_web_param_count(r, "n", 100000, &a.n, rep) ||
-	    stack_params(r, &a.view, rep))
+	if (stack_params(r, params, &a.view, rep) ||
+	    ls_web_param_count(r, "n", 100000, &a.n, rep))
 		return;
 	if (!src->snap->has_blocks) {
 		ls_web_error(rep, 400, "this snapshot has no block list");

@@ -294,7 +294,7 @@ def t_man():
     ok(man.startswith(".TH LEAKSCOPE 1"), "a roff manual page", man[:80])
     for cmd in COMMANDS:
         contains(man, '.SS "leakscope %s ' % cmd, "section of " + cmd)
-    for fmt in ("text", "json", "folded", "svg", "pprof"):
+    for fmt in ("text", "json", "folded", "svg", "pprof", "memleak"):
         contains(man, ".B %s\n" % fmt, "format " + fmt)
     for var in ("LEAKSCOPE_RUNTIME_DIR", "LEAKSCOPE_AGENT", "LEAKSCOPE_UNWIND"):
         contains(man, ".TP\n.B " + var.replace("_", "_") + "\n", "environment " + var)
