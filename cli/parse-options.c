@@ -36,7 +36,8 @@ int ls_option_taken(const struct ls_usage *u, const struct ls_option *o)
 	       (ls_ropts[o->ropt].takes & u->ropts & ~LS_RO_MEMLEAK);
 }
 
-int ls_option_short(const struct ls_usage *u, const struct ls_option *o)
+/* The short name of o in u, or 0. */
+static int option_short(const struct ls_usage *u, const struct ls_option *o)
 {
 	if (o->kind != LS_OPT_REPORT)
 		return o->short_name;
@@ -233,7 +234,7 @@ static const struct ls_option *find_short(const struct ls_usage *u, int c)
 	const struct ls_option *const *t, *o;
 
 	ls_usage_for_each(u, t, o)
-		if (ls_option_short(u, o) == c)
+		if (option_short(u, o) == c)
 			return o;
 	return NULL;
 }
@@ -347,7 +348,7 @@ int ls_parse_options(int argc, char **argv, const struct ls_usage *u,
 void ls_option_label(const struct ls_usage *u, const struct ls_option *o,
 		     char *buf, size_t cap)
 {
-	int n = 0, sh = ls_option_short(u, o);
+	int n = 0, sh = option_short(u, o);
 
 	if (sh)
 		n = snprintf(buf, cap, "-%c, ", sh);

@@ -122,9 +122,6 @@ int ls_option_taken(const struct ls_usage *u, const struct ls_option *o);
 		for ((o) = *(t); (o)->kind != LS_OPT_END; (o)++) \
 			if (!ls_option_taken(u, o)) {} else
 
-/* The short name of o in u, or 0. */
-int ls_option_short(const struct ls_usage *u, const struct ls_option *o);
-
 /* "--format FORMAT", "-o, --output FILE", "--fail-on-leak[=BYTES]" into
  * buf. */
 void ls_option_label(const struct ls_usage *u, const struct ls_option *o,

@@ -79,11 +79,11 @@ LS_ROPT(INVERTED, "inverted", 0, LS_RT_BOOL, svg.inverted, 0, 1, NULL, NULL,
 	LS_RO_FLAME, NULL, 0,
 	"icicle graph: the root at the top (svg)")
 LS_ROPT(COLORS, "colors", 0, LS_RT_CHOICE, svg.colors, 0, 0,
-	ls_flame_colors_names, "PALETTE", LS_RO_FLAME, NULL, 0,
+	flame_colors, "PALETTE", LS_RO_FLAME, NULL, 0,
 	"the flame graph's palette: mem (greens by function) or kind\n"
 	"(hues by frame kind) (svg)")
 LS_ROPT(WIDTHS, "widths", 0, LS_RT_CHOICE, svg.count, 0, 0,
-	ls_flame_count_names, "WHAT", LS_RO_FLAME, "count",
+	flame_counts, "WHAT", LS_RO_FLAME, "count",
 	LS_RO_REPORT | LS_RO_CHECK | LS_RO_DIFF | LS_RO_TRACE | LS_RO_SVG |
 	LS_RO_WEB_DIFF,
 	"what the flame graph's widths measure: bytes or blocks (svg)")

@@ -18,8 +18,9 @@ const struct ls_ropt_user ls_ropt_users[] = {
 	{ 0, NULL },
 };
 
-const char *const ls_flame_colors_names[] = { "mem", "kind", NULL };
-const char *const ls_flame_count_names[] = { "bytes", "blocks", NULL };
+/* The flame graph's choices (rows COLORS and WIDTHS), NULL-terminated. */
+static const char *const flame_colors[] = { "mem", "kind", NULL };
+static const char *const flame_counts[] = { "bytes", "blocks", NULL };
 
 #define F(field) offsetof(struct ls_report_opts, field), \
 	sizeof(((struct ls_report_opts *)0)->field)

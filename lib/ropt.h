@@ -73,10 +73,6 @@ struct ls_ropt_user {
 };
 extern const struct ls_ropt_user ls_ropt_users[];
 
-/* The values of the flame graph's choices, NULL-terminated. */
-extern const char *const ls_flame_colors_names[];
-extern const char *const ls_flame_count_names[];
-
 /* The row for name ('-' or '_' alike) taken by user (one LS_RO_*), or
  * its alias there; NULL if none. */
 const struct ls_ropt *ls_ropt_find(const char *name, unsigned user);
