@@ -14,6 +14,11 @@
 
 #define RA(field) LS_ARG(struct ls_report_args, field)
 
+/* ls_ropt_options' rows (LS_OPT_REPORT, offset 0) set the struct
+ * ls_report_opts at the head of every reporting command's arguments. */
+_Static_assert(offsetof(struct ls_report_args, ropts) == 0,
+	       "ropts first in struct ls_report_args");
+
 const struct ls_option ls_report_options[] = {
 	LS_OPT__FORMAT(struct ls_report_args, ropts.format, 0, " (default text)"),
 	LS_OPT__OUTPUT(struct ls_report_args, output, 'o', ""),
