@@ -148,6 +148,10 @@ P("badarg_demangle", catch leakscope:olds(3, maybe)),
 P("badarg_format", catch leakscope:report(#{format => nosuch})),
 P("badarg_key", catch leakscope:report(#{bogus => 1})),
 P("badarg_by", catch leakscope:report(#{by => size})),
+P("badarg_top0", catch leakscope:report(#{top => 0})),
+P("badarg_depth0", catch leakscope:report([{depth, 0}])),
+P("badarg_title", catch leakscope:report(#{title => x})),
+P("depth_256", is_binary(leakscope:report(#{depth => 256, hide_runtime => true}))),
 P("badarg_opts", catch leakscope:report(42)),
 P("reset2", leakscope:reset()),
 P("after_reset", length(Leaky(leakscope:olds(100000)))),
@@ -299,12 +303,16 @@ def t_nif_demangle():
        "'operator new' frames in olds(N, true)")
 
 
-@check("NIF: bad arguments raise badarg, formats() lists the library's formats")
+@check("NIF: bad arguments raise badarg (the commands' bounds), formats() lists the library's formats")
 def t_nif_badargs():
     res = nif_run()[0]
     for key in ("badarg_olds", "badarg_demangle", "badarg_format",
-                "badarg_key", "badarg_opts", "badarg_by"):
+                "badarg_key", "badarg_opts", "badarg_by",
+                # the commands' rules (lib/ropt-table.h): top and depth
+                # from 1, title a command-line option only
+                "badarg_top0", "badarg_depth0", "badarg_title"):
         contains(res.get(key, ""), "badarg", key)
+    eq(res.get("depth_256"), "true", "depth 256, the largest, accepted")
     eq(res.get("formats"), "[text,json,folded,svg,pprof,memleak]", "formats")
     eq(res.get("growing_is_list"), "true", "growing() returns a list")
 
