@@ -51,8 +51,8 @@ LS_ROPT(SHOW_ALLOCS, "show-allocs", 'a', LS_RT_BOOL, show_allocs, 0, 1, NULL,
 	LS_RO_WEB | LS_RO_NIF | LS_RO_MEMLEAK, NULL, 0,
 	"list every outstanding block: address, size, age, thread")
 LS_ROPT(BY, "by", 0, LS_RT_CHOICE, by, 0, 0, ls_report_by_names, "ORDER",
-	LS_RO_REPORT | LS_RO_CHECK | LS_RO_RUN | LS_RO_TRACE |
-	LS_RO_WEB | LS_RO_SVG | LS_RO_NIF, NULL, 0,
+	LS_RO_REPORT | LS_RO_CHECK | LS_RO_DIFF | LS_RO_RUN | LS_RO_TRACE |
+	LS_RO_WEB | LS_RO_SVG | LS_RO_WEB_DIFF | LS_RO_NIF, NULL, 0,
 	"rank stacks by: live (bytes live now, default), peak (live\n"
 	"when the process peaked), allocated, temporary")
 LS_ROPT(HISTOGRAM, "histogram", 0, LS_RT_BOOL, histogram, 0, 1, NULL, NULL,

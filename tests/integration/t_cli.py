@@ -449,7 +449,7 @@ def t_help_vocabulary():
         for name in ("output", "format"):
             ok(name in help_options(cmd)[0] or (cmd == "olds" and name == "format"),
                "%s takes --%s" % (cmd, name), texts[cmd][:300])
-    for cmd in ("report", "check", "run", "trace"):
+    for cmd in ("report", "check", "diff", "run", "trace"):
         ok("by" in help_options(cmd)[0], "%s takes --by" % cmd)
     eq(help_options("watch")[0]["count"][0], "n", "watch counts with -n, --count")
     eq(help_options("top")[0]["count"][0], "n", "top counts with -n, --count")
