@@ -24,18 +24,13 @@
  * (malloc -> mmap, realloc -> malloc, ...). */
 #define LS_TRACE_NEST 4
 
+/* The records' kinds: trace-kinds.h's LS_TRACE_RECORD rows, from 1. */
 enum ls_trace_type {
-	LS_TEV_ALLOC = 1,	/* addr, size: a heap block */
-	LS_TEV_FREE,		/* addr */
-	LS_TEV_REALLOC,		/* addr (new), old, size */
-	LS_TEV_MMAP,		/* addr, size: an anonymous mapping */
-	LS_TEV_MUNMAP,		/* addr, size */
-	LS_TEV_MREMAP,		/* addr (new), old, size (new length) */
-	LS_TEV_BRK,		/* size: heap growth in bytes */
-	LS_TEV_FAULT,		/* addr: one user page fault */
-	LS_TEV_KALLOC,		/* addr (key), size, fn: a kernel allocation */
-	LS_TEV_KFREE,		/* addr (key) */
-	LS_TEV_EXEC,		/* the process replaced its image */
+	LS_TEV_NONE_ = 0,
+#define LS_TRACE_RECORD(id, name, meaning) LS_TEV_##id,
+#include "trace-kinds.h"
+#undef LS_TRACE_RECORD
+	LS_TEV_KINDS
 };
 
 /* The user-space functions, uprobe entry programs per function, one

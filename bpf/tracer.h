@@ -15,12 +15,11 @@
 #include <linux/types.h>
 #include "trace.h"
 
+/* What to trace: trace-kinds.h's LS_TRACE_EVENT rows, from 0. */
 enum ls_tracer_what {
-	LS_TRACE_ALLOC = 0,	/* the allocator functions of obj (uprobes) */
-	LS_TRACE_BRK,		/* sys_enter_brk growth */
-	LS_TRACE_MMAP,		/* anonymous mmap minus munmap (syscalls) */
-	LS_TRACE_FAULT,		/* exceptions:page_fault_user */
-	LS_TRACE_KERNEL,	/* kmem (and percpu) tracepoints */
+#define LS_TRACE_EVENT(id, name, help) LS_TRACE_##id,
+#include "trace-kinds.h"
+#undef LS_TRACE_EVENT
 };
 
 struct ls_tracer_opts {

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <limits.h>
+#include <string.h>
 #include "../common/attach.h"
 #include "../common/contract.h"
 #include "../lib/client.h"
@@ -14,32 +15,16 @@
 #include "spawn.h"
 
 #define A(field) LS_ARG(struct ls_attach_args, field)
-#define STR_(x) #x
-#define STR(x) STR_(x)
 
 static const struct ls_option own[] = {
-	{ .kind = LS_OPT_SIZE,
-	  .long_name = "sample-rate",
-	  .offset = A(sample_rate),
-	  .argh = "BYTES",
-	  .help = "record a Poisson sample of the allocations, one per BYTES on\n"
-	  "average (e.g. 512KiB): nearly free; figures become estimates",
-	  .flags = LS_OPTF_NONZERO,
-	  .want = "a positive size such as 512KiB" },
-	{ .kind = LS_OPT_UINT,
-	  .long_name = "depth",
-	  .offset = A(depth),
-	  .argh = "N",
-	  .help = "frames captured per stack, " STR(LS_DEPTH_MIN) "-" STR(LS_DEPTH_MAX)
-		  " (default " STR(LS_DEPTH_DEFAULT) ")",
-	  .min = LS_DEPTH_MIN,
-	  .max = LS_DEPTH_MAX,
-	  .want = STR(LS_DEPTH_MIN) " to " STR(LS_DEPTH_MAX) },
+	LS_OPT__SAMPLE_RATE(struct ls_attach_args, sample_rate, 0, ""),
+	LS_OPT__DEPTH(struct ls_attach_args, depth,
+		      " (captured, default " LS_RO_STR(LS_DEPTH_DEFAULT) ")"),
 	{ .kind = LS_OPT_SECONDS,
 	  .long_name = "timeout",
 	  .offset = A(timeout_ns),
 	  .argh = "SECONDS",
-	  .help = "wait at most this long for a safe point (default 5)",
+	  .help = LS_OPT__TIMEOUT_HELP " (for a safe point; default 5)",
 	  .flags = LS_OPTF_NONZERO,
 	  .max = 600000000000ull,
 	  .want = "seconds, at most 600" },
@@ -58,6 +43,7 @@ const struct ls_usage ls_attach_usage = {
 	"Needs ptrace rights on PID (the same user with kernel.yama.ptrace_scope\n"
 	"0, or root), a dynamically linked x86-64 program and glibc 2.34 or\n"
 	"later.  How it works and what is safe: docs/ATTACH.md.",
+	0,	/* no report options */
 };
 
 void ls_attach_defaults(void *args)
@@ -95,6 +81,48 @@ static void print_attached(pid_t pid, const struct ls_attach_args *a,
 	       "'leakscope detach %d' stops\n", (int)pid, (int)pid);
 }
 
+/* "full" or "sampled (--sample-rate N)" into buf. */
+static const char *mode_name(uint64_t rate, char *buf, size_t cap)
+{
+	if (!rate)
+		return "full";
+	snprintf(buf, cap, "sampled (--sample-rate %llu)",
+		 (unsigned long long)rate);
+	return buf;
+}
+
+/* The agent answers already: one line saying in which mode, and what
+ * to type for the mode asked.  The agent keeps the mode it started in
+ * for the life of the process (detached and attached again too). */
+static void already(pid_t pid, const struct ls_attach_args *a)
+{
+	struct ls_snapshot snap;
+	char err[256], now[64], rate[48] = "";
+	int p = (int)pid;
+
+	if (ls_client_snapshot(pid, 0, &snap, err, sizeof(err))) {
+		ls_error("pid %d already has the agent answering: use "
+			 "'leakscope report %d'", p, p);
+		return;
+	}
+	mode_name(snap.hdr.sample_rate, now, sizeof(now));
+	if (a->sample_rate)
+		snprintf(rate, sizeof(rate), " --sample-rate %llu",
+			 (unsigned long long)a->sample_rate);
+	if (snap.hdr.sample_rate == a->sample_rate)
+		ls_error("pid %d is already %s in %s mode: use 'leakscope "
+			 "report %d'", p, snap.has_attach ? "attached" :
+			 "traced (leakscope run)", now, p);
+	else
+		ls_error("pid %d %s in %s mode, which it keeps while it runs "
+			 "('leakscope report %d' reads it): for %s mode start "
+			 "it again with 'leakscope run%s -- CMD'", p,
+			 snap.has_attach ? "is attached" :
+			 "runs the agent from its start", now, p,
+			 a->sample_rate ? "sampled" : "full", rate);
+	ls_snapshot_release(&snap);
+}
+
 int ls_cmd_attach(struct ls_invocation *inv)
 {
 	const struct ls_attach_args *a = inv->args;
@@ -103,9 +131,7 @@ int ls_cmd_attach(struct ls_invocation *inv)
 	char agent[PATH_MAX], dir[4096], settings[4096 + 256], err[512];
 
 	if (agent_answers(inv->pid)) {
-		ls_error("pid %d already has the agent answering (attached, or "
-			 "under leakscope run): use 'leakscope report %d'",
-			 (int)inv->pid, (int)inv->pid);
+		already(inv->pid, a);
 		return LS_EXIT_ERROR;
 	}
 	if (ls_find_agent(agent, sizeof(agent)))

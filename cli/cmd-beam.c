@@ -42,23 +42,14 @@ static const struct ls_option own[] = {
 	  .long_name = "interval",
 	  .offset = A(interval_ns),
 	  .argh = "SECONDS",
-	  .help = "between samples (default 5, decimals allowed)",
+	  .help = LS_OPT__INTERVAL_HELP " (default 5, decimals allowed)",
 	  .min = 10000000,
 	  .want = "seconds, at least 0.01" },
-	{ .kind = LS_OPT_UINT,
-	  .long_name = "count",
-	  .offset = A(count),
-	  .argh = "N",
-	  .help = "samples (default 12; trends need 5 or more)",
-	  .flags = LS_OPTF_NONZERO,
-	  .max = 100000,
-	  .want = "1 to 100000" },
-	{ .kind = LS_OPT_STRING,
-	  .long_name = "format",
-	  .offset = A(format),
-	  .argh = "FORMAT",
-	  .help = "text (default) or json",
-	  .want = "text or json" },
+	LS_OPT__COUNT(struct ls_beam_args, count, 0, 100000,
+		      " (default 12; trends need 5 or more)"),
+	LS_OPT__FORMAT(struct ls_beam_args, format, LS_OPTF_STATS,
+		       " (default text)"),
+	LS_OPT__OUTPUT(struct ls_beam_args, output, 'o', ""),
 	{ .kind = LS_OPT_UINT,
 	  .long_name = "port",
 	  .offset = A(port),
@@ -71,7 +62,7 @@ static const struct ls_option own[] = {
 	  .long_name = "top",
 	  .offset = A(top),
 	  .argh = "N",
-	  .help = "entries per top list (default 10)",
+	  .help = "only the N biggest (in each list; default 10)",
 	  .flags = LS_OPTF_NONZERO,
 	  .max = 100000,
 	  .want = "a positive number" },
@@ -79,7 +70,8 @@ static const struct ls_option own[] = {
 	  .long_name = "timeout",
 	  .offset = A(timeout_ns),
 	  .argh = "SECONDS",
-	  .help = "per connection attempt and per call (default 10)",
+	  .help = LS_OPT__TIMEOUT_HELP " (per connection attempt and per call;\n"
+		  "default 10)",
 	  .min = 1000000,
 	  .max = 3600000000000ull,
 	  .want = "seconds, at most 3600" },
@@ -106,6 +98,7 @@ const struct ls_usage ls_beam_usage = {
 	"another leakscope beam connected); 4 timeout, connection lost or a\n"
 	"call failed on the node; 5 its OTP release is older than 23; 1 no\n"
 	"cookie (file unreadable, or others may read it); 125 bad usage.",
+	0,	/* no report options */
 };
 
 void ls_beam_defaults(void *args)
@@ -216,18 +209,22 @@ static int run_beam(const struct ls_beam_args *a, const char *node,
 		.node = node, .cookie = cookie, .port = (int)a->port,
 		.interval_s = (double)a->interval_ns / 1e9,
 		.count = (unsigned)a->count, .top = (unsigned)a->top,
-		.json = a->format && !strcmp(a->format, "json"),
+		.json = a->format == ls_renderer_find("json"),
 		.gc_check = a->gc_check,
 		.timeout_ms = (unsigned)(a->timeout_ns / 1000000),
 	};
+	struct ls_output out;
 	char err[1024];
 	int r;
 
+	if (ls_open_output(&out, a->output ? a->output : "-"))
+		return LS_EXIT_ERROR;
 	/* A closed connection is an error return, not a signal. */
 	signal(SIGPIPE, SIG_IGN);
-	r = ls_beam_run(&o, stdout, err, sizeof(err));
+	r = ls_beam_run(&o, out.fp, err, sizeof(err));
 	if (!r)
-		return LS_EXIT_OK;
+		return ls_commit_output(&out) ? LS_EXIT_ERROR : LS_EXIT_OK;
+	ls_output_abort(&out);
 	ls_error("%s", err);
 	return status_of(r);
 }
@@ -257,12 +254,6 @@ int ls_cmd_beam(struct ls_invocation *inv)
 	}
 	if (inv->argc != 1) {
 		ls_usage_error(&ls_beam_usage, "expected one NODE");
-		goto out;
-	}
-	if (a->format && strcmp(a->format, "text") &&
-	    strcmp(a->format, "json")) {
-		ls_usage_error(&ls_beam_usage, "invalid value '%s' for "
-			       "--format: expected text or json", a->format);
 		goto out;
 	}
 	if (!a->cookie && read_default_cookie(a, cookie)) {

@@ -11,12 +11,9 @@
 #define A(field) LS_ARG(struct ls_check_args, field)
 
 static const struct ls_option own[] = {
-	{ .kind = LS_OPT_FLAG,
-	  .long_name = "fail-on-leak",
-	  .offset = A(fail_on_leak),
-	  .help = "exit 99 when definitely or indirectly lost blocks (even of\n"
-	  "0 bytes) remain after the filters and suppressions, with a\n"
-	  "one-line reason" },
+	LS_OPT__FAIL_ON_LEAK(struct ls_check_args, leak_limit, fail_on_leak,
+			     " (definitely or\nindirectly lost, after the filters and "
+			     "suppressions; a\none-line reason says why)"),
 	{ .kind = LS_OPT_STRING,
 	  .long_name = "fail-on",
 	  .offset = A(fail_on),
@@ -57,12 +54,11 @@ const struct ls_usage ls_check_usage = {
 	"agent in full tracking mode, and ptrace must be allowed.  The C and\n"
 	"C++ runtimes' one-time allocations are suppressed by default.",
 	(const struct ls_option *const[]){ ls_report_options,
-		ls_filter_options, ls_blocks_option, ls_stack_options,
-		ls_flame_options, ls_flame_count_option, ls_reach_options, own,
-		NULL },
+		ls_ropt_options, ls_reach_options, own, NULL },
 	"Exit status: 0; 99 when --fail-on-leak trips; 1 when the check cannot\n"
 	"be done (no agent, sampled, stopped, ptrace refused, the process\n"
 	"exited); 125 a usage error.",
+	LS_RO_CHECK,
 };
 
 void ls_check_defaults(void *args)
@@ -115,7 +111,7 @@ int ls_cmd_check(struct ls_invocation *inv)
 	}
 	if (!write_check(a, &snap, kinds, &gate)) {
 		r = LS_EXIT_OK;
-		if (a->fail_on_leak && ls_gate_trips(&gate, 0)) {
+		if (a->fail_on_leak && ls_gate_trips(&gate, a->leak_limit)) {
 			ls_gate_reason(inv->pid, &gate, kinds);
 			r = LS_EXIT_LEAK;
 		}

@@ -16,6 +16,7 @@ const struct ls_usage ls_detach_usage = {
 	"agent's code stays loaded, and a later 'leakscope attach' reuses it.",
 	(const struct ls_option *const[]){ NULL },
 	NULL,
+	0,	/* no report options */
 };
 
 int ls_cmd_detach(struct ls_invocation *inv)

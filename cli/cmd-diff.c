@@ -11,18 +11,9 @@
 #define A(field) LS_ARG(struct ls_report_args, field)
 
 static const struct ls_option own[] = {
-	{ .kind = LS_OPT_FORMAT,
-	  .long_name = "format",
-	  .offset = A(ropts.format),
-	  .argh = "FORMAT",
-	  .help = "output format (svg: a differential flame graph)",
-	  .flags = LS_OPTF_DIFF },
-	{ .kind = LS_OPT_STRING,
-	  .long_name = "output",
-	  .offset = A(output),
-	  .argh = "FILE",
-	  .help = "write to FILE, whole or not at all ('-': stdout)",
-	  .want = "a file name" },
+	LS_OPT__FORMAT(struct ls_report_args, ropts.format, LS_OPTF_DIFF,
+		       " (default text; svg: a differential flame graph)"),
+	LS_OPT__OUTPUT(struct ls_report_args, output, 'o', ""),
 	{ .kind = LS_OPT_END },
 };
 
@@ -36,10 +27,10 @@ const struct ls_usage ls_diff_usage = {
 	"the change in live bytes and blocks: the stacks that grew (largest\n"
 	"growth first), shrank, appeared and disappeared.  The filters compare\n"
 	"only the blocks that pass (both sides need block lists).",
-	(const struct ls_option *const[]){ own, ls_filter_options,
-		ls_stack_options, ls_flame_options, ls_flame_count_option, NULL },
+	(const struct ls_option *const[]){ own, ls_ropt_options, NULL },
 	"Exit status: 0, also when the two are different programs (a warning\n"
 	"says so).",
+	LS_RO_DIFF,
 };
 
 static void warn_programs(const struct ls_diff *d, char **names)

@@ -21,10 +21,6 @@ static const struct ls_option own[] = {
 	  .want = "a live pid",
 	  .help = "with --postmortem: the dead process ran in the container "
 		  "of live PID, as the pid given there" },
-	{ .kind = LS_OPT_FLAG,
-	  .long_name = "growing",
-	  .offset = A(ropts.growing),
-	  .help = "only sites whose growth is linear or exponential" },
 	{ .kind = LS_OPT_END },
 };
 
@@ -35,9 +31,8 @@ const struct ls_usage ls_report_usage = {
 	"agent is asked over its control socket), of a snapshot saved by\n"
 	"'leakscope snapshot', or of a post-mortem file.",
 	(const struct ls_option *const[]){ ls_report_options,
-		ls_filter_options, ls_view_options, ls_blocks_option, ls_stack_options,
-		ls_flame_options, ls_flame_count_option, own, NULL },
-	NULL,
+		ls_ropt_options, own, NULL },
+	NULL, LS_RO_REPORT,
 };
 
 int ls_cmd_report(struct ls_invocation *inv)

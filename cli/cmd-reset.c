@@ -14,6 +14,7 @@ const struct ls_usage ls_reset_usage = {
 	"only newer ones.  Allocated totals and call counts keep counting.",
 	(const struct ls_option *const[]){ NULL },
 	NULL,
+	0,	/* no report options */
 };
 
 int ls_cmd_reset(struct ls_invocation *inv)

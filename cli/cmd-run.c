@@ -30,8 +30,9 @@
 
 #define A(field) LS_ARG(struct ls_run_args, field)
 
-/* --count is the number of periodic reports, or, as for the other
- * reporting commands, what a flame graph's widths measure. */
+/* --count is the number of periodic reports; bytes or blocks, what a
+ * flame graph's widths measure, is --widths's older spelling, kept for
+ * scripts. */
 static int parse_count(const struct ls_option *o, const char *arg, void *args)
 {
 	struct ls_run_args *a = args;
@@ -45,18 +46,15 @@ static int parse_count(const struct ls_option *o, const char *arg, void *args)
 }
 
 static const struct ls_option own[] = {
-	{ .kind = LS_OPT_SECONDS,
-	  .long_name = "interval",
-	  .offset = A(interval_ns),
-	  .argh = "SECONDS",
-	  .help = "also report every SECONDS while the command runs",
-	  .want = "seconds" },
+	LS_OPT__INTERVAL(struct ls_run_args, interval_ns, 0,
+			 " (periodic, while the command runs;\n"
+			 "default: one report, at exit)"),
 	{ .kind = LS_OPT_CALLBACK,
 	  .long_name = "count",
-	  .argh = "N|bytes|blocks",
-	  .help = "N: at most N periodic reports; bytes or blocks: what the\n"
-		  "flame graph's widths measure (svg)",
-	  .want = "a positive number, bytes or blocks",
+	  .argh = "N",
+	  .help = LS_OPT__COUNT_HELP " (periodic reports, at most; default: no\n"
+		  "limit; also --count bytes|blocks, the older spelling of --widths)",
+	  .want = "a positive number",
 	  .cb = parse_count },
 	{ .kind = LS_OPT_FLAG,
 	  .long_name = "follow-exec",
@@ -67,14 +65,7 @@ static const struct ls_option own[] = {
 	  .offset = A(all_children),
 	  .help = "a report for every forked child, even one that lived less\n"
 		  "than a second (a shell's subshell)" },
-	{ .kind = LS_OPT_SIZE,
-	  .long_name = "sample-rate",
-	  .offset = A(sample_rate),
-	  .argh = "BYTES",
-	  .help = "record a Poisson sample of the allocations, one per BYTES on\n"
-	  "average (e.g. 512KiB): nearly free; figures become estimates",
-	  .flags = LS_OPTF_NONZERO,
-	  .want = "a positive size such as 512KiB" },
+	LS_OPT__SAMPLE_RATE(struct ls_run_args, sample_rate, 0, ""),
 	{ .kind = LS_OPT_UINT,
 	  .long_name = "sample-seed",
 	  .offset = A(sample_seed),
@@ -82,15 +73,8 @@ static const struct ls_option own[] = {
 	  .help = "seed the sampling (reproducible runs)",
 	  .flags = LS_OPTF_NONZERO,
 	  .want = "a positive number" },
-	{ .kind = LS_OPT_SIZE,
-	  .long_name = "fail-on-leak",
-	  .offset = A(leak_limit),
-	  .argh = "BYTES",
-	  .help = "exit 99 if a process ends with more than BYTES outstanding,\n"
-	  "or without BYTES with any block, even of 0 bytes",
-	  .flags = LS_OPTF_OPTIONAL,
-	  .set_offset = A(fail_on_leak),
-	  .want = "bytes" },
+	LS_OPT__FAIL_ON_LEAK(struct ls_run_args, leak_limit, fail_on_leak,
+			     " (outstanding\nwhen a process ends)"),
 	{ .kind = LS_OPT_FLAG,
 	  .long_name = "leak-check",
 	  .offset = A(leak_check),
@@ -115,21 +99,21 @@ const struct ls_usage ls_run_usage = {
 	"or --output FILE; other traced processes (forked children that live\n"
 	"on, --follow-exec) go after it, or to FILE.PID.",
 	(const struct ls_option *const[]){ ls_report_options,
-		ls_filter_options, ls_view_options, ls_blocks_option, ls_stack_options,
-		ls_flame_options, ls_reach_options, own, NULL },
+		ls_ropt_options, ls_reach_options, own, NULL },
 	"Options come before COMMAND.  --fail-on-leak gates on the report as\n"
 	"shown (its filters and suppressions), never counts the C and C++\n"
 	"runtimes' own one-time allocations, and says why in one line on\n"
 	"stderr.  Exit status: the command's; 99 when\n"
 	"--fail-on-leak trips; 125 when leakscope itself fails; 126 command not\n"
 	"executable; 127 not found.",
+	LS_RO_RUN,
 };
 
 void ls_run_defaults(void *args)
 {
 	struct ls_run_args *a = args;
 
-	a->r.depth = LS_DEPTH_DEFAULT;
+	a->r.ropts.depth = LS_DEPTH_DEFAULT;
 	a->r.default_supp = 1;
 	a->fail_kinds = LS_GATE_DEFAULT;
 }

@@ -144,6 +144,7 @@ const struct ls_usage ls_serve_usage = {
 	"to Pyroscope or Parca (docs/FLEET.md).  Serves until interrupted.",
 	(const struct ls_option *const[]){ own, fleet, NULL },
 	NULL,
+	0,	/* no report options */
 };
 
 /* An error of a start function: usage for a bad address or URL, else

@@ -21,13 +21,7 @@
 #define A(field) LS_ARG(struct ls_snapshot_args, field)
 
 static const struct ls_option own[] = {
-	{ .kind = LS_OPT_STRING,
-	  .short_name = 'o',
-	  .long_name = "output",
-	  .offset = A(output),
-	  .argh = "FILE",
-	  .help = "where to save it ('-': stdout)",
-	  .want = "a file name" },
+	LS_OPT__OUTPUT(struct ls_snapshot_args, output, 'o', " (the snapshot)"),
 	{ .kind = LS_OPT_END },
 };
 
@@ -38,6 +32,7 @@ const struct ls_usage ls_snapshot_usage = {
 	"it later with 'leakscope report FILE'.",
 	(const struct ls_option *const[]){ own, NULL },
 	NULL,
+	0,	/* no report options */
 };
 
 /* The whole memory file fd, malloc()ed, or NULL. */

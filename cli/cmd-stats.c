@@ -5,21 +5,10 @@
 #include <string.h>
 #include "cmds.h"
 
-#define A(field) LS_ARG(struct ls_report_args, field)
-
 static const struct ls_option own[] = {
-	{ .kind = LS_OPT_FORMAT,
-	  .flags = LS_OPTF_STATS,
-	  .long_name = "format",
-	  .offset = A(ropts.format),
-	  .argh = "FORMAT",
-	  .help = "output format" },
-	{ .kind = LS_OPT_STRING,
-	  .long_name = "output",
-	  .offset = A(output),
-	  .argh = "FILE",
-	  .help = "write to FILE, whole or not at all ('-': stdout)",
-	  .want = "a file name" },
+	LS_OPT__FORMAT(struct ls_report_args, ropts.format, LS_OPTF_STATS,
+		       " (default text)"),
+	LS_OPT__OUTPUT(struct ls_report_args, output, 'o', ""),
 	{ .kind = LS_OPT_END },
 };
 
@@ -30,6 +19,7 @@ const struct ls_usage ls_stats_usage = {
 	"statistics of a running process, a snapshot or a post-mortem file.",
 	(const struct ls_option *const[]){ own, NULL },
 	NULL,
+	0,	/* no report options */
 };
 
 int ls_cmd_stats(struct ls_invocation *inv)

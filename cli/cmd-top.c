@@ -11,6 +11,7 @@
 #include <string.h>
 #include <termios.h>
 #include <unistd.h>
+#include "../lib/json.h"
 #include "../lib/trend.h"
 #include "cmds.h"
 #include "refresh.h"
@@ -18,21 +19,14 @@
 #define A(field) LS_ARG(struct ls_watch_args, field)
 
 static const struct ls_option own[] = {
-	{ .kind = LS_OPT_SECONDS,
-	  .short_name = 'i',
-	  .long_name = "interval",
-	  .offset = A(interval_ns),
-	  .argh = "SECONDS",
-	  .help = "time between refreshes (default 2)",
-	  .want = "seconds" },
-	{ .kind = LS_OPT_UINT,
-	  .short_name = 'n',
-	  .long_name = "count",
-	  .offset = A(count),
-	  .argh = "N",
-	  .help = "stop after N refreshes",
-	  .flags = LS_OPTF_NONZERO,
-	  .want = "a positive number" },
+	LS_OPT__INTERVAL(struct ls_watch_args, interval_ns, 'i',
+			 " (refreshes; default 2)"),
+	LS_OPT__COUNT(struct ls_watch_args, count, 'n', 0,
+		      " (refreshes; default: until q)"),
+	LS_OPT__FORMAT(struct ls_watch_args, r.ropts.format, LS_OPTF_STATS,
+		       " (default text; json: one object per refresh, a\n"
+		       "line each, no screen control)"),
+	LS_OPT__OUTPUT(struct ls_watch_args, r.output, 'o', ""),
 	{ .kind = LS_OPT_UINT,
 	  .short_name = 'r',
 	  .long_name = "rows",
@@ -49,8 +43,8 @@ const struct ls_usage ls_top_usage = {
 	"a live view of the fastest growing sites",
 	"A view of the target's sites, the fastest growing first, with their\n"
 	"trend label, rate and live bytes, refreshed every SECONDS.  q quits.",
-	(const struct ls_option *const[]){ own, ls_stack_options, NULL },
-	NULL,
+	(const struct ls_option *const[]){ own, ls_ropt_options, NULL },
+	NULL, LS_RO_TOP,
 };
 
 void ls_top_defaults(void *args)
@@ -143,37 +137,77 @@ static size_t rank(const struct ls_snapshot *snap, struct row *v)
 	return k;
 }
 
-static void header(const struct ls_snapshot *snap)
+static void header(FILE *out, const struct ls_snapshot *snap)
 {
-	printf("%s", tty_raw ? "\033[H\033[2J" : "\n");
-	printf("leakscope top - pid %u - %" PRIu64 " bytes live in %" PRIu64
-	       " blocks, peak %" PRIu64 " - %zu sites - %" PRIu64 " samples of "
-	       "%ums%s\n\n", snap->hdr.pid, snap->totals.live_bytes,
-	       snap->totals.live_blocks, snap->totals.peak_live_bytes, snap->nsites,
-	       snap->history.ticks, snap->history.period_ms,
-	       tty_raw ? "   (q quits)" : "");
-	printf("%12s  %-11s %14s %10s  %s\n", "B/s", "TREND", "LIVE BYTES",
-	       "BLOCKS", "STACK");
+	fprintf(out, "%s", tty_raw ? "\033[H\033[2J" : "\n");
+	fprintf(out, "leakscope top - pid %u - %" PRIu64 " bytes live in %"
+		PRIu64 " blocks, peak %" PRIu64 " - %zu sites - %" PRIu64
+		" samples of %ums%s\n\n", snap->hdr.pid, snap->totals.live_bytes,
+		snap->totals.live_blocks, snap->totals.peak_live_bytes,
+		snap->nsites, snap->history.ticks, snap->history.period_ms,
+		tty_raw ? "   (q quits)" : "");
+	fprintf(out, "%12s  %-11s %14s %10s  %s\n", "B/s", "TREND",
+		"LIVE BYTES", "BLOCKS", "STACK");
+}
+
+/* --format json: the screen as one object on one line. */
+static void json_head(struct ls_json *j, const struct ls_snapshot *snap)
+{
+	ls_json_object(j, NULL);
+	ls_json_str(j, "type", "refresh");
+	ls_json_u64(j, "pid", snap->hdr.pid);
+	ls_json_u64(j, "live_bytes", snap->totals.live_bytes);
+	ls_json_u64(j, "live_blocks", snap->totals.live_blocks);
+	ls_json_u64(j, "peak_live_bytes", snap->totals.peak_live_bytes);
+	ls_json_u64(j, "sites_total", snap->nsites);
+	ls_json_array(j, "sites");
+}
+
+static void json_row(struct ls_json *j, const struct row *r, const char *desc)
+{
+	ls_json_object(j, NULL);
+	ls_json_u64(j, "site", r->site->id);
+	ls_json_str(j, "where", desc);
+	ls_json_str(j, "trend", ls_trend_name(r->t.label));
+	ls_json_f64(j, "bytes_per_second", r->t.bytes_per_second, 1);
+	ls_json_i64(j, "live_bytes", r->site->live_bytes);
+	ls_json_i64(j, "live_blocks", r->site->live_blocks);
+	ls_json_end(j);
 }
 
 static void draw(struct ls_namer *n, const struct ls_watch_args *a,
-		 const struct ls_snapshot *snap)
+		 const struct ls_snapshot *snap, FILE *out, int json)
 {
 	struct row *v = calloc(snap->nsites + 1, sizeof(*v));
+	struct ls_json j;
 	char desc[512];
 	size_t i, k;
 
 	if (!v)
 		return;
 	k = rank(snap, v);
-	header(snap);
+	ls_json_init(&j, out);
+	if (json)
+		json_head(&j, snap);
+	else
+		header(out, snap);
 	for (i = 0; i < k && i < a->rows; i++) {
 		ls_namer_describe(n, &a->r.ropts, v[i].site, desc, sizeof(desc));
-		printf("%+12.0f  %-11s %14" PRId64 " %10" PRId64 "  %.70s\n",
-		       v[i].t.bytes_per_second, ls_trend_name(v[i].t.label),
-		       v[i].site->live_bytes, v[i].site->live_blocks, desc);
+		if (json)
+			json_row(&j, &v[i], desc);
+		else
+			fprintf(out, "%+12.0f  %-11s %14" PRId64 " %10" PRId64
+				"  %.70s\n", v[i].t.bytes_per_second,
+				ls_trend_name(v[i].t.label),
+				v[i].site->live_bytes, v[i].site->live_blocks,
+				desc);
 	}
-	fflush(stdout);
+	if (json) {
+		ls_json_end(&j);
+		ls_json_end(&j);
+		fputc('\n', out);
+	}
+	fflush(out);
 	free(v);
 }
 
@@ -191,20 +225,28 @@ int ls_cmd_top(struct ls_invocation *inv)
 	const char *target = inv->argv[0];
 	struct ls_namer names = { 0 };
 	struct ls_snapshot snap;
+	struct ls_output out;
 	uint64_t done = 0;
 	int ret = LS_EXIT_OK;
+	int json = ls_renderer_of(&a->r.ropts) == ls_renderer_find("json");
 
 	ls_refresh_catch_signals();
 	if (ls_refresh_load(target, &snap))
 		return LS_EXIT_ERROR;
 	ls_namer_update(&names, &snap);	/* the names come from this one */
-	tty_setup();
+	if (ls_open_output(&out, a->r.output ? a->r.output : "-")) {
+		ls_namer_release(&names);
+		return LS_EXIT_ERROR;
+	}
+	/* A screen only on the terminal: q quits it. */
+	if (!json && !a->r.output)
+		tty_setup();
 	for (;;) {
 		if (ls_refresh_load(target, &snap)) {
 			ret = gone(target) ? LS_EXIT_OK : LS_EXIT_ERROR;
 			break;
 		}
-		draw(&names, a, &snap);
+		draw(&names, a, &snap, out.fp, json);
 		ls_namer_update(&names, &snap);
 		if (++done == a->count || ls_refresh_stop ||
 		    wait_key((int)(a->interval_ns / 1000000)))
@@ -212,5 +254,9 @@ int ls_cmd_top(struct ls_invocation *inv)
 	}
 	tty_restore();
 	ls_namer_release(&names);
+	if (ret != LS_EXIT_OK)
+		ls_output_abort(&out);
+	else if (ls_commit_output(&out))
+		ret = LS_EXIT_ERROR;
 	return ret;
 }

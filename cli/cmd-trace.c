@@ -67,6 +67,14 @@ static void on_stop(int sig)
 
 #define TA(field) LS_ARG(struct ls_trace_args, field)
 
+/* --event's values: bpf/trace-kinds.h's LS_TRACE_EVENT rows. */
+static const char *const trace_events[] = {
+#define LS_TRACE_EVENT(id, name, help) name,
+#include "../bpf/trace-kinds.h"
+#undef LS_TRACE_EVENT
+	NULL
+};
+
 /* memleak's options (short names, -o in milliseconds) and the report
  * options trace shares with the other commands. */
 static const struct ls_option trace_options[] = {
@@ -78,38 +86,14 @@ static const struct ls_option trace_options[] = {
 	  .offset = TA(command), .argh = "CMD",
 	  .help = "run CMD (split as a shell would, no expansion) and trace it",
 	  .want = "a command" },
-	{ .kind = LS_OPT_STRING, .long_name = "event", .offset = TA(event),
-	  .argh = "WHAT",
-	  .help = "alloc (default: the allocator's calls), brk, mmap,\n"
-		  "page-fault, kernel (kmem tracepoints, kernel stacks)",
-	  .want = "alloc, brk, mmap, page-fault or kernel" },
+	{ .kind = LS_OPT_CHOICE, .long_name = "event", .offset = TA(event),
+	  .argh = "WHAT", .help = "what to trace (below; default alloc)",
+	  .choices = trace_events },
 	{ .kind = LS_OPT_FLAG, .short_name = 't', .long_name = "trace",
 	  .offset = TA(print_trace),
 	  .help = "print every recorded call on stderr" },
-	{ .kind = LS_OPT_FLAG, .short_name = 'a', .long_name = "show-allocs",
-	  .offset = TA(r.ropts.show_allocs),
-	  .help = "list the outstanding blocks (address, size) of each stack" },
-	{ .kind = LS_OPT_MS, .short_name = 'o', .long_name = "older",
-	  .offset = TA(r.ropts.min_age_ns), .argh = "MS",
-	  .help = "only blocks at least MS milliseconds old",
-	  .want = "milliseconds" },
-	{ .kind = LS_OPT_SIZE, .short_name = 's', .long_name = "sample-rate",
-	  .offset = TA(sample_rate), .argh = "BYTES",
-	  .help = "sample blocks by bytes, one every BYTES on average\n"
-		  "(unbiased estimates, docs/SAMPLING.md)",
-	  .flags = LS_OPTF_NONZERO, .want = "a size such as 512KiB" },
-	{ .kind = LS_OPT_UINT, .short_name = 'T', .long_name = "top",
-	  .offset = TA(r.top), .argh = "N",
-	  .help = "only the N stacks holding the most (default 10)",
-	  .flags = LS_OPTF_NONZERO, .want = "a positive number of stacks" },
-	{ .kind = LS_OPT_SIZE, .short_name = 'z', .long_name = "min-size",
-	  .offset = TA(r.ropts.min_size), .argh = "BYTES",
-	  .help = "only blocks of at least BYTES (filtered in the kernel)",
-	  .want = "a size such as 4096 or 64KiB" },
-	{ .kind = LS_OPT_SIZE, .short_name = 'Z', .long_name = "max-size",
-	  .offset = TA(r.ropts.max_size), .argh = "BYTES",
-	  .help = "only blocks of at most BYTES (filtered in the kernel)",
-	  .flags = LS_OPTF_NONZERO, .want = "a positive size" },
+	LS_OPT__SAMPLE_RATE(struct ls_trace_args, sample_rate, 's',
+			    " (docs/SAMPLING.md)"),
 	{ .kind = LS_OPT_STRING, .short_name = 'O', .long_name = "obj",
 	  .offset = TA(obj), .argh = "OBJ",
 	  .help = "the allocator's object (default: the process's libc)",
@@ -144,17 +128,22 @@ static const struct ls_option trace_options[] = {
 	{ .kind = LS_OPT_END },
 };
 
-/* --format and --output as every reporting command has them. */
+/* --format and --output as every reporting command has them (no -o:
+ * memleak's --older). */
 static const struct ls_option trace_report_options[] = {
-	{ .kind = LS_OPT_FORMAT, .long_name = "format",
-	  .offset = TA(r.ropts.format), .argh = "FORMAT",
-	  .help = "report format (default memleak)" },
-	{ .kind = LS_OPT_STRING, .long_name = "output", .offset = TA(r.output),
-	  .argh = "FILE",
-	  .help = "write each report to FILE, whole ('-': stdout)",
-	  .want = "a file name" },
+	LS_OPT__FORMAT(struct ls_trace_args, r.ropts.format, 0,
+		       " (default memleak)"),
+	LS_OPT__OUTPUT(struct ls_trace_args, r.output, 0,
+		       " (each report replaces the last)"),
 	{ .kind = LS_OPT_END },
 };
+
+#define TRACE_MEMLEAK_NOTE \
+	"The short options -p -c -t -a -o -s -T -z -Z -O -v are bcc memleak's\n" \
+	"and mean what they mean there, under trace only: -o is --min-age\n" \
+	"(memleak's --older, also accepted), so the report's file is --output\n" \
+	"FILE.  --min-size and --max-size are filtered in the kernel; --top\n" \
+	"is 10 by default.\n\n"
 
 const struct ls_usage ls_trace_usage = {
 	"trace", "[OPTIONS] [-p PID | -c CMD | -- CMD [ARGS...]] [INTERVAL [COUNT]]",
@@ -170,22 +159,26 @@ const struct ls_usage ls_trace_usage = {
 	"end), COUNT times at most, and when the process ends or on Ctrl+C.\n"
 	"Needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF.",
 	(const struct ls_option *const[]){ trace_options, trace_report_options,
-					   ls_view_options,
-					   ls_stack_options, ls_flame_options,
-					   ls_flame_count_option, NULL },
+					   ls_ropt_options, NULL },
+	"--event WHAT:\n"
+#define LS_TRACE_EVENT(id, name, help) "  " name ": " help "\n"
+#include "../bpf/trace-kinds.h"
+#undef LS_TRACE_EVENT
+	"\n" TRACE_MEMLEAK_NOTE
 #ifdef LS_HAVE_BPF
 	"docs/EBPF.md describes the design and its costs.",
 #else
 	"Not available in this build: clang, bpftool, libbpf-dev or the\n"
 	"kernel's BTF were missing when leakscope was built.",
 #endif
+	LS_RO_TRACE | LS_RO_MEMLEAK,
 };
 
 void ls_trace_defaults(void *args)
 {
 	struct ls_trace_args *a = args;
 
-	a->r.top = 10;
+	a->r.ropts.top = 10;
 	a->stack_bytes = 8192;
 }
 
@@ -204,21 +197,6 @@ static int bad(const char *opt, const char *arg, const char *want)
 	ls_usage_error(&ls_trace_usage, "invalid value '%s' for %s: expected %s",
 		       arg, opt, want);
 	return -1;
-}
-
-static int parse_event(struct trace *tr, const char *arg)
-{
-	static const char *const names[] = { "alloc", "brk", "mmap",
-					     "page-fault", "kernel" };
-	size_t i;
-
-	for (i = 0; arg && i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(arg, names[i])) {
-			tr->t.what = (enum ls_tracer_what)i;
-			return 0;
-		}
-	return arg ? bad("--event", arg, "alloc, brk, mmap, page-fault or "
-			 "kernel") : 0;
 }
 
 static int parse_stack_mode(struct trace *tr, const char *arg)
@@ -271,7 +249,8 @@ static int parse(struct trace *tr, struct ls_invocation *inv)
 		a->r.ropts.show_allocs = 0;
 	if (!a->r.ropts.format)
 		a->r.ropts.format = ls_renderer_find("memleak");
-	if (parse_event(tr, a->event) || parse_stack_mode(tr, a->stack_mode) ||
+	tr->t.what = (enum ls_tracer_what)a->event;
+	if (parse_stack_mode(tr, a->stack_mode) ||
 	    parse_args(tr, inv->argc, inv->argv))
 		return -1;
 	/* Weights of sampled blocks depend on each block's size: totals
@@ -381,6 +360,13 @@ static int child_poll(struct trace *tr)
 /* ------------------------------------------------------------------ */
 /* Records.                                                            */
 
+/* The records' names: bpf/trace-kinds.h's LS_TRACE_RECORD rows. */
+static const char *const record_names[LS_TEV_KINDS] = {
+#define LS_TRACE_RECORD(id, name, meaning) [LS_TEV_##id] = name,
+#include "../bpf/trace-kinds.h"
+#undef LS_TRACE_RECORD
+};
+
 static void print_record(const struct ls_trace_event *e)
 {
 	const char *fn = ls_trace_fn_name(e->fn);
@@ -398,8 +384,9 @@ static void print_record(const struct ls_trace_event *e)
 		break;
 	default:
 		fprintf(stderr, "%s(%" PRIu64 ") = 0x%" PRIx64 " tid %u\n",
-			e->type == LS_TEV_BRK ? "brk" : e->type == LS_TEV_FAULT ?
-			"fault" : fn, (uint64_t)e->size, (uint64_t)e->addr, e->tid);
+			e->type == LS_TEV_BRK || e->type == LS_TEV_FAULT ?
+			record_names[e->type] : fn, (uint64_t)e->size,
+			(uint64_t)e->addr, e->tid);
 	}
 }
 

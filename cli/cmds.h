@@ -26,6 +26,7 @@ struct ls_run_args {
 struct ls_check_args {
 	struct ls_report_args r;	/* first: LS_CMD_REPORT */
 	int fail_on_leak;
+	uint64_t leak_limit;	/* --fail-on-leak=BYTES */
 	const char *fail_on;	/* --fail-on KINDS */
 	int method;		/* --method: enum ls_check_method */
 	uint64_t budget_ns;	/* --pause-budget */
@@ -42,8 +43,8 @@ struct ls_snapshot_args {
 struct ls_watch_args {
 	struct ls_report_args r;
 	uint64_t interval_ns;
-	uint64_t slices;	/* watch */
-	uint64_t count, rows;	/* top */
+	uint64_t count;		/* --count: slices, refreshes */
+	uint64_t rows;		/* top */
 };
 
 struct ls_serve_args {
@@ -66,7 +67,7 @@ struct ls_trace_args {
 	struct ls_report_args r;	/* first: LS_CMD_REPORT */
 	uint64_t pid;
 	const char *command;	/* -c */
-	const char *event;	/* alloc, brk, mmap, page-fault, kernel */
+	int event;		/* --event: enum ls_tracer_what */
 	const char *obj, *prefix, *stack_mode;
 	uint64_t sample_rate, stack_bytes;
 	int print_trace, combined_only, wa_missing_free, percpu, verbose;
@@ -79,11 +80,12 @@ struct ls_attach_args {
 };
 
 struct ls_help_args {
-	int man;
+	int man, markdown;
 };
 
 struct ls_beam_args {
-	const char *cookie, *cookie_file, *format;
+	const char *cookie, *cookie_file, *output;
+	const struct ls_renderer *format;	/* text or json */
 	uint64_t interval_ns, count, top, timeout_ns, port;
 	int gc_check;
 };

@@ -19,6 +19,43 @@ void ls_usage_error(const struct ls_usage *u, const char *fmt, ...)
 	ls_error("%s (see 'leakscope %s --help')", msg, u->name);
 }
 
+/* --- report options ------------------------------------------------- */
+
+const struct ls_option ls_ropt_options[] = {
+#define LS_ROPT(id, name, sh, type, field, min, max, choices, argh_, ...) \
+	{ .kind = LS_OPT_REPORT, .long_name = name, .argh = argh_, \
+	  .ropt = LS_ROPT_##id },
+#include "../lib/ropt-table.h"
+#undef LS_ROPT
+	{ .kind = LS_OPT_END },
+};
+
+int ls_option_taken(const struct ls_usage *u, const struct ls_option *o)
+{
+	return o->kind != LS_OPT_REPORT ||
+	       (ls_ropts[o->ropt].takes & u->ropts & ~LS_RO_MEMLEAK);
+}
+
+/* The short name of o in u, or 0. */
+static int option_short(const struct ls_usage *u, const struct ls_option *o)
+{
+	if (o->kind != LS_OPT_REPORT)
+		return o->short_name;
+	return (u->ropts & LS_RO_MEMLEAK) &&
+	       (ls_ropts[o->ropt].takes & LS_RO_MEMLEAK) ?
+	       ls_ropts[o->ropt].short_name : 0;
+}
+
+/* The older spelling of report option o u still accepts, or NULL. */
+static const char *alias_of(const struct ls_usage *u,
+			    const struct ls_option *o)
+{
+	const struct ls_ropt *r = &ls_ropts[o->ropt];
+
+	return o->kind == LS_OPT_REPORT && r->alias &&
+	       (r->alias_takes & u->ropts) ? r->alias : NULL;
+}
+
 /* --- values ---------------------------------------------------------- */
 
 /* Does the format option o take renderer r? */
@@ -102,6 +139,9 @@ static int store(const struct ls_option *o, const char *arg, char *base)
 		return parse_choice(o, arg, field);
 	case LS_OPT_CALLBACK:
 		return o->cb(o, arg, base);
+	case LS_OPT_REPORT:
+		return ls_ropt_set(&ls_ropts[o->ropt],
+				   (struct ls_report_opts *)field, arg);
 	default:
 		if (parse_number(o, arg, &v) || !in_range(o, v))
 			return -1;
@@ -131,6 +171,8 @@ static const char *wanted(const struct ls_option *o, char *buf, size_t cap)
 
 	if (o->want)
 		return o->want;
+	if (o->kind == LS_OPT_REPORT)
+		return ls_ropt_want(&ls_ropts[o->ropt], buf, cap);
 	if (o->kind == LS_OPT_CHOICE) {
 		while (o->choices[n] && n < 32)
 			n++;
@@ -144,10 +186,23 @@ static const char *wanted(const struct ls_option *o, char *buf, size_t cap)
 	return one_of(names, n, buf, cap);
 }
 
-static int bad_value(const struct ls_option *o, const char *arg)
+/* spelled: the option as typed ("-o", "--min-age"). */
+static int bad_value(const struct ls_usage *u, const struct ls_option *o,
+		     const char *arg, const char *spelled)
 {
+	const char *alias = o->kind == LS_OPT_REPORT ? alias_of(u, o) : NULL;
 	char buf[256];
 
+	/* A memleak short option (trace): say what it is, and that -o is
+	 * no output file there. */
+	if (spelled[1] != '-' && o->kind == LS_OPT_REPORT) {
+		ls_error("invalid value '%s' for %s (--%s%s%s): expected %s%s",
+			 arg, spelled, o->long_name, alias ? ", memleak's --" :
+			 "", alias ? alias : "", wanted(o, buf, sizeof(buf)),
+			 spelled[1] == 'o' ? "; the report's file is --output "
+			 "FILE" : "");
+		return -1;
+	}
 	ls_error("invalid value '%s' for --%s: expected %s", arg, o->long_name,
 		 wanted(o, buf, sizeof(buf)));
 	return -1;
@@ -160,9 +215,16 @@ static const struct ls_option *find_long(const struct ls_usage *u,
 {
 	const struct ls_option *const *t, *o;
 
+	const char *alias;
+
 	ls_usage_for_each(u, t, o)
 		if (strlen(o->long_name) == len &&
 		    !strncmp(o->long_name, name, len))
+			return o;
+	/* An older spelling, where no option of u has that name. */
+	ls_usage_for_each(u, t, o)
+		if ((alias = alias_of(u, o)) && strlen(alias) == len &&
+		    !strncmp(alias, name, len))
 			return o;
 	return NULL;
 }
@@ -172,13 +234,15 @@ static const struct ls_option *find_short(const struct ls_usage *u, int c)
 	const struct ls_option *const *t, *o;
 
 	ls_usage_for_each(u, t, o)
-		if (o->short_name && o->short_name == c)
+		if (option_short(u, o) == c)
 			return o;
 	return NULL;
 }
 
 static int takes_value(const struct ls_option *o)
 {
+	if (o->kind == LS_OPT_REPORT)
+		return ls_ropts[o->ropt].argh != NULL;
 	return o->kind != LS_OPT_FLAG;
 }
 
@@ -187,8 +251,9 @@ static int takes_value(const struct ls_option *o)
  * or the next argument.  Returns the number of extra arguments used, or
  * -1 after an error.
  */
-static int apply(const struct ls_option *o, const char *inline_val,
-		 const char *next, const char *spelled, char *base)
+static int apply(const struct ls_usage *u, const struct ls_option *o,
+		 const char *inline_val, const char *next, const char *spelled,
+		 char *base)
 {
 	if (!takes_value(o)) {
 		if (inline_val) {
@@ -201,14 +266,16 @@ static int apply(const struct ls_option *o, const char *inline_val,
 		*(int *)(base + o->set_offset) = 1;
 		if (!inline_val)
 			return 0;
-		return store(o, inline_val, base) ? bad_value(o, inline_val) : 0;
+		return store(o, inline_val, base) ?
+		       bad_value(u, o, inline_val, spelled) : 0;
 	}
 	if (!inline_val && !next) {
 		ls_error("option '%s' needs a value", spelled);
 		return -1;
 	}
 	if (store(o, inline_val ? inline_val : next, base))
-		return bad_value(o, inline_val ? inline_val : next);
+		return bad_value(u, o, inline_val ? inline_val : next,
+				 spelled);
 	return inline_val ? 0 : 1;
 }
 
@@ -231,11 +298,11 @@ static int one_option(const struct ls_usage *u, char **argv, int i, int argc,
 
 		o = find_long(u, a + 2, len);
 		if (o)
-			return apply(o, eq ? eq + 1 : NULL, next, a, base);
+			return apply(u, o, eq ? eq + 1 : NULL, next, a, base);
 	} else if ((o = find_short(u, a[1]))) {
 		char spelled[3] = { '-', a[1], 0 };
 
-		return apply(o, a[2] ? a + 2 : NULL, next, spelled, base);
+		return apply(u, o, a[2] ? a + 2 : NULL, next, spelled, base);
 	}
 	ls_usage_error(u, "unknown option '%s'", a);
 	return -1;
@@ -278,12 +345,13 @@ int ls_parse_options(int argc, char **argv, const struct ls_usage *u,
 
 /* --- help ------------------------------------------------------------ */
 
-void ls_option_label(const struct ls_option *o, char *buf, size_t cap)
+void ls_option_label(const struct ls_usage *u, const struct ls_option *o,
+		     char *buf, size_t cap)
 {
-	int n = 0;
+	int n = 0, sh = option_short(u, o);
 
-	if (o->short_name)
-		n = snprintf(buf, cap, "-%c, ", o->short_name);
+	if (sh)
+		n = snprintf(buf, cap, "-%c, ", sh);
 	if (n < 0 || (size_t)n >= cap)
 		return;
 	if (!takes_value(o))
@@ -294,15 +362,24 @@ void ls_option_label(const struct ls_option *o, char *buf, size_t cap)
 		snprintf(buf + n, cap - n, "--%s %s", o->long_name, o->argh);
 }
 
-void ls_option_help(const struct ls_option *o, char *buf, size_t cap)
+void ls_option_help(const struct ls_usage *u, const struct ls_option *o,
+		    char *buf, size_t cap)
 {
+	const char *alias = alias_of(u, o);
 	char names[256];
+	size_t len;
 
-	if ((o->kind == LS_OPT_FORMAT || o->kind == LS_OPT_CHOICE) && !o->want)
+	if (o->kind == LS_OPT_REPORT)
+		snprintf(buf, cap, "%s", ls_ropts[o->ropt].help);
+	else if ((o->kind == LS_OPT_FORMAT || o->kind == LS_OPT_CHOICE) &&
+		 !o->want)
 		snprintf(buf, cap, "%s: %s", o->help,
 			 wanted(o, names, sizeof(names)) + strlen("one of "));
 	else
 		snprintf(buf, cap, "%s", o->help);
+	len = strlen(buf);
+	if (alias && len < cap)
+		snprintf(buf + len, cap - len, " (also --%s)", alias);
 }
 
 /* Help text lines after the first are indented under the first. */
@@ -325,8 +402,10 @@ void ls_usage_print(FILE *out, const struct ls_usage *u)
 	if (u->tables[0])
 		fputs("\noptions:\n", out);
 	ls_usage_for_each(u, t, o) {
-		ls_option_label(o, label, sizeof(label));
-		ls_option_help(o, help, sizeof(help));
+		if (o->flags & LS_OPTF_HIDDEN)
+			continue;
+		ls_option_label(u, o, label, sizeof(label));
+		ls_option_help(u, o, help, sizeof(help));
 		fprintf(out, "  %-26s ", label);
 		if (strlen(label) > 26)
 			fprintf(out, "\n  %-26s ", "");

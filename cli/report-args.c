@@ -14,73 +14,14 @@
 
 #define RA(field) LS_ARG(struct ls_report_args, field)
 
+/* ls_ropt_options' rows (LS_OPT_REPORT, offset 0) set the struct
+ * ls_report_opts at the head of every reporting command's arguments. */
+_Static_assert(offsetof(struct ls_report_args, ropts) == 0,
+	       "ropts first in struct ls_report_args");
+
 const struct ls_option ls_report_options[] = {
-	{ .kind = LS_OPT_FORMAT,
-	  .long_name = "format",
-	  .offset = RA(ropts.format),
-	  .argh = "FORMAT",
-	  .help = "report format" },
-	{ .kind = LS_OPT_STRING,
-	  .long_name = "output",
-	  .offset = RA(output),
-	  .argh = "FILE",
-	  .help = "write the report to FILE, whole or not at all ('-': stdout)",
-	  .want = "a file name" },
-	{ .kind = LS_OPT_END },
-};
-
-const struct ls_option ls_filter_options[] = {
-	{ .kind = LS_OPT_UINT,
-	  .long_name = "top",
-	  .offset = RA(top),
-	  .argh = "N",
-	  .help = "only the N stacks holding the most bytes",
-	  .flags = LS_OPTF_NONZERO,
-	  .want = "a positive number of stacks" },
-	{ .kind = LS_OPT_MS,
-	  .long_name = "min-age",
-	  .offset = RA(ropts.min_age_ns),
-	  .argh = "MS",
-	  .help = "only blocks at least MS milliseconds old",
-	  .want = "milliseconds" },
-	{ .kind = LS_OPT_SIZE,
-	  .long_name = "min-size",
-	  .offset = RA(ropts.min_size),
-	  .argh = "BYTES",
-	  .help = "only blocks of at least BYTES (K, M, G suffixes)",
-	  .want = "a size such as 4096 or 64KiB" },
-	{ .kind = LS_OPT_SIZE,
-	  .long_name = "max-size",
-	  .offset = RA(ropts.max_size),
-	  .argh = "BYTES",
-	  .help = "only blocks of at most BYTES",
-	  .flags = LS_OPTF_NONZERO,
-	  .want = "a positive size such as 4096 or 64KiB" },
-	{ .kind = LS_OPT_END },
-};
-
-const struct ls_option ls_view_options[] = {
-	{ .kind = LS_OPT_CHOICE,
-	  .long_name = "by",
-	  .offset = RA(ropts.by),
-	  .argh = "ORDER",
-	  .help = "rank stacks by: live (bytes live now, default), peak (live "
-	  "when the process peaked), allocated, temporary",
-	  .choices = ls_report_by_names,
-	  .want = "live, peak, allocated or temporary" },
-	{ .kind = LS_OPT_FLAG,
-	  .long_name = "histogram",
-	  .offset = RA(ropts.histogram),
-	  .help = "allocation sizes and lifetimes at free (log2 buckets), "
-	  "per stack and for the whole process" },
-	{ .kind = LS_OPT_END },
-};
-
-const struct ls_option ls_blocks_option[] = {
-	{ .kind = LS_OPT_FLAG,
-	  .long_name = "show-allocs",
-	  .offset = RA(ropts.show_allocs),
-	  .help = "list every outstanding block: address, size, age, thread" },
+	LS_OPT__FORMAT(struct ls_report_args, ropts.format, 0, " (default text)"),
+	LS_OPT__OUTPUT(struct ls_report_args, output, 'o', ""),
 	{ .kind = LS_OPT_END },
 };
 
@@ -117,65 +58,6 @@ const struct ls_option ls_reach_options[] = {
 	  .long_name = "no-default-suppressions",
 	  .offset = RA(no_default_supp),
 	  .help = "show the C and C++ runtimes' one-time allocations too" },
-	{ .kind = LS_OPT_END },
-};
-
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
-const struct ls_option ls_stack_options[] = {
-	{ .kind = LS_OPT_UINT,
-	  .long_name = "depth",
-	  .offset = RA(depth),
-	  .argh = "N",
-	  .help = "frames per stack, " STR(LS_DEPTH_MIN) "-" STR(LS_DEPTH_MAX)
-		  " (run: captured, default " STR(LS_DEPTH_DEFAULT) ";\n"
-		  "other commands: shown, default all)",
-	  .min = LS_DEPTH_MIN,
-	  .max = LS_DEPTH_MAX,
-	  .want = STR(LS_DEPTH_MIN) " to " STR(LS_DEPTH_MAX) },
-	{ .kind = LS_OPT_FLAG,
-	  .long_name = "full-names",
-	  .offset = RA(ropts.full_names),
-	  .help = "C++ names with their template arguments (by default cut to\n"
-		  "<…>: std::_Rb_tree<…>::_M_get_node())" },
-	{ .kind = LS_OPT_FLAG,
-	  .long_name = "hide-runtime",
-	  .offset = RA(ropts.hide_runtime),
-	  .help = "leave out the frames of libc, libstdc++ and ld.so below and\n"
-		  "above the program's own" },
-	{ .kind = LS_OPT_END },
-};
-
-#define FA(field) RA(ropts.svg.field)
-
-const struct ls_option ls_flame_options[] = {
-	{ .kind = LS_OPT_STRING,
-	  .long_name = "title",
-	  .offset = FA(title),
-	  .argh = "TEXT",
-	  .help = "the flame graph's title (svg)",
-	  .want = "a title" },
-	{ .kind = LS_OPT_FLAG,
-	  .long_name = "inverted",
-	  .offset = FA(inverted),
-	  .help = "icicle graph: the root at the top (svg)" },
-	{ .kind = LS_OPT_CHOICE,
-	  .long_name = "colors",
-	  .offset = FA(colors),
-	  .argh = "PALETTE",
-	  .help = "greens by function, or hues by frame kind (svg)",
-	  .choices = (const char *const[]){ "mem", "kind", NULL } },
-	{ .kind = LS_OPT_END },
-};
-
-const struct ls_option ls_flame_count_option[] = {
-	{ .kind = LS_OPT_CHOICE,
-	  .long_name = "count",
-	  .offset = FA(count),
-	  .argh = "WHAT",
-	  .help = "what the flame graph's widths measure (svg)",
-	  .choices = (const char *const[]){ "bytes", "blocks", NULL } },
 	{ .kind = LS_OPT_END },
 };
 
@@ -235,21 +117,22 @@ int ls_report_args_finish(struct ls_report_args *a, int many)
 {
 	const struct ls_renderer *r = ls_renderer_of(&a->ropts);
 
+	char err[256];
+
 	if (reach_finish(a))
 		return -1;
-	a->ropts.top = (size_t)a->top;
 	/* run's --depth is what the agent captures: its reports show all. */
-	a->ropts.depth = many ? 0 : (unsigned)a->depth;
-	ls_report_opts_finish(&a->ropts);
+	if (many) {
+		a->depth = a->ropts.depth;
+		a->ropts.depth = 0;
+	}
 	if (a->beside && !a->postmortem) {
 		ls_error("--in names where a dead process ran: it needs "
 			 "--postmortem");
 		return -1;
 	}
-	if (a->ropts.by != LS_BY_LIVE && a->ropts.need_blocks) {
-		ls_error("--by %s cannot be combined with --min-age, --min-size, "
-			 "--max-size or --show-allocs (they select live blocks)",
-			 ls_report_by_names[a->ropts.by]);
+	if (ls_ropt_check(&a->ropts, 0, err, sizeof(err))) {
+		ls_error("%s", err);
 		return -1;
 	}
 	if (r->needs & LS_NEEDS_NOT_TTY)

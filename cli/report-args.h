@@ -18,7 +18,8 @@
 struct ls_report_args {
 	struct ls_report_opts ropts;
 	const char *output;	/* --output FILE, "-" stdout; NULL default */
-	uint64_t top, depth;	/* copied into ropts by ls_report_args_finish */
+	unsigned depth;		/* run: --depth, the frames the agent
+				   captures (ls_report_args_finish) */
 	int postmortem;		/* `report --postmortem`: source option */
 	uint64_t beside;	/* `report --postmortem N --in PID` */
 	/* Reachability (ls_reach_options): */
@@ -32,21 +33,10 @@ struct ls_report_args {
 	struct ls_supp supp_all;	/* the same and the built-in list */
 };
 
-/* --format, --output */
+/* --format, --output (-o) */
 extern const struct ls_option ls_report_options[];
-/* --top, --min-age, --min-size, --max-size */
-extern const struct ls_option ls_filter_options[];
-/* --by, --histogram: what a report ranks stacks by and shows of them */
-extern const struct ls_option ls_view_options[];
-/* --show-allocs */
-extern const struct ls_option ls_blocks_option[];
-/* --depth (and, for the stack's display, what follows it) */
-extern const struct ls_option ls_stack_options[];
-/* --title, --inverted, --colors: the flame graph's (--format svg) */
-extern const struct ls_option ls_flame_options[];
-/* --count bytes|blocks: what the graph's widths measure (run has its own
- * --count, which also takes the number of periodic reports) */
-extern const struct ls_option ls_flame_count_option[];
+/* The report options (--top, --min-age, --by, --depth, ...) are
+ * ls_ropt_options (parse-options.h), from lib/ropt-table.h. */
 
 /* --only, --suppressions FILE (several), --gen-suppressions,
  * --no-default-suppressions (docs/REACHABILITY.md) */

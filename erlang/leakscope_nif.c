@@ -35,6 +35,7 @@
 #include "../lib/client.h"
 #include "../lib/render.h"
 #include "../lib/report.h"
+#include "../lib/ropt.h"
 #include "../lib/symbolize.h"
 #include "redact.h"
 
@@ -324,65 +325,24 @@ static int get_atom(ErlNifEnv *env, ERL_NIF_TERM t, char *buf, size_t cap)
 	       0 : -1;
 }
 
-static int get_bool(ErlNifEnv *env, ERL_NIF_TERM t, int *out)
-{
-	if (enif_is_identical(t, atom_true))
-		*out = 1;
-	else if (enif_is_identical(t, atom_false))
-		*out = 0;
-	else
-		return -1;
-	return 0;
-}
-
-/* One report option; 0, or -1 for an unknown key or a bad value. */
+/* One report option, a row of lib/ropt-table.h the NIF takes, its value
+ * an atom or an integer read by the commands' setter; 0, or -1 for an
+ * unknown key or a bad value. */
 static int report_opt(ErlNifEnv *env, ERL_NIF_TERM key, ERL_NIF_TERM v,
 		      struct ls_report_opts *o)
 {
-	char k[32], name[32];
+	const struct ls_ropt *row;
+	char k[32], text[32];
 	ErlNifUInt64 u;
 
-	if (get_atom(env, key, k, sizeof(k)))
+	if (get_atom(env, key, k, sizeof(k)) ||
+	    !(row = ls_ropt_find(k, LS_RO_NIF)))
 		return -1;
-	if (!strcmp(k, "format")) {
-		if (get_atom(env, v, name, sizeof(name)))
-			return -1;
-		o->format = ls_renderer_find(name);
-		return o->format ? 0 : -1;
-	}
-	if (!strcmp(k, "by")) {	/* live | peak | allocated | temporary */
-		if (get_atom(env, v, name, sizeof(name)))
-			return -1;
-		for (o->by = 0; ls_report_by_names[o->by]; o->by++)
-			if (!strcmp(name, ls_report_by_names[o->by]))
-				return 0;
+	if (enif_get_uint64(env, v, &u))
+		snprintf(text, sizeof(text), "%llu", (unsigned long long)u);
+	else if (get_atom(env, v, text, sizeof(text)))
 		return -1;
-	}
-	if (!strcmp(k, "histogram"))
-		return get_bool(env, v, &o->histogram);
-	if (!strcmp(k, "show_allocs"))
-		return get_bool(env, v, &o->show_allocs);
-	if (!strcmp(k, "full_names"))
-		return get_bool(env, v, &o->full_names);
-	if (!strcmp(k, "hide_runtime"))
-		return get_bool(env, v, &o->hide_runtime);
-	if (!strcmp(k, "growing"))
-		return get_bool(env, v, &o->growing);
-	if (!enif_get_uint64(env, v, &u))
-		return -1;
-	if (!strcmp(k, "top"))
-		o->top = (size_t)u;
-	else if (!strcmp(k, "min_age") && u <= UINT64_MAX / 1000000u)
-		o->min_age_ns = u * 1000000u;
-	else if (!strcmp(k, "min_size"))
-		o->min_size = u;
-	else if (!strcmp(k, "max_size"))
-		o->max_size = u;
-	else if (!strcmp(k, "depth") && u <= 256)
-		o->depth = (unsigned)u;
-	else
-		return -1;
-	return 0;
+	return ls_ropt_set(row, o, text);
 }
 
 /* Options as a map or a proplist of {Key, Value}. */
@@ -391,6 +351,7 @@ static int report_opts(ErlNifEnv *env, ERL_NIF_TERM t,
 {
 	ERL_NIF_TERM head, key, val;
 	ErlNifMapIterator it;
+	char err[256];
 	const ERL_NIF_TERM *tup;
 	int arity, bad = 0;
 
@@ -412,12 +373,7 @@ static int report_opts(ErlNifEnv *env, ERL_NIF_TERM t,
 	} else {
 		bad = 1;
 	}
-	if (!bad)
-		ls_report_opts_finish(o);
-	/* The block filters select live blocks: not with another --by. */
-	if (!bad && o->by != LS_BY_LIVE && o->need_blocks)
-		bad = 1;
-	return bad ? -1 : 0;
+	return bad || ls_ropt_check(o, 1, err, sizeof(err)) ? -1 : 0;
 }
 
 /* The report rendered into a binary. */

@@ -161,6 +161,8 @@ static int add_site(struct collect *c, const struct ls_report_site *r,
 	side->live_blocks = ls_add_sat(side->live_blocks, r->live_blocks);
 	side->allocated_bytes += r->allocated_bytes;
 	side->allocated_blocks += r->allocated_blocks;
+	side->by_bytes = ls_add_sat(side->by_bytes, r->key_bytes);
+	side->by_blocks = ls_add_sat(side->by_blocks, r->key_blocks);
 	/* NEW's frames (addresses of the newer process) win. */
 	if (!e->frames || (is_new && side->nsites == 1))
 		return keep_frames(e, st);
@@ -202,10 +204,10 @@ static enum ls_diff_change classify(const struct ls_diff_entry *e)
 		return LS_DIFF_NEW;
 	if (!e->newer.present)
 		return LS_DIFF_GONE;
-	if (e->live_bytes_delta)
-		return e->live_bytes_delta > 0 ? LS_DIFF_GREW : LS_DIFF_SHRANK;
-	if (e->live_blocks_delta)
-		return e->live_blocks_delta > 0 ? LS_DIFF_GREW : LS_DIFF_SHRANK;
+	if (e->by_bytes_delta)
+		return e->by_bytes_delta > 0 ? LS_DIFF_GREW : LS_DIFF_SHRANK;
+	if (e->by_blocks_delta)
+		return e->by_blocks_delta > 0 ? LS_DIFF_GREW : LS_DIFF_SHRANK;
 	return LS_DIFF_SAME;
 }
 
@@ -221,6 +223,10 @@ static void finish_entries(struct ls_diff *d)
 						 e->base.live_bytes);
 		e->live_blocks_delta = ls_sub_sat(e->newer.live_blocks,
 						  e->base.live_blocks);
+		e->by_bytes_delta = ls_sub_sat(e->newer.by_bytes,
+					       e->base.by_bytes);
+		e->by_blocks_delta = ls_sub_sat(e->newer.by_blocks,
+						e->base.by_blocks);
 		e->change = classify(e);
 		t->count[e->change]++;
 		t->base_bytes = ls_add_sat(t->base_bytes, e->base.live_bytes);
@@ -236,10 +242,10 @@ static int cmp_delta(const void *a, const void *b)
 {
 	const struct ls_diff_entry *x = a, *y = b;
 
-	if (x->live_bytes_delta != y->live_bytes_delta)
-		return x->live_bytes_delta > y->live_bytes_delta ? -1 : 1;
-	if (x->live_blocks_delta != y->live_blocks_delta)
-		return x->live_blocks_delta > y->live_blocks_delta ? -1 : 1;
+	if (x->by_bytes_delta != y->by_bytes_delta)
+		return x->by_bytes_delta > y->by_bytes_delta ? -1 : 1;
+	if (x->by_blocks_delta != y->by_blocks_delta)
+		return x->by_blocks_delta > y->by_blocks_delta ? -1 : 1;
 	return strcmp(x->key, y->key);
 }
 
@@ -252,8 +258,8 @@ static uint64_t magnitude(int64_t v)
 static int cmp_magnitude(const void *a, const void *b)
 {
 	const struct ls_diff_entry *x = a, *y = b;
-	uint64_t mx = magnitude(x->live_bytes_delta);
-	uint64_t my = magnitude(y->live_bytes_delta);
+	uint64_t mx = magnitude(x->by_bytes_delta);
+	uint64_t my = magnitude(y->by_bytes_delta);
 
 	if (mx != my)
 		return mx > my ? -1 : 1;
@@ -303,6 +309,7 @@ int ls_diff_build(const struct ls_snapshot *base,
 	memset(d, 0, sizeof(*d));
 	d->base = base;
 	d->newer = newer;
+	d->by = opts->by;
 	d->sym_base = ls_symbolizer_new(base);
 	d->sym_new = ls_symbolizer_new(newer);
 	if (!d->sym_base || !d->sym_new)

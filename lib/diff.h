@@ -42,6 +42,8 @@ struct ls_diff_side {
 	uint32_t nsites;	/* snapshot sites added up into it */
 	int64_t live_bytes, live_blocks;
 	uint64_t allocated_bytes, allocated_blocks;
+	int64_t by_bytes, by_blocks;	/* the figure --by names (the live
+					   ones by default) */
 };
 
 struct ls_diff_entry {
@@ -54,6 +56,9 @@ struct ls_diff_entry {
 	struct ls_diff_side base, newer;
 	int64_t live_bytes_delta;	/* newer - base */
 	int64_t live_blocks_delta;
+	int64_t by_bytes_delta;		/* of by_bytes: what the entries are
+					   ranked and classified by */
+	int64_t by_blocks_delta;
 	enum ls_diff_change change;
 	char *key;		/* owned: the matching key */
 };
@@ -80,10 +85,15 @@ struct ls_diff {
 	/* The main programs differ (path or build id of the first module):
 	 * the diff is still made, by names; the caller may warn. */
 	int different_programs;
+	int by;			/* enum ls_report_by: the figure compared
+				   (opts->by); a stack is present on a side
+				   when it has that figure */
 };
 
 /*
- * Compare base and newer (which must outlive d) under opts's filters
+ * Compare base and newer (which must outlive d) under opts's filters and
+ * by opts->by's figure (live by default; allocated, peak, temporary:
+ * by_bytes and by_blocks are that figure, changes and order follow it)
  * (opts->format, show_allocs and growing are ignored; top applies to
  * the result).  Returns 0, -ENOMEM, or -ENODATA when a filter needs
  * block lists and a snapshot has none (a post-mortem file); on error d

@@ -3,7 +3,7 @@
  * JSON docs/JSON-REPORT.md, folded, SVG flame graph docs/FLAMEGRAPH.md,
  * pprof docs/PPROF.md).
  *
- * A renderer is a row {name, render, stats, diff, needs}: render prints
+ * A renderer is a row {name, render, stats, diff, needs, noun, mime}: render prints
  * one report to ctx->out and returns 0 or a negative errno (-ENOMEM);
  * write errors on the stream are checked by ls_report_render()
  * afterwards.  stats, when not NULL, prints a snapshot's figures without
@@ -52,6 +52,7 @@ struct ls_renderer {
 		    const struct ls_report_opts *opts);
 	unsigned needs;
 	const char *noun;	/* what one output is: "report", "graph" */
+	const char *mime;	/* its media type (the web API's replies) */
 };
 
 /* The rows, ending with a row whose name is NULL; the first is the
@@ -143,6 +144,15 @@ int ls_report_render(FILE *out, const struct ls_report *rep,
 int ls_render_olds(FILE *out, struct ls_snapshot *snap,
 		   const struct ls_report_opts *opts, struct ls_symbolizer *sym,
 		   size_t n);
+
+/*
+ * The same as JSON members of the object open in j (docs/WEB-API.md's
+ * olds): "blocks_total" and "blocks", the n oldest with their stacks;
+ * snap is left as it is.  0 or -ENOMEM.
+ */
+int ls_json_olds(struct ls_json *j, const struct ls_snapshot *snap,
+		 const struct ls_report_opts *opts, struct ls_symbolizer *sym,
+		 size_t n);
 
 /*
  * The first three frames of site's stack, "fn < caller < caller's

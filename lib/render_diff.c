@@ -74,6 +74,9 @@ static void text_header(FILE *out, const struct ls_diff *d)
 		t->count[LS_DIFF_SAME]);
 	if (d->n < d->n_total)
 		fprintf(out, "; the %zu that changed most shown", d->n);
+	if (d->by != LS_BY_LIVE)
+		fprintf(out, "; compared by %s bytes",
+			ls_report_by_names[d->by]);
 	fputc('\n', out);
 }
 
@@ -91,18 +94,19 @@ static int entry_view(const struct ls_diff_entry *e,
 					 o->hide_runtime);
 }
 
-static void text_entry(FILE *out, const struct ls_diff_entry *e,
-		       const struct ls_stack *st)
+static void text_entry(FILE *out, const struct ls_diff *d,
+		       const struct ls_diff_entry *e, const struct ls_stack *st)
 {
+	const char *fig = d->by == LS_BY_LIVE ? "" : ls_report_by_names[d->by];
 	size_t i;
 
-	fprintf(out, "\t%+" PRId64 " bytes, %+" PRId64 " blocks",
-		e->live_bytes_delta, e->live_blocks_delta);
+	fprintf(out, "\t%+" PRId64 " %s%sbytes, %+" PRId64 " blocks",
+		e->by_bytes_delta, fig, *fig ? " " : "", e->by_blocks_delta);
 	if (e->change == LS_DIFF_GREW || e->change == LS_DIFF_SHRANK)
 		fprintf(out, ": %" PRId64 " -> %" PRId64 " bytes in %" PRId64
-			" -> %" PRId64 " blocks", e->base.live_bytes,
-			e->newer.live_bytes, e->base.live_blocks,
-			e->newer.live_blocks);
+			" -> %" PRId64 " blocks", e->base.by_bytes,
+			e->newer.by_bytes, e->base.by_blocks,
+			e->newer.by_blocks);
 	fputs(e->kind == LSNAP_KIND_MMAP ? " (mmap)\n" : "\n", out);
 	for (i = 0; i < st->n; i++)
 		ls_text_frame(out, &st->f[i]);
@@ -115,8 +119,8 @@ static int cmp_shrank(const void *a, const void *b)
 	const struct ls_diff_entry *x = *(const struct ls_diff_entry *const *)a;
 	const struct ls_diff_entry *y = *(const struct ls_diff_entry *const *)b;
 
-	if (x->live_bytes_delta != y->live_bytes_delta)
-		return x->live_bytes_delta < y->live_bytes_delta ? -1 : 1;
+	if (x->by_bytes_delta != y->by_bytes_delta)
+		return x->by_bytes_delta < y->by_bytes_delta ? -1 : 1;
 	return x < y ? -1 : x > y;
 }
 
@@ -143,7 +147,7 @@ static int text_section(FILE *out, const struct ls_diff *d,
 	for (i = 0; i < n && !ret; i++) {
 		ret = entry_view(v[i], opts, &st);
 		if (!ret)
-			text_entry(out, v[i], &st);
+			text_entry(out, d, v[i], &st);
 	}
 	ls_stack_release(&st);
 	free(v);
@@ -193,8 +197,9 @@ static void json_totals(struct ls_json *j, const struct ls_diff *d)
 	ls_json_end(j);
 }
 
+/* by: the diff compares another figure than live (--by): it is shown. */
 static void json_side(struct ls_json *j, const char *key,
-		      const struct ls_diff_side *s)
+		      const struct ls_diff_side *s, int by)
 {
 	ls_json_object(j, key);
 	ls_json_bool(j, "present", s->present);
@@ -202,13 +207,18 @@ static void json_side(struct ls_json *j, const char *key,
 	ls_json_i64(j, "live_blocks", s->live_blocks);
 	ls_json_u64(j, "allocated_bytes", s->allocated_bytes);
 	ls_json_u64(j, "allocated_blocks", s->allocated_blocks);
+	if (by) {
+		ls_json_i64(j, "by_bytes", s->by_bytes);
+		ls_json_i64(j, "by_blocks", s->by_blocks);
+	}
 	ls_json_u64(j, "sites", s->nsites);
 	ls_json_end(j);
 }
 
-static void json_entry(struct ls_json *j, const struct ls_diff_entry *e,
-		       const struct ls_stack *st)
+static void json_entry(struct ls_json *j, const struct ls_diff *d,
+		       const struct ls_diff_entry *e, const struct ls_stack *st)
 {
+	int by = d->by != LS_BY_LIVE;
 	size_t i;
 
 	ls_json_object(j, NULL);
@@ -216,8 +226,12 @@ static void json_entry(struct ls_json *j, const struct ls_diff_entry *e,
 	ls_json_str(j, "kind", e->kind == LSNAP_KIND_MMAP ? "mmap" : "heap");
 	ls_json_i64(j, "live_bytes_delta", e->live_bytes_delta);
 	ls_json_i64(j, "live_blocks_delta", e->live_blocks_delta);
-	json_side(j, "base", &e->base);
-	json_side(j, "new", &e->newer);
+	if (by) {
+		ls_json_i64(j, "by_bytes_delta", e->by_bytes_delta);
+		ls_json_i64(j, "by_blocks_delta", e->by_blocks_delta);
+	}
+	json_side(j, "base", &e->base, by);
+	json_side(j, "new", &e->newer, by);
 	ls_json_array(j, "frames");
 	for (i = 0; i < st->n; i++)
 		ls_json_frame(j, &st->f[i]);
@@ -244,6 +258,8 @@ int ls_render_diff_json(FILE *out, const struct ls_diff *d,
 	ls_json_process(&j, d->newer);
 	ls_json_end(&j);
 	ls_json_bool(&j, "different_programs", d->different_programs);
+	if (d->by != LS_BY_LIVE)
+		ls_json_str(&j, "by", ls_report_by_names[d->by]);
 	ls_json_filters(&j, opts);
 	json_totals(&j, d);
 	ls_json_u64(&j, "sites_total", d->n_total);
@@ -251,7 +267,7 @@ int ls_render_diff_json(FILE *out, const struct ls_diff *d,
 	for (i = 0; i < d->n && !ret; i++) {
 		ret = entry_view(&d->entries[i], opts, &st);
 		if (!ret)
-			json_entry(&j, &d->entries[i], &st);
+			json_entry(&j, d, &d->entries[i], &st);
 	}
 	ls_stack_release(&st);
 	if (ret)
@@ -304,9 +320,10 @@ static char *svg_subtitle(const struct ls_diff *d,
 	fprintf(mem, "pid %u -> pid %u", d->base->hdr.pid, d->newer->hdr.pid);
 	if (d->newer->argc)
 		fprintf(mem, " (%s)", d->newer->argv[0]);
-	fprintf(mem, ": width = live %s now, red grew, blue shrank (%+" PRId64
-		" bytes, %+" PRId64 " blocks)", o->count == LS_FLAME_COUNT_BLOCKS ?
-		"blocks" : "bytes", d->totals.delta_bytes, d->totals.delta_blocks);
+	fprintf(mem, ": width = %s %s now, red grew, blue shrank (%+" PRId64
+		" bytes, %+" PRId64 " blocks)", ls_report_by_names[d->by],
+		o->count == LS_FLAME_COUNT_BLOCKS ? "blocks" : "bytes",
+		d->totals.delta_bytes, d->totals.delta_blocks);
 	if (sampled(d->base) || sampled(d->newer))
 		fputs(", sampled: estimates", mem);
 	if (fclose(mem)) {
@@ -326,10 +343,10 @@ static int svg_stacks(struct ls_flame *fg, const struct ls_diff *d,
 	for (i = 0; i < d->n && !ret; i++) {
 		const struct ls_diff_entry *e = &d->entries[i];
 		struct ls_flame_value v = {
-			.bytes = nonneg(e->newer.live_bytes),
-			.blocks = nonneg(e->newer.live_blocks),
-			.delta_bytes = e->live_bytes_delta,
-			.delta_blocks = e->live_blocks_delta,
+			.bytes = nonneg(e->newer.by_bytes),
+			.blocks = nonneg(e->newer.by_blocks),
+			.delta_bytes = e->by_bytes_delta,
+			.delta_blocks = e->by_blocks_delta,
 		};
 
 		ret = entry_view(e, opts, &st);

@@ -564,3 +564,58 @@ int ls_render_stats_json(FILE *out, const struct ls_snapshot *s)
 	fputc('\n', out);
 	return ls_json_finish(&j);
 }
+
+/* --- the oldest blocks (`olds --format json`, the web API's olds) ---- */
+
+static int json_old(struct ls_json *j, const struct ls_render_ctx *c,
+		    const struct ls_block *b, struct ls_stack *st)
+{
+	const struct ls_snapshot *snap = c->rep->snap;
+	const struct ls_site *site = ls_snapshot_site(snap, b->site);
+	char addr[24];
+	size_t i;
+	int r = 0;
+
+	snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)b->addr);
+	ls_json_object(j, NULL);
+	ls_json_str(j, "address", addr);
+	ls_json_u64(j, "size", b->size);
+	ls_json_ms(j, "age_ms", ls_block_age_ns(snap, b));
+	ls_json_u64(j, "tid", b->tid);
+	ls_json_u64(j, "site", b->site);
+	if (site && !(r = ls_render_stack(c, site, st))) {
+		ls_json_array(j, "frames");
+		for (i = 0; i < st->n; i++)
+			ls_json_frame(j, &st->f[i]);
+		ls_json_end(j);
+	}
+	ls_json_end(j);
+	return r;
+}
+
+int ls_json_olds(struct ls_json *j, const struct ls_snapshot *snap,
+		 const struct ls_report_opts *opts, struct ls_symbolizer *sym,
+		 size_t n)
+{
+	const struct ls_block **v = malloc((snap->nblocks + 1) * sizeof(*v));
+	struct ls_report rep = { .snap = snap };
+	struct ls_render_ctx c = { .rep = &rep, .opts = opts, .sym = sym };
+	struct ls_stack st = { 0 };
+	size_t i;
+	int r = 0;
+
+	if (!v)
+		return -ENOMEM;
+	/* The snapshot may be shared (the web server's): sort pointers. */
+	for (i = 0; i < snap->nblocks; i++)
+		v[i] = &snap->blocks[i];
+	qsort(v, snap->nblocks, sizeof(*v), ls_block_cmp_age);
+	ls_json_u64(j, "blocks_total", snap->nblocks);
+	ls_json_array(j, "blocks");
+	for (i = 0; i < snap->nblocks && i < n && !r; i++)
+		r = json_old(j, &c, v[i], &st);
+	ls_json_end(j);
+	ls_stack_release(&st);
+	free(v);
+	return r;
+}

@@ -332,7 +332,7 @@ static int from_sites(const struct ls_snapshot *snap,
 	return 0;
 }
 
-static int cmp_block_age(const void *a, const void *b)
+int ls_block_cmp_age(const void *a, const void *b)
 {
 	const struct ls_block *x = *(const struct ls_block *const *)a;
 	const struct ls_block *y = *(const struct ls_block *const *)b;
@@ -371,7 +371,7 @@ static int collect_blocks(const struct ls_snapshot *snap,
 	for (i = 0; i < rep->nsites; i++)
 		if (rep->sites[i].nblocks)	/* else blocks may be NULL */
 			qsort(rep->sites[i].blocks, rep->sites[i].nblocks,
-			      sizeof(*rep->sites[i].blocks), cmp_block_age);
+			      sizeof(*rep->sites[i].blocks), ls_block_cmp_age);
 	return 0;
 }
 

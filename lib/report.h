@@ -105,6 +105,9 @@ double ls_report_per_second(const struct ls_snapshot *snap, uint64_t v);
  * ls_report_build (-EINVAL). */
 void ls_report_opts_finish(struct ls_report_opts *opts);
 
+/* qsort() order of pointers to blocks: oldest first, then by address. */
+int ls_block_cmp_age(const void *a, const void *b);
+
 /*
  * Build the report.  Sites with no outstanding block left after the
  * filters are dropped.  Returns 0, or -ENOMEM; release with

@@ -221,10 +221,12 @@ static int retryable(int status)
 	return status < 0 || status == 408 || status == 429 || status >= 500;
 }
 
+/* Parca's JSON wraps the profile; Pyroscope's body is the profile, of
+ * the pprof renderer's media type. */
 static const char *type_of(const struct sink *s)
 {
 	return s->kind == SINK_PARCA ? "application/json" :
-	       "application/octet-stream";
+	       ls_renderer_find("pprof")->mime;
 }
 
 /* Send the queue's head (the lock is dropped meanwhile; only this thread

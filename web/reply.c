@@ -152,34 +152,6 @@ int ls_web_param_count(struct ls_web_req *r, const char *name, uint64_t max,
 	return 0;
 }
 
-int ls_web_param_size(struct ls_web_req *r, const char *name, uint64_t *out,
-		      struct ls_web_reply *rep)
-{
-	const char *v = ls_web_param(r, name);
-
-	if (v && ls_parse_size(v, out))
-		return ls_web_error(rep, 400, "invalid value for '%s': expected "
-				    "a size such as 4096 or 64KiB", name);
-	return 0;
-}
-
-int ls_web_param_bool(struct ls_web_req *r, const char *name, int *out,
-		      struct ls_web_reply *rep)
-{
-	const char *v = ls_web_param(r, name);
-
-	if (!v)
-		return 0;
-	if (!strcmp(v, "1") || !strcmp(v, "true"))
-		*out = 1;
-	else if (!strcmp(v, "0") || !strcmp(v, "false"))
-		*out = 0;
-	else
-		return ls_web_error(rep, 400, "invalid value for '%s': expected "
-				    "0, 1, true or false", name);
-	return 0;
-}
-
 int ls_web_parse_pid(const char *s, pid_t *pid)
 {
 	long v = 0;

@@ -48,10 +48,6 @@ int ls_web_params_only(struct ls_web_req *r, const char *const *allowed,
 /* Parse helpers: 0, or a 400 reply naming the parameter. */
 int ls_web_param_count(struct ls_web_req *r, const char *name, uint64_t max,
 		       uint64_t *out, struct ls_web_reply *rep);
-int ls_web_param_size(struct ls_web_req *r, const char *name, uint64_t *out,
-		      struct ls_web_reply *rep);
-int ls_web_param_bool(struct ls_web_req *r, const char *name, int *out,
-		      struct ls_web_reply *rep);
 /* A decimal pid in 1..4194304; 1 if s is one. */
 int ls_web_parse_pid(const char *s, pid_t *pid);
 

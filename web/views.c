@@ -11,6 +11,7 @@
 #include "../lib/diff.h"
 #include "../lib/json.h"
 #include "../lib/render.h"
+#include "../lib/ropt.h"
 #include "../lib/symbolize.h"
 #include "../lib/trend.h"
 #include "agents.h"
@@ -21,17 +22,9 @@
 
 #define SPARK_POINTS 60
 
-static const char *const report_params[] = {
-	"top", "min_age", "min_size", "max_size", "growing", "show_allocs",
-	"depth", "full_names", "hide_runtime", "by", "histogram", NULL
-};
-static const char *const svg_params[] = {
-	"top", "min_age", "min_size", "max_size", "growing", "depth", "by",
-	"full_names", "hide_runtime", "count",
-	"inverted", "colors", "width",
-	"s", "x",	/* the graph's own URL state (search, zoom): its script's */
-	NULL
-};
+/* The flame graph's own URL state (search, zoom): its script's. */
+static const char *const svg_state[] = { "s", "x", NULL };
+static const char *const no_params[] = { NULL };
 
 int ls_web_src_live(struct ls_web_req *r, const char *pid, int blocks,
 		    struct ls_web_src *src, struct ls_web_reply *rep)
@@ -88,100 +81,74 @@ static int with_sym(struct ls_web_src *src,
 	return r;
 }
 
-/* The flame graph's own options: count=bytes|blocks, colors=mem|kind,
- * inverted, width (pixels). */
-static int flame_opts(struct ls_web_req *r, struct ls_flame_opts *f,
-		      struct ls_web_reply *rep)
-{
-	const char *count = ls_web_param(r, "count");
-	const char *colors = ls_web_param(r, "colors");
-	uint64_t width = 0;
-
-	if (count && strcmp(count, "bytes") && strcmp(count, "blocks"))
-		return ls_web_error(rep, 400, "count is bytes or blocks");
-	if (colors && strcmp(colors, "mem") && strcmp(colors, "kind"))
-		return ls_web_error(rep, 400, "colors is mem or kind");
-	if (ls_web_param_bool(r, "inverted", &f->inverted, rep) ||
-	    ls_web_param_count(r, "width", 20000, &width, rep))
-		return rep->status;
-	if (ls_web_param(r, "width") && width < 200)
-		return ls_web_error(rep, 400, "width is 200 to 20000 pixels");
-	f->count = count && !strcmp(count, "blocks") ? LS_FLAME_COUNT_BLOCKS :
-		   LS_FLAME_COUNT_BYTES;
-	f->colors = colors && !strcmp(colors, "kind") ? LS_FLAME_COLORS_KIND :
-		    LS_FLAME_COLORS_MEM;
-	f->width = (unsigned)width;
-	return 0;
-}
-
-/* How stacks are shown, as the command's --depth, --full-names and
- * --hide-runtime: depth=N (1..LS_DEPTH_MAX), full_names, hide_runtime. */
-static int stack_params(struct ls_web_req *r, struct ls_report_opts *o,
-			struct ls_web_reply *rep)
-{
-	uint64_t depth = 0;
-
-	if (ls_web_param_count(r, "depth", LS_DEPTH_MAX, &depth, rep) ||
-	    ls_web_param_bool(r, "full_names", &o->full_names, rep) ||
-	    ls_web_param_bool(r, "hide_runtime", &o->hide_runtime, rep))
-		return rep->status;
-	if (ls_web_param(r, "depth") && !depth)
-		return ls_web_error(rep, 400, "depth is 1 to %d", LS_DEPTH_MAX);
-	o->depth = (unsigned)depth;
-	return 0;
-}
-
-/* by=live|peak|allocated|temporary, as `report --by`. */
-static int by_param(struct ls_web_req *r, struct ls_report_opts *o,
-		    struct ls_web_reply *rep)
-{
-	const char *v = ls_web_param(r, "by");
-	int i;
-
-	for (i = 0; v && ls_report_by_names[i]; i++)
-		if (!strcmp(v, ls_report_by_names[i])) {
-			o->by = i;
-			return 0;
-		}
-	return v ? ls_web_error(rep, 400, "by is live, peak, allocated or "
-				"temporary") : 0;
-}
-
-/* The report options from the query: top, min_age (ms), min_size,
- * max_size, growing, show_allocs, by, histogram, as the command's
- * options. */
-static int report_opts(struct ls_web_req *r, const char *format,
-		       const char *const *allowed, struct ls_report_opts *o,
+/*
+ * The report options of the query: a parameter for every row of
+ * lib/ropt-table.h that user (LS_RO_WEB, LS_RO_SVG, LS_RO_WEB_DIFF,
+ * LS_RO_OLDS: how stacks are shown) takes, spelled with '_', read and
+ * checked by the same setter as the commands' options.  Only those and
+ * extra are allowed when extra is not NULL.
+ */
+static int ropt_params(struct ls_web_req *r, unsigned user,
+		       const char *const *extra, struct ls_report_opts *o,
 		       struct ls_web_reply *rep)
 {
-	uint64_t top = 0, age = 0;
+	char keys[LS_ROPT_N][2][24], want[128];
+	const char *allowed[2 * LS_ROPT_N + 16], *v;
+	size_t i, n = 0;
+
+	for (i = 0; i < LS_ROPT_N; i++) {
+		const struct ls_ropt *row = &ls_ropts[i];
+		const char *k = ls_ropt_key(row, keys[i][0], sizeof(keys[i][0]));
+
+		if (!(row->takes & user) && !(row->alias_takes & user))
+			continue;
+		v = row->takes & user ? ls_web_param(r, k) : NULL;
+		if (row->takes & user)
+			allowed[n++] = k;
+		if (row->alias && (row->alias_takes & user)) {
+			snprintf(keys[i][1], sizeof(keys[i][1]), "%s", row->alias);
+			allowed[n++] = keys[i][1];
+			if (!v && (v = ls_web_param(r, row->alias)))
+				k = row->alias;
+		}
+		if (v && ls_ropt_set(row, o, v))
+			return ls_web_error(rep, 400, "invalid value for '%s': "
+					    "expected %s", k,
+					    ls_ropt_want(row, want, sizeof(want)));
+	}
+	for (i = 0; extra && extra[i] && n + 1 < sizeof(allowed) /
+	     sizeof(allowed[0]); i++)
+		allowed[n++] = extra[i];
+	allowed[n] = NULL;
+	return extra && ls_web_params_only(r, allowed, rep) ? rep->status : 0;
+}
+
+/* How stacks are shown, as the commands' --depth, --full-names and
+ * --hide-runtime (the rows `olds` takes): depth, full_names,
+ * hide_runtime; with the view's own parameters own, the only ones. */
+static int stack_params(struct ls_web_req *r, const char *const *own,
+			struct ls_report_opts *o, struct ls_web_reply *rep)
+{
+	return ropt_params(r, LS_RO_OLDS, own, o, rep);
+}
+
+/* The report options of view user from the query, as the commands'
+ * options; extra: the view's own parameters. */
+static int report_opts(struct ls_web_req *r, const char *format,
+		       unsigned user, const char *const *extra,
+		       struct ls_report_opts *o, struct ls_web_reply *rep)
+{
+	char err[256];
 
 	memset(o, 0, sizeof(*o));
 	o->format = ls_renderer_find(format);
 	if (!o->format)
 		return ls_web_error(rep, 501, "this build has no %s renderer",
 				    format);
-	if (ls_web_params_only(r, allowed, rep) ||
-	    (!strcmp(format, "svg") && flame_opts(r, &o->svg, rep)) ||
-	    stack_params(r, o, rep) ||
-	    ls_web_param_count(r, "top", 1000000, &top, rep) ||
-	    ls_web_param_count(r, "min_age", UINT64_MAX / 1000000, &age, rep) ||
-	    ls_web_param_size(r, "min_size", &o->min_size, rep) ||
-	    ls_web_param_size(r, "max_size", &o->max_size, rep) ||
-	    ls_web_param_bool(r, "growing", &o->growing, rep) ||
-	    ls_web_param_bool(r, "show_allocs", &o->show_allocs, rep) ||
-	    ls_web_param_bool(r, "histogram", &o->histogram, rep) ||
-	    by_param(r, o, rep))
+	if (ropt_params(r, user, extra, o, rep))
 		return rep->status;
-	if (ls_web_param(r, "max_size") && !o->max_size)
-		return ls_web_error(rep, 400, "max_size must be positive");
-	o->top = (size_t)top;
-	o->min_age_ns = age * 1000000;
-	ls_report_opts_finish(o);
-	if (o->by != LS_BY_LIVE && o->need_blocks)
-		return ls_web_error(rep, 400, "by=%s cannot be combined with "
-				    "min_age, min_size, max_size or show_allocs",
-				    ls_report_by_names[o->by]);
+	if (ls_ropt_check(o, 1, err, sizeof(err)))
+		return ls_web_error(rep, 400, "%s", err);
 	return 0;
 }
 
@@ -205,16 +172,16 @@ static int render_cb(const struct ls_snapshot *snap, struct ls_symbolizer *sym,
 }
 
 static void view_report(struct ls_web_req *r, struct ls_web_src *src,
-			const char *format, const char *type,
-			struct ls_web_reply *rep)
+			const char *format, struct ls_web_reply *rep)
 {
 	struct ls_report_opts opts;
 	struct render_arg a = { &opts, NULL };
 	struct ls_web_buf b;
 	int e;
 
-	if (report_opts(r, format, !strcmp(format, "svg") ? svg_params :
-			report_params, &opts, rep))
+	if (report_opts(r, format, !strcmp(format, "svg") ? LS_RO_SVG :
+			LS_RO_WEB, !strcmp(format, "svg") ? svg_state :
+			no_params, &opts, rep))
 		return;
 	if (ls_web_buf_open(&b)) {
 		ls_web_error(rep, 500, "out of memory");
@@ -234,7 +201,7 @@ static void view_report(struct ls_web_req *r, struct ls_web_src *src,
 				     strerror(-e));
 		return;
 	}
-	ls_web_buf_reply(&b, rep, type);
+	ls_web_buf_reply(&b, rep, opts.format->mime);
 }
 
 static void view_stats(struct ls_web_req *r, struct ls_web_src *src,
@@ -387,20 +354,16 @@ static void put_history_head(struct ls_json *j, const struct ls_snapshot *s,
 static void view_history(struct ls_web_req *r, struct ls_web_src *src,
 			 struct ls_web_reply *rep)
 {
-	static const char *const params[] = {
-		"top", "site", "window", "depth", "full_names", "hide_runtime",
-		NULL
-	};
+	static const char *const params[] = { "top", "site", "window", NULL };
 	struct hist_arg a = { .top = 20 };
 	struct ls_web_buf b;
 	struct ls_json j;
 	int e;
 
-	if (ls_web_params_only(r, params, rep) ||
+	if (stack_params(r, params, &a.view, rep) ||
 	    ls_web_param_count(r, "top", 100000, &a.top, rep) ||
 	    ls_web_param_count(r, "site", UINT32_MAX, &a.site, rep) ||
-	    ls_web_param_count(r, "window", 86400, &a.window_s, rep) ||
-	    stack_params(r, &a.view, rep))
+	    ls_web_param_count(r, "window", 86400, &a.window_s, rep))
 		return;
 	a.one_site = ls_web_param(r, "site") != NULL;
 	if (!a.top || a.one_site)
@@ -421,76 +384,25 @@ struct olds_arg {
 	uint64_t n;
 };
 
-static int by_birth(const void *x, const void *y)
-{
-	const struct ls_block *a = *(const struct ls_block *const *)x;
-	const struct ls_block *b = *(const struct ls_block *const *)y;
-
-	if (a->birth_ns != b->birth_ns)
-		return a->birth_ns < b->birth_ns ? -1 : 1;
-	return a->addr < b->addr ? -1 : a->addr > b->addr;
-}
-
-static int put_old(struct ls_json *j, const struct ls_snapshot *snap,
-		   struct ls_symbolizer *sym, const struct ls_block *b,
-		   const struct ls_report_opts *view, struct ls_stack *st)
-{
-	const struct ls_site *site = ls_snapshot_site(snap, b->site);
-	char addr[24];
-	int r = 0;
-
-	snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)b->addr);
-	ls_json_object(j, NULL);
-	ls_json_str(j, "address", addr);
-	ls_json_u64(j, "size", b->size);
-	ls_json_ms(j, "age_ms", ls_block_age_ns(snap, b));
-	ls_json_u64(j, "tid", b->tid);
-	ls_json_u64(j, "site", b->site);
-	if (site)
-		r = put_frames(j, sym, site, view, st);
-	ls_json_end(j);
-	return r;
-}
-
 static int olds_cb(const struct ls_snapshot *snap, struct ls_symbolizer *sym,
 		   void *arg)
 {
 	struct olds_arg *a = arg;
-	const struct ls_block **v = malloc((snap->nblocks + 1) * sizeof(*v));
-	struct ls_stack st = { 0 };
-	size_t i;
-	int r = 0;
 
-	if (!v)
-		return -ENOMEM;
-	/* The snapshot is shared with other requests: sort pointers. */
-	for (i = 0; i < snap->nblocks; i++)
-		v[i] = &snap->blocks[i];
-	qsort(v, snap->nblocks, sizeof(*v), by_birth);
-	ls_json_u64(a->j, "blocks_total", snap->nblocks);
-	ls_json_array(a->j, "blocks");
-	for (i = 0; i < snap->nblocks && i < a->n && !r; i++)
-		r = put_old(a->j, snap, sym, v[i], &a->view, &st);
-	ls_json_end(a->j);
-	ls_stack_release(&st);
-	free(v);
-	return r;
+	return ls_json_olds(a->j, snap, &a->view, sym, (size_t)a->n);
 }
 
 static void view_olds(struct ls_web_req *r, struct ls_web_src *src,
 		      struct ls_web_reply *rep)
 {
-	static const char *const params[] = {
-		"n", "depth", "full_names", "hide_runtime", NULL
-	};
+	static const char *const params[] = { "n", NULL };
 	struct olds_arg a = { .n = 10 };
 	struct ls_web_buf b;
 	struct ls_json j;
 	int e;
 
-	if (ls_web_params_only(r, params, rep) ||
-	    ls_web_param_count(r, "n", 100000, &a.n, rep) ||
-	    stack_params(r, &a.view, rep))
+	if (stack_params(r, params, &a.view, rep) ||
+	    ls_web_param_count(r, "n", 100000, &a.n, rep))
 		return;
 	if (!src->snap->has_blocks) {
 		ls_web_error(rep, 400, "this snapshot has no block list");
@@ -524,12 +436,11 @@ void ls_web_view(struct ls_web_req *r, struct ls_web_src *src,
 		 const char *view, struct ls_web_reply *rep)
 {
 	if (!strcmp(view, "report"))
-		view_report(r, src, "json", "application/json", rep);
+		view_report(r, src, "json", rep);
 	else if (!strcmp(view, "folded"))
-		view_report(r, src, "folded", "text/plain; charset=utf-8",
-			    rep);
+		view_report(r, src, "folded", rep);
 	else if (!strcmp(view, "flamegraph.svg"))
-		view_report(r, src, "svg", "image/svg+xml", rep);
+		view_report(r, src, "svg", rep);
 	else if (!strcmp(view, "stats"))
 		view_stats(r, src, rep);
 	else if (!strcmp(view, "history"))
@@ -617,17 +528,14 @@ static void diff_render(struct ls_web_src *base, struct ls_web_src *newer,
 		ls_web_error(rep, 500, "cannot render the diff: %s", strerror(-e));
 		return;
 	}
-	ls_web_buf_reply(&b, rep, !strcmp(opts->format->name, "svg") ?
-			 "image/svg+xml" : "application/json");
+	ls_web_buf_reply(&b, rep, opts->format->mime);
 }
 
 void ls_web_view_diff(struct ls_web_req *r, struct ls_web_reply *rep)
 {
-	static const char *const params[] = {
-		"from", "to", "format", "top", "min_age", "min_size", "max_size",
-		"depth", "full_names", "hide_runtime", "count", "inverted",
-		"colors", "width", "s", "x", NULL
-	};
+	/* With the report options of LS_RO_WEB_DIFF. */
+	static const char *const params[] = { "from", "to", "format", "s", "x",
+					      NULL };
 	struct ls_web_src base, newer;
 	struct ls_report_opts opts;
 	const char *format;
@@ -637,7 +545,7 @@ void ls_web_view_diff(struct ls_web_req *r, struct ls_web_reply *rep)
 		return;
 	}
 	if (diff_format(r, &format, rep) ||
-	    report_opts(r, format, params, &opts, rep) ||
+	    report_opts(r, format, LS_RO_WEB_DIFF, params, &opts, rep) ||
 	    diff_side(r, "from", opts.need_blocks, &base, rep))
 		return;
 	if (!diff_side(r, "to", opts.need_blocks, &newer, rep)) {

@@ -1,7 +1,8 @@
 /*
  * fuzz-options.c - the command line's report options (cli/parse-options.c
- * with the tables of cli/report-args.c: formats, filters, sizes, times,
- * choices, the stack and flame graph options, --only) and the
+ * with the tables of cli/report-args.c and lib/ropt-table.h: formats,
+ * filters, sizes, times, choices, the stack and flame graph options,
+ * memleak's short names, older spellings, --only) and the
  * LeakSanitizer suppression files they name (lib/suppress.c).
  *
  * The input is the arguments, NUL-separated, after "report"; after a line
@@ -26,10 +27,8 @@
 static const struct ls_usage usage = {
 	"report", "[OPTIONS] PID|FILE", "fuzzed", "fuzzed",
 	(const struct ls_option *const[]){ ls_report_options,
-		ls_filter_options, ls_view_options, ls_blocks_option,
-		ls_stack_options, ls_flame_options, ls_flame_count_option,
-		ls_reach_options, NULL },
-	NULL,
+		ls_ropt_options, ls_reach_options, NULL },
+	NULL, LS_RO_REPORT | LS_RO_TRACE | LS_RO_MEMLEAK,
 };
 
 static int quiet(void)
@@ -78,8 +77,13 @@ static int split(char *buf, size_t len, char **argv)
 
 static void check_ranges(const struct ls_report_args *a)
 {
-	if (a->depth > LS_DEPTH_MAX)
-		fuzz_fail("--depth %llu accepted", (unsigned long long)a->depth);
+	if (a->ropts.depth > LS_DEPTH_MAX)
+		fuzz_fail("--depth %u accepted", a->ropts.depth);
+	if (a->ropts.top > 1000000)
+		fuzz_fail("--top %zu accepted", a->ropts.top);
+	if (a->ropts.svg.count > LS_FLAME_COUNT_BLOCKS ||
+	    a->ropts.svg.colors > LS_FLAME_COLORS_KIND)
+		fuzz_fail("a flame graph choice out of range accepted");
 	if (a->ropts.by < 0 || a->ropts.by > LS_BY_TEMPORARY)
 		fuzz_fail("--by %d accepted", a->ropts.by);
 	if (a->nsupp_files > LS_SUPP_FILES_MAX)
@@ -106,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	argc = split(buf, n, argv);
 	memset(&a, 0, sizeof(a));
-	a.depth = LS_DEPTH_MAX;
+	a.ropts.depth = LS_DEPTH_MAX;
 	redirect(quiet(), saved);
 	r = ls_parse_options(argc, argv, &usage, 0, &a);
 	if (r >= 0) {

@@ -371,6 +371,16 @@ def t_sampled():
         rep = report(t.pid)
         eq((rep["mode"], rep.get("sample_rate")), ("sampled", 4096), "mode and rate")
         eq(max(len(s["frames"]) for s in rep["sites"]), 3, "frames per stack at most")
+        # attached: another mode says, in one line, what it is and how
+        expect_error(ls("attach", t.pid), FAILED,
+                     "pid %d is attached in sampled (--sample-rate 4096) mode, "
+                     "which it keeps while it runs" % t.pid, "full over sampled")
+        expect_error(ls("attach", t.pid), FAILED, "'leakscope run -- CMD'",
+                     "full over sampled: how")
+        expect_error(ls("attach", "--sample-rate", "4KiB", t.pid), FAILED,
+                     "pid %d is already attached in sampled (--sample-rate "
+                     "4096) mode: use 'leakscope report %d'" % (t.pid, t.pid),
+                     "the same mode again")
         ls_ok("detach", t.pid)
         expect_error(ls("attach", t.pid), FAILED, "first attached with sample rate 4096",
                      "re-attach in full mode")

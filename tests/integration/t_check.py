@@ -124,28 +124,38 @@ def live():
         j = check_json(t)
         text = ls("check", t.pid)
         again = check_json(t)
+        by = check_json(t, "--by", "allocated")
         alive = t.alive()
     finally:
         t.close()
-    return j, text, again, alive
+    return j, text, again, alive, by
 
 
 @check("check PID: every category exactly per site, in a live process")
 def t_live_categories():
-    j, _, _, alive = live()
+    j, _, _, alive, _ = live()
     expect_truth(j, "live")
     ok(alive, "the target runs on after the check")
 
 
 @check("check PID: a second check gives the same answer (nothing changed)")
 def t_live_again():
-    j, _, again, _ = live()
+    j, _, again, _, _ = live()
     eq(by_site(again), by_site(j), "second check")
+
+
+@check("check --by allocated: the same categories, stacks ranked by bytes allocated")
+def t_live_by():
+    by = live()[4]
+    eq(by.get("by"), "allocated", "the report says its order")
+    expect_truth(by, "--by allocated")
+    alloc = [s["allocated_bytes"] for s in by["sites"]]
+    eq(alloc, sorted(alloc, reverse=True), "sites in allocated-bytes order")
 
 
 @check("check PID: the threads were stopped and their registers scanned")
 def t_live_stats():
-    j, _, _, _ = live()
+    j, _, _, _, _ = live()
     c = j["check"]
     eq(c["threads_stopped"], 2, "threads stopped (main, holder; not the "
        "agent's control thread)")
@@ -314,7 +324,7 @@ def t_concurrent_crowd():
 
 @check("check PID text: valgrind's loss records and LEAK SUMMARY")
 def t_live_text():
-    _, r, _, _ = live()
+    _, r, _, _, _ = live()
     eq(r.returncode, 0, "exit status")
     out = r.stdout.decode()
     contains(out, "208 (64 direct, 144 indirect) bytes in 1 blocks are "
@@ -406,7 +416,7 @@ def our_records(rep):
        "the same workload, running: the same records as check PID")
 def t_valgrind_live():
     vrec = vgdb_live_records(workload("reach"))
-    j, _, _, _ = live()
+    j, _, _, _, _ = live()
     ours = our_records(j)
     eq(sorted(vrec), sorted(ours), "sites with records")
     for fn in ours:

@@ -10,6 +10,7 @@ it has known sites and a known pid; cxx-leaks.cc has C++ template frames.
 """
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -312,7 +313,7 @@ def t_man():
     ok(man.startswith(".TH LEAKSCOPE 1"), "a roff manual page", man[:80])
     for cmd in COMMANDS:
         contains(man, '.SS "leakscope %s ' % cmd, "section of " + cmd)
-    for fmt in ("text", "json", "folded", "svg", "pprof"):
+    for fmt in ("text", "json", "folded", "svg", "pprof", "memleak"):
         contains(man, ".B %s\n" % fmt, "format " + fmt)
     for var in ("LEAKSCOPE_RUNTIME_DIR", "LEAKSCOPE_AGENT", "LEAKSCOPE_UNWIND"):
         contains(man, ".TP\n.B " + var.replace("_", "_") + "\n", "environment " + var)
@@ -394,3 +395,213 @@ def t_hide_runtime_depth():
     eq([f["function"] for f in [s for s in two["sites"]
         if s["live_bytes"] == tick["live_bytes"]][0]["frames"]],
        [f["function"] for f in tick["frames"][:2]], "the two innermost")
+
+
+# ------------------------------------------------------ one vocabulary
+
+ALL_COMMANDS = ["run", "report", "olds", "stats", "reset", "snapshot", "watch",
+                "top", "check", "diff", "trace", "serve", "beam", "attach",
+                "detach", "help"]
+LABEL = re.compile(r"^  (?:-(\w), )?--([\w-]+)(?:\[?[ =](\S+?)\]?)?(?: {2,}(.*))?$")
+
+
+def help_options(cmd):
+    """{long name: (short, ARG, help text)} from `leakscope CMD --help`."""
+    r = ls(cmd, "--help")
+    eq(r.returncode, 0, "%s --help status" % cmd)
+    text = r.stdout.decode()
+    opts, last = {}, None
+    for line in text.split("\noptions:\n", 1)[-1].split("\n\n")[0].splitlines():
+        m = LABEL.match(line)
+        if m and m.group(2) != "help":
+            last = m.group(2)
+            opts[last] = [m.group(1), m.group(3), m.group(4) or ""]
+        elif m:
+            last = None
+        elif last and line.startswith("   "):
+            opts[last][2] += " " + line.strip()
+    return opts, text
+
+
+def meaning(help_text):
+    """What an option does, without this command's remarks: parenthesized
+    parts dropped, up to the first colon (a list of values follows)."""
+    t = help_text
+    while True:
+        s = re.sub(r"\([^()]*\)", "", t)
+        if s == t:
+            break
+        t = s
+    return " ".join(t.split(":")[0].split())
+
+
+@check("vocabulary: in every command's --help one name has one meaning and one value, one meaning has one name, a short name one long name (memleak's under trace, said so)")
+def t_help_vocabulary():
+    seen, bad = {}, []
+    shorts = {}
+    texts = {}
+    for cmd in ALL_COMMANDS:
+        opts, texts[cmd] = help_options(cmd)
+        ok(opts or cmd in ("reset", "detach"), "%s --help lists options" % cmd, texts[cmd])
+        for name, (short, arg, text) in opts.items():
+            seen.setdefault(name, []).append((cmd, arg, meaning(text)))
+            if short and cmd != "trace":
+                shorts.setdefault(short, set()).add(name)
+    for name, uses in seen.items():
+        if len({arg for _, arg, _ in uses}) > 1:
+            bad.append("--%s takes different values: %s" % (name, uses))
+        if len({m for _, _, m in uses}) > 1:
+            bad.append("--%s has two meanings: %s" % (name, uses))
+    by_meaning = {}
+    for name, uses in seen.items():
+        for _, _, m in uses:
+            by_meaning.setdefault(m, set()).add(name)
+    for m, names in by_meaning.items():
+        if len(names) > 1:
+            bad.append("one meaning, several names %s: %r" % (sorted(names), m))
+    for short, names in shorts.items():
+        if len(names) > 1:
+            bad.append("-%s names %s" % (short, sorted(names)))
+    eq(bad, [], "vocabulary conflicts")
+    # The shared options exist where the brief of each command says.
+    for cmd in ("report", "olds", "check", "diff", "watch", "trace", "beam", "run"):
+        for name in ("output", "format"):
+            ok(name in help_options(cmd)[0] or (cmd == "olds" and name == "format"),
+               "%s takes --%s" % (cmd, name), texts[cmd][:300])
+    for cmd in ("report", "check", "diff", "run", "trace"):
+        ok("by" in help_options(cmd)[0], "%s takes --by" % cmd)
+    eq(help_options("watch")[0]["count"][0], "n", "watch counts with -n, --count")
+    eq(help_options("top")[0]["count"][0], "n", "top counts with -n, --count")
+    contains(texts["trace"], "bcc memleak's", "trace --help says its short options are memleak's")
+    contains(texts["trace"], "-o is --min-age", "trace --help says what -o is")
+    eq(help_options("trace")[0]["min-age"][0], "o", "trace -o is --min-age")
+    eq(help_options("report")[0]["output"][0], "o", "report -o is --output")
+
+
+@check("vocabulary: docs/OPTIONS.md is what `leakscope help --markdown` generates from the tables")
+def t_options_page():
+    r = ls("help", "--markdown")
+    eq(r.returncode, 0, "help --markdown status")
+    with open(os.path.join(ROOT, "docs", "OPTIONS.md")) as f:
+        page = f.read()
+    if page != r.stdout.decode():
+        import difflib
+        fail("docs/OPTIONS.md", "the generated page (make it with "
+             "'leakscope help --markdown > docs/OPTIONS.md')",
+             "".join(list(difflib.unified_diff(page.splitlines(True),
+                                               r.stdout.decode().splitlines(True)))[:40]))
+    for cmd in ALL_COMMANDS:
+        contains(page, "\n## leakscope %s\n" % cmd, "a table for " + cmd)
+    for fmt, mime in (("memleak", "text/plain"), ("svg", "image/svg+xml"),
+                      ("json", "application/json")):
+        contains(page, "| `%s` | `%s" % (fmt, mime), "format %s with its media type" % fmt)
+
+
+@check("trace -o: memleak's --older (ms); `trace --format svg -o out.svg` is one line naming the conflict and --output, nothing written")
+def t_trace_o():
+    d = tempfile.mkdtemp(dir=RUNTIME)
+    out = os.path.join(d, "out.svg")
+    line = one_error(ls("trace", "-p", "1", "--format", "svg", "-o", out),
+                     "trace -o FILE", "for -o (--min-age, memleak's --older)")
+    contains(line, "the report's file is --output FILE", "the error points to --output")
+    eq(os.listdir(d), [], "nothing written")
+    one_error(ls("trace", "-p", "1", "--older", "x"), "trace --older x", "for --min-age")
+    one_error(ls("report", "--older", "5", "x"), "report --older",
+              "unknown option '--older'")
+
+
+@check("watch --format json: one JSON object per slice and one for the trends, a line each; --count (-n) and --slices alike; --output FILE 0600")
+def t_watch_json():
+    p, snap = target()
+    stats = json_out(ls("stats", snap, "--format", "json"), "stats FILE")
+    r = ls("watch", snap, "--interval", "0.05", "--count", "3", "--format", "json")
+    eq(r.returncode, 0, "watch --format json: " + r.stderr.decode())
+    lines = r.stdout.decode().splitlines()
+    objs = [json.loads(l) for l in lines]
+    eq([o["type"] for o in objs], ["slice"] * 3 + ["trends"], "three slices, then the trends")
+    eq([o["slice"] for o in objs[:3]], [1, 2, 3], "slices numbered")
+    for o in objs[:3]:
+        eq((o["live_bytes"], o["live_blocks"], o["changed"]),
+           (stats["totals"]["live_bytes"], stats["totals"]["live_blocks"], []),
+           "a file read again: the same totals, no site changed")
+    eq(objs[3]["from"], "agent-history", "too few slices: the agent's own samples")
+    text = ls("watch", snap, "--interval", "0.05", "--count", "3")
+    rows = [l.split() for l in text.stdout.decode().splitlines()
+            if l.startswith("\t") and " B/s " in l]
+    eq([(s["trend"], s["live_bytes"]) for s in objs[3]["sites"]],
+       [(r[0], int(r[3])) for r in rows], "the trends as the text summary lists them")
+    ok(any("site_g_linear" in s["where"] for s in objs[3]["sites"]),
+       "the leaking site is listed", repr(objs[3]))
+    for args in (["-n", "3"], ["--slices", "3"]):
+        r2 = ls("watch", snap, "--interval", "0.05", "--format", "json", *args)
+        eq([json.loads(l)["type"] for l in r2.stdout.decode().splitlines()],
+           ["slice"] * 3 + ["trends"], "watch %s" % " ".join(args))
+    d = tempfile.mkdtemp(dir=RUNTIME)
+    path = os.path.join(d, "w.json")
+    r = ls("watch", snap, "--interval", "0.05", "-n", "1", "--format", "json",
+           "--output", path)
+    eq((r.returncode, r.stdout), (0, b""), "watch --output: status, nothing on stdout")
+    eq(stat.S_IMODE(os.stat(path).st_mode), 0o600, "the file's mode")
+    eq([json.loads(l)["type"] for l in open(path)], ["slice", "trends"], "the file's lines")
+
+
+@check("top --format json: one object per refresh, the rows the screen shows; --output FILE 0600")
+def t_top_json():
+    p, snap = target()
+    stats = json_out(ls("stats", snap, "--format", "json"), "stats FILE")
+    r = ls("top", snap, "-n", "2", "-i", "0.05", "--rows", "3", "--format", "json")
+    eq(r.returncode, 0, "top --format json: " + r.stderr.decode())
+    objs = [json.loads(l) for l in r.stdout.decode().splitlines()]
+    eq([o["type"] for o in objs], ["refresh", "refresh"], "two refreshes")
+    eq((objs[0]["pid"], objs[0]["live_bytes"]), (p.pid, stats["totals"]["live_bytes"]),
+       "the file's pid and live bytes")
+    text = ls("top", snap, "-n", "1", "--rows", "3").stdout.decode().splitlines()
+    rows = [l.split() for l in text if re.match(r"^ *[-+]\d+ ", l)]
+    eq([(s["trend"], s["live_bytes"], s["live_blocks"]) for s in objs[0]["sites"]],
+       [(r_[1], int(r_[2]), int(r_[3])) for r_ in rows], "the rows of the screen")
+    d = tempfile.mkdtemp(dir=RUNTIME)
+    path = os.path.join(d, "top.json")
+    r = ls("top", snap, "-n", "1", "--format", "json", "-o", path)
+    eq((r.returncode, r.stdout), (0, b""), "top -o: status, nothing on stdout")
+    eq(stat.S_IMODE(os.stat(path).st_mode), 0o600, "the file's mode")
+    eq(json.loads(open(path).read())["type"], "refresh", "the file's object")
+
+
+@check("olds --format json: the blocks of the text listing, oldest first, with their stacks")
+def t_olds_json():
+    p, snap = target()
+    doc = json_out(ls("olds", snap, "4", "--format", "json"), "olds --format json")
+    eq((doc["format"], doc["pid"], len(doc["blocks"])), ("leakscope-olds", p.pid, 4),
+       "head and count")
+    text = ls("olds", snap, "4").stdout.decode()
+    addrs = re.findall(r"\taddr (0x[0-9a-f]+) ", text) or \
+        re.findall(r" addr (0x[0-9a-f]+) ", text)
+    eq([b["address"] for b in doc["blocks"]], addrs, "the text's blocks, in order")
+    ages = [b["age_ms"] for b in doc["blocks"]]
+    eq(ages, sorted(ages, reverse=True), "oldest first")
+
+
+@check("olds --output FILE: the same blocks as on stdout, in a new 0600 file")
+def t_olds_output():
+    p, snap = target()
+    d = tempfile.mkdtemp(dir=RUNTIME)
+    path = os.path.join(d, "olds.txt")
+    r = ls("olds", snap, "3", "-o", path)
+    eq((r.returncode, r.stdout), (0, b""), "olds -o: status, nothing on stdout")
+    eq(stat.S_IMODE(os.stat(path).st_mode), 0o600, "the file's mode")
+    eq(open(path, "rb").read(), ls("olds", snap, "3").stdout, "file = stdout")
+
+
+@check("--widths bytes|blocks: the flame graph's measure; --count blocks, its older spelling, draws the same graph")
+def t_widths():
+    p, snap = target()
+    new = ls("report", snap, "--format", "svg", "--widths", "blocks", "-o", "-")
+    old = ls("report", snap, "--format", "svg", "--count", "blocks", "-o", "-")
+    byte = ls("report", snap, "--format", "svg", "-o", "-")
+    eq((new.returncode, old.returncode), (0, 0), "status")
+    eq(new.stdout, old.stdout, "--widths blocks = --count blocks")
+    ok(new.stdout != byte.stdout, "--widths blocks differs from bytes")
+    one_error(ls("report", snap, "--widths", "pages"), "--widths pages",
+              "expected bytes or blocks")
+    one_error(ls("top", snap, "--count", "blocks"), "top --count blocks",
+              "for --count: expected a positive number")

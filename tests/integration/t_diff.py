@@ -308,6 +308,53 @@ def t_diff_live_min_size():
        "the blocks of 4096 bytes or more")
 
 
+# phases.c by bytes allocated (freeing does not lower them): function ->
+# (change, bytes delta, blocks delta, base (bytes, blocks), new); tmp_scratch
+# allocates sum((7i + phase) % 300 + 1, i < 100) bytes in 100 blocks a phase.
+TRUTH_ALLOCATED = {
+    "site_grow_big": ("grew", 131072, 2, (65536, 1), (196608, 3)),
+    "site_grow_lin": ("grew", 20000, 20, (10000, 10), (30000, 30)),
+    "tmp_scratch": ("grew", 13650, 100, (13550, 100), (27200, 200)),
+    "site_new": ("new", 10000, 4, (0, 0), (10000, 4)),
+    "site_const": ("same", 0, 0, (2560, 5), (2560, 5)),
+    "site_gone": ("same", 0, 0, (9000, 3), (9000, 3)),
+    "site_shrink": ("same", 0, 0, (32768, 8), (32768, 8)),
+}
+
+
+@check("diff --by allocated: stacks compared by bytes allocated (phases.c's sums), live figures kept; --by live is the default byte for byte")
+def t_diff_by():
+    s = same_process()
+    d = diff_json("--by", "allocated", s["a"], s["b"])
+    eq(d.get("by"), "allocated", "the document says what it compares")
+    sites = by_function(d, s["prog"])
+    eq(sorted(sites), sorted(TRUTH_ALLOCATED), "the stacks compared")
+    for fn, (change, db, dn, base, new) in TRUTH_ALLOCATED.items():
+        e = sites[fn]
+        got = (e["change"], e["by_bytes_delta"], e["by_blocks_delta"],
+               (e["base"]["by_bytes"], e["base"]["by_blocks"]),
+               (e["new"]["by_bytes"], e["new"]["by_blocks"]))
+        eq(got, (change, db, dn, base, new), "--by allocated: " + fn)
+        eq(e["new"]["by_bytes"], e["new"]["allocated_bytes"],
+           fn + ": by_bytes is allocated_bytes")
+        if fn in TRUTH:
+            eq(e["live_bytes_delta"], TRUTH[fn][1], fn + ": live delta kept")
+    eq([site_function(e, s["prog"]) for e in d["sites"]][:4],
+       ["site_grow_big", "site_grow_lin", "tmp_scratch", "site_new"],
+       "largest growth in bytes allocated first")
+    default = ls("diff", "--format", "json", s["a"], s["b"])
+    live = ls("diff", "--format", "json", "--by", "live", s["a"], s["b"])
+    eq(live.stdout, default.stdout, "--by live = the default")
+    text = ls("diff", "--by", "allocated", s["a"], s["b"]).stdout.decode()
+    contains(text, "compared by allocated bytes", "the text says it")
+    contains(text, "+13650 allocated bytes, +100 blocks: 13550 -> 27200 bytes",
+             "tmp_scratch's line")
+    r = ls("diff", "--by", "peak", "--min-size", "1", s["a"], s["b"])
+    eq(r.returncode, 125, "--by peak with --min-size: usage status")
+    contains(r.stderr.decode(), "--by peak cannot be combined with --min-age",
+             "one line saying why")
+
+
 @check("diff: --top N keeps the N biggest changes either way")
 def t_diff_top():
     s = same_process()

@@ -26,6 +26,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -147,6 +148,10 @@ P("badarg_demangle", catch leakscope:olds(3, maybe)),
 P("badarg_format", catch leakscope:report(#{format => nosuch})),
 P("badarg_key", catch leakscope:report(#{bogus => 1})),
 P("badarg_by", catch leakscope:report(#{by => size})),
+P("badarg_top0", catch leakscope:report(#{top => 0})),
+P("badarg_depth0", catch leakscope:report([{depth, 0}])),
+P("badarg_title", catch leakscope:report(#{title => x})),
+P("depth_256", is_binary(leakscope:report(#{depth => 256, hide_runtime => true}))),
 P("badarg_opts", catch leakscope:report(42)),
 P("reset2", leakscope:reset()),
 P("after_reset", length(Leaky(leakscope:olds(100000)))),
@@ -298,12 +303,16 @@ def t_nif_demangle():
        "'operator new' frames in olds(N, true)")
 
 
-@check("NIF: bad arguments raise badarg, formats() lists the library's formats")
+@check("NIF: bad arguments raise badarg (the commands' bounds), formats() lists the library's formats")
 def t_nif_badargs():
     res = nif_run()[0]
     for key in ("badarg_olds", "badarg_demangle", "badarg_format",
-                "badarg_key", "badarg_opts", "badarg_by"):
+                "badarg_key", "badarg_opts", "badarg_by",
+                # the commands' rules (lib/ropt-table.h): top and depth
+                # from 1, title a command-line option only
+                "badarg_top0", "badarg_depth0", "badarg_title"):
         contains(res.get(key, ""), "badarg", key)
+    eq(res.get("depth_256"), "true", "depth 256, the largest, accepted")
     eq(res.get("formats"), "[text,json,folded,svg,pprof,memleak]", "formats")
     eq(res.get("growing_is_list"), "true", "growing() returns a list")
 
@@ -613,17 +622,20 @@ def t_beam_gc_check():
        "bl_binholder: none was garbage")
 
 
-@check("beam text report: growing section first, kinds of leak spelt out")
+@check("beam text report (--output FILE, a new 0600 file): growing section first, kinds of leak spelt out")
 def t_beam_text():
     need_erlang()
+    path = os.path.join(tempfile.mkdtemp(), "beam.txt")
     p = start_node("lstext", "beam_leaks:start(100).")
     try:
         r = beam("lstext", "--cookie-file", cookie_file(), "--interval",
-                 "0.2", "--count", "6", "--top", "3")
+                 "0.2", "--count", "6", "--top", "3", "--output", path)
     finally:
         stop(p)
-    eq(r.returncode, 0, "status\n  " + r.describe())
-    out = r.stdout.decode()
+    eq((r.returncode, r.stdout), (0, b""), "status, stdout\n  " + r.describe())
+    eq(stat.S_IMODE(os.stat(path).st_mode), 0o600, "the file's mode")
+    with open(path) as f:
+        out = f.read()
     ok(out.startswith("leakscope beam: node lstext@"), "header", out[:200])
     ok(out.index("Growing:") < out.index("Counts:"), "growing first",
        shorten(out, 800))

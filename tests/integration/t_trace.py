@@ -422,7 +422,7 @@ def _():
                  r"leakscope: '/etc/hostname' is not an ELF file", 1)
     expect_error(["--event", "sbrk", "-p", "1"],
                  r"leakscope: invalid value 'sbrk' for --event: expected "
-                 r"alloc, brk, mmap, page-fault or kernel")
+                 r"one of alloc, brk, mmap, page-fault, kernel")
     expect_error([], r"leakscope: no process to trace: .*")
     expect_error(["-p", "1", "-c", "true"],
                  r"leakscope: give one of -p, -c and -- CMD")

@@ -372,6 +372,33 @@ def t_olds_stats():
     same_report(st, cli, "API stats vs CLI stats")
 
 
+@check("api: the commands' vocabulary: widths= (count= its older spelling) draws the flame graph, a bad value names the option and what it takes; olds equals `olds --format json`")
+def t_vocabulary():
+    srv, wl = world()
+    base = "/api/v1/processes/%d/flamegraph.svg" % wl.pid
+    for q in ("?widths=blocks", "?count=blocks", "?widths=bytes&width=400"):
+        status, headers, svg = http(srv, base + q)
+        eq((status, headers.get("Content-Type")), (200, "image/svg+xml"),
+           "flame graph " + q)
+        ok(svg.startswith(b"<?xml") or b"<svg" in svg[:400], "an SVG " + q)
+    for q, needle in (("?widths=pages", b"expected bytes or blocks"),
+                      ("?width=100", b"expected a number from 200 to 20000"),
+                      ("?top=0", b"expected a number from 1 to 1000000")):
+        status, _, body = http(srv, base + q)
+        eq(status, 400, "status of " + q)
+        ok(needle in body, "the reason of " + q, shorten(body, 300))
+    status, headers, _ = http(srv, "/api/v1/processes/%d/folded" % wl.pid)
+    eq((status, headers.get("Content-Type")), (200, "text/plain; charset=utf-8"),
+       "folded's media type, from the renderer's row")
+    web = api(srv, "processes/%d/olds?n=4&depth=3" % wl.pid)
+    cli = cli_json("olds", "--format", "json", "--depth", "3", wl.pid, "4")
+    eq((cli["format"], cli["pid"], cli["blocks_total"]),
+       (web["format"], web["pid"], web["blocks_total"]), "olds documents' heads")
+    strip = lambda bs: [(b["address"], b["size"], b["tid"], b["site"],
+                         [f["text"] for f in b["frames"]]) for b in bs]
+    eq(strip(cli["blocks"]), strip(web["blocks"]), "the same blocks and stacks")
+
+
 @check("api: snapshot saved, listed, read back equal to `leakscope report FILE`")
 def t_snapshot():
     srv, wl = world()
