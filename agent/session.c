@@ -73,9 +73,21 @@ static int attach_once(char *err, size_t errlen)
 
 	if (done) {
 		if (ls_agent.sample_rate != first_rate) {
-			snprintf(err, errlen, "the agent in this process was first "
-				 "attached with sample rate %llu: attach with the "
-				 "same rate", (unsigned long long)first_rate);
+			/* The sampler's state lives as long as the process. */
+			if (first_rate)
+				snprintf(err, errlen, "the agent in this process "
+					 "was first attached sampled (--sample-rate "
+					 "%llu): attach again with --sample-rate "
+					 "%llu, or restart the program under "
+					 "'leakscope run' for full tracking",
+					 (unsigned long long)first_rate,
+					 (unsigned long long)first_rate);
+			else
+				snprintf(err, errlen, "the agent in this process "
+					 "was first attached in full mode: attach "
+					 "again without --sample-rate, or restart "
+					 "the program under 'leakscope run "
+					 "--sample-rate N'");
 			return -EINVAL;
 		}
 		ls_agent_reset();

@@ -382,8 +382,10 @@ def t_sampled():
                      "4096) mode: use 'leakscope report %d'" % (t.pid, t.pid),
                      "the same mode again")
         ls_ok("detach", t.pid)
-        expect_error(ls("attach", t.pid), FAILED, "first attached with sample rate 4096",
-                     "re-attach in full mode")
+        expect_error(ls("attach", t.pid), FAILED,
+                     "was first attached sampled (--sample-rate 4096): attach again "
+                     "with --sample-rate 4096, or restart the program under "
+                     "'leakscope run' for full tracking", "re-attach in full mode")
         a = ls_ok("attach", "--sample-rate", "4KiB", t.pid)
         contains(a.stdout.decode(), "again", "re-attach at the same rate")
         ls_ok("detach", t.pid)
