@@ -46,6 +46,7 @@
 #include <linux/userfaultfd.h>
 #include "../common/contract.h"
 #include "state.h"
+#include "exitstop.h"
 #include "figures.h"
 #include "glibcheap.h"
 #include "heapmodel.h"
@@ -3414,6 +3415,7 @@ static int exit_threads_moved(uint32_t n)
 int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads)
 {
 	uint32_t flags = LSNAP_REACH_AT_EXIT, n = 0;
+	struct ls_exitstop es;
 	int gate[2] = { -1, -1 };
 	pid_t child;
 	int r = ls_reach_prepare();
@@ -3421,15 +3423,27 @@ int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads)
 	if (r)
 		return r;
 	/*
-	 * The agent cannot stop its own process's threads (a thread group
-	 * cannot ptrace itself): the others run on in the parent, and the
-	 * image holds them as they were, without their registers.  The
-	 * stack of one waiting in a system call is scanned from its stack
-	 * pointer (/proc's syscall file) as a stopped thread's is, unless
-	 * it left the call before the image was taken (the child is told
-	 * through the gate, then scans every stack whole).
+	 * The other threads are stopped by a tracer child (exitstop.h)
+	 * while the image is taken: each stack is scanned from its real
+	 * stack pointer, with every register.  When ptrace is refused
+	 * (another tracer, Yama, a process that is not dumpable) they run
+	 * on in the parent, and the image holds them as they were, without
+	 * their registers: the stack of one waiting in a system call is
+	 * scanned from its stack pointer (/proc's syscall file), with the
+	 * six argument registers of its call, unless it left the call
+	 * before the image was taken (the child is told through the gate,
+	 * then scans every stack whole).
 	 */
 	if (count_threads() != 1 + agent_threads) {
+		int k = ls_exitstop_stop(&es, at_exit.th, EXIT_THREADS);
+
+		if (k >= 0) {
+			child = ls_reach_spawn(fd, at_exit.th, (uint32_t)k,
+					       with_blocks, LSNAP_REASON_EXIT,
+					       flags, NULL);
+			ls_exitstop_release(&es);
+			return child < 0 ? child : ls_reach_wait(child);
+		}
 		flags |= LSNAP_REACH_NO_REGS;
 		if (!pipe2(gate, O_CLOEXEC))
 			n = exit_threads();

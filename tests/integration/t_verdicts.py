@@ -47,6 +47,7 @@ CASES = (
     # of the exit differs from run to run (and under valgrind); what is
     # lost does not.
     ("livethreads", (1,), ALL, REPS, LOST),
+    ("blockedreg", range(3), ALL, REPS, KINDS),
     ("shapes", range(5), TWO, 1, KINDS),
 )
 PROGRAMS = sorted({c[0] for c in CASES})
@@ -55,7 +56,7 @@ PROGRAMS = sorted({c[0] for c in CASES})
 # the stale words in the exit path's frames count there (the exit-path
 # cases at -O0 differ), and it takes interior pointers for pointers (no
 # "possibly lost").
-LSAN = ("threadend", "gate", "exitpath", "deadframe")
+LSAN = ("threadend", "gate", "exitpath", "deadframe", "blockedreg")
 
 # leakscope's default suppressions (lib/suppress.c) that these programs
 # meet, for valgrind: the dynamic loader's TLS vectors and dlopen's own.
@@ -248,6 +249,14 @@ def t_live_threads():
                           for cc, opt in ALL])
 
 
+@check("a thread blocked in read(), a futex wait or nanosleep at exit "
+       "holding its only pointer in a callee-saved register (r12, rbx, "
+       "r15): still reachable, as valgrind and LeakSanitizer say, 3 runs")
+def t_blocked_registers():
+    agree("blockedreg", [((m, cc, opt), "still reachable", (400, 1))
+                         for m in range(3) for cc, opt in ALL])
+
+
 @check("lists, trees, cycles, interior pointers, many blocks: valgrind's "
        "summary (gcc -O0, clang -O2)")
 def t_shapes():
@@ -289,7 +298,7 @@ def t_lsan():
                                key[0], key[1], key[3], ours, lrc, leaked,
                                rc))
                 break
-    eq(same, 20, "cases where LeakSanitizer and valgrind agree")
+    eq(same, 26, "cases where LeakSanitizer and valgrind agree")
     ok(not bad, "%d of %d cases differ from LeakSanitizer" % (
         len(bad), same), "\n  ".join(bad))
 
