@@ -48,6 +48,7 @@ CASES = (
     # lost does not.
     ("livethreads", (1,), ALL, REPS, LOST),
     ("blockedreg", range(3), ALL, REPS, KINDS),
+    ("pthexit", range(3), ALL, 1, KINDS),
     ("shapes", range(5), TWO, 1, KINDS),
 )
 PROGRAMS = sorted({c[0] for c in CASES})
@@ -65,7 +66,8 @@ VG_SUPP = "".join(
     "   fun:%s\n}\n" % (f, f) for f in (
         "_dl_allocate_tls", "_dl_resize_dtv", "_dl_update_slotinfo",
         "__tls_get_addr", "_dl_new_object", "_dl_map_object",
-        "_dl_check_map_versions", "_dlerror_run"))
+        "_dl_check_map_versions", "_dl_map_object_deps",
+        "_dl_find_object_update", "_dlerror_run"))
 
 _SUMMARY = re.compile(r"(definitely lost|indirectly lost|possibly lost|"
                       r"still reachable): ([\d,]+) bytes in ([\d,]+) blocks")
@@ -255,6 +257,24 @@ def t_live_threads():
 def t_blocked_registers():
     agree("blockedreg", [((m, cc, opt), "still reachable", (400, 1))
                          for m in range(3) for cc, opt in ALL])
+
+
+@check("main ends with pthread_exit (a thread outlives it, or main is the "
+       "last thread): the process ends, its output and exit status are "
+       "native's, its leaks valgrind's (gcc and clang, -O0 and -O2)")
+def t_pthread_exit_in_main():
+    agree("pthexit", [((m, cc, opt), "definitely lost", (123, 1))
+                      for m in range(3) for cc, opt in ALL])
+    for cc, opt in TWO:
+        binary = os.path.join(OUT, "pthexit-%s%s" % (cc, opt))
+        for m in range(3):
+            native = run_process([binary, str(m)], timeout=20)
+            r = leakscope(["--leak-check"], [binary, str(m)],
+                          env=agent_env(OUT), timeout=20)
+            what = "pthexit %d (%s %s) under leakscope run" % (m, cc, opt)
+            eq(r.returncode, native.returncode, what + ": exit status")
+            eq(r.stdout, native.stdout, what + ": output")
+            ok(b"atexit" in native.stdout, what + ": native ran atexit")
 
 
 @check("lists, trees, cycles, interior pointers, many blocks: valgrind's "
