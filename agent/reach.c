@@ -2,7 +2,8 @@
  * reach.c - the reachability scan: by default a mostly-concurrent mark in
  * the live process (reachcm.c: marked while the program runs, finished
  * with its threads stopped), or the fork method (reachfork.c), a
- * copy-on-write child scanning a frozen image.  What the three files
+ * copy-on-write child scanning a frozen image.  The roots are
+ * reachroots.c's, the allocator's memory reachheap.c's; what the files
  * share is in reachint.h.
  *
  * Phases (docs/REACHABILITY.md):
@@ -10,7 +11,7 @@
  *     by address (radix sort), and an index of the 1 MiB granules blocks
  *     cover, so that most words that are no heap pointer cost one probe;
  *  2. roots: every readable, writable private mapping of /proc/self/maps,
- *     less the agent's own memory, less the allocator's (heap_range: its
+ *     less the agent's own memory, less the allocator's (reachheap.c: its
  *     free chunks keep stale pointers; blocks are scanned only when
  *     reached), less each stack below its thread's stack pointer minus
  *     the 128-byte red zone; plus the stopped threads' registers.  Static TLS and the thread descriptors (with the DTV) lie
@@ -159,7 +160,7 @@ static const uint64_t *view(struct scan *sc, uint64_t a, uint64_t len)
 }
 
 /* One word at a (8-aligned); 0 or -1 when it cannot be read. */
-static int peek(struct scan *sc, uint64_t a, uint64_t *v)
+int ls_scan_peek(struct scan *sc, uint64_t a, uint64_t *v)
 {
 	const uint64_t *w = view(sc, a, 8);
 
@@ -355,140 +356,6 @@ static inline int64_t lookup(const struct scan *sc, uint64_t w, int *start)
 	if (!*start && w - sc->addr[lo] >= sc->blk[lo].size)
 		return -1;
 	return (int64_t)lo;
-}
-
-/* --- 2. roots ------------------------------------------------------------ */
-
-static int read_maps(struct scan *sc, char **text, size_t *len)
-{
-	size_t cap = 1 << 20, n = 0;
-	char *buf = ls_scan_grab(sc, cap);
-	ssize_t k;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || !buf)
-		return -EIO;
-	for (;;) {
-		if (n == cap) {
-			char *b = ls_scan_grab(sc, cap * 2);
-
-			if (!b) {
-				close(fd);
-				return -ENOMEM;
-			}
-			memcpy(b, buf, n);
-			ls_scan_drop(sc, buf, cap);
-			buf = b;
-			cap *= 2;
-		}
-		k = read(fd, buf + n, cap - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		n += (size_t)k;
-	}
-	close(fd);
-	*text = buf;
-	*len = n;
-	return 0;
-}
-
-static uint64_t hex(const char **p)
-{
-	uint64_t v = 0;
-	char c;
-
-	for (; (c = **p); (*p)++) {
-		if (c >= '0' && c <= '9')
-			v = v << 4 | (uint64_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v = v << 4 | (uint64_t)(c - 'a' + 10);
-		else
-			break;
-	}
-	return v;
-}
-
-/* "start-end perms offset dev inode   path" */
-int ls_scan_parse_maps(struct scan *sc)
-{
-	char *text;
-	const char *p, *end, *nl;
-	size_t len;
-	int r = read_maps(sc, &text, &len);
-
-	if (r)
-		return r;
-	if (sc->regions.p)	/* again, at the stop of a concurrent mark */
-		ls_scan_drop(sc, sc->regions.p, sc->regions.cap * sc->regions.elem);
-	memset(&sc->regions, 0, sizeof(sc->regions));
-	sc->regions.elem = sizeof(struct region);
-	for (p = text, end = text + len; p < end; p = nl + 1) {
-		struct region g = { 0 };
-		const char *q;
-		int field;
-
-		nl = memchr(p, '\n', (size_t)(end - p));
-		if (!nl)
-			break;
-		q = p;
-		g.start = hex(&q);
-		q++;
-		g.end = hex(&q);
-		q++;
-		if (q + 4 > nl)
-			continue;
-		g.readable = q[0] == 'r';
-		g.writable = q[1] == 'w';
-		g.exec = q[2] == 'x';
-		g.shared = q[3] == 's';
-		/* Skip offset, dev, inode; a path follows when the inode
-		 * is not 0 or the name is a [bracket]. */
-		for (field = 0; field < 4 && q < nl; field++) {
-			while (q < nl && *q != ' ')
-				q++;
-			while (q < nl && *q == ' ')
-				q++;
-		}
-		g.file = q < nl && *q == '/';
-		g.stack = nl - q == 7 && !memcmp(q, "[stack]", 7);
-		g.heap = nl - q == 6 && !memcmp(q, "[heap]", 6);
-		r = ls_scan_vec_push(sc, &sc->regions, &g);
-		if (r)
-			return r;
-	}
-	return 0;
-}
-
-const struct region *ls_scan_region_of(const struct scan *sc, uint64_t a)
-{
-	const struct region *g = sc->regions.p;
-	size_t lo = 0, hi = sc->regions.len;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (g[mid].end <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < sc->regions.len && g[lo].start <= a ? &g[lo] : NULL;
-}
-
-/* The end of the readable memory that starts at a (adjacent readable
- * regions join), or a when a is not readable. */
-uint64_t ls_scan_readable_until(const struct scan *sc, uint64_t a)
-{
-	const struct region *g = ls_scan_region_of(sc, a), *last;
-
-	if (!g || !g->readable)
-		return a;
-	last = (const struct region *)sc->regions.p + sc->regions.len;
-	while (g + 1 < last && g[1].start == g->end && g[1].readable)
-		g++;
-	return g->end;
 }
 
 static void push_block(struct scan *sc, uint64_t i)
@@ -723,446 +590,6 @@ void ls_scan_on_fault(int sig)
 	siglongjmp(ls_scan_fault_jmp, 1);
 }
 
-/* Scan [a, b) of a root region (mark_roots catches a fault). */
-static void mark_root(struct scan *sc, uint64_t a, uint64_t b)
-{
-	struct span sp = { a, b };
-
-	if (a >= b)
-		return;
-	sc->root_bytes += b - a;
-	if (sc->record && ls_scan_vec_push(sc, &sc->rootp, &sp))
-		sc->partial = 1;
-	ls_scan_mark_range(sc, a, b, 1);
-}
-
-int ls_scan_is_own(const struct scan *sc, uint64_t a, uint64_t *end)
-{
-	size_t i;
-
-	for (i = 0; i < sc->nown; i++)
-		if (a >= sc->own_start[i] && a < sc->own_start[i] + sc->own_len[i]) {
-			*end = sc->own_start[i] + sc->own_len[i];
-			return 1;
-		}
-	return 0;
-}
-
-/* The first block at or above address a. */
-size_t ls_scan_first_block_from(const struct scan *sc, uint64_t a)
-{
-	size_t lo = 0, hi = sc->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (sc->addr[mid] < a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* The bytes of the tracked blocks that start in [s, e). */
-static uint64_t tracked_bytes(const struct scan *sc, uint64_t s, uint64_t e)
-{
-	uint64_t sum = 0;
-	size_t i;
-
-	for (i = ls_scan_first_block_from(sc, s); i < sc->n && sc->addr[i] < e; i++)
-		sum += sc->blk[i].size;
-	return sum;
-}
-
-#define HEAP_MAX_SIZE (64ull << 20)	/* glibc's arena heaps, 64-bit */
-#define CHUNK_MMAPPED 2ull
-#define CHUNK_NON_MAIN 4ull
-
-/* glibc's request2size(): the chunk a request of size bytes gets. */
-static uint64_t chunk_for(uint64_t size)
-{
-	uint64_t cs = (size + 8 + 15) & ~15ull;
-
-	return cs < 32 ? 32 : cs;
-}
-
-static int chunk_in_use(struct scan *sc, uint64_t p, uint64_t size,
-			uint64_t end);
-
-/*
- * The allocator's memory around block i, in region [gs, ge), outside
- * the glibc heaps ls_scan_mark_region() found: not a root (its free chunks keep
- * stale pointers; its blocks are scanned when reached).  From glibc's
- * chunk header before the block: a chunk of its own mapping gives
- * exactly that mapping (kernels merge adjacent anonymous mappings, so
- * the region may hold a thread stack or a program's arena too); an
- * arena chunk the region from its 64 MiB-aligned heap start (a thread
- * arena's) or whole (the main arena's).  A header that is not glibc's
- * (jemalloc, tcmalloc...) gives the block alone: the rest of the
- * allocator's memory stays a root, which can hide a leak behind a stale
- * pointer but never makes one up.
- */
-static void heap_range(struct scan *sc, size_t i, uint64_t gs,
-		       uint64_t ge, uint64_t *xs, uint64_t *xe, int *arena)
-{
-	uint64_t a = sc->addr[i], size = sc->blk[i].size, hdr, cs, pre;
-
-	*arena = 0;
-	*xs = a;
-	*xe = a + (size ? size : 1);
-	if (!ls_heapmodel()->chunk_headers || a < gs + 16 || (a & 15) ||
-	    peek(sc, a - 8, &hdr))
-		return;
-	cs = hdr & ~7ull;
-	if (hdr & CHUNK_MMAPPED) {
-		/* memalign's offset */
-		if (peek(sc, a - 16, &pre))
-			return;
-		if ((cs & 4095) || pre > (1ull << 20) || a - 16 - pre < gs ||
-		    a - 16 + cs > ge || a - 16 + cs < a + size)
-			return;
-		*xs = a - 16 - pre;
-		*xe = a - 16 + cs;
-		return;
-	}
-	if (!chunk_in_use(sc, a - 16, size, ge))
-		return;
-	*xs = gs;
-	*xe = ge;
-	*arena = hdr & CHUNK_NON_MAIN ? 2 : 1;	/* a thread's, the main one */
-	if ((hdr & CHUNK_NON_MAIN) && (a & ~(HEAP_MAX_SIZE - 1)) > gs)
-		*xs = a & ~(HEAP_MAX_SIZE - 1);
-}
-
-
-/* --- glibc's heaps (glibcheap.h) ----------------------------------------- */
-
-/* The words glibcheap.c asks for: through the window in the live
- * process; in the image in place, when the maps say they are there. */
-static int gh_peek(void *ctx, uint64_t a, uint64_t *v)
-{
-	struct scan *sc = ctx;
-
-	if (a & 7)
-		return -1;
-	if (sc->safe)
-		return peek(sc, a, v);
-	if (ls_scan_readable_until(sc, a) < a + 8)
-		return -1;
-	*v = *(const uint64_t *)(uintptr_t)a;
-	return 0;
-}
-
-/*
- * Is the chunk at p, holding a block of size bytes, in use as glibc lays
- * it out: its size the one glibc gives such a request, the next chunk's
- * header (below end) saying its predecessor is in use?
- */
-static int chunk_in_use(struct scan *sc, uint64_t p, uint64_t size,
-			uint64_t end)
-{
-	uint64_t hdr, cs, nx;
-
-	if (gh_peek(sc, p + 8, &hdr) || (hdr & CHUNK_MMAPPED))
-		return 0;
-	cs = hdr & ~7ull;
-	return cs >= chunk_for(size) && cs < chunk_for(size) + 32 &&
-	       p + cs + 16 <= end && !gh_peek(sc, p + cs + 8, &nx) && (nx & 1);
-}
-
-/* A walk astray at p resumes at the next tracked block's chunk. */
-static uint64_t gh_resync(void *ctx, uint64_t p, uint64_t end)
-{
-	struct scan *sc = ctx;
-	size_t i;
-
-	for (i = ls_scan_first_block_from(sc, p + 17); i < sc->n && sc->addr[i] < end;
-	     i++)
-		if (chunk_in_use(sc, sc->addr[i] - 16, sc->blk[i].size, end))
-			return sc->addr[i] - 16;
-	return 0;
-}
-
-static uint64_t *fast_slot(const struct scan *sc, uint64_t chunk)
-{
-	uint64_t k = (chunk >> 4) * 0x9e3779b97f4a7c15ULL >> 20 & sc->fmask;
-
-	while (sc->fast[k] && sc->fast[k] != chunk)
-		k = (k + 1) & sc->fmask;
-	return &sc->fast[k];
-}
-
-static void fast_add(void *ctx, uint64_t chunk)
-{
-	struct scan *sc = ctx;
-	uint64_t *slot = fast_slot(sc, chunk);
-
-	if (!*slot) {
-		*slot = chunk;
-		sc->nfast++;
-	}
-}
-
-/* A walk asks in address order: a cursor into the sorted blocks. */
-static int gh_tracked(void *ctx, uint64_t user)
-{
-	struct scan *sc = ctx;
-
-	if (sc->wcur > 0 && sc->wcur <= sc->n && sc->addr[sc->wcur - 1] >= user)
-		sc->wcur = ls_scan_first_block_from(sc, user);	/* went back */
-	while (sc->wcur < sc->n && sc->addr[sc->wcur] < user)
-		sc->wcur++;
-	return sc->wcur < sc->n && sc->addr[sc->wcur] == user;
-}
-
-/* An in-use looking chunk that is not a tracked block: a root, unless
- * a fastbin holds it. */
-static void gh_chunk(void *ctx, uint64_t user, uint64_t end)
-{
-	struct scan *sc = ctx;
-
-	if (sc->fast && *fast_slot(sc, user - 16))
-		return;
-	sc->alloc_root += end - user;
-	ls_scan_mark_piece(sc, user, end);
-}
-
-static const struct ls_gh_ops *gh_ops(struct scan *sc)
-{
-	static struct ls_gh_ops ops = {
-		.peek = gh_peek, .resync = gh_resync, .tracked = gh_tracked,
-		.chunk = gh_chunk,
-	};
-
-	ops.ctx = sc;
-	return &ops;
-}
-
-#define MAX_FAST (1u << 20)	/* fastbin chunks noted; the rest are roots */
-
-/* The chunks glibc's fastbins hold (they look in use to a walk). */
-static int note_fastbins(struct scan *sc)
-{
-	uint64_t main = ls_glibcheap_main_arena();
-
-	if (!main)
-		return 0;
-	sc->fmask = 4095;
-	for (;;) {
-		sc->fast = ls_scan_grab(sc, (sc->fmask + 1) * 8);
-		if (!sc->fast)
-			return -ENOMEM;
-		sc->nfast = 0;
-		/* at most half full: probes stay short */
-		ls_gh_fastbins(gh_ops(sc), main, fast_add, (sc->fmask + 1) / 2);
-		if (sc->nfast < (sc->fmask + 1) / 2 || sc->fmask + 1 >= 2 * MAX_FAST)
-			return 0;
-		ls_scan_drop(sc, sc->fast, (sc->fmask + 1) * 8);
-		sc->fmask = sc->fmask * 2 + 1;
-	}
-}
-
-/* The in-use chunks of glibc heap h that are not tracked blocks
- * (allocated before tracking began: `leakscope attach`, `reset`) are
- * roots: memory the program uses that is neither a tracked block nor
- * the agent's.  Its free chunks, cached ones included, are not. */
-static void walk_heap(struct scan *sc, const struct ls_gh_heap *h)
-{
-	uint64_t roots = sc->alloc_root, used;
-
-	sc->wcur = ls_scan_first_block_from(sc, h->first);
-	sc->resyncs += ls_gh_walk(gh_ops(sc), h, ls_glibcheap_tcache_key());
-	used = sc->alloc_root - roots + tracked_bytes(sc, h->start, h->end);
-	if (h->end - h->start > used)
-		sc->alloc_unscanned += h->end - h->start - used;
-}
-
-/*
- * Scan the piece [s, e) of a region, cutting out the agent's own ranges.
- * Own ranges are mappings of their own (ls_sys_map) or whole pages of
- * the agent's segments, so a cut at a range's start suffices.
- */
-void ls_scan_mark_piece(struct scan *sc, uint64_t s, uint64_t e)
-{
-	uint64_t next = e, own_end;
-	size_t i;
-
-	while (s < e) {
-		if (ls_scan_is_own(sc, s, &own_end)) {
-			s = own_end;
-			continue;
-		}
-		next = e;
-		for (i = 0; i < sc->nown; i++)
-			if (sc->own_start[i] > s && sc->own_start[i] < next)
-				next = sc->own_start[i];
-		mark_root(sc, s, next);
-		s = next;
-	}
-}
-
-/* [s, e) of region g, outside glibc's heaps, less the allocator's
- * memory around its blocks (heap_range). */
-static void mark_plain(struct scan *sc, const struct region *g, uint64_t s,
-		       uint64_t e)
-{
-	uint64_t cur = s, xs, xe;
-	struct ls_gh_heap h;
-	int arena;
-	size_t i;
-
-	for (i = ls_scan_first_block_from(sc, s); i < sc->n &&
-	     sc->addr[i] < e && cur < e; i++) {
-		if (sc->addr[i] < cur)
-			continue;
-		heap_range(sc, i, g->start, g->end, &xs, &xe, &arena);
-		if (xe > e)
-			xe = e;
-		if (xs > cur) {
-			/* Another allocator's memory between its blocks
-			 * (or a program's mapping the kernel merged). */
-			if (!ls_heapmodel()->chunk_headers)
-				sc->alloc_root += xs - cur;
-			ls_scan_mark_piece(sc, cur, xs);
-		}
-		/* A main-arena heap that is not [heap] (glibc's mmap'd
-		 * fallback, or the main arena not found): walked from the
-		 * region's start. */
-		if (arena == 1 && xs == g->start) {
-			h = (struct ls_gh_heap){ xs, xe, xs, xe, 0 };
-			walk_heap(sc, &h);
-		} else if (xe > xs && xs >= cur) {
-			/* A chunk's own mapping less its block, or a thread
-			 * arena's memory that is no heap glibcheap.c knows:
-			 * not scanned. */
-			uint64_t t = tracked_bytes(sc, xs, xe);
-
-			sc->alloc_unscanned += xe - xs > t ? xe - xs - t : 0;
-		}
-		if (xe > cur)
-			cur = xe;
-	}
-	if (cur < e) {
-		if (!ls_heapmodel()->chunk_headers && cur > s)
-			sc->alloc_root += e - cur;
-		ls_scan_mark_piece(sc, cur, e);
-	}
-}
-
-/*
- * Region g from s: glibc's heaps in it (the main arena's [heap], and
- * thread arenas' heaps at every 64 MiB boundary whose heap_info makes
- * sense) are walked chunk by chunk; the rest is scanned as a root, less
- * the allocator's memory.  A region may hold several heaps and other
- * mappings the kernel merged with them.
- */
-void ls_scan_mark_region(struct scan *sc, const struct region *g, uint64_t s)
-{
-	struct ls_gh_heap h;
-	uint64_t cur = s, a;
-
-	if (!ls_heapmodel()->chunk_headers) {	/* not glibc's heaps */
-		mark_plain(sc, g, s, g->end);
-		return;
-	}
-	if (g->heap && s == g->start &&
-	    ls_gh_main_heap(gh_ops(sc), g->start, g->end, &h)) {
-		walk_heap(sc, &h);
-		return;
-	}
-	for (a = (g->start + HEAP_MAX_SIZE - 1) & ~(HEAP_MAX_SIZE - 1);
-	     a < g->end; a += HEAP_MAX_SIZE) {
-		if (a < cur || !ls_gh_thread_heap(gh_ops(sc), a, g->end, &h))
-			continue;
-		mark_plain(sc, g, cur, h.start);
-		walk_heap(sc, &h);
-		cur = h.end;
-	}
-	if (cur < g->end)
-		mark_plain(sc, g, cur, g->end);
-}
-
-/*
- * glibc's thread descriptor (struct pthread) sits at the top of every
- * stack glibc maps for a thread, under the thread's static TLS: its
- * first and third words (the TCB's tcb and self) are its own address.
- * The descriptor at most 16 KiB below the end of region g, or 0.
- */
-static uint64_t thread_desc(struct scan *sc, const struct region *g)
-{
-	uint64_t pd, w0, w2;
-
-	if (!ls_scan_prep.tid_off || g->file || g->end - g->start < (64u << 10))
-		return 0;
-	for (pd = (g->end - 64) & ~63ull; pd + (16u << 10) >= g->end; pd -= 64)
-		if (!peek(sc, pd, &w0) && w0 == pd && !peek(sc, pd + 16, &w2) &&
-		    w2 == pd)
-			return pd;
-	return 0;
-}
-
-/*
- * Where the roots of region g begin.  A stack from its thread's stack
- * pointer less the red zone (the exiting thread's at exit: exactly from
- * where its live frames begin, self_red 0).  The stack of a thread that
- * has ended (glibc keeps it mapped, in its stack cache or until a join;
- * the kernel cleared the descriptor's tid): only its descriptor, which
- * glibc reuses (its DTV, and through it the dynamic TLS blocks glibc
- * frees when the stack is reused).  Not its frames, not its static TLS:
- * what only an ended thread's __thread variable holds is lost, as
- * memcheck and LeakSanitizer both say.
- */
-uint64_t ls_scan_root_start(struct scan *sc, const struct region *g,
-			   const struct lsnap_check_thread *th, uint32_t nth,
-			   uint64_t self_sp, uint64_t self_red)
-{
-	uint64_t s = g->start, sp, red, pd, tid;
-	size_t k;
-
-	for (k = 0; k <= nth; k++) {
-		sp = k < nth ? th[k].sp : self_sp;
-		red = k < nth ? RED_ZONE : self_red;
-		if (sp >= s && sp < g->end && sp - red > s)
-			return sp - red;
-	}
-	pd = thread_desc(sc, g);
-	if (pd && !peek(sc, pd + ls_scan_prep.tid_off, &tid) && (int32_t)tid <= 0)
-		s = pd;
-	return s;
-}
-
-/* A page that faults (a file mapping cut short) ends the region. */
-static void mark_root_region(struct scan *sc, const struct region *g,
-			     const struct lsnap_check_thread *th, uint32_t nth,
-			     uint64_t self_sp, uint64_t self_red)
-{
-	if (!sc->safe && sigsetjmp(ls_scan_fault_jmp, 0))
-		return;
-	ls_scan_mark_region(sc, g, ls_scan_root_start(sc, g, th, nth, self_sp, self_red));
-}
-
-static void mark_roots(struct scan *sc, const struct lsnap_check_thread *th,
-		       uint32_t nth, uint64_t self_sp, uint64_t self_red)
-{
-	const struct region *g = sc->regions.p;
-	size_t i, k;
-
-	for (i = 0; i < sc->regions.len; i++) {
-		if (!g[i].readable || !g[i].writable ||
-		    (g[i].shared && g[i].file))
-			continue;
-		mark_root_region(sc, &g[i], th, nth, self_sp, self_red);
-	}
-	for (k = 0; k < nth; k++)
-		for (i = 0; i < th[k].nregs && i < LSNAP_CHECK_NREGS; i++)
-			if (th[k].regs[i] >= sc->lo && th[k].regs[i] < sc->hi)
-				mark_word(sc, th[k].regs[i], 1);
-	/* At exit, the registers the caller of exit() held. */
-	for (i = 0; i < ls_scan_exit.nregs; i++)
-		if (ls_scan_exit.regs[i] >= sc->lo && ls_scan_exit.regs[i] < sc->hi)
-			mark_word(sc, ls_scan_exit.regs[i], 1);
-}
 
 void ls_scan_scan_block(struct scan *sc, uint32_t i,
 		       void (*fn)(struct scan *, uint64_t, uint32_t), uint32_t arg)
@@ -1491,7 +918,7 @@ static void drain_safe(struct scan *sc,
 {
 	uint64_t *pend = sc->pbits;
 
-	/* Kept for the ls_scan_cliques' many small drains; swept bits are clear. */
+	/* Kept for the cliques' many small drains; swept bits are clear. */
 	if (!pend)
 		pend = sc->pbits = ls_scan_grab(sc, (sc->n + 63) / 64 * 8 + 8);
 	if (!pend) {	/* no room for the bitmap: one block at a time */
@@ -1547,7 +974,7 @@ void ls_scan_mark_all(struct scan *sc)
 	}
 }
 
-/* --- 4. ls_scan_cliques ---------------------------------------------------------- */
+/* --- 4. cliques ---------------------------------------------------------- */
 
 static uint32_t find_leader(uint32_t *leader, uint32_t x)
 {
@@ -1863,7 +1290,7 @@ int ls_scan_take_inventory(struct scan *sc, int *torn)
 	if (!r)		/* after ls_scan_parse_maps: our mappings so far are noted */
 		ls_scan_note_own(sc);
 	if (!r)		/* reads the heaps as ls_scan_parse_maps found them */
-		r = note_fastbins(sc);
+		r = ls_scan_note_fastbins(sc);
 	return r;
 }
 
@@ -1878,7 +1305,7 @@ int ls_scan_run_scan(struct scan *sc, const struct lsnap_check_thread *th,
 	r = ls_scan_take_inventory(sc, &res->torn);
 	if (r)
 		return r;
-	mark_roots(sc, th, nth, self_sp, self_red);
+	ls_scan_mark_roots(sc, th, nth, self_sp, self_red);
 	ls_scan_mark_all(sc);
 	r = ls_scan_cliques(sc);
 	if (!r)

@@ -1,9 +1,11 @@
 /*
- * reachint.h - what the reachability scan's files share (agent/reach.c:
- * the inventory, the roots, the mark, the cliques and the sums;
- * agent/reachcm.c: the mostly-concurrent mark; agent/reachfork.c: the
- * fork image's child, the parent's preparation and the check at exit).
- * Internal to those three files: the agent's other modules use reach.h.
+ * reachint.h - what the reachability scan's files share: agent/reach.c
+ * (the inventory, the mark, valgrind's heuristics, the cliques, the sums),
+ * agent/reachroots.c (the roots), agent/reachheap.c (the allocator's
+ * memory), agent/reachcm.c (the mostly-concurrent mark) and
+ * agent/reachfork.c (the fork image's child, the parent's preparation,
+ * the check at exit).  Internal to them: the agent's other modules use
+ * reach.h.
  */
 #ifndef LEAKSCOPE_AGENT_REACHINT_H
 #define LEAKSCOPE_AGENT_REACHINT_H
@@ -14,6 +16,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 #include "../common/lsnap.h"
+#include "glibcheap.h"
 #include "live.h"
 #include "reach.h"
 #include "sys.h"
@@ -202,9 +205,6 @@ size_t ls_scan_read_safe(const struct scan *sc, uint64_t a, void *dst,
 int ls_scan_vec_push(struct scan *sc, struct vec *v, const void *e);
 int ls_scan_radix_sort(struct scan *sc, struct ls_live_entry *a, size_t n);
 int64_t ls_scan_lookup(const struct scan *sc, uint64_t w, int *start);
-int ls_scan_parse_maps(struct scan *sc);
-const struct region *ls_scan_region_of(const struct scan *sc, uint64_t a);
-uint64_t ls_scan_readable_until(const struct scan *sc, uint64_t a);
 void ls_scan_mark_word(struct scan *sc, uint64_t w, int definite);
 void ls_scan_scan_words(struct scan *sc, uint64_t a, uint64_t b,
 		       void (*fn)(struct scan *, uint64_t, uint32_t),
@@ -212,13 +212,6 @@ void ls_scan_scan_words(struct scan *sc, uint64_t a, uint64_t b,
 void ls_scan_mark_range(struct scan *sc, uint64_t a, uint64_t b, int definite);
 void ls_scan_on_fault(int sig);
 void ls_scan_mark_from_block(struct scan *sc, uint64_t w, uint32_t definite);
-int ls_scan_is_own(const struct scan *sc, uint64_t a, uint64_t *end);
-size_t ls_scan_first_block_from(const struct scan *sc, uint64_t a);
-void ls_scan_mark_piece(struct scan *sc, uint64_t s, uint64_t e);
-void ls_scan_mark_region(struct scan *sc, const struct region *g, uint64_t s);
-uint64_t ls_scan_root_start(struct scan *sc, const struct region *g,
-			   const struct lsnap_check_thread *th, uint32_t nth,
-			   uint64_t self_sp, uint64_t self_red);
 void ls_scan_scan_block(struct scan *sc, uint32_t i,
 		       void (*fn)(struct scan *, uint64_t, uint32_t), uint32_t arg);
 void ls_scan_cache_empty(void);
@@ -242,12 +235,33 @@ int ls_scan_take_inventory(struct scan *sc, int *torn);
 int ls_scan_run_scan(struct scan *sc, const struct lsnap_check_thread *th,
 		    uint32_t nth, uint64_t self_sp, uint64_t self_red,
 		    struct ls_reach_result *res);
+int ls_scan_peek(struct scan *sc, uint64_t a, uint64_t *v);
+
+/* reachroots.c */
+int ls_scan_parse_maps(struct scan *sc);
+const struct region *ls_scan_region_of(const struct scan *sc, uint64_t a);
+uint64_t ls_scan_readable_until(const struct scan *sc, uint64_t a);
+int ls_scan_is_own(const struct scan *sc, uint64_t a, uint64_t *end);
+size_t ls_scan_first_block_from(const struct scan *sc, uint64_t a);
+void ls_scan_mark_piece(struct scan *sc, uint64_t s, uint64_t e);
+void ls_scan_mark_region(struct scan *sc, const struct region *g, uint64_t s);
+uint64_t ls_scan_root_start(struct scan *sc, const struct region *g,
+			   const struct lsnap_check_thread *th, uint32_t nth,
+			   uint64_t self_sp, uint64_t self_red);
+void ls_scan_mark_roots(struct scan *sc, const struct lsnap_check_thread *th,
+		       uint32_t nth, uint64_t self_sp, uint64_t self_red);
+
+/* reachheap.c */
+#define HEAP_MAX_SIZE (64ull << 20)	/* glibc's arena heaps, 64-bit */
+uint64_t ls_scan_tracked_bytes(const struct scan *sc, uint64_t s, uint64_t e);
+void ls_scan_heap_range(struct scan *sc, size_t i, uint64_t gs,
+		       uint64_t ge, uint64_t *xs, uint64_t *xe, int *arena);
+const struct ls_gh_ops *ls_scan_gh_ops(struct scan *sc);
+int ls_scan_note_fastbins(struct scan *sc);
+void ls_scan_walk_heap(struct scan *sc, const struct ls_gh_heap *h);
 
 /* reachcm.c */
 int ls_scan_log_drain(struct scan *sc, int stopped);
 int ls_scan_scan_new(struct scan *sc, int stopped);
-void ls_scan_on_fault(int sig);
-void ls_scan_mark_from_block(struct scan *sc, uint64_t w, uint32_t definite);
-
 
 #endif /* LEAKSCOPE_AGENT_REACHINT_H */
