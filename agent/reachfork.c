@@ -271,8 +271,13 @@ static uint64_t exit_caller_sp(uint64_t frame)
 {
 	uint64_t pcs[128], lo, hi, ret, buf[512], a;
 	int n = ls_unwind_capture_own(pcs, 128, 0), i, k = -1;
-	struct scan sc = { .self = getpid() };
+	/* Static: a struct scan is 270 KiB, more than the stack of the
+	 * thread that may run the exit path (the control thread's is 256
+	 * KiB, a program's thread may have less); only its pid is used. */
+	static struct scan sc;
 	size_t got, j;
+
+	sc.self = getpid();
 
 	if (libc_exit_range(&lo, &hi))
 		return 0;

@@ -7,6 +7,9 @@
  *   1  main joins its thread first (the thread dropped 123 bytes and
  *      kept 77 in a global), then calls pthread_exit as the last thread
  *   2  as 0, and the thread calls pthread_exit itself
+ *   3  no pthread_exit: the thread, on a 64 KiB stack, ends the process
+ *      with exit(0) while main waits to join it (the exit path runs on
+ *      that small stack; main never says "main out")
  * Each says "main out" and "thread out" on stdout, and an atexit handler
  * says "atexit" (write(2): no stdio buffers).
  */
@@ -36,18 +39,24 @@ static void *worker(void *arg)
 	say("thread out\n");
 	if (mode == 2)
 		pthread_exit(arg);
+	if (mode == 3)
+		exit(0);
 	return arg;
 }
 
 int main(int argc, char **argv)
 {
+	pthread_attr_t attr;
 	pthread_t t;
 
 	mode = v_mode(argc, argv);
 	atexit(at_exit);
-	if (pthread_create(&t, NULL, worker, NULL))
+	pthread_attr_init(&attr);
+	if (mode == 3)
+		pthread_attr_setstacksize(&attr, 64 << 10);
+	if (pthread_create(&t, &attr, worker, NULL))
 		return 2;
-	if (mode == 1)
+	if (mode == 1 || mode == 3)
 		pthread_join(t, NULL);
 	say("main out\n");
 	pthread_exit(NULL);
