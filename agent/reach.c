@@ -281,7 +281,7 @@ static struct gran *gran_slot(const struct scan *sc, uint64_t g)
 	return &sc->gran[i];
 }
 
-static int index_blocks(struct scan *sc)
+int ls_scan_index_blocks(struct scan *sc)
 {
 	uint64_t ngran = 0, cap = 1024, g, last = 0;
 	size_t i;
@@ -1284,7 +1284,7 @@ int ls_scan_take_inventory(struct scan *sc, int *torn)
 	if (!r)
 		r = sort_blocks(sc);
 	if (!r)
-		r = index_blocks(sc);
+		r = ls_scan_index_blocks(sc);
 	if (!r)
 		r = ls_scan_parse_maps(sc);
 	if (!r)		/* after ls_scan_parse_maps: our mappings so far are noted */

@@ -204,6 +204,9 @@ size_t ls_scan_read_safe(const struct scan *sc, uint64_t a, void *dst,
 			size_t len);
 int ls_scan_vec_push(struct scan *sc, struct vec *v, const void *e);
 int ls_scan_radix_sort(struct scan *sc, struct ls_live_entry *a, size_t n);
+/* sc->blk[0 .. sc->n), sorted: their addresses, states and granule
+ * index (the inventory's last step; the unit tests build a scan so). */
+int ls_scan_index_blocks(struct scan *sc);
 int64_t ls_scan_lookup(const struct scan *sc, uint64_t w, int *start);
 void ls_scan_mark_word(struct scan *sc, uint64_t w, int definite);
 void ls_scan_scan_words(struct scan *sc, uint64_t a, uint64_t b,
