@@ -3,6 +3,7 @@
  * bounded request line, answer, close.
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -440,6 +441,49 @@ static void ls_control_wake(void)
 }
 
 /*
+ * glibc ends the process when its last thread ends (a thread returning
+ * or calling pthread_exit, main calling pthread_exit, with the others
+ * gone): that thread calls exit(0) when the count of running threads,
+ * __nptl_nthreads, falls to 0.  The control thread is not the
+ * program's: it leaves that count while it runs, and puts itself back
+ * before it returns (glibc takes it out again as it ends), so a program
+ * whose main calls pthread_exit exits as it does natively.  A glibc
+ * without the symbol (before 2.34) keeps counting it.
+ */
+static unsigned *nptl_nthreads(void)
+{
+	static unsigned *n;
+	static int looked;
+
+	if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+		n = dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
+		__atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+	}
+	return n;
+}
+
+/* Out of the count.  Should the program's last thread have ended while
+ * this one was counted (it then left without exiting), its exit(0) is
+ * this thread's to call. */
+static void uncount_self(void)
+{
+	unsigned *n = nptl_nthreads();
+
+	if (n && __atomic_sub_fetch(n, 1, __ATOMIC_ACQ_REL) == 0) {
+		ls_guard_leave();	/* the exit path is the program's */
+		exit(0);
+	}
+}
+
+static void count_self(void)
+{
+	unsigned *n = nptl_nthreads();
+
+	if (n)
+		__atomic_add_fetch(n, 1, __ATOMIC_ACQ_REL);
+}
+
+/*
  * Serve requests; between them, take a growth sample every period, and
  * keep the hooks' clock (tick.h) while they use it.  Anything long (a
  * sample, a request) hands the hooks to the vDSO for its duration, so a
@@ -452,6 +496,7 @@ static void *control_main(void *arg)
 	uint64_t next = ls_now_ns(CLOCK_MONOTONIC), was;
 
 	ls_guard_enter();	/* for good: nothing this thread does is tracked */
+	uncount_self();
 	__atomic_store_n(&control_tid, ls_gettid(), __ATOMIC_RELEASE);
 	prctl(PR_SET_NAME, "leakscope");
 	sweep_runtime_dir();
@@ -510,6 +555,7 @@ static void *control_main(void *arg)
 		detaching = 0;
 	}
 	__atomic_store_n(&control_tid, 0, __ATOMIC_RELEASE);
+	count_self();
 	return NULL;
 }
 

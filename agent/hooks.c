@@ -157,8 +157,11 @@ static __attribute__((noinline)) void *malloc_rare(size_t n)
 
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(n, 16);
+	int e = errno;
+
 	t = tracking(LS_FN_MALLOC);
 	p = ls_real.malloc(n);
+	ls_thread_keep_errno(&errno, e, p);
 	if (t && p)
 		note_alloc(t, p, n);
 	return p;
@@ -255,8 +258,11 @@ static __attribute__((noinline)) void *calloc_rare(size_t n, size_t m)
 		}
 		return ls_boot_alloc(total, 16);	/* the pool is zeroed */
 	}
+	int e = errno;
+
 	t = tracking(LS_FN_CALLOC);
 	p = ls_real.calloc(n, m);
+	ls_thread_keep_errno(&errno, e, p);
 	if (t && p)
 		note_alloc(t, p, n * m);
 	return p;
@@ -301,11 +307,14 @@ void *do_realloc(void *p, size_t n, enum ls_fn fn)
 {
 	char saved[LS_TRACK_SAVED];
 	struct ls_thread *t = tracking(fn);
-	int tracked = 0, e;
+	int tracked = 0, e = errno;
 	void *q;
 
-	if (!t)
-		return ls_real.realloc(p, n);
+	if (!t) {
+		q = ls_real.realloc(p, n);
+		ls_thread_keep_errno(&errno, e, q);
+		return q;
+	}
 	/* Out of the table first: once the real realloc has freed p, another
 	 * thread may be given the same address. */
 	if (p && (!ls_sample_rate || ls_sample_maybe((uint64_t)(uintptr_t)p))) {
@@ -314,6 +323,7 @@ void *do_realloc(void *p, size_t n, enum ls_fn fn)
 		ls_guard_leave();
 	}
 	q = ls_real.realloc(p, n);
+	ls_thread_keep_errno(t->err, e, q);
 	if (q) {
 		note_alloc(t, q, n);	/* keeps errno (ls_track_alloc) */
 	} else if (tracked && n) {	/* failed: p is still live */
@@ -378,7 +388,7 @@ LS_EXPORT void *reallocarray(void *p, size_t n, size_t m)
 LS_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
 	struct ls_thread *t;
-	int r;
+	int r, e;
 
 	if (ls_unlikely(!ready())) {
 		if (!align || (align & (align - 1)) || align % sizeof(void *))
@@ -386,8 +396,10 @@ LS_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		*out = ls_boot_alloc(n, align);
 		return *out ? 0 : ENOMEM;
 	}
+	e = errno;
 	t = tracking(LS_FN_POSIX_MEMALIGN);
 	r = ls_real.posix_memalign(out, align, n);
+	ls_thread_keep_errno(&errno, e, r ? NULL : *out);
 	if (t && !r)
 		note_alloc(t, *out, n);
 	return r;
@@ -399,9 +411,11 @@ static inline __attribute__((always_inline))
 void *aligned(void *(*fn2)(size_t, size_t), void *(*fn1)(size_t),
 	      size_t align, size_t n, size_t tracked, enum ls_fn fn)
 {
+	int e = errno;
 	struct ls_thread *t = tracking(fn);
 	void *p = fn2 ? fn2(align, n) : fn1(n);
 
+	ls_thread_keep_errno(&errno, e, p);
 	if (t && p)
 		note_alloc(t, p, tracked);
 	return p;

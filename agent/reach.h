@@ -61,8 +61,9 @@ int ls_reach_wait(pid_t child);
 /*
  * The check at exit (`run --leak-check`), from the exiting thread after
  * the program's atexit handlers: prepare, spawn, wait.  Other threads are
- * not stopped (LSNAP_REACH_NO_REGS when there are any besides the caller
- * and the agent's own agent_threads).  0 when the
+ * stopped by a tracer child while the image is taken (exitstop.h), or,
+ * when ptrace is refused, run on (LSNAP_REACH_NO_REGS when there are any
+ * besides the caller and the agent's own agent_threads).  0 when the
  * snapshot was written to fd, else a negative errno (the caller writes a
  * plain snapshot instead).
  */

@@ -23,7 +23,7 @@ __thread struct ls_thread *ls_thread_tls;
 static struct ls_thread *registry;
 static ls_lock_t registry_lock = LS_LOCK_INIT;
 static pthread_key_t exit_key;
-static uint32_t threads_seen;
+uint32_t ls_threads_seen;
 static uint32_t nrecords;
 
 /* Counters of threads that have exited. */
@@ -302,7 +302,7 @@ struct ls_thread *ls_thread_claim(void)
 	t->sample_left = 0;
 	t->rng = 0;
 	t->last_addr = 0;	/* a reused record: not this thread's block */
-	t->ordinal = __atomic_add_fetch(&threads_seen, 1, __ATOMIC_RELAXED);
+	t->ordinal = __atomic_add_fetch(&ls_threads_seen, 1, __ATOMIC_RELAXED);
 	ls_thread_tls = t;
 	/* The destructor folds this record back when the thread exits.
 	 * Keys below PTHREAD_KEY_2NDLEVEL_SIZE need no allocation. */
@@ -419,7 +419,7 @@ void ls_thread_peak_settle(void)
 
 uint32_t ls_thread_seen(void)
 {
-	return __atomic_load_n(&threads_seen, __ATOMIC_RELAXED);
+	return __atomic_load_n(&ls_threads_seen, __ATOMIC_RELAXED);
 }
 
 uint32_t ls_thread_records(void)

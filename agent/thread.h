@@ -310,6 +310,23 @@ void ls_thread_live_adjust(int64_t delta);
 void ls_thread_reset_peak(void);
 /* Threads the agent has seen (records ever used). */
 uint32_t ls_thread_seen(void);
+extern uint32_t ls_threads_seen;
+
+/*
+ * errno after a successful allocation: e, what the program had before
+ * the call, while the program has had no thread of its own but its first.
+ * Then glibc's allocator, left alone, takes its single-threaded path,
+ * which never changes errno on success; the agent's own thread makes it
+ * take the multi-threaded one, which after a failed sbrk or mmap retries
+ * in another arena and may return a block with ENOMEM left in errno.
+ * Once the program has threads, glibc does that natively too, and errno
+ * stays as glibc leaves it.
+ */
+static inline void ls_thread_keep_errno(int *err, int e, const void *p)
+{
+	if (p && __atomic_load_n(&ls_threads_seen, __ATOMIC_RELAXED) <= 1)
+		*err = e;
+}
 /* Thread records in the registry (in use or waiting for reuse). */
 uint32_t ls_thread_records(void);
 

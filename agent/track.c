@@ -234,15 +234,25 @@ void *record_new(struct ls_thread *t, void *p, size_t size)
 __attribute__((noinline))
 void *ls_track_malloc(size_t n, struct ls_thread *t)
 {
+	int e = *t->err;
+	void *p;
+
 	ls_thread_count(t, LS_FN_MALLOC);
-	return record_new(t, ls_real.malloc(n), n);
+	p = ls_real.malloc(n);
+	ls_thread_keep_errno(t->err, e, p);
+	return record_new(t, p, n);
 }
 
 __attribute__((noinline))
 void *ls_track_calloc(size_t n, size_t m, struct ls_thread *t)
 {
+	int e = *t->err;
+	void *p;
+
 	ls_thread_count(t, LS_FN_CALLOC);
-	return record_new(t, ls_real.calloc(n, m), n * m);
+	p = ls_real.calloc(n, m);
+	ls_thread_keep_errno(t->err, e, p);
+	return record_new(t, p, n * m);
 }
 
 /* Take p out of the live table; in sampled mode the filter answers for

@@ -26,6 +26,8 @@ static const char *const default_list[] = {
 	"^_dl_new_object$",		/* the loader's record of an object */
 	"^_dl_map_object$",
 	"^_dl_check_map_versions$",
+	"^_dl_map_object_deps$",	/* a loaded object's dependency lists */
+	"^_dl_find_object_update$",	/* _dl_find_object()'s table */
 	"^_dlerror_run$",		/* dlerror()'s message buffer */
 	"eh_alloc.cc$",			/* libstdc++'s emergency EH pool */
 	"^(anonymous namespace)::pool::pool",

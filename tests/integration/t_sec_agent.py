@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (check, workload, eq, ok, contains, run_process, need,
+from harness import (check, workload, eq, ok, ge, contains, run_process, need,
                      ptrace_allowed, BUILD, LEAKSCOPE, Skip)
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
@@ -548,3 +548,38 @@ def t_slow_reader():
     finally:
         kill(t)
         shutil.rmtree(rt, ignore_errors=True)
+
+
+@check("a program started under ulimit -v 64 MiB: no successful malloc changes errno in full tracking, as natively; it makes at least 75% of native's mallocs")
+def t_ulimit_errno():
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (64 << 20, 64 << 20))
+
+    counts = {}
+    for mode, extra in (("native", None), ("full", {}),
+                        ("sampled", {"LEAKSCOPE_SAMPLE_RATE": "65536"})):
+        rt = tempfile.mkdtemp(prefix="leakscope-sec-ulimit-")
+        env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=rt)
+        env.pop("LD_PRELOAD", None)
+        if extra is not None:
+            env.update(extra, LD_PRELOAD=AGENT)
+        try:
+            r = subprocess.run([workload("ulimit-errno")], env=env,
+                               capture_output=True, timeout=120,
+                               preexec_fn=limit)
+        finally:
+            shutil.rmtree(rt, ignore_errors=True)
+        eq(r.returncode, 0, "%s run: %s" % (mode, r.stderr.decode()))
+        f = r.stdout.split()
+        counts[mode] = (int(f[1]), int(f[3]))
+    eq(counts["native"][1], 0, "natively, successful mallocs that changed errno")
+    # Sampled, the calls between sample points go straight to glibc, which
+    # the agent's thread makes take its multi-threaded path (docs/SECURITY.md).
+    eq(counts["full"][1], 0, "full tracking, successful mallocs that changed "
+       "errno (made %d, native %d)" % (counts["full"][0], counts["native"][0]))
+    for mode in ("full", "sampled"):
+        ge(counts[mode][0], counts["native"][0] * 3 // 4,
+           "%s tracking, successful mallocs (native %d)" %
+           (mode, counts["native"][0]))

@@ -47,6 +47,8 @@ CASES = (
     # of the exit differs from run to run (and under valgrind); what is
     # lost does not.
     ("livethreads", (1,), ALL, REPS, LOST),
+    ("blockedreg", range(3), ALL, REPS, KINDS),
+    ("pthexit", range(4), ALL, 1, KINDS),
     ("shapes", range(5), TWO, 1, KINDS),
 )
 PROGRAMS = sorted({c[0] for c in CASES})
@@ -55,7 +57,7 @@ PROGRAMS = sorted({c[0] for c in CASES})
 # the stale words in the exit path's frames count there (the exit-path
 # cases at -O0 differ), and it takes interior pointers for pointers (no
 # "possibly lost").
-LSAN = ("threadend", "gate", "exitpath", "deadframe")
+LSAN = ("threadend", "gate", "exitpath", "deadframe", "blockedreg")
 
 # leakscope's default suppressions (lib/suppress.c) that these programs
 # meet, for valgrind: the dynamic loader's TLS vectors and dlopen's own.
@@ -64,7 +66,8 @@ VG_SUPP = "".join(
     "   fun:%s\n}\n" % (f, f) for f in (
         "_dl_allocate_tls", "_dl_resize_dtv", "_dl_update_slotinfo",
         "__tls_get_addr", "_dl_new_object", "_dl_map_object",
-        "_dl_check_map_versions", "_dlerror_run"))
+        "_dl_check_map_versions", "_dl_map_object_deps",
+        "_dl_find_object_update", "_dlerror_run"))
 
 _SUMMARY = re.compile(r"(definitely lost|indirectly lost|possibly lost|"
                       r"still reachable): ([\d,]+) bytes in ([\d,]+) blocks")
@@ -248,6 +251,33 @@ def t_live_threads():
                           for cc, opt in ALL])
 
 
+@check("a thread blocked in read(), a futex wait or nanosleep at exit "
+       "holding its only pointer in a callee-saved register (r12, rbx, "
+       "r15): still reachable, as valgrind and LeakSanitizer say, 3 runs")
+def t_blocked_registers():
+    agree("blockedreg", [((m, cc, opt), "still reachable", (400, 1))
+                         for m in range(3) for cc, opt in ALL])
+
+
+@check("main ends with pthread_exit (a thread outlives it, or main is the "
+       "last thread), or a thread on a 64 KiB stack calls exit(): the "
+       "process ends, its output and exit status are native's, its leaks "
+       "valgrind's (gcc and clang, -O0 and -O2)")
+def t_pthread_exit_in_main():
+    agree("pthexit", [((m, cc, opt), "definitely lost", (123, 1))
+                      for m in range(4) for cc, opt in ALL])
+    for cc, opt in TWO:
+        binary = os.path.join(OUT, "pthexit-%s%s" % (cc, opt))
+        for m in range(4):
+            native = run_process([binary, str(m)], timeout=20)
+            r = leakscope(["--leak-check"], [binary, str(m)],
+                          env=agent_env(OUT), timeout=20)
+            what = "pthexit %d (%s %s) under leakscope run" % (m, cc, opt)
+            eq(r.returncode, native.returncode, what + ": exit status")
+            eq(r.stdout, native.stdout, what + ": output")
+            ok(b"atexit" in native.stdout, what + ": native ran atexit")
+
+
 @check("lists, trees, cycles, interior pointers, many blocks: valgrind's "
        "summary (gcc -O0, clang -O2)")
 def t_shapes():
@@ -289,7 +319,7 @@ def t_lsan():
                                key[0], key[1], key[3], ours, lrc, leaked,
                                rc))
                 break
-    eq(same, 20, "cases where LeakSanitizer and valgrind agree")
+    eq(same, 26, "cases where LeakSanitizer and valgrind agree")
     ok(not bad, "%d of %d cases differ from LeakSanitizer" % (
         len(bad), same), "\n  ".join(bad))
 

@@ -1,0 +1,400 @@
+/*
+ * reachroots.c - the scan's roots (docs/REACHABILITY.md, "Roots" and "At
+ * exit"): the mappings of /proc/self/maps, and of each the part scanned:
+ * the agent's own memory and the allocator's (reachheap.c) cut out, a
+ * stack from its thread's stack pointer, an ended thread's descriptor
+ * only; and the stopped threads' registers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <poll.h>
+#include <stdio.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <linux/userfaultfd.h>
+#include "../common/contract.h"
+#include "state.h"
+#include "exitstop.h"
+#include "figures.h"
+#include "glibcheap.h"
+#include "heapmodel.h"
+#include "live.h"
+#include "mmaps.h"
+#include "real.h"
+#include "modules.h"
+#include "reach.h"
+#include "reachint.h"
+#include "site.h"
+#include "snapwrite.h"
+#include "sys.h"
+#include "unwind.h"
+
+/* --- 2. roots ------------------------------------------------------------ */
+
+static int read_maps(struct scan *sc, char **text, size_t *len)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *buf = ls_scan_grab(sc, cap);
+	ssize_t k;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || !buf)
+		return -EIO;
+	for (;;) {
+		if (n == cap) {
+			char *b = ls_scan_grab(sc, cap * 2);
+
+			if (!b) {
+				close(fd);
+				return -ENOMEM;
+			}
+			memcpy(b, buf, n);
+			ls_scan_drop(sc, buf, cap);
+			buf = b;
+			cap *= 2;
+		}
+		k = read(fd, buf + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	close(fd);
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+static uint64_t hex(const char **p)
+{
+	uint64_t v = 0;
+	char c;
+
+	for (; (c = **p); (*p)++) {
+		if (c >= '0' && c <= '9')
+			v = v << 4 | (uint64_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v << 4 | (uint64_t)(c - 'a' + 10);
+		else
+			break;
+	}
+	return v;
+}
+
+/* "start-end perms offset dev inode   path" */
+int ls_scan_parse_maps(struct scan *sc)
+{
+	char *text;
+	const char *p, *end, *nl;
+	size_t len;
+	int r = read_maps(sc, &text, &len);
+
+	if (r)
+		return r;
+	if (sc->regions.p)	/* again, at the stop of a concurrent mark */
+		ls_scan_drop(sc, sc->regions.p, sc->regions.cap * sc->regions.elem);
+	memset(&sc->regions, 0, sizeof(sc->regions));
+	sc->regions.elem = sizeof(struct region);
+	for (p = text, end = text + len; p < end; p = nl + 1) {
+		struct region g = { 0 };
+		const char *q;
+		int field;
+
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			break;
+		q = p;
+		g.start = hex(&q);
+		q++;
+		g.end = hex(&q);
+		q++;
+		if (q + 4 > nl)
+			continue;
+		g.readable = q[0] == 'r';
+		g.writable = q[1] == 'w';
+		g.exec = q[2] == 'x';
+		g.shared = q[3] == 's';
+		/* Skip offset, dev, inode; a path follows when the inode
+		 * is not 0 or the name is a [bracket]. */
+		for (field = 0; field < 4 && q < nl; field++) {
+			while (q < nl && *q != ' ')
+				q++;
+			while (q < nl && *q == ' ')
+				q++;
+		}
+		g.file = q < nl && *q == '/';
+		g.stack = nl - q == 7 && !memcmp(q, "[stack]", 7);
+		g.heap = nl - q == 6 && !memcmp(q, "[heap]", 6);
+		r = ls_scan_vec_push(sc, &sc->regions, &g);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+const struct region *ls_scan_region_of(const struct scan *sc, uint64_t a)
+{
+	const struct region *g = sc->regions.p;
+	size_t lo = 0, hi = sc->regions.len;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (g[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sc->regions.len && g[lo].start <= a ? &g[lo] : NULL;
+}
+
+/* The end of the readable memory that starts at a (adjacent readable
+ * regions join), or a when a is not readable. */
+uint64_t ls_scan_readable_until(const struct scan *sc, uint64_t a)
+{
+	const struct region *g = ls_scan_region_of(sc, a), *last;
+
+	if (!g || !g->readable)
+		return a;
+	last = (const struct region *)sc->regions.p + sc->regions.len;
+	while (g + 1 < last && g[1].start == g->end && g[1].readable)
+		g++;
+	return g->end;
+}
+
+/* Scan [a, b) of a root region (ls_scan_mark_roots catches a fault). */
+static void mark_root(struct scan *sc, uint64_t a, uint64_t b)
+{
+	struct span sp = { a, b };
+
+	if (a >= b)
+		return;
+	sc->root_bytes += b - a;
+	if (sc->record && ls_scan_vec_push(sc, &sc->rootp, &sp))
+		sc->partial = 1;
+	ls_scan_mark_range(sc, a, b, 1);
+}
+
+int ls_scan_is_own(const struct scan *sc, uint64_t a, uint64_t *end)
+{
+	size_t i;
+
+	for (i = 0; i < sc->nown; i++)
+		if (a >= sc->own_start[i] && a < sc->own_start[i] + sc->own_len[i]) {
+			*end = sc->own_start[i] + sc->own_len[i];
+			return 1;
+		}
+	return 0;
+}
+
+/* The first block at or above address a. */
+size_t ls_scan_first_block_from(const struct scan *sc, uint64_t a)
+{
+	size_t lo = 0, hi = sc->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (sc->addr[mid] < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Scan the piece [s, e) of a region, cutting out the agent's own ranges.
+ * Own ranges are mappings of their own (ls_sys_map) or whole pages of
+ * the agent's segments, so a cut at a range's start suffices.
+ */
+void ls_scan_mark_piece(struct scan *sc, uint64_t s, uint64_t e)
+{
+	uint64_t next = e, own_end;
+	size_t i;
+
+	while (s < e) {
+		if (ls_scan_is_own(sc, s, &own_end)) {
+			s = own_end;
+			continue;
+		}
+		next = e;
+		for (i = 0; i < sc->nown; i++)
+			if (sc->own_start[i] > s && sc->own_start[i] < next)
+				next = sc->own_start[i];
+		mark_root(sc, s, next);
+		s = next;
+	}
+}
+
+/* [s, e) of region g, outside glibc's heaps, less the allocator's
+ * memory around its blocks (ls_scan_heap_range). */
+static void mark_plain(struct scan *sc, const struct region *g, uint64_t s,
+		       uint64_t e)
+{
+	uint64_t cur = s, xs, xe;
+	struct ls_gh_heap h;
+	int arena;
+	size_t i;
+
+	for (i = ls_scan_first_block_from(sc, s); i < sc->n &&
+	     sc->addr[i] < e && cur < e; i++) {
+		if (sc->addr[i] < cur)
+			continue;
+		ls_scan_heap_range(sc, i, g->start, g->end, &xs, &xe, &arena);
+		if (xe > e)
+			xe = e;
+		if (xs > cur) {
+			/* Another allocator's memory between its blocks
+			 * (or a program's mapping the kernel merged). */
+			if (!ls_heapmodel()->chunk_headers)
+				sc->alloc_root += xs - cur;
+			ls_scan_mark_piece(sc, cur, xs);
+		}
+		/* A main-arena heap that is not [heap] (glibc's mmap'd
+		 * fallback, or the main arena not found): walked from the
+		 * region's start. */
+		if (arena == 1 && xs == g->start) {
+			h = (struct ls_gh_heap){ xs, xe, xs, xe, 0 };
+			ls_scan_walk_heap(sc, &h);
+		} else if (xe > xs && xs >= cur) {
+			/* A chunk's own mapping less its block, or a thread
+			 * arena's memory that is no heap glibcheap.c knows:
+			 * not scanned. */
+			uint64_t t = ls_scan_tracked_bytes(sc, xs, xe);
+
+			sc->alloc_unscanned += xe - xs > t ? xe - xs - t : 0;
+		}
+		if (xe > cur)
+			cur = xe;
+	}
+	if (cur < e) {
+		if (!ls_heapmodel()->chunk_headers && cur > s)
+			sc->alloc_root += e - cur;
+		ls_scan_mark_piece(sc, cur, e);
+	}
+}
+
+/*
+ * Region g from s: glibc's heaps in it (the main arena's [heap], and
+ * thread arenas' heaps at every 64 MiB boundary whose heap_info makes
+ * sense) are walked chunk by chunk; the rest is scanned as a root, less
+ * the allocator's memory.  A region may hold several heaps and other
+ * mappings the kernel merged with them.
+ */
+void ls_scan_mark_region(struct scan *sc, const struct region *g, uint64_t s)
+{
+	struct ls_gh_heap h;
+	uint64_t cur = s, a;
+
+	if (!ls_heapmodel()->chunk_headers) {	/* not glibc's heaps */
+		mark_plain(sc, g, s, g->end);
+		return;
+	}
+	if (g->heap && s == g->start &&
+	    ls_gh_main_heap(ls_scan_gh_ops(sc), g->start, g->end, &h)) {
+		ls_scan_walk_heap(sc, &h);
+		return;
+	}
+	for (a = (g->start + HEAP_MAX_SIZE - 1) & ~(HEAP_MAX_SIZE - 1);
+	     a < g->end; a += HEAP_MAX_SIZE) {
+		if (a < cur || !ls_gh_thread_heap(ls_scan_gh_ops(sc), a, g->end, &h))
+			continue;
+		mark_plain(sc, g, cur, h.start);
+		ls_scan_walk_heap(sc, &h);
+		cur = h.end;
+	}
+	if (cur < g->end)
+		mark_plain(sc, g, cur, g->end);
+}
+
+/*
+ * glibc's thread descriptor (struct pthread) sits at the top of every
+ * stack glibc maps for a thread, under the thread's static TLS: its
+ * first and third words (the TCB's tcb and self) are its own address.
+ * The descriptor at most 16 KiB below the end of region g, or 0.
+ */
+static uint64_t thread_desc(struct scan *sc, const struct region *g)
+{
+	uint64_t pd, w0, w2;
+
+	if (!ls_scan_prep.tid_off || g->file || g->end - g->start < (64u << 10))
+		return 0;
+	for (pd = (g->end - 64) & ~63ull; pd + (16u << 10) >= g->end; pd -= 64)
+		if (!ls_scan_peek(sc, pd, &w0) && w0 == pd && !ls_scan_peek(sc, pd + 16, &w2) &&
+		    w2 == pd)
+			return pd;
+	return 0;
+}
+
+/*
+ * Where the roots of region g begin.  A stack from its thread's stack
+ * pointer less the red zone (the exiting thread's at exit: exactly from
+ * where its live frames begin, self_red 0).  The stack of a thread that
+ * has ended (glibc keeps it mapped, in its stack cache or until a join;
+ * the kernel cleared the descriptor's tid): only its descriptor, which
+ * glibc reuses (its DTV, and through it the dynamic TLS blocks glibc
+ * frees when the stack is reused).  Not its frames, not its static TLS:
+ * what only an ended thread's __thread variable holds is lost, as
+ * memcheck and LeakSanitizer both say.
+ */
+uint64_t ls_scan_root_start(struct scan *sc, const struct region *g,
+			   const struct lsnap_check_thread *th, uint32_t nth,
+			   uint64_t self_sp, uint64_t self_red)
+{
+	uint64_t s = g->start, sp, red, pd, tid;
+	size_t k;
+
+	for (k = 0; k <= nth; k++) {
+		sp = k < nth ? th[k].sp : self_sp;
+		red = k < nth ? RED_ZONE : self_red;
+		if (sp >= s && sp < g->end && sp - red > s)
+			return sp - red;
+	}
+	pd = thread_desc(sc, g);
+	if (pd && !ls_scan_peek(sc, pd + ls_scan_prep.tid_off, &tid) && (int32_t)tid <= 0)
+		s = pd;
+	return s;
+}
+
+/* A page that faults (a file mapping cut short) ends the region. */
+static void mark_root_region(struct scan *sc, const struct region *g,
+			     const struct lsnap_check_thread *th, uint32_t nth,
+			     uint64_t self_sp, uint64_t self_red)
+{
+	if (!sc->safe && sigsetjmp(ls_scan_fault_jmp, 0))
+		return;
+	ls_scan_mark_region(sc, g, ls_scan_root_start(sc, g, th, nth, self_sp, self_red));
+}
+
+void ls_scan_mark_roots(struct scan *sc, const struct lsnap_check_thread *th,
+		       uint32_t nth, uint64_t self_sp, uint64_t self_red)
+{
+	const struct region *g = sc->regions.p;
+	size_t i, k;
+
+	for (i = 0; i < sc->regions.len; i++) {
+		if (!g[i].readable || !g[i].writable ||
+		    (g[i].shared && g[i].file))
+			continue;
+		mark_root_region(sc, &g[i], th, nth, self_sp, self_red);
+	}
+	for (k = 0; k < nth; k++)
+		for (i = 0; i < th[k].nregs && i < LSNAP_CHECK_NREGS; i++)
+			if (th[k].regs[i] >= sc->lo && th[k].regs[i] < sc->hi)
+				ls_scan_mark_word(sc, th[k].regs[i], 1);
+	/* At exit, the registers the caller of exit() held. */
+	for (i = 0; i < ls_scan_exit.nregs; i++)
+		if (ls_scan_exit.regs[i] >= sc->lo && ls_scan_exit.regs[i] < sc->hi)
+			ls_scan_mark_word(sc, ls_scan_exit.regs[i], 1);
+}
