@@ -48,6 +48,7 @@ extern int renameat2(int, const char *, int, const char *, unsigned int)
 
 LS_GLIBC_BIND(dlopen, "GLIBC_2.2.5");
 LS_GLIBC_BIND(dlsym, "GLIBC_2.2.5");
+LS_GLIBC_BIND(dlvsym, "GLIBC_2.2.5");
 LS_GLIBC_BIND(dladdr, "GLIBC_2.2.5");
 LS_GLIBC_BIND(dladdr1, "GLIBC_2.3.3");
 LS_GLIBC_BIND(pthread_create, "GLIBC_2.2.5");
@@ -60,7 +61,7 @@ LS_GLIBC_BIND(pthread_setspecific, "GLIBC_2.2.5");
  * libpthread.so.0), or NULL when all are here. */
 static inline const char *ls_glibc_missing(void)
 {
-	return !dlopen ? "dlopen" : !dlsym ? "dlsym" : !dladdr ? "dladdr" :
+	return !dlopen ? "dlopen" : !dlsym ? "dlsym" : !dlvsym ? "dlvsym" : !dladdr ? "dladdr" :
 	       !dladdr1 ? "dladdr1" : !pthread_create ? "pthread_create" :
 	       !pthread_attr_setstacksize ? "pthread_attr_setstacksize" :
 	       !pthread_key_create ? "pthread_key_create" :
