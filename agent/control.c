@@ -27,6 +27,7 @@
 #include "guard.h"
 #include "pmfile.h"
 #include "reach.h"
+#include "real.h"
 #include "request.h"
 #include "snapwrite.h"
 #include "state.h"
@@ -471,7 +472,11 @@ static void uncount_self(void)
 
 	if (n && __atomic_sub_fetch(n, 1, __ATOMIC_ACQ_REL) == 0) {
 		ls_guard_leave();	/* the exit path is the program's */
-		exit(0);
+		/* glibc's own exit(0) here (the hook would take this thread
+		 * for the program's caller of exit) */
+		if (ls_real.libc_exit)
+			ls_real.libc_exit(0);
+		syscall(SYS_exit_group, 0);
 	}
 }
 
