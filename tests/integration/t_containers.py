@@ -25,9 +25,9 @@ import tempfile
 import time
 import urllib.request
 
-from harness import (BUILD, LEAKSCOPE, Failure, Skip, at_file_end, check,
-                     cli, contains, eq, fail, ok, once, ptrace_allowed,
-                     shorten, workload)
+from harness import (BUILD, LEAKSCOPE, Failure, Skip, at_file_end,
+                     bpf_missing, check, cli, contains, eq, fail, ok, once,
+                     ptrace_allowed, shorten, workload)
 import containers
 
 PROG = "cont-leaks"
@@ -361,6 +361,46 @@ def t_nspawn_serve():
     eq(len(live), 1, "the exporter's live-bytes series of host pid %d" % c.pid)
     contains(live[0], 'container="%s"' % c.machine,
              "its container label (the machine name)")
+
+
+@check("nspawn: trace -p by the host pid (eBPF, nothing loaded into it) gives the host's exact per-site figures; output unchanged")
+def t_nspawn_trace():
+    why = bpf_missing()
+    if why:
+        raise Skip(why)
+    base = baseline()
+    c = containers.nspawn(root(), ["/bin/" + PROG],
+                          machine="ls-trace-%d" % os.getpid())
+    t = None
+    out = [c.send("r")]
+    try:
+        t = subprocess.Popen([LEAKSCOPE, "trace", "-p", str(c.pid), "--format",
+                              "json"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        ready, _, _ = select.select([t.stderr], [], [], 30)
+        line = t.stderr.readline().decode() if ready else ""
+        if not line.startswith("Attaching to pid %d" % c.pid):
+            t.kill()
+            fail("systemd-nspawn: trace -p %d's first line" % c.pid,
+                 "Attaching to pid %d" % c.pid,
+                 line + t.communicate(timeout=30)[1].decode()[:600])
+        out.append(c.send("l"))
+        t.send_signal(signal.SIGINT)
+        rep_out, err = t.communicate(timeout=30)
+        out.append(c.send("q"))
+    finally:
+        if t and t.poll() is None:
+            t.kill()
+            t.wait()
+        status = c.stop()
+    eq(t.returncode, 0, "systemd-nspawn: trace's status (%s)" %
+       shorten(err, 600))
+    rep = _json(subprocess.CompletedProcess([], 0, rep_out, err),
+                "systemd-nspawn: trace -p's report")
+    eq(sites(rep), {k: v[:2] for k, v in EXPECT.items()},
+       "systemd-nspawn: trace -p's per-site live bytes and blocks")
+    eq(out, base["out"], "systemd-nspawn: the program's output under trace")
+    eq(status, 0, "systemd-nspawn: the program's exit status under trace")
 
 
 @check("unshare --root (chroot, own PID and mount ns): the host's exact per-site figures, output unchanged")
