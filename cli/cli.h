@@ -81,8 +81,10 @@ struct ls_command {
 	int max_args;				/* with LS_CMD_TARGET */
 };
 
-/* The table (main.c), ending with a row whose name is NULL. */
-extern const struct ls_command ls_commands[];
+/* The table (main.c), ending with a row whose name is NULL: main()
+ * hands it to `help` (cmd-help.c), which lists it, so that the two files
+ * do not use each other. */
+extern const struct ls_command *ls_help_commands;
 
 
 #endif

@@ -11,6 +11,8 @@
 #include "../lib/source.h"
 #include "cmds.h"
 
+const struct ls_command *ls_help_commands;
+
 #define A(field) LS_ARG(struct ls_help_args, field)
 
 static const struct ls_option own[] = {
@@ -176,7 +178,7 @@ static void man_page(FILE *out)
 		  "Options may come before or after a command's arguments "
 		  "(run: before COMMAND).\n");
 	fputs(".SH COMMANDS\n", out);
-	for (c = ls_commands; c->name; c++)
+	for (c = ls_help_commands; c->name; c++)
 		man_command(out, c);
 	man_tables(out);
 	man_environment(out);
@@ -274,7 +276,7 @@ static void markdown(FILE *out)
 		fputs(" |\n", out);
 	}
 	md_report_options(out);
-	for (c = ls_commands; c->name; c++)
+	for (c = ls_help_commands; c->name; c++)
 		md_command(out, c);
 }
 
@@ -287,7 +289,7 @@ int ls_cmd_help(struct ls_invocation *inv)
 		(a->man ? man_page : markdown)(stdout);
 		return fflush(stdout) ? LS_EXIT_ERROR : LS_EXIT_OK;
 	}
-	for (c = ls_commands; inv->argc == 1 && c->name; c++)
+	for (c = ls_help_commands; inv->argc == 1 && c->name; c++)
 		if (!strcmp(c->name, inv->argv[0])) {
 			ls_usage_print(stdout, c->usage);
 			return LS_EXIT_OK;

@@ -15,7 +15,7 @@
 
 #define ARGS(type) sizeof(struct type)
 
-const struct ls_command ls_commands[] = {
+static const struct ls_command ls_commands[] = {
 	{ "run", ls_cmd_run, LS_CMD_REPORT | LS_CMD_STOP_AT_ARG | LS_CMD_MANY,
 	  &ls_run_usage, ARGS(ls_run_args), ls_run_defaults, 0 },
 	{ "report", ls_cmd_report, LS_CMD_TARGET | LS_CMD_LOAD,
@@ -149,6 +149,7 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+	ls_help_commands = ls_commands;
 	if (argc < 2) {
 		ls_error("no command given (see 'leakscope --help')");
 		return LS_EXIT_USAGE;
