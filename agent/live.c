@@ -625,6 +625,14 @@ int remove_locked(struct shard *s, uint64_t addr, struct ls_live_entry *out,
 	return found;
 }
 
+/* Whether addr is in the compact table: find() out of line, so that the
+ * inline insert keeps its registers for the common case. */
+static __attribute__((noinline)) int in_compact(const struct shard *s,
+						uint64_t addr, uint64_t h)
+{
+	return find(s, addr, h, 0) >= 0;
+}
+
 /*
  * The shard's lock taken by one exchange; when another thread holds it,
  * ls_lock()'s wait and the general code, by a tail call: the fast paths
@@ -690,7 +698,7 @@ int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 			if (ls_unlikely(slot_addr(slot_at(s, g * GROUP +
 				(unsigned)__builtin_ctz(m), 0), 0) == e->addr))
 				return insert_locked(s, e, old, h, fits);
-	} else if (ls_unlikely(find(s, e->addr, h, 0) >= 0)) {
+	} else if (ls_unlikely(in_compact(s, e->addr, h))) {
 		return insert_locked(s, e, old, h, fits);
 	}
 	put_at(s, g * GROUP + (unsigned)__builtin_ctz(empty), &c, h, 0);
