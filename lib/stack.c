@@ -197,7 +197,10 @@ static size_t operator_symbols(const char *s, size_t i)
 	};
 	size_t k;
 
-	if (i < 8 || strncmp(s + i - 8, "operator", 8) ||
+	/* Every operator's symbols start with one of these: the rest of a
+	 * name's bytes are done with in one compare. */
+	if ((s[i] != '<' && s[i] != '>' && s[i] != '-') ||
+	    i < 8 || strncmp(s + i - 8, "operator", 8) ||
 	    (i > 8 && (isalnum((unsigned char)s[i - 9]) || s[i - 9] == '_')))
 		return 0;
 	for (k = 0; k < sizeof(ops) / sizeof(*ops); k++)
@@ -223,8 +226,10 @@ char *ls_short_name(const char *name)
 				memcpy(out + o, name + i, op), o += op;
 			i += op - 1;
 		} else if (name[i] == '<') {
-			if (!depth++)
-				o += (size_t)sprintf(out + o, "<" ELLIPSIS);
+			if (!depth++) {
+				memcpy(out + o, "<" ELLIPSIS, sizeof("<" ELLIPSIS) - 1);
+				o += sizeof("<" ELLIPSIS) - 1;
+			}
 			cut = 1;
 		} else if (name[i] == '>' && depth) {
 			if (!--depth)

@@ -283,6 +283,33 @@ static void test_collisions(void)
 	}
 	ok(errors == 0 && ls_live_count() == before + N_COL,
 	   "inserting over each finds the live entry wherever it lies");
+	/* A slot free in the first group, whose count is not 0: an insert
+	 * over an entry further along must still find it there.  All out
+	 * and back in order, without a rebuild: the first 15 fill the first
+	 * group, and addrs[0] leaves a slot there. */
+	for (i = 0; i < N_COL; i++)
+		errors += !ls_live_remove(addrs[i], &e) || e.size != 1000 + i;
+	for (i = 0; i < N_COL; i++) {
+		memset(&e, 0, sizeof(e));
+		e.addr = addrs[i];
+		e.size = 1000 + i;
+		errors += ls_live_insert(&e, &old) != 0;
+	}
+	errors += !ls_live_remove(addrs[0], &e) || e.size != 1000;
+	for (i = N_COL; i-- > 16;) {
+		memset(&e, 0, sizeof(e));
+		e.addr = addrs[i];
+		e.size = 1000 + i;
+		errors += ls_live_insert(&e, &old) != 1 || old.addr != addrs[i] ||
+			  old.size != 1000 + i;
+	}
+	memset(&e, 0, sizeof(e));
+	e.addr = addrs[0];
+	e.size = 1000;
+	errors += ls_live_insert(&e, &old) != 0;
+	ok(errors == 0 && ls_live_count() == before + N_COL,
+	   "with a slot free in the first group, an insert over an entry "
+	   "past it finds that entry");
 	/* Every other one out, then the rest: deleted marks among matches. */
 	for (i = 0; i < N_COL; i += 2)
 		errors += !ls_live_remove(addrs[i], &e) || e.size != 1000 + i;
