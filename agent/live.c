@@ -121,7 +121,7 @@ static ls_lock_t tix_lock;
 int ls_live_prefetch_on;
 
 /*
- * The change log of a concurrent reachability check (reach.c): while it
+ * The change log of a concurrent reachability check (reachcm.c): while it
  * is on, every insert and removal is appended, under the shard's lock,
  * so that the entries of one address come in the order the table saw
  * them.  The rec's op is stored last (release): a record whose op is

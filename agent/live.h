@@ -106,7 +106,7 @@ static inline void ls_live_prefetch(uint64_t addr)
 size_t ls_live_copy_shard(unsigned i, struct ls_live_entry *buf, size_t cap);
 
 /*
- * The same in a frozen copy-on-write image (reach.c), where a lock held
+ * The same in a frozen copy-on-write image (reachrun.c), where a lock held
  * by a thread that was stopped will never be released: reads without the
  * lock, and sets *torn when the shard was caught mid-update (its entries
  * are then read as they stood, once its arrays are known to be mapped).
@@ -145,7 +145,7 @@ size_t ls_live_resident(void);
 void ls_live_clear(void (*fn)(const struct ls_live_entry *, void *), void *arg);
 
 /*
- * The change log of a concurrent reachability check (reach.c): between
+ * The change log of a concurrent reachability check (reachcm.c): between
  * start and stop every insert (and the entry it replaced) and every
  * removal is appended to buf, a ring of cap records (a power of two):
  * record i (counted from 0 at start; ls_live_log_count() says how many

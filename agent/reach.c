@@ -2,21 +2,26 @@
  * reach.c - the reachability scan: by default a mostly-concurrent mark in
  * the live process (reachcm.c: marked while the program runs, finished
  * with its threads stopped), or the fork method (reachfork.c), a
- * copy-on-write child scanning a frozen image.  The roots are
- * reachroots.c's, the allocator's memory reachheap.c's; what the files
- * share is in reachint.h.
+ * copy-on-write child scanning a frozen image.  This file is the lowest
+ * of the scan's (it calls none of the others): memory access, the
+ * regions of the maps and a root's pieces, the mark, the page cache, the
+ * cliques, the sums.  The inventory and the fork image's whole scan are
+ * reachrun.c's, the roots reachroots.c's, the allocator's memory
+ * reachheap.c's; what the files share is in reachint.h.
  *
  * Phases (docs/REACHABILITY.md):
- *  1. gather: every heap block of the live tables into one array, sorted
- *     by address (radix sort), and an index of the 1 MiB granules blocks
- *     cover, so that most words that are no heap pointer cost one probe;
- *  2. roots: every readable, writable private mapping of /proc/self/maps,
- *     less the agent's own memory, less the allocator's (reachheap.c: its
- *     free chunks keep stale pointers; blocks are scanned only when
- *     reached), less each stack below its thread's stack pointer minus
- *     the 128-byte red zone; plus the stopped threads' registers.  Static TLS and the thread descriptors (with the DTV) lie
- *     in those mappings; dynamic TLS blocks are heap blocks the DTV points
- *     to;
+ *  1. gather (reachrun.c): every heap block of the live tables into one
+ *     array, sorted by address (radix sort), and an index of the 1 MiB
+ *     granules blocks cover, so that most words that are no heap pointer
+ *     cost one probe;
+ *  2. roots (reachroots.c): every readable, writable private mapping of
+ *     /proc/self/maps, less the agent's own memory, less the allocator's
+ *     (reachheap.c: its free chunks keep stale pointers; blocks are
+ *     scanned only when reached), less each stack below its thread's
+ *     stack pointer minus the 128-byte red zone; plus the stopped
+ *     threads' registers.  Static TLS and the thread descriptors (with
+ *     the DTV) lie in those mappings; dynamic TLS blocks are heap blocks
+ *     the DTV points to;
  *  3. mark, as memcheck does: a pointer to a block's start from a root or
  *     a reachable block makes it reachable, any other pointer (into its
  *     inside, or from a possibly lost block) possibly lost;
@@ -188,48 +193,6 @@ int ls_scan_vec_push(struct scan *sc, struct vec *v, const void *e)
 	return 0;
 }
 
-/* --- 1. gather --------------------------------------------------------- */
-
-/* Shard i into buf: under its lock in the live process, without in a
- * frozen image. */
-static size_t copy_shard(const struct scan *sc, unsigned i,
-			 struct ls_live_entry *buf, size_t cap, int *torn)
-{
-	if (sc->safe)
-		return ls_live_copy_shard(i, buf, cap);
-	return ls_live_copy_shard_frozen(i, buf, cap, torn);
-}
-
-static int gather(struct scan *sc, int *torn)
-{
-	size_t cap = ls_live_count() + 4096, n = 0, k;
-	struct ls_live_entry *buf;
-	unsigned i;
-
-	buf = ls_scan_grab(sc, cap * sizeof(*buf));
-	if (!buf)
-		return -ENOMEM;
-	for (i = 0; i < LS_LIVE_SHARDS; i++) {
-		k = copy_shard(sc, i, buf + n, cap - n, torn);
-		if (n + k > cap) {
-			size_t ncap = (n + k) * 2;
-			struct ls_live_entry *b = ls_scan_grab(sc, ncap * sizeof(*b));
-
-			if (!b)
-				return -ENOMEM;
-			memcpy(b, buf, n * sizeof(*b));
-			ls_scan_drop(sc, buf, cap * sizeof(*b));
-			buf = b;
-			cap = ncap;
-			k = copy_shard(sc, i, buf + n, cap - n, torn);
-		}
-		n += k;
-	}
-	sc->blk = buf;
-	sc->n = n;
-	return 0;
-}
-
 /* LSD radix sort by address, 11 bits at a time over bits 4..47 (blocks
  * are 16-byte aligned below 2^48).  O(n), no recursion, no allocator. */
 int ls_scan_radix_sort(struct scan *sc, struct ls_live_entry *a, size_t n)
@@ -265,11 +228,6 @@ int ls_scan_radix_sort(struct scan *sc, struct ls_live_entry *a, size_t n)
 	/* 4 passes: the result is back in the caller's array. */
 	ls_scan_drop(sc, tmp, n * sizeof(*tmp));
 	return 0;
-}
-
-static int sort_blocks(struct scan *sc)
-{
-	return ls_scan_radix_sort(sc, sc->blk, sc->n);
 }
 
 static struct gran *gran_slot(const struct scan *sc, uint64_t g)
@@ -372,6 +330,103 @@ static void push_block(struct scan *sc, uint64_t i)
 	 * may be reported lost, and the snapshot says so. */
 	if (ls_scan_vec_push(sc, &sc->stack, &v))
 		sc->partial = 1;
+}
+
+/* --- 2. roots: the regions, a root's pieces ------------------------------ */
+
+const struct region *ls_scan_region_of(const struct scan *sc, uint64_t a)
+{
+	const struct region *g = sc->regions.p;
+	size_t lo = 0, hi = sc->regions.len;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (g[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sc->regions.len && g[lo].start <= a ? &g[lo] : NULL;
+}
+
+/* The end of the readable memory that starts at a (adjacent readable
+ * regions join), or a when a is not readable. */
+uint64_t ls_scan_readable_until(const struct scan *sc, uint64_t a)
+{
+	const struct region *g = ls_scan_region_of(sc, a), *last;
+
+	if (!g || !g->readable)
+		return a;
+	last = (const struct region *)sc->regions.p + sc->regions.len;
+	while (g + 1 < last && g[1].start == g->end && g[1].readable)
+		g++;
+	return g->end;
+}
+
+/* Scan [a, b) of a root region (ls_scan_mark_roots catches a fault). */
+static void mark_root(struct scan *sc, uint64_t a, uint64_t b)
+{
+	struct span sp = { a, b };
+
+	if (a >= b)
+		return;
+	sc->root_bytes += b - a;
+	if (sc->record && ls_scan_vec_push(sc, &sc->rootp, &sp))
+		sc->partial = 1;
+	ls_scan_mark_range(sc, a, b, 1);
+}
+
+int ls_scan_is_own(const struct scan *sc, uint64_t a, uint64_t *end)
+{
+	size_t i;
+
+	for (i = 0; i < sc->nown; i++)
+		if (a >= sc->own_start[i] && a < sc->own_start[i] + sc->own_len[i]) {
+			*end = sc->own_start[i] + sc->own_len[i];
+			return 1;
+		}
+	return 0;
+}
+
+/* The first block at or above address a. */
+size_t ls_scan_first_block_from(const struct scan *sc, uint64_t a)
+{
+	size_t lo = 0, hi = sc->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (sc->addr[mid] < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Scan the piece [s, e) of a region, cutting out the agent's own ranges.
+ * Own ranges are mappings of their own (ls_sys_map) or whole pages of
+ * the agent's segments, so a cut at a range's start suffices.
+ */
+void ls_scan_mark_piece(struct scan *sc, uint64_t s, uint64_t e)
+{
+	uint64_t next = e, own_end;
+	size_t i;
+
+	while (s < e) {
+		if (ls_scan_is_own(sc, s, &own_end)) {
+			s = own_end;
+			continue;
+		}
+		next = e;
+		for (i = 0; i < sc->nown; i++)
+			if (sc->own_start[i] > s && sc->own_start[i] < next)
+				next = sc->own_start[i];
+		mark_root(sc, s, next);
+		s = next;
+	}
 }
 
 /* --- valgrind's leak heuristics ------------------------------------------ */
@@ -900,7 +955,8 @@ static void sweep_once(struct scan *sc,
 		sc->finger = i - 1;
 		ls_scan_batch_scan(sc, b, fn);
 		follow_cached(sc, fn, head);
-		ls_scan_log_drain(sc, 0);
+		if (sc->drain)
+			sc->drain(sc, 0);
 	}
 	follow_cached(sc, fn, head);	/* what ls_scan_scan_alone() marked */
 }
@@ -1274,52 +1330,6 @@ void ls_scan_note_own(struct scan *sc)
 		sc->own_start[sc->nown] = ls_glibcheap_main_arena();
 		sc->own_len[sc->nown++] = ls_glibcheap_arena_size();
 	}
-}
-
-/* The blocks, sorted and indexed, the maps, the agent's own memory. */
-int ls_scan_take_inventory(struct scan *sc, int *torn)
-{
-	int r = gather(sc, torn);
-
-	if (!r)
-		r = sort_blocks(sc);
-	if (!r)
-		r = ls_scan_index_blocks(sc);
-	if (!r)
-		r = ls_scan_parse_maps(sc);
-	if (!r)		/* after ls_scan_parse_maps: our mappings so far are noted */
-		ls_scan_note_own(sc);
-	if (!r)		/* reads the heaps as ls_scan_parse_maps found them */
-		r = ls_scan_note_fastbins(sc);
-	return r;
-}
-
-int ls_scan_run_scan(struct scan *sc, const struct lsnap_check_thread *th,
-		    uint32_t nth, uint64_t self_sp, uint64_t self_red,
-		    struct ls_reach_result *res)
-{
-	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC);
-	int r;
-
-	sc->stack.elem = sizeof(uint32_t);
-	r = ls_scan_take_inventory(sc, &res->torn);
-	if (r)
-		return r;
-	ls_scan_mark_roots(sc, th, nth, self_sp, self_red);
-	ls_scan_mark_all(sc);
-	r = ls_scan_cliques(sc);
-	if (!r)
-		r = ls_scan_sum_up(sc, res);
-	res->totals.scan_ns = ls_now_ns(CLOCK_MONOTONIC) - t0;
-	res->totals.root_bytes = sc->root_bytes;
-	res->totals.heap_bytes = sc->heap_bytes;
-	res->totals.mem_bytes = sc->peak;
-	res->totals.nthreads = nth;
-	ls_scan_how.allocator = ls_heapmodel()->id;
-	ls_scan_how.alloc_root_bytes = sc->alloc_root;
-	ls_scan_how.alloc_unscanned_bytes = sc->alloc_unscanned;
-	res->how = ls_scan_how;
-	return r;
 }
 
 

@@ -43,6 +43,7 @@ static uint64_t preclean(struct scan *sc);
 static int overrun(struct scan *sc);
 static int64_t list_written(struct scan *sc);
 static int hopeless(struct scan *sc);
+static int ls_scan_log_drain(struct scan *sc, int stopped);
 
 #define PRECLEAN_PASSES 8	/* at most; more while the dirty set shrinks */
 #define STOP_NS_PER_PAGE 1000ull	/* the stop's work: docs/REACHABILITY.md,
@@ -305,6 +306,7 @@ int ls_reach_cm_begin(void)
 	 * the gather sees it too. */
 	ls_live_log_start(sc->log, sc->log_cap);
 	sc->log_on = 1;
+	sc->drain = ls_scan_log_drain;
 	r = ls_scan_take_inventory(sc, &torn);
 	if (r)
 		goto fail;
@@ -437,7 +439,7 @@ static int apply_rec(struct scan *sc, uint32_t op, const struct ls_live_entry *e
  * caught mid-update).  0, -EOVERFLOW when some record was lost (the ring
  * was full, or a reset emptied the tables), -ENOMEM.
  */
-int ls_scan_log_drain(struct scan *sc, int stopped)
+static int ls_scan_log_drain(struct scan *sc, int stopped)
 {
 	uint64_t next = ls_live_log_count(), i = sc->log_done;
 	int r = 0;
@@ -667,7 +669,7 @@ static int still_clean(const struct scan *sc, uint64_t a, uint64_t b)
  * since (or lie outside the protected ranges), in batches of page runs;
  * then nb is left compacted and sorted.
  */
-int ls_scan_scan_new(struct scan *sc, int stopped)
+static int ls_scan_scan_new(struct scan *sc, int stopped)
 {
 	struct batch *b = &ls_scan_batch;
 	const struct region *g;

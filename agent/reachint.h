@@ -1,8 +1,11 @@
 /*
- * reachint.h - what the reachability scan's files share: agent/reach.c
- * (the inventory, the mark, valgrind's heuristics, the cliques, the sums),
- * agent/reachroots.c (the roots), agent/reachheap.c (the allocator's
- * memory), agent/reachcm.c (the mostly-concurrent mark) and
+ * reachint.h - what the reachability scan's files share, each calling
+ * only the ones before it: agent/reach.c (memory access, the regions, the
+ * mark, the page cache, valgrind's heuristics, the cliques, the sums),
+ * agent/reachheap.c (the allocator's memory), agent/reachroots.c (the
+ * maps, the roots), agent/reachrun.c (the inventory, the fork image's
+ * whole scan), agent/reachcm.c (the mostly-concurrent mark; reach.c's
+ * sweep drains its change log through struct scan's drain) and
  * agent/reachfork.c (the fork image's child, the parent's preparation,
  * the check at exit).  Internal to them: the agent's other modules use
  * reach.h.
@@ -91,6 +94,9 @@ struct scan {
 	size_t log_cap;
 	uint64_t log_done;	/* its records applied */
 	int log_on, log_bad;	/* log_bad: the first error of log_drain */
+	/* The log's drain (reachcm.c), called once per batch of the live
+	 * process's sweep (reach.c); NULL: no log. */
+	int (*drain)(struct scan *sc, int stopped);
 	struct ls_live_entry *nb;	/* blocks allocated during the mark */
 	uint8_t *nbdone;	/* nb[i] scanned while the program ran */
 	size_t nnb, nbcap;
@@ -234,19 +240,15 @@ size_t ls_scan_other_threads(pid_t *tids, size_t cap);
 uint64_t ls_scan_blocked_sp_sig(pid_t tid, uint64_t *sig);
 size_t ls_scan_blocked_sps(uint64_t *sps, size_t cap, uint64_t self_sp);
 void ls_scan_note_own(struct scan *sc);
-int ls_scan_take_inventory(struct scan *sc, int *torn);
-int ls_scan_run_scan(struct scan *sc, const struct lsnap_check_thread *th,
-		    uint32_t nth, uint64_t self_sp, uint64_t self_red,
-		    struct ls_reach_result *res);
 int ls_scan_peek(struct scan *sc, uint64_t a, uint64_t *v);
-
-/* reachroots.c */
-int ls_scan_parse_maps(struct scan *sc);
 const struct region *ls_scan_region_of(const struct scan *sc, uint64_t a);
 uint64_t ls_scan_readable_until(const struct scan *sc, uint64_t a);
 int ls_scan_is_own(const struct scan *sc, uint64_t a, uint64_t *end);
 size_t ls_scan_first_block_from(const struct scan *sc, uint64_t a);
 void ls_scan_mark_piece(struct scan *sc, uint64_t s, uint64_t e);
+
+/* reachroots.c */
+int ls_scan_parse_maps(struct scan *sc);
 void ls_scan_mark_region(struct scan *sc, const struct region *g, uint64_t s);
 uint64_t ls_scan_root_start(struct scan *sc, const struct region *g,
 			   const struct lsnap_check_thread *th, uint32_t nth,
@@ -263,8 +265,10 @@ const struct ls_gh_ops *ls_scan_gh_ops(struct scan *sc);
 int ls_scan_note_fastbins(struct scan *sc);
 void ls_scan_walk_heap(struct scan *sc, const struct ls_gh_heap *h);
 
-/* reachcm.c */
-int ls_scan_log_drain(struct scan *sc, int stopped);
-int ls_scan_scan_new(struct scan *sc, int stopped);
+/* reachrun.c */
+int ls_scan_take_inventory(struct scan *sc, int *torn);
+int ls_scan_run_scan(struct scan *sc, const struct lsnap_check_thread *th,
+		    uint32_t nth, uint64_t self_sp, uint64_t self_red,
+		    struct ls_reach_result *res);
 
 #endif /* LEAKSCOPE_AGENT_REACHINT_H */

@@ -3,7 +3,8 @@
  * exit"): the mappings of /proc/self/maps, and of each the part scanned:
  * the agent's own memory and the allocator's (reachheap.c) cut out, a
  * stack from its thread's stack pointer, an ended thread's descriptor
- * only; and the stopped threads' registers.
+ * only; and the stopped threads' registers.  The regions' lookups and
+ * the scan of a root's piece are reach.c's (the mark reads them too).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -140,101 +141,6 @@ int ls_scan_parse_maps(struct scan *sc)
 			return r;
 	}
 	return 0;
-}
-
-const struct region *ls_scan_region_of(const struct scan *sc, uint64_t a)
-{
-	const struct region *g = sc->regions.p;
-	size_t lo = 0, hi = sc->regions.len;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (g[mid].end <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < sc->regions.len && g[lo].start <= a ? &g[lo] : NULL;
-}
-
-/* The end of the readable memory that starts at a (adjacent readable
- * regions join), or a when a is not readable. */
-uint64_t ls_scan_readable_until(const struct scan *sc, uint64_t a)
-{
-	const struct region *g = ls_scan_region_of(sc, a), *last;
-
-	if (!g || !g->readable)
-		return a;
-	last = (const struct region *)sc->regions.p + sc->regions.len;
-	while (g + 1 < last && g[1].start == g->end && g[1].readable)
-		g++;
-	return g->end;
-}
-
-/* Scan [a, b) of a root region (ls_scan_mark_roots catches a fault). */
-static void mark_root(struct scan *sc, uint64_t a, uint64_t b)
-{
-	struct span sp = { a, b };
-
-	if (a >= b)
-		return;
-	sc->root_bytes += b - a;
-	if (sc->record && ls_scan_vec_push(sc, &sc->rootp, &sp))
-		sc->partial = 1;
-	ls_scan_mark_range(sc, a, b, 1);
-}
-
-int ls_scan_is_own(const struct scan *sc, uint64_t a, uint64_t *end)
-{
-	size_t i;
-
-	for (i = 0; i < sc->nown; i++)
-		if (a >= sc->own_start[i] && a < sc->own_start[i] + sc->own_len[i]) {
-			*end = sc->own_start[i] + sc->own_len[i];
-			return 1;
-		}
-	return 0;
-}
-
-/* The first block at or above address a. */
-size_t ls_scan_first_block_from(const struct scan *sc, uint64_t a)
-{
-	size_t lo = 0, hi = sc->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (sc->addr[mid] < a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/*
- * Scan the piece [s, e) of a region, cutting out the agent's own ranges.
- * Own ranges are mappings of their own (ls_sys_map) or whole pages of
- * the agent's segments, so a cut at a range's start suffices.
- */
-void ls_scan_mark_piece(struct scan *sc, uint64_t s, uint64_t e)
-{
-	uint64_t next = e, own_end;
-	size_t i;
-
-	while (s < e) {
-		if (ls_scan_is_own(sc, s, &own_end)) {
-			s = own_end;
-			continue;
-		}
-		next = e;
-		for (i = 0; i < sc->nown; i++)
-			if (sc->own_start[i] > s && sc->own_start[i] < next)
-				next = sc->own_start[i];
-		mark_root(sc, s, next);
-		s = next;
-	}
 }
 
 /* [s, e) of region g, outside glibc's heaps, less the allocator's
