@@ -260,7 +260,7 @@ static void put_key(const struct ls_render_ctx *c,
 static int put_site(const struct ls_render_ctx *c,
 		    const struct ls_report_site *r, struct ls_stack *st)
 {
-	size_t i;
+	size_t i, len;
 	int ret;
 
 	fputc('\t', c->out);
@@ -277,8 +277,17 @@ static int put_site(const struct ls_render_ctx *c,
 	ret = ls_render_stack(c, r->site, st);
 	if (ret)
 		return ret;
-	for (i = 0; i < st->n; i++)
-		ls_text_frame(c->out, &st->f[i]);
+	for (i = 0; i < st->n; i++) {
+		/* Formatted once per distinct frame: a report of 100k
+		 * stacks prints millions of lines of a few frames. */
+		const char *t = ls_stack_frame_text(st, i, &len);
+
+		if (!t)
+			return -ENOMEM;
+		fputs_unlocked("\t\t", c->out);
+		fwrite_unlocked(t, 1, len, c->out);
+		putc_unlocked('\n', c->out);
+	}
 	if (!st->n)
 		fputs("\t\t(no stack)\n", c->out);
 	return 0;

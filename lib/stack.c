@@ -18,6 +18,179 @@ int ls_symframe_is_agent(const struct ls_symframe *f)
 		 !strncmp(ls_sym_basename(f->module), "memfd:libleakscope", 18));
 }
 
+/* --- the memo: what a report formats once per distinct frame ---------- */
+
+/* A function name (the symbolizer's string, by address) and its short
+ * form, NULL when nothing is cut. */
+struct memo_name {
+	const char *name;
+	char *short_name;
+};
+
+/* A frame, by the values ls_frame_format() reads, and its text. */
+struct memo_line {
+	char *text;
+	struct ls_symframe key;
+	size_t len;
+};
+
+struct ls_frame_memo {
+	struct memo_name *names;	/* open addressing, a power of 2 */
+	size_t nnames, names_cap;
+	struct memo_line *lines;
+	size_t nlines, lines_cap;
+};
+
+static size_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return (size_t)(h * 0xff51afd7ed558ccdull);
+}
+
+static size_t line_hash(const struct ls_symframe *f)
+{
+	size_t h = mix(0, f->addr);
+
+	h = mix(h, (uintptr_t)f->function);
+	h = mix(h, (uintptr_t)f->module);
+	h = mix(h, (uintptr_t)f->file);
+	h = mix(h, f->offset);
+	return mix(h, (uint64_t)(unsigned)f->line << 1 | (f->inlined != 0));
+}
+
+static int line_same(const struct ls_symframe *a, const struct ls_symframe *b)
+{
+	return a->addr == b->addr && a->function == b->function &&
+	       a->module == b->module && a->file == b->file &&
+	       a->offset == b->offset && a->line == b->line &&
+	       !a->inlined == !b->inlined;
+}
+
+static void memo_free(struct ls_frame_memo *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	for (i = 0; i < m->names_cap; i++)
+		free(m->names[i].short_name);
+	for (i = 0; i < m->lines_cap; i++)
+		free(m->lines[i].text);
+	free(m->names);
+	free(m->lines);
+	free(m);
+}
+
+/* Forget the memo when its strings may no longer be the frames' (another
+ * symbolizer, or frames copied in from elsewhere). */
+static void memo_reset(struct ls_stack *st, const struct ls_symbolizer *sym)
+{
+	if (st->memo && st->memo_sym == sym && sym)
+		return;
+	memo_free(st->memo);
+	st->memo = NULL;
+	st->memo_sym = sym;
+}
+
+static int memo_get(struct ls_stack *st)
+{
+	if (!st->memo && !(st->memo = calloc(1, sizeof(*st->memo))))
+		return -ENOMEM;
+	return 0;
+}
+
+static size_t name_hash(const void *e)
+{
+	return mix(0, (uintptr_t)((const struct memo_name *)e)->name);
+}
+
+static size_t line_entry_hash(const void *e)
+{
+	return line_hash(&((const struct memo_line *)e)->key);
+}
+
+/* Keep the table *tab (entries of size bytes, the first member of each a
+ * pointer set when the entry is used) at most half full for one entry
+ * more, rehashing with hash.  Returns 0 or -ENOMEM. */
+static int table_room(void *tab, size_t *cap, size_t n, size_t size,
+		      size_t (*hash)(const void *e))
+{
+	char *old = *(char **)tab, *t;
+	size_t ncap = *cap ? *cap * 2 : 64, i, j;
+
+	if (n * 2 < *cap)
+		return 0;
+	if (!(t = calloc(ncap, size)))
+		return -ENOMEM;
+	for (j = 0; j < *cap; j++) {
+		const char *e = old + j * size;
+
+		if (!*(void *const *)e)
+			continue;
+		i = hash(e) & (ncap - 1);
+		while (*(void **)(t + i * size))
+			i = (i + 1) & (ncap - 1);
+		memcpy(t + i * size, e, size);
+	}
+	free(old);
+	*(char **)tab = t;
+	*cap = ncap;
+	return 0;
+}
+
+/* The slot of name in the names table. */
+static struct memo_name *name_slot(struct ls_frame_memo *m, const char *name)
+{
+	size_t i;
+
+	if (table_room(&m->names, &m->names_cap, m->nnames,
+		       sizeof(*m->names), name_hash))
+		return NULL;
+	i = mix(0, (uintptr_t)name) & (m->names_cap - 1);
+	while (m->names[i].name && m->names[i].name != name)
+		i = (i + 1) & (m->names_cap - 1);
+	return &m->names[i];
+}
+
+static struct memo_line *line_slot(struct ls_frame_memo *m,
+				   const struct ls_symframe *f)
+{
+	size_t i;
+
+	if (table_room(&m->lines, &m->lines_cap, m->nlines,
+		       sizeof(*m->lines), line_entry_hash))
+		return NULL;
+	i = line_hash(f) & (m->lines_cap - 1);
+	while (m->lines[i].text && !line_same(&m->lines[i].key, f))
+		i = (i + 1) & (m->lines_cap - 1);
+	return &m->lines[i];
+}
+
+const char *ls_stack_frame_text(struct ls_stack *st, size_t i, size_t *len)
+{
+	const struct ls_symframe *f = &st->f[i];
+	struct memo_line *l;
+	char buf[512];
+	size_t need;
+
+	if (memo_get(st) || !(l = line_slot(st->memo, f)))
+		return NULL;
+	if (!l->text) {
+		need = ls_frame_format(buf, sizeof(buf), f, LS_FRAME_ALL);
+		if (!(l->text = malloc(need + 1)))
+			return NULL;
+		if (need < sizeof(buf))
+			memcpy(l->text, buf, need + 1);
+		else
+			ls_frame_format(l->text, need + 1, f, LS_FRAME_ALL);
+		l->key = *f;
+		l->len = need;
+		st->memo->nlines++;
+	}
+	*len = l->len;
+	return l->text;
+}
+
 static void drop_names(struct ls_stack *st)
 {
 	size_t i;
@@ -36,6 +209,7 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 
 	st->n = 0;
 	drop_names(st);
+	memo_reset(st, sym);
 	for (i = 0; i < site->nframes; i++) {
 		ret = ls_symbolize_frame(sym, site->gen, site->frames[i], fr,
 					 LS_SYM_MAX_FRAMES, &n);
@@ -54,6 +228,7 @@ int ls_stack_set(struct ls_stack *st, const struct ls_symframe *f, size_t n)
 {
 	st->n = 0;
 	drop_names(st);
+	memo_reset(st, NULL);
 	if (LS_GROW(st->f, n ? n : 1, st->cap))
 		return -ENOMEM;
 	memcpy(st->f, f, n * sizeof(*f));
@@ -64,6 +239,7 @@ int ls_stack_set(struct ls_stack *st, const struct ls_symframe *f, size_t n)
 void ls_stack_release(struct ls_stack *st)
 {
 	drop_names(st);
+	memo_reset(st, NULL);
 	free(st->own);
 	free(st->f);
 	memset(st, 0, sizeof(*st));
@@ -249,8 +425,12 @@ char *ls_short_name(const char *name)
 
 /* --- the view ------------------------------------------------------------ */
 
+/* Names are cut once per distinct name: in the memo while st builds
+ * with one symbolizer (whose strings stay put), else kept in st->own
+ * until the next build. */
 static int shorten(struct ls_stack *st)
 {
+	struct memo_name *slot = NULL;
 	size_t i;
 
 	for (i = 0; i < st->n; i++) {
@@ -258,17 +438,31 @@ static int shorten(struct ls_stack *st)
 
 		if (!st->f[i].function || !strchr(st->f[i].function, '<'))
 			continue;
+		if (st->memo_sym) {
+			if (memo_get(st) ||
+			    !(slot = name_slot(st->memo, st->f[i].function)))
+				return -ENOMEM;
+			if (slot->name) {
+				if (slot->short_name)
+					st->f[i].function = slot->short_name;
+				continue;
+			}
+		}
 		s = ls_short_name(st->f[i].function);
 		if (!s && errno == ENOMEM)
 			return -ENOMEM;
-		if (!s)
-			continue;
-		if (LS_GROW(st->own, st->nown + 1, st->own_cap)) {
+		if (slot) {
+			slot->name = st->f[i].function;
+			slot->short_name = s;
+			st->memo->nnames++;
+		} else if (s && LS_GROW(st->own, st->nown + 1, st->own_cap)) {
 			free(s);
 			return -ENOMEM;
+		} else if (s) {
+			st->own[st->nown++] = s;
 		}
-		st->own[st->nown++] = s;
-		st->f[i].function = s;
+		if (s)
+			st->f[i].function = s;
 	}
 	return 0;
 }

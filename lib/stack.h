@@ -19,6 +19,10 @@ struct ls_stack {
 	size_t n, cap;
 	char **own;		/* names made by ls_stack_view (shortened) */
 	size_t nown, own_cap;
+	struct ls_frame_memo *memo;	/* stack.c: each distinct function's
+					   short name and frame's text, made
+					   once per symbolizer */
+	const struct ls_symbolizer *memo_sym;
 };
 
 /*
@@ -56,8 +60,8 @@ int ls_symframe_is_runtime(const struct ls_symframe *f);
  *  - unless full_names, every template argument list of a function name
  *    is cut to "<…>": "std::_Rb_tree<…>::_M_get_node()" (operator<,
  *    operator<< and the like are kept).
- * Returns 0 or -ENOMEM.  Shortened names belong to st until its next
- * build or release.
+ * Returns 0 or -ENOMEM.  Shortened names belong to st until its release,
+ * its next ls_stack_set() or a build with another symbolizer.
  */
 int ls_stack_view(struct ls_stack *st, unsigned depth, int full_names,
 		  int hide_runtime);
@@ -65,6 +69,15 @@ int ls_stack_view(struct ls_stack *st, unsigned depth, int full_names,
 /* name with every template argument list cut to "<…>", malloc()ed; NULL
  * when name has none (or on ENOMEM, errno then set). */
 char *ls_short_name(const char *name);
+
+/*
+ * st->f[i]'s ls_frame_format(LS_FRAME_ALL) text, its length in *len:
+ * formatted once per distinct frame for as long as st builds with one
+ * symbolizer (a report's thousands of stacks share their frames).  The
+ * text belongs to st until its release or a build with another
+ * symbolizer.  NULL on ENOMEM.
+ */
+const char *ls_stack_frame_text(struct ls_stack *st, size_t i, size_t *len);
 
 /* Free st's frames and names and zero it; accepts a zeroed stack. */
 void ls_stack_release(struct ls_stack *st);

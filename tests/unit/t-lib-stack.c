@@ -2,8 +2,8 @@
  * t-lib-stack.c - the stack as the user asks to see it (lib/stack.h):
  * template arguments cut to "<…>" (operators that look like brackets
  * kept), runtime frames hidden only outside the program's own, --depth;
- * the one frame formatter every text output uses, and watch's and top's
- * one-line summary.
+ * the one frame formatter every text output uses, its once-per-frame
+ * memo, and watch's and top's one-line summary.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -142,10 +142,55 @@ static void test_format(void)
 	ls_stack_release(&st);
 }
 
+/* ls_stack_frame_text: ls_frame_format's text, made once per distinct
+ * frame, forgotten when the frames come from elsewhere. */
+static void test_memo(void)
+{
+	static char name[8] = "alpha";
+	struct ls_symframe fr[4] = {
+		{ .addr = 0x401136, .function = name, .offset = 0x1e,
+		  .module = "/usr/bin/prog", .file = "/src/prog.c", .line = 12 },
+	};
+	struct ls_stack st = { 0 };
+	char want[700], *longname = malloc(600);
+	const char *t[4];
+	size_t len[4], i;
+
+	fr[1] = fr[0];
+	fr[2] = fr[0];
+	fr[2].line = 13;
+	memset(longname, 'x', 599);
+	longname[599] = 0;
+	fr[3] = fr[0];
+	fr[3].function = longname;
+	ok(!ls_stack_set(&st, fr, 4), "set");
+	for (i = 0; i < 4; i++) {
+		t[i] = ls_stack_frame_text(&st, i, &len[i]);
+		ls_frame_format(want, sizeof(want), &fr[i], LS_FRAME_ALL);
+		ok(t[i] && !strcmp(t[i], want) && len[i] == strlen(want),
+		   "frame %zu: '%.40s', as ls_frame_format spells it", i,
+		   t[i] ? t[i] : "(null)");
+	}
+	ok(t[0] == t[1], "one text for two equal frames");
+	ok(t[0] != t[2] && strstr(t[2], "prog.c:13"),
+	   "another line, another text");
+	ok(len[3] == 599 + strlen("+0x1e [prog] prog.c:12"),
+	   "a text longer than the formatting buffer whole");
+	memcpy(name, "beta_", 6);
+	ok(!ls_stack_set(&st, fr, 1), "set again");
+	t[0] = ls_stack_frame_text(&st, 0, &len[0]);
+	ok(t[0] && !strcmp(t[0], "beta_+0x1e [prog] prog.c:12"),
+	   "new frames set: the memo is not reused (%s)",
+	   t[0] ? t[0] : "(null)");
+	ls_stack_release(&st);
+	free(longname);
+}
+
 int main(void)
 {
 	test_names();
 	test_runtime();
 	test_format();
+	test_memo();
 	return tap_done();
 }
