@@ -43,11 +43,14 @@ void ls_output_remove_temps(void)
 			unlink(temps[i]);
 }
 
+#define OUTPUT_BUF (1 << 20)
+
 static void reset(struct ls_output *o)
 {
 	free(o->path);
 	free(o->target);
 	free(o->tmp);
+	free(o->buf);
 	memset(o, 0, sizeof(*o));
 	o->fd = -1;
 }
@@ -136,6 +139,11 @@ static int open_replacing(struct ls_output *o)
 		close(fd);
 		return -ENOMEM;
 	}
+	/* A report of 100k stacks is hundreds of MB: written a MiB a call,
+	 * not a block (without the memory, stdio's own buffer does). */
+	o->buf = malloc(OUTPUT_BUF);
+	if (o->buf)
+		setvbuf(o->fp, o->buf, _IOFBF, OUTPUT_BUF);
 	return 0;
 }
 

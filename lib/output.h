@@ -34,6 +34,7 @@ struct ls_output {
 	char *tmp;		/* fallback PATH.tmp.PID, or NULL */
 	int fd;			/* the unnamed file, or -1 */
 	int in_place;		/* stdout, a device, a FIFO ... */
+	char *buf;		/* fp's buffer for a file replaced, or NULL */
 };
 
 /* Open; 0 or a negative errno (-ENOENT: no such directory, -EACCES ...).

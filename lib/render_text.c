@@ -280,13 +280,11 @@ static int put_site(const struct ls_render_ctx *c,
 	for (i = 0; i < st->n; i++) {
 		/* Formatted once per distinct frame: a report of 100k
 		 * stacks prints millions of lines of a few frames. */
-		const char *t = ls_stack_frame_text(st, i, &len);
+		const char *t = ls_stack_frame_line(st, i, &len);
 
 		if (!t)
 			return -ENOMEM;
-		fputs_unlocked("\t\t", c->out);
 		fwrite_unlocked(t, 1, len, c->out);
-		putc_unlocked('\n', c->out);
 	}
 	if (!st->n)
 		fputs("\t\t(no stack)\n", c->out);

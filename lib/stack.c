@@ -47,15 +47,11 @@ static size_t mix(uint64_t h, uint64_t v)
 	return (size_t)(h * 0xff51afd7ed558ccdull);
 }
 
+/* The fields that tell a report's frames apart (line_same compares all). */
 static size_t line_hash(const struct ls_symframe *f)
 {
-	size_t h = mix(0, f->addr);
-
-	h = mix(h, (uintptr_t)f->function);
-	h = mix(h, (uintptr_t)f->module);
-	h = mix(h, (uintptr_t)f->file);
-	h = mix(h, f->offset);
-	return mix(h, (uint64_t)(unsigned)f->line << 1 | (f->inlined != 0));
+	return mix(mix(f->addr, (uintptr_t)f->function),
+		   (uint64_t)(unsigned)f->line << 1 | (f->inlined != 0));
 }
 
 static int line_same(const struct ls_symframe *a, const struct ls_symframe *b)
@@ -109,17 +105,15 @@ static size_t line_entry_hash(const void *e)
 	return line_hash(&((const struct memo_line *)e)->key);
 }
 
-/* Keep the table *tab (entries of size bytes, the first member of each a
- * pointer set when the entry is used) at most half full for one entry
- * more, rehashing with hash.  Returns 0 or -ENOMEM. */
+/* Double the table *tab (entries of size bytes, the first member of each
+ * a pointer set when the entry is used), rehashing with hash.  Returns 0
+ * or -ENOMEM. */
 static int table_room(void *tab, size_t *cap, size_t n, size_t size,
 		      size_t (*hash)(const void *e))
 {
 	char *old = *(char **)tab, *t;
 	size_t ncap = *cap ? *cap * 2 : 64, i, j;
 
-	if (n * 2 < *cap)
-		return 0;
 	if (!(t = calloc(ncap, size)))
 		return -ENOMEM;
 	for (j = 0; j < *cap; j++) {
@@ -143,7 +137,8 @@ static struct memo_name *name_slot(struct ls_frame_memo *m, const char *name)
 {
 	size_t i;
 
-	if (table_room(&m->names, &m->names_cap, m->nnames,
+	if (m->nnames * 2 >= m->names_cap &&
+	    table_room(&m->names, &m->names_cap, m->nnames,
 		       sizeof(*m->names), name_hash))
 		return NULL;
 	i = mix(0, (uintptr_t)name) & (m->names_cap - 1);
@@ -157,7 +152,8 @@ static struct memo_line *line_slot(struct ls_frame_memo *m,
 {
 	size_t i;
 
-	if (table_room(&m->lines, &m->lines_cap, m->nlines,
+	if (m->nlines * 2 >= m->lines_cap &&
+	    table_room(&m->lines, &m->lines_cap, m->nlines,
 		       sizeof(*m->lines), line_entry_hash))
 		return NULL;
 	i = line_hash(f) & (m->lines_cap - 1);
@@ -166,7 +162,7 @@ static struct memo_line *line_slot(struct ls_frame_memo *m,
 	return &m->lines[i];
 }
 
-const char *ls_stack_frame_text(struct ls_stack *st, size_t i, size_t *len)
+const char *ls_stack_frame_line(struct ls_stack *st, size_t i, size_t *len)
 {
 	const struct ls_symframe *f = &st->f[i];
 	struct memo_line *l;
@@ -177,14 +173,17 @@ const char *ls_stack_frame_text(struct ls_stack *st, size_t i, size_t *len)
 		return NULL;
 	if (!l->text) {
 		need = ls_frame_format(buf, sizeof(buf), f, LS_FRAME_ALL);
-		if (!(l->text = malloc(need + 1)))
+		if (!(l->text = malloc(need + 4)))
 			return NULL;
 		if (need < sizeof(buf))
-			memcpy(l->text, buf, need + 1);
+			memcpy(l->text + 2, buf, need);
 		else
-			ls_frame_format(l->text, need + 1, f, LS_FRAME_ALL);
+			ls_frame_format(l->text + 2, need + 1, f,
+					LS_FRAME_ALL);
+		memcpy(l->text, "\t\t", 2);
+		memcpy(l->text + 2 + need, "\n", 2);
 		l->key = *f;
-		l->len = need;
+		l->len = need + 3;
 		st->memo->nlines++;
 	}
 	*len = l->len;
@@ -204,8 +203,9 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		   struct ls_stack *st)
 {
 	struct ls_symframe fr[LS_SYM_MAX_FRAMES];
+	const char *last_module = NULL;
 	size_t i, j, n;
-	int ret;
+	int ret, last_agent = 0;
 
 	st->n = 0;
 	drop_names(st);
@@ -217,9 +217,16 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 			return ret;
 		if (LS_GROW(st->f, st->n + n, st->cap))
 			return -ENOMEM;
-		for (j = 0; j < n; j++)
-			if (!ls_symframe_is_agent(&fr[j]))
+		for (j = 0; j < n; j++) {
+			/* A stack's frames run through few modules: their
+			 * names are compared once a run. */
+			if (!last_module || fr[j].module != last_module) {
+				last_module = fr[j].module;
+				last_agent = ls_symframe_is_agent(&fr[j]);
+			}
+			if (!last_agent)
 				st->f[st->n++] = fr[j];
+		}
 	}
 	return 0;
 }
@@ -436,7 +443,7 @@ static int shorten(struct ls_stack *st)
 	for (i = 0; i < st->n; i++) {
 		char *s;
 
-		if (!st->f[i].function || !strchr(st->f[i].function, '<'))
+		if (!st->f[i].function)
 			continue;
 		if (st->memo_sym) {
 			if (memo_get(st) ||
@@ -447,6 +454,13 @@ static int shorten(struct ls_stack *st)
 					st->f[i].function = slot->short_name;
 				continue;
 			}
+		}
+		if (!strchr(st->f[i].function, '<')) {
+			if (slot) {
+				slot->name = st->f[i].function;
+				st->memo->nnames++;
+			}
+			continue;
 		}
 		s = ls_short_name(st->f[i].function);
 		if (!s && errno == ENOMEM)

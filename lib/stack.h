@@ -71,13 +71,14 @@ int ls_stack_view(struct ls_stack *st, unsigned depth, int full_names,
 char *ls_short_name(const char *name);
 
 /*
- * st->f[i]'s ls_frame_format(LS_FRAME_ALL) text, its length in *len:
- * formatted once per distinct frame for as long as st builds with one
- * symbolizer (a report's thousands of stacks share their frames).  The
- * text belongs to st until its release or a build with another
- * symbolizer.  NULL on ENOMEM.
+ * st->f[i]'s line in a text report: two tabs, its
+ * ls_frame_format(LS_FRAME_ALL) text and a newline, its length in *len
+ * (NUL-terminated after): formatted once per distinct frame for as long
+ * as st builds with one symbolizer (a report's thousands of stacks share
+ * their frames).  The line belongs to st until its release, its next
+ * ls_stack_set() or a build with another symbolizer.  NULL on ENOMEM.
  */
-const char *ls_stack_frame_text(struct ls_stack *st, size_t i, size_t *len);
+const char *ls_stack_frame_line(struct ls_stack *st, size_t i, size_t *len);
 
 /* Free st's frames and names and zero it; accepts a zeroed stack. */
 void ls_stack_release(struct ls_stack *st);

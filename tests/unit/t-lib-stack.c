@@ -142,8 +142,8 @@ static void test_format(void)
 	ls_stack_release(&st);
 }
 
-/* ls_stack_frame_text: ls_frame_format's text, made once per distinct
- * frame, forgotten when the frames come from elsewhere. */
+/* ls_stack_frame_line: ls_frame_format's text as a report line, made
+ * once per distinct frame, forgotten when the frames come from elsewhere. */
 static void test_memo(void)
 {
 	static char name[8] = "alpha";
@@ -165,23 +165,25 @@ static void test_memo(void)
 	fr[3].function = longname;
 	ok(!ls_stack_set(&st, fr, 4), "set");
 	for (i = 0; i < 4; i++) {
-		t[i] = ls_stack_frame_text(&st, i, &len[i]);
-		ls_frame_format(want, sizeof(want), &fr[i], LS_FRAME_ALL);
+		t[i] = ls_stack_frame_line(&st, i, &len[i]);
+		strcpy(want, "\t\t");
+		ls_frame_format(want + 2, sizeof(want) - 3, &fr[i],
+				LS_FRAME_ALL);
+		strcat(want, "\n");
 		ok(t[i] && !strcmp(t[i], want) && len[i] == strlen(want),
-		   "frame %zu: '%.40s', as ls_frame_format spells it", i,
-		   t[i] ? t[i] : "(null)");
+		   "frame %zu: as ls_frame_format spells it, between two "
+		   "tabs and a newline (%zu bytes)", i, t[i] ? len[i] : 0);
 	}
 	ok(t[0] == t[1], "one text for two equal frames");
 	ok(t[0] != t[2] && strstr(t[2], "prog.c:13"),
 	   "another line, another text");
-	ok(len[3] == 599 + strlen("+0x1e [prog] prog.c:12"),
+	ok(len[3] == 599 + strlen("\t\t+0x1e [prog] prog.c:12\n"),
 	   "a text longer than the formatting buffer whole");
 	memcpy(name, "beta_", 6);
 	ok(!ls_stack_set(&st, fr, 1), "set again");
-	t[0] = ls_stack_frame_text(&st, 0, &len[0]);
-	ok(t[0] && !strcmp(t[0], "beta_+0x1e [prog] prog.c:12"),
-	   "new frames set: the memo is not reused (%s)",
-	   t[0] ? t[0] : "(null)");
+	t[0] = ls_stack_frame_line(&st, 0, &len[0]);
+	ok(t[0] && !strcmp(t[0], "\t\tbeta_+0x1e [prog] prog.c:12\n"),
+	   "new frames set: the memo is not reused");
 	ls_stack_release(&st);
 	free(longname);
 }
