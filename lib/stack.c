@@ -34,11 +34,22 @@ struct memo_line {
 	size_t len;
 };
 
+/* A return address (at a module-map generation) and its symbolized
+ * frames, as ls_symbolize_frame gave them. */
+struct memo_pc {
+	struct ls_symframe *f;
+	size_t n;
+	uint64_t addr;
+	uint32_t gen;
+};
+
 struct ls_frame_memo {
 	struct memo_name *names;	/* open addressing, a power of 2 */
 	size_t nnames, names_cap;
 	struct memo_line *lines;
 	size_t nlines, lines_cap;
+	struct memo_pc *pcs;
+	size_t npcs, pcs_cap;
 };
 
 static size_t mix(uint64_t h, uint64_t v)
@@ -72,8 +83,11 @@ static void memo_free(struct ls_frame_memo *m)
 		free(m->names[i].short_name);
 	for (i = 0; i < m->lines_cap; i++)
 		free(m->lines[i].text);
+	for (i = 0; i < m->pcs_cap; i++)
+		free(m->pcs[i].f);
 	free(m->names);
 	free(m->lines);
+	free(m->pcs);
 	free(m);
 }
 
@@ -98,6 +112,13 @@ static int memo_get(struct ls_stack *st)
 static size_t name_hash(const void *e)
 {
 	return mix(0, (uintptr_t)((const struct memo_name *)e)->name);
+}
+
+static size_t pc_hash(const void *e)
+{
+	const struct memo_pc *p = e;
+
+	return mix(p->gen, p->addr);
 }
 
 static size_t line_entry_hash(const void *e)
@@ -162,6 +183,44 @@ static struct memo_line *line_slot(struct ls_frame_memo *m,
 	return &m->lines[i];
 }
 
+/* addr's frames at generation gen, symbolized on the first ask. */
+static int pc_frames(struct ls_stack *st, struct ls_symbolizer *sym,
+		     uint32_t gen, uint64_t addr, const struct memo_pc **out)
+{
+	struct ls_symframe fr[LS_SYM_MAX_FRAMES];
+	struct ls_frame_memo *m;
+	struct memo_pc key = { .addr = addr, .gen = gen }, *p;
+	size_t i, n;
+	int ret;
+
+	if (memo_get(st))
+		return -ENOMEM;
+	m = st->memo;
+	if (m->npcs * 2 >= m->pcs_cap &&
+	    table_room(&m->pcs, &m->pcs_cap, m->npcs, sizeof(*m->pcs),
+		       pc_hash))
+		return -ENOMEM;
+	i = pc_hash(&key) & (m->pcs_cap - 1);
+	while (m->pcs[i].f && (m->pcs[i].addr != addr || m->pcs[i].gen != gen))
+		i = (i + 1) & (m->pcs_cap - 1);
+	p = &m->pcs[i];
+	if (!p->f) {
+		ret = ls_symbolize_frame(sym, gen, addr, fr, LS_SYM_MAX_FRAMES,
+					 &n);
+		if (ret)
+			return ret;
+		if (!(p->f = malloc(n * sizeof(*fr))))
+			return -ENOMEM;
+		memcpy(p->f, fr, n * sizeof(*fr));
+		p->n = n;
+		p->addr = addr;
+		p->gen = gen;
+		m->npcs++;
+	}
+	*out = p;
+	return 0;
+}
+
 const char *ls_stack_frame_line(struct ls_stack *st, size_t i, size_t *len)
 {
 	const struct ls_symframe *f = &st->f[i];
@@ -202,7 +261,7 @@ static void drop_names(struct ls_stack *st)
 int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		   struct ls_stack *st)
 {
-	struct ls_symframe fr[LS_SYM_MAX_FRAMES];
+	const struct memo_pc *pc;
 	const char *last_module = NULL;
 	size_t i, j, n;
 	int ret, last_agent = 0;
@@ -211,13 +270,17 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 	drop_names(st);
 	memo_reset(st, sym);
 	for (i = 0; i < site->nframes; i++) {
-		ret = ls_symbolize_frame(sym, site->gen, site->frames[i], fr,
-					 LS_SYM_MAX_FRAMES, &n);
+		/* Each distinct return address symbolized once while st
+		 * builds with sym: the stacks of a report share most. */
+		ret = pc_frames(st, sym, site->gen, site->frames[i], &pc);
 		if (ret)
 			return ret;
+		n = pc->n;
 		if (LS_GROW(st->f, st->n + n, st->cap))
 			return -ENOMEM;
 		for (j = 0; j < n; j++) {
+			const struct ls_symframe *fr = pc->f;
+
 			/* A stack's frames run through few modules: their
 			 * names are compared once a run. */
 			if (!last_module || fr[j].module != last_module) {
