@@ -41,7 +41,7 @@
 
 static uint64_t preclean(struct scan *sc);
 static int overrun(struct scan *sc);
-static int64_t list_written(struct scan *sc);
+static int64_t list_written(struct scan *sc, uint64_t limit);
 static int hopeless(struct scan *sc);
 static int ls_scan_log_drain(struct scan *sc, int stopped);
 
@@ -576,8 +576,10 @@ static int overrun(struct scan *sc)
  * address order: struct span, the low bit of start set when the page
  * is not protectable any more.  Returns the pages, or -errno when the
  * kernel cannot say (then nothing is known and the caller falls back).
+ * With a limit (0: none) the listing ends once it holds that many pages:
+ * a caller that only asks "at least so many?" pays for no more.
  */
-static int64_t list_written(struct scan *sc)
+static int64_t list_written(struct scan *sc, uint64_t limit)
 {
 	static struct page_region vec[512];
 	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
@@ -601,6 +603,9 @@ static int64_t list_written(struct scan *sc)
 		};
 
 		while (a.start < p->end) {
+			if (limit && (uint64_t)pages >= limit)
+				break;
+			a.max_pages = limit ? limit - (uint64_t)pages : 0;
 			n = ioctl(fd, PAGEMAP_SCAN, &a);
 			if (n < 0) {
 				n = -errno;
@@ -894,7 +899,7 @@ static uint64_t predict_stop(const struct scan *sc, uint64_t pages,
 static int hopeless(struct scan *sc)
 {
 	const struct span *p = sc->regd.p;
-	uint64_t protected_pages = 0;
+	uint64_t protected_pages = 0, limit;
 	int64_t pages;
 	size_t i;
 
@@ -902,7 +907,11 @@ static int hopeless(struct scan *sc)
 		return 0;
 	for (i = 0; i < sc->regd.len; i++)
 		protected_pages += (p[i].end - p[i].start) / PAGE_SZ;
-	pages = list_written(sc);
+	/* Enough pages to be hopeless by both counts: no need for more. */
+	limit = 4 * ls_scan_how.budget_ns / STOP_NS_PER_PAGE + 1;
+	if (limit < (protected_pages + 3) / 4)
+		limit = (protected_pages + 3) / 4;
+	pages = list_written(sc, limit);
 	if (pages <= 0 || (uint64_t)pages < protected_pages / 4 ||
 	    (uint64_t)pages * STOP_NS_PER_PAGE <= 4 * ls_scan_how.budget_ns)
 		return 0;
@@ -916,7 +925,7 @@ static int hopeless(struct scan *sc)
 int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
 {
 	struct scan *sc = &ls_scan_child;
-	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC);
+	uint64_t t0 = ls_now_ns(CLOCK_MONOTONIC), limit;
 	volatile uint64_t here = 0;
 	int64_t pages;
 	size_t i, k;
@@ -924,8 +933,14 @@ int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
 
 	ls_scan_cache_empty();		/* from here on, read what is there now */
 	/* First what the stop would cost: the fork image, if cheaper by
-	 * the budget, needs none of the work below. */
-	pages = list_written(sc);
+	 * the budget, needs none of the work below.  The written pages are
+	 * listed only up to the budget's worth: one more is over it, and
+	 * the fork image then needs no list (the log's loss or a failure
+	 * falls back by itself whatever the count). */
+	limit = 0;
+	if (ls_scan_how.budget_ns && !sc->log_bad && !ls_live_log_lost())
+		limit = ls_scan_how.budget_ns / STOP_NS_PER_PAGE + 1;
+	pages = list_written(sc, limit);
 	if (pages < 0) {
 		ls_scan_how.fallback = LSNAP_FALLBACK_ERROR;
 		return (int)pages;
