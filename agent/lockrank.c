@@ -21,12 +21,23 @@ void ls_rank_violation(int want, int held)
 		ls_rank_on_violation(want, held);
 		return;
 	}
-	/* No stdio: the thread holds the agent's locks. */
-	(void)!write(2, "leakscope: lock order: took a ", 30);
-	(void)!write(2, w, strlen(w));
-	(void)!write(2, " lock holding a ", 16);
-	(void)!write(2, h, strlen(h));
-	(void)!write(2, " lock (agent/lockrank.h)\n", 25);
+	/* No stdio: the thread holds the agent's locks.  One write, so the
+	 * line reaches stderr whole even while other threads write there. */
+	char line[160];
+	size_t n = 0;
+	const char *parts[] = { "leakscope: lock order: took a ", w,
+				" lock holding a ", h,
+				" lock (agent/lockrank.h)\n" };
+
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		size_t len = strlen(parts[i]);
+
+		if (len > sizeof(line) - n)
+			len = sizeof(line) - n;
+		memcpy(line + n, parts[i], len);
+		n += len;
+	}
+	(void)!write(2, line, n);
 	abort();
 }
 

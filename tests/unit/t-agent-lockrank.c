@@ -94,8 +94,12 @@ int main(void)
 		_exit(0);
 	}
 	close(fds[1]);
-	n = read(fds[0], msg, sizeof(msg) - 1);
-	msg[n > 0 ? n : 0] = 0;
+	/* To the end: a short read must not pass for the whole line. */
+	r = 0;
+	while (r < (int)sizeof(msg) - 1 &&
+	       (n = read(fds[0], msg + r, sizeof(msg) - 1 - r)) > 0)
+		r += (int)n;
+	msg[r] = 0;
 	close(fds[0]);
 	waitpid(pid, &status, 0);
 	ok(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
