@@ -25,8 +25,8 @@ B = build
 AGENT_CFLAGS = $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -ftls-model=initial-exec \
 	-fno-stack-protector -fomit-frame-pointer $(AGENT_OPT) -include agent/glibcver.h
 # Extra code generation flags for the agent alone, at compile and link
-# (empty by default).  docs/PERFORMANCE.md, "Hook cost: compiler options
-# for the agent", measured link-time optimization and the rest: fewer
+# (empty by default).  docs/perf-log/compiler-options.md measured
+# link-time optimization and the rest: fewer
 # instructions (-1.8% on the churn), no time won that the load did not
 # cover, and LTO fails tests/integration/t_check.py (a dead agent frame
 # keeps a dropped block's address), so none is the default.  To try them:

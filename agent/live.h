@@ -83,8 +83,9 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out);
  * control bytes, then the slot they point at).  On a large heap
  * the table is tens of MiB hashed at random, and those misses were most
  * of full tracking's cost on python3 with PYTHONMALLOC=malloc
- * (docs/PERFORMANCE.md, "The table's misses").  Only once some shard has
- * grown past what stays cached: before that, a load and a branch.
+ * (docs/perf-log/live-table.md, "The table's misses").  Only once
+ * some shard has grown past what stays cached: before that, a load and
+ * a branch.
  * Changes nothing, takes no lock, never faults; hook-safe and
  * async-signal-safe.
  */
