@@ -81,6 +81,14 @@ static int walk_object(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* Does the allocator's object define name? */
+static int by_allocator(const char *name)
+{
+	void *f = ls_real_lookup(name);
+
+	return f && ls_real_by_allocator((uintptr_t)f);
+}
+
 /* Walk the loaded objects for the entry points of list (NULL-ended)
  * that resolve into the allocator. */
 static void walk(struct walk *w, const char *const *list)
@@ -88,9 +96,7 @@ static void walk(struct walk *w, const char *const *list)
 	memset(w, 0, sizeof(*w));
 	for (; list && *list && w->n < sizeof(w->names) / sizeof(w->names[0]);
 	     list++) {
-		void *f = ls_real_lookup(*list);
-
-		if (f && ls_real_by_allocator((uintptr_t)f))
+		if (by_allocator(*list))
 			w->names[w->n++] = *list;
 	}
 	dl_iterate_phdr(walk_object, w);
@@ -113,6 +119,11 @@ void ls_heapmodel_learn(void)
 			 * cannot be told from the program's own. */
 			walk(&w, NULL);
 			m.own_maps = !w.program_allocates;
+		} else if (by_allocator("tc_version")) {
+			/* Its mappings come from raw system calls and sbrk,
+			 * which no hook sees: all of it is scanned. */
+			m.id = LSNAP_ALLOC_TCMALLOC;
+			m.name = "tcmalloc";
 		} else {
 			m.id = LSNAP_ALLOC_OTHER;
 			m.name = "other";

@@ -21,6 +21,8 @@
  *             not scanned.  The rest of its memory (mapped before an
  *             attach) holds untracked blocks that cannot be told from
  *             free regions from outside: scanned as roots;
+ *   tcmalloc  recognised by its tc_version(); as other: it maps with raw
+ *             system calls and sbrk, which no hook sees;
  *   other     every tracked block cut out alone, the rest of the
  *             allocator's memory scanned as roots.
  *
