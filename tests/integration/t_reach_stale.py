@@ -32,7 +32,7 @@ import time
 from harness import (cli, agent_env, agent_checks, check, once, eq, ok,
                      fail, need, leakscope, root_report, reach_records,
                      reap, ptrace_allowed, run_process, valgrind_run,
-                     free_port, Skip, Failure, BUILD, WORKLOAD_SRC, libjemalloc,
+                     free_port, Skip, Failure, BUILD, workload, WORKLOAD_SRC, libjemalloc,
                      ask, check_pid_json)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-stale-")
@@ -182,6 +182,25 @@ def redis_cli(port, *args, stdin=None):
 def redis_values(port):
     return redis_cli(port, stdin="".join(
         "GET key:%d\n" % i for i in range(1000)).encode()).split()
+
+
+@check("a C++ program under jemalloc (its operator new, which the agent "
+       "does not hook, allocated the object holding a malloc'd block): "
+       "jemalloc's memory scanned as roots, the block still reachable, as "
+       "valgrind says")
+def t_cxx_new():
+    prog = workload("reach-newheld")
+    r = leakscope(["--leak-check", "--format", "json"], [prog],
+                  env=agent_env(RUNTIME, {"LD_PRELOAD": libjemalloc()}))
+    eq(r.returncode, 0, "exit status")
+    rep = root_report(r)
+    truth = {"site_held": [("reachable", 100, 0, 1)]}
+    eq(reach_records(rep), truth, "run --leak-check")
+    hm = heap_model(rep)
+    eq(hm["allocator"], "jemalloc", "the heap model")
+    ok(hm["untracked_scanned_bytes"] > 0, "jemalloc's memory scanned as "
+       "roots", str(hm))
+    eq(valgrind_run(need("valgrind"), [prog]), truth, "valgrind")
 
 
 def libtcmalloc():
