@@ -275,6 +275,8 @@ int ls_scan_note_alloc_maps(struct scan *sc, int frozen)
 		return 0;
 	n = frozen ? ls_mmaps_copy_frozen(NULL, 0, &torn) : ls_mmaps_copy(NULL, 0);
 	while (n > cap) {
+		if (cap)
+			ls_scan_drop(sc, e, cap * sizeof(*e));
 		cap = n + 64;
 		e = ls_scan_grab(sc, cap * sizeof(*e));
 		if (!e)
