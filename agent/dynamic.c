@@ -139,3 +139,39 @@ const ElfW(Sym) *ls_dyn_lookup(const struct ls_dyn *d, const char *name)
 		return gnu_lookup(d, name);
 	return d->sysv_hash ? sysv_lookup(d, name) : NULL;
 }
+
+int ls_dyn_refers(const struct ls_dyn *d, int (*want)(const char *name, void *arg),
+		  void *arg)
+{
+	int t;
+
+	for (t = 0; t < 3; t++) {
+		size_t ent = (t == 1 || (t == 0 && d->jmprel_rela)) ?
+			     sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
+		uint64_t off;
+
+		for (off = 0; d->tab[t] && off + ent <= d->sz[t]; off += ent) {
+			const ElfW(Rel) *r = (const void *)(d->tab[t] + off);
+			uint32_t sym = ELF64_R_SYM(r->r_info);
+
+			if (sym && want(d->strtab + d->symtab[sym].st_name, arg))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+int ls_dyn_needs(const struct dl_phdr_info *info, const struct ls_dyn *d,
+		 const char *prefix)
+{
+	const ElfW(Dyn) *dyn = NULL;
+	struct ls_dyn ignored;
+	size_t n = strlen(prefix);
+
+	read_phdrs(info, &ignored, &dyn);
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++)
+		if (dyn->d_tag == DT_NEEDED &&
+		    !strncmp(d->strtab + dyn->d_un.d_val, prefix, n))
+			return 1;
+	return 0;
+}

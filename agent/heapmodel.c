@@ -1,6 +1,10 @@
 /*
- * heapmodel.c - choosing the heap model (heapmodel.h).
+ * heapmodel.c - choosing the heap model, and whether the allocator's own
+ * mappings may be left out of the roots (heapmodel.h).
  */
+#include <link.h>
+#include <string.h>
+#include "dynamic.h"
 #include "glibcheap.h"
 #include "heapmodel.h"
 #include "real.h"
@@ -9,16 +13,117 @@ static struct ls_heapmodel model = {
 	.id = LSNAP_ALLOC_GLIBC, .name = "glibc", .chunk_headers = 1,
 };
 
+/* Objects walked for references to the allocator's entry points that
+ * bypass the hooks (names: those that resolve into the allocator). */
+struct walk {
+	const char *names[16];
+	size_t n;
+	unsigned seen;		/* objects so far: the first is the program */
+	int program_allocates;	/* the allocator is in the program itself */
+	int bypassed;		/* another object refers to one of names */
+	int cxx_refers;		/* libstdc++ does */
+	int cxx_needed;		/* an object but the allocator needs it */
+};
+
+#define LIBSTDCXX "libstdc++.so"
+
+static int holds(const struct dl_phdr_info *info, uint64_t a)
+{
+	int i;
+
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t s = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && a >= s && a - s < ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+static int named(const char *name, void *arg)
+{
+	const struct walk *w = arg;
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (!strcmp(name, w->names[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * jemalloc needs libstdc++, whose own code refers to operator new: that
+ * counts only when another object needs libstdc++ too (a C++ program or
+ * library can call into it), not when jemalloc alone loaded it.
+ */
+static int walk_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct walk *w = arg;
+	struct ls_dyn d;
+	int first = w->seen++ == 0, refers;
+
+	(void)size;
+	if (holds(info, ls_real_alloc_lo)) {
+		w->program_allocates |= first;
+		return 0;
+	}
+	if (holds(info, (uint64_t)(uintptr_t)&ls_heapmodel_learn) ||
+	    ls_dyn_read(info, &d))
+		return 0;	/* the agent; an object without symbols */
+	refers = w->n && ls_dyn_refers(&d, named, w);
+	if (info->dlpi_name && strstr(info->dlpi_name, "/" LIBSTDCXX)) {
+		w->cxx_refers = refers;
+		return 0;
+	}
+	w->cxx_needed |= ls_dyn_needs(info, &d, LIBSTDCXX);
+	w->bypassed |= refers;
+	return 0;
+}
+
+/* Does the allocator's object define name? */
+static int by_allocator(const char *name)
+{
+	void *f = ls_real_lookup(name);
+
+	return f && ls_real_by_allocator((uintptr_t)f);
+}
+
+/* Walk the loaded objects for the entry points of list (NULL-ended)
+ * that resolve into the allocator. */
+static void walk(struct walk *w, const char *const *list)
+{
+	memset(w, 0, sizeof(*w));
+	for (; list && *list && w->n < sizeof(w->names) / sizeof(w->names[0]);
+	     list++) {
+		if (by_allocator(*list))
+			w->names[w->n++] = *list;
+	}
+	dl_iterate_phdr(walk_object, w);
+	w->bypassed |= w->cxx_refers && w->cxx_needed;
+}
+
 void ls_heapmodel_learn(void)
 {
 	struct ls_heapmodel m = { .id = LSNAP_ALLOC_GLIBC, .name = "glibc",
 				  .chunk_headers = 1 };
+	struct walk w;
 
 	if (ls_real_alloc_lo || ls_real_alloc_hi) {
 		m.chunk_headers = 0;
 		if (ls_jeheap_detect(m.version, sizeof(m.version))) {
 			m.id = LSNAP_ALLOC_JEMALLOC;
 			m.name = "jemalloc";
+			m.bypass = ls_jeheap_bypass;
+			/* In the program itself, the allocator's mappings
+			 * cannot be told from the program's own. */
+			walk(&w, NULL);
+			m.own_maps = !w.program_allocates;
+		} else if (by_allocator("tc_version")) {
+			/* Its mappings come from raw system calls and sbrk,
+			 * which no hook sees: all of it is scanned. */
+			m.id = LSNAP_ALLOC_TCMALLOC;
+			m.name = "tcmalloc";
 		} else {
 			m.id = LSNAP_ALLOC_OTHER;
 			m.name = "other";
@@ -31,4 +136,14 @@ void ls_heapmodel_learn(void)
 const struct ls_heapmodel *ls_heapmodel(void)
 {
 	return &model;
+}
+
+int ls_heapmodel_maps_known(void)
+{
+	struct walk w;
+
+	if (!model.own_maps)
+		return 0;
+	walk(&w, model.bypass);
+	return !w.bypassed;
 }

@@ -5,21 +5,41 @@
  * of a slab of equal regions, a large one an extent of whole pages, and
  * which regions are free is known only to the slab's metadata, kept
  * apart from the slab in jemalloc's own base allocations, whose layout
- * changes from release to release.  So the model recognises jemalloc
- * (its mallctl("version") answers, from the object that defines malloc)
- * and the scan does not read glibc's chunk headers into its memory: a
- * tracked block is cut out alone (scanned once reached), and the rest,
- * blocks allocated before tracking began, free regions and jemalloc's
- * data, is scanned as roots.  A word there that looks like the start of
- * a tracked block keeps it reachable: a pre-attach record's pointer to a
- * value allocated since (live data) does, and so may a stale pointer in
- * a free region or a thread cache (a leak hidden, never one made up).
+ * changes from release to release; its public interfaces (mallctl's
+ * experimental.utilization queries) give a slab's count of free regions,
+ * never which.  So the model recognises jemalloc (its mallctl("version")
+ * answers, from the object that defines malloc) and works by mappings:
+ * every mapping jemalloc makes comes from an mmap call in its own object,
+ * which the agent's hook registers while it tracks (extents, base
+ * blocks: everything jemalloc maps).  What such a mapping holds besides
+ * tracked blocks, each cut out alone and scanned once reached, is free
+ * regions and extents, thread caches' stacks of pointers and jemalloc's
+ * metadata (an extent's record points to a large block's start): not
+ * scanned, so their stale pointers hide no leak.  Memory jemalloc mapped
+ * before the agent tracked (before an attach) holds untracked blocks
+ * among its free regions and is scanned as roots: a pre-attach record's
+ * pointer to a value allocated since keeps it reachable, and a stale
+ * word there may hide a leak, never make one up.
+ *
+ * A block that jemalloc hands out without malloc (mallocx, and C++'s
+ * operator new, which jemalloc defines too) is not tracked: when a
+ * loaded object refers to one that resolves into jemalloc, its mappings
+ * are scanned as roots again (ls_heapmodel_maps_known()).
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include "heapmodel.h"
 #include "real.h"
+
+const char *const ls_jeheap_bypass[] = {
+	"mallocx", "rallocx", "xallocx",
+	"_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+	"_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
+	"_ZnwmSt11align_val_tRKSt9nothrow_t",
+	"_ZnamSt11align_val_tRKSt9nothrow_t",
+	NULL
+};
 
 typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
 

@@ -968,11 +968,14 @@ int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
 		return r;
 	}
 	r = ls_scan_parse_maps(sc);
+	if (!r) {
+		ls_scan_note_own(sc);	/* the mappings made since */
+		r = ls_scan_note_alloc_maps(sc, 1);	/* the allocator's */
+	}
 	if (r) {
 		ls_scan_how.fallback = LSNAP_FALLBACK_ERROR;
 		return r;
 	}
-	ls_scan_note_own(sc);	/* the mappings made since */
 	rescan_written(sc);
 	if (!overrun(sc))
 		scan_unprotected(sc, th, nth, (uint64_t)&here);

@@ -211,6 +211,7 @@ int ls_reach_prepare(void)
 	ls_scan_prep.ppid = getppid();
 	dl_iterate_phdr(own_segments, NULL);
 	ls_figures_mallinfo(&ls_scan_prep.mallinfo);
+	ls_scan_prep.alloc_maps = ls_heapmodel_maps_known();
 	learn_threads();
 	return ls_scan_prep.nseg ? 0 : -ENOENT;
 }

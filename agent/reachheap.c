@@ -249,3 +249,73 @@ void ls_scan_walk_heap(struct scan *sc, const struct ls_gh_heap *h)
 	if (h->end - h->start > used)
 		sc->alloc_unscanned += h->end - h->start - used;
 }
+
+
+/* --- the allocator's own mappings (heapmodel.h) ---------------------------- */
+
+/*
+ * The anonymous mappings the allocator made while the agent tracked, from
+ * the agent's register (ls_mmaps_copy: a mapping's site is of the kind
+ * LSNAP_KIND_ALLOCATOR when the mmap call came from the allocator's
+ * object), merged into sc->amap.  None when the model does not know them
+ * (ls_scan_prep.alloc_maps), when the agent ever dropped an event (a block
+ * may be missing from the tables), or when the register was caught
+ * mid-update in a frozen image: then all of it is scanned as roots.
+ */
+int ls_scan_note_alloc_maps(struct scan *sc, int frozen)
+{
+	struct ls_live_entry *e = NULL;
+	size_t n, cap = 0, i;
+	int torn = 0, r = 0;
+
+	sc->amap.elem = sizeof(struct span);
+	sc->amap.len = 0;
+	if (!ls_scan_prep.alloc_maps ||
+	    __atomic_load_n(&ls_agent_dropped, __ATOMIC_RELAXED))
+		return 0;
+	n = frozen ? ls_mmaps_copy_frozen(NULL, 0, &torn) : ls_mmaps_copy(NULL, 0);
+	while (n > cap) {
+		if (cap)
+			ls_scan_drop(sc, e, cap * sizeof(*e));
+		cap = n + 64;
+		e = ls_scan_grab(sc, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		n = frozen ? ls_mmaps_copy_frozen(e, cap, &torn) : ls_mmaps_copy(e, cap);
+	}
+	for (i = 0; !torn && i < n && n <= cap && !r; i++) {
+		const struct ls_site_rec *s = ls_site_get(e[i].site);
+		struct span *last = sc->amap.len ?
+				    (struct span *)sc->amap.p + sc->amap.len - 1 : NULL;
+		struct span sp = { e[i].addr, e[i].addr + e[i].size };
+
+		if (!s || s->kind != LSNAP_KIND_ALLOCATOR)
+			continue;
+		if (last && last->end == sp.start)
+			last->end = sp.end;
+		else
+			r = ls_scan_vec_push(sc, &sc->amap, &sp);
+	}
+	if (cap)
+		ls_scan_drop(sc, e, cap * sizeof(*e));
+	if (torn)
+		sc->amap.len = 0;
+	return r;
+}
+
+/* The first of sc->amap that ends after a. */
+size_t ls_scan_amap_from(const struct scan *sc, uint64_t a)
+{
+	const struct span *p = sc->amap.p;
+	size_t lo = 0, hi = sc->amap.len;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

@@ -128,6 +128,9 @@ struct scan {
 	/* The allocator's memory outside tracked blocks: scanned as roots,
 	 * and not scanned (heapmodel.h). */
 	uint64_t alloc_root, alloc_unscanned;
+	/* The allocator's own mappings, not scanned (heapmodel.h,
+	 * ls_scan_note_alloc_maps()): struct span, ascending, merged. */
+	struct vec amap;
 	/* The concurrent mark's stop: the written pages (struct span),
 	 * listed before any is rescanned, and when the stop's work must
 	 * end (0: no bound); overrun once it passed. */
@@ -149,6 +152,7 @@ struct reach_prep {
 	pid_t pid, ppid;
 	uint64_t tid_off;	/* of the tid in glibc's struct pthread, 0
 				   when this glibc's is not known */
+	int alloc_maps;		/* ls_heapmodel_maps_known() */
 };
 LS_HIDDEN extern struct reach_prep ls_scan_prep;
 
@@ -264,6 +268,8 @@ void ls_scan_heap_range(struct scan *sc, size_t i, uint64_t gs,
 const struct ls_gh_ops *ls_scan_gh_ops(struct scan *sc);
 int ls_scan_note_fastbins(struct scan *sc);
 void ls_scan_walk_heap(struct scan *sc, const struct ls_gh_heap *h);
+int ls_scan_note_alloc_maps(struct scan *sc, int frozen);
+size_t ls_scan_amap_from(const struct scan *sc, uint64_t a);
 
 /* reachrun.c */
 int ls_scan_take_inventory(struct scan *sc, int *torn);

@@ -192,6 +192,32 @@ static void mark_plain(struct scan *sc, const struct region *g, uint64_t s,
 }
 
 /*
+ * [s, g->end) under another allocator's model: what lies in the
+ * allocator's own mappings (sc->amap) is its free memory, its state and
+ * tracked blocks (scanned once reached): not scanned; the rest as
+ * mark_plain() scans it.
+ */
+static void mark_other(struct scan *sc, const struct region *g, uint64_t s)
+{
+	const struct span *a = sc->amap.p;
+	uint64_t cur = s, as, ae, t;
+	size_t i;
+
+	for (i = ls_scan_amap_from(sc, s); i < sc->amap.len &&
+	     a[i].start < g->end; i++) {
+		as = a[i].start > cur ? a[i].start : cur;
+		ae = a[i].end < g->end ? a[i].end : g->end;
+		if (as > cur)
+			mark_plain(sc, g, cur, as);
+		t = ls_scan_tracked_bytes(sc, as, ae);
+		sc->alloc_unscanned += ae - as > t ? ae - as - t : 0;
+		cur = ae;
+	}
+	if (cur < g->end)
+		mark_plain(sc, g, cur, g->end);
+}
+
+/*
  * Region g from s: glibc's heaps in it (the main arena's [heap], and
  * thread arenas' heaps at every 64 MiB boundary whose heap_info makes
  * sense) are walked chunk by chunk; the rest is scanned as a root, less
@@ -204,7 +230,7 @@ void ls_scan_mark_region(struct scan *sc, const struct region *g, uint64_t s)
 	uint64_t cur = s, a;
 
 	if (!ls_heapmodel()->chunk_headers) {	/* not glibc's heaps */
-		mark_plain(sc, g, s, g->end);
+		mark_other(sc, g, s);
 		return;
 	}
 	if (g->heap && s == g->start &&

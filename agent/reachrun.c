@@ -76,6 +76,8 @@ int ls_scan_take_inventory(struct scan *sc, int *torn)
 		r = ls_scan_parse_maps(sc);
 	if (!r)		/* after ls_scan_parse_maps: our mappings so far are noted */
 		ls_scan_note_own(sc);
+	if (!r)		/* the fork image's child reads the register as it froze */
+		r = ls_scan_note_alloc_maps(sc, !sc->safe);
 	if (!r)		/* reads the heaps as ls_scan_parse_maps found them */
 		r = ls_scan_note_fastbins(sc);
 	return r;

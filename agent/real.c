@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <errno.h>
+#include <gnu/libc-version.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -264,15 +265,16 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /*
- * Where does malloc live?  libc's own mmap (ls_real.mmap) tells libc
+ * Where does malloc live?  A function only glibc defines tells libc
  * apart without matching a name: if malloc shares its object, the
- * allocator is libc's and there is nothing to tell apart.
+ * allocator is libc's and there is nothing to tell apart.  Not mmap:
+ * tcmalloc defines its own, to call its hooks.
  */
 void ls_real_find_allocator(void)
 {
 	struct alloc_find f = {
 		.malloc_pc = (uintptr_t)ls_real.malloc,
-		.libc_pc = (uintptr_t)ls_real.mmap,
+		.libc_pc = (uintptr_t)&gnu_get_libc_version,
 	};
 
 	ls_real_alloc_lo = ls_real_alloc_hi = 0;

@@ -428,7 +428,8 @@ enum lsnap_heap_alloc {
 	LSNAP_ALLOC_GLIBC = 0,		/* glibc's malloc: heaps walked */
 	LSNAP_ALLOC_JEMALLOC = 1,	/* jemalloc */
 	LSNAP_ALLOC_OTHER = 2,		/* another allocator behind malloc */
-	LSNAP_ALLOCS = 3,
+	LSNAP_ALLOC_TCMALLOC = 3,	/* gperftools' tcmalloc */
+	LSNAP_ALLOCS = 4,
 };
 
 struct lsnap_reach_how {

@@ -126,7 +126,7 @@ const char *ls_reach_fallback_text(unsigned why, const char **word)
 const char *ls_heap_alloc_name(unsigned id)
 {
 	static const char *const names[LSNAP_ALLOCS] = {
-		"glibc", "jemalloc", "other",
+		"glibc", "jemalloc", "other", "tcmalloc",
 	};
 
 	return id < LSNAP_ALLOCS ? names[id] : "other";

@@ -9,7 +9,8 @@ set -e
 # leak categories with.  Bench (make bench): heaptrack, the peer it compares
 # with, and zstd, which heaptrack compresses its trace with; redis-server and
 # redis-tools (redis-benchmark) for the server workload; libjemalloc2, the
-# allocator redis-server uses, preloaded into a test workload.  Oracles and real
+# allocator redis-server uses, preloaded into a test workload, and
+# libtcmalloc-minimal4, gperftools' allocator, for its heap model.  Oracles and real
 # engines in the tests: LeakSanitizer's runtime (libclang-rt-14-dev) and
 # libFuzzer for the parsers' fuzz targets, llvm-symbolizer (llvm), rustc for
 # Rust-built programs, the C library's debug file (libc6-dbg) for frames named
@@ -22,7 +23,7 @@ zlib1g-dev libunwind8 python3 perl git sqlite3 tmux \
 clang llvm libbpf-dev bpftool bpftrace \
 erlang-nox erlang-dev elixir \
 libmicrohttpd-dev libjs-chart.js \
-chromium fonts-dejavu-core golang-go valgrind redis-server redis-tools libjemalloc2 nginx-light \
+chromium fonts-dejavu-core golang-go valgrind redis-server redis-tools libjemalloc2 libtcmalloc-minimal4 nginx-light \
 heaptrack zstd \
 libclang-rt-14-dev rustc libc6-dbg prometheus prometheus-alertmanager systemd-container \
 python3-yaml musl-tools"

@@ -695,6 +695,38 @@ def agent_checks(prog, runtime, methods=("concurrent", "fork"), text=False):
     return out
 
 
+def libjemalloc():
+    """Debian's libjemalloc.so.2 (libjemalloc2), or Skip."""
+    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"):
+        p = os.path.join(d, "libjemalloc.so.2")
+        if os.path.exists(p):
+            return p
+    raise Skip("libjemalloc.so.2 is not installed (Debian libjemalloc2)")
+
+
+def ask(p, c, timeout=60):
+    """Send command line c (bytes) to workload p's stdin; its answer,
+    which must start with "done c", as words."""
+    import select
+    p.stdin.write(c + b"\n")
+    p.stdin.flush()
+    ready, _, _ = select.select([p.stdout], [], [], timeout)
+    line = p.stdout.readline() if ready else b""
+    if not line.startswith(b"done " + c):
+        fail("the workload answering %r" % c, "done", line)
+    return line.split()
+
+
+def check_pid_json(pid, method, runtime, timeout=60):
+    """`leakscope check --format json --method M --pause-budget 0 PID`
+    (no pause budget: the method asked for is the one that runs)."""
+    r = cli(("check", "--format", "json", "--method", method,
+             "--pause-budget", "0", pid), agent_env(runtime), timeout)
+    if r.returncode != 0:
+        fail("check --method %s" % method, 0, r.describe())
+    return json.loads(r.stdout)
+
+
 def ptrace_allowed():
     """Skip unless this process may ptrace its children's siblings (Yama's
     ptrace_scope: 0, or 1 as root)."""

@@ -14,17 +14,15 @@ allocator's" and skipped them: 91,184 of the workload's 100,000 new
 values (46.3 MB) and 156 of redis's 1000 were reported definitely lost.
 """
 import atexit
-import json
 import os
-import select
 import shutil
 import subprocess
 import tempfile
 import time
 
 from harness import (cli, agent_env, ptrace_allowed, check, once, workload,
-                     eq, ok, fail, need, reach_records, reap, Skip,
-                     free_port)
+                     eq, ok, fail, need, reach_records, reap, free_port,
+                     libjemalloc, ask, check_pid_json)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-jemalloc-")
 os.chmod(RUNTIME, 0o700)
@@ -34,42 +32,23 @@ RECORDS = 50000
 LEAKS = 5
 
 
-def jemalloc():
-    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"):
-        p = os.path.join(d, "libjemalloc.so.2")
-        if os.path.exists(p):
-            return p
-    raise Skip("libjemalloc.so.2 is not installed (Debian libjemalloc2)")
-
-
 def ls(*args):
     return cli(args, agent_env(RUNTIME), TIMEOUT)
 
 
 def command(p, c):
-    p.stdin.write(c + b"\n")
-    p.stdin.flush()
-    ready, _, _ = select.select([p.stdout], [], [], TIMEOUT)
-    line = p.stdout.readline() if ready else b""
-    if not line.startswith(b"done " + c):
-        fail("reach-jemalloc answering %r" % c, "done", line)
-    return line.split()
+    return ask(p, c, TIMEOUT)
 
 
 def check_json(pid, method):
-    # no pause budget: the method asked for is the one compared
-    r = ls("check", "--format", "json", "--method", method,
-           "--pause-budget", "0", pid)
-    if r.returncode != 0:
-        fail("check --method %s" % method, 0, r.describe())
-    return json.loads(r.stdout)
+    return check_pid_json(pid, method, RUNTIME, TIMEOUT)
 
 
 @once
 def attached():
     """'p' before the attach, 'o' and 'l' after; both methods."""
     ptrace_allowed()
-    env = agent_env(RUNTIME, {"LD_PRELOAD": jemalloc()})
+    env = agent_env(RUNTIME, {"LD_PRELOAD": libjemalloc()})
     p = subprocess.Popen([workload("reach-jemalloc"), str(RECORDS)], env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          start_new_session=True)
@@ -104,8 +83,8 @@ def t_attached_exact():
     ok(a["alive"], "the target ran on")
 
 
-@check("jemalloc: the report names the heap model, and what of jemalloc's "
-       "memory it scanned as roots and left unscanned")
+@check("jemalloc: the report names the heap model, and how much of "
+       "jemalloc's memory it scanned as roots")
 def t_model_reported():
     a = attached()
     for m in ("concurrent", "fork"):
@@ -114,7 +93,8 @@ def t_model_reported():
         # the pre-attach records alone are 48 bytes each
         ok(hm["untracked_scanned_bytes"] >= 48 * RECORDS,
            "%s: jemalloc's untracked memory scanned as roots" % m, str(hm))
-        eq(hm["unscanned_bytes"], 0, "%s: nothing of jemalloc's skipped" % m)
+        # what jemalloc mapped since the attach is not scanned, but the new
+        # values may all fit in what the old ones freed (t_reach_stale.py)
     ok("Heap model: jemalloc;" in a["text"], "the text report says it",
        a["text"][:600])
 

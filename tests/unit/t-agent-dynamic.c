@@ -1,7 +1,8 @@
 /*
  * t-agent-dynamic.c - an object's own dynamic symbol table read in place
  * (agent/dynamic.h): definitions found at their default version, mere
- * references and data not taken for functions.
+ * references and data not taken for functions; an object's relocations
+ * by symbol name and its needed libraries.
  */
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -41,6 +42,38 @@ static void *in(const char *object, const char *name)
 	return f.addr;
 }
 
+struct refers {
+	const char *name, *needs;
+	int refers, needed;
+};
+
+static int is_name(const char *name, void *arg)
+{
+	return !strcmp(name, arg);
+}
+
+/* The program's relocations and DT_NEEDED entries. */
+static int refers_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct refers *r = arg;
+	struct ls_dyn d;
+
+	(void)size;
+	if (info->dlpi_name[0] || ls_dyn_read(info, &d))
+		return 0;
+	r->refers = ls_dyn_refers(&d, is_name, (void *)r->name);
+	r->needed = ls_dyn_needs(info, &d, r->needs);
+	return 1;
+}
+
+static struct refers program(const char *name, const char *needs)
+{
+	struct refers r = { .name = name, .needs = needs };
+
+	dl_iterate_phdr(refers_cb, &r);
+	return r;
+}
+
 static void *dflt(const char *name)
 {
 	return dlsym(RTLD_DEFAULT, name);
@@ -63,5 +96,10 @@ int main(void)
 	ok(!in(libc, "stdout"), "data (stdout) is no function");
 	ok(!in(libc, "ls_no_such_function"), "a name libc lacks: none");
 	ok(!in("", "malloc"), "the program only refers to malloc: no definition there");
+	ok(program("dlvsym", "libc.so").refers && program("dlvsym", "libc.so").needed,
+	   "the program's relocations name dlvsym, which it calls; it needs libc.so");
+	ok(!program("mallocx", "libstdc++.so").refers &&
+	   !program("mallocx", "libstdc++.so").needed,
+	   "nor mallocx, which it never calls; nor does it need libstdc++.so");
 	return tap_done();
 }

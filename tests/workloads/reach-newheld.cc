@@ -1,0 +1,39 @@
+/*
+ * reach-newheld.cc - a block held only by an object C++'s operator new
+ * allocated, for an allocator that defines operator new itself (Debian's
+ * libjemalloc.so.2, LD_PRELOADed by tests/integration/t_reach_stale.py):
+ * the agent does not hook that operator new, so the object is not a
+ * tracked block, and only a scan of the allocator's memory as roots keeps
+ * what it holds reachable.
+ *
+ * Ground truth (at exit; no stdio):
+ *
+ *   site        bytes  blocks  category
+ *   site_held   100    1       still reachable: the object, reachable
+ *                              from a global, holds it
+ */
+#include <stdlib.h>
+#include "wl.h"
+
+struct holder {
+	void *p[4];
+};
+
+static holder *volatile keep;
+
+WL_SITE static void *site_held(size_t n)
+{
+	void *p = calloc(1, n); /* @site_held */
+
+	WL_BARRIER();
+	return p;
+}
+
+int main()
+{
+	holder *h = new holder();
+
+	h->p[2] = site_held(100);
+	keep = h;
+	return 0;
+}
