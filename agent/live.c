@@ -665,6 +665,29 @@ int remove_wait(struct shard *s, uint64_t addr, struct ls_live_entry *out,
 }
 
 /*
+ * Group g's 15 compact slots (240 bytes, 4 or 5 lines).  Which slot holds
+ * an entry is not known before the group's control bytes arrive, and
+ * waiting for them would put the two misses back in a row: so all five
+ * lines, unrolled.
+ */
+static inline __attribute__((always_inline))
+void prefetch_slots(const struct shard *s, uint64_t g)
+{
+	const char *a = (const char *)((uintptr_t)(__atomic_load_n(&s->slots,
+						       __ATOMIC_RELAXED) +
+				       g * GROUP_SLOTS * sizeof(struct slot16)) &
+			   ~(uintptr_t)(LS_CACHELINE - 1));
+
+	_Static_assert(GROUP_SLOTS * sizeof(struct slot16) + 64 - 16 <=
+		       5 * 64, "a group's slots lie in 5 lines");
+	__builtin_prefetch(a, 1);
+	__builtin_prefetch(a + 64, 1);
+	__builtin_prefetch(a + 128, 1);
+	__builtin_prefetch(a + 192, 1);
+	__builtin_prefetch(a + 256, 1);
+}
+
+/*
  * The common insert: an entry that fits a compact slot, no check
  * running, no wide entry in the shard, room in it, and an empty slot in
  * the address's first group, which place() would take, counting no
@@ -729,6 +752,12 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 						    __ATOMIC_RELAXED)))
 		return remove_locked(s, addr, out, h);
 	g = group_of(h, s->ngroups);
+	/* The group's slot lines asked for before its control bytes are
+	 * read, so that the two misses overlap instead of following each
+	 * other (a free has nothing to do before its removal: no earlier
+	 * prefetch, ls_live_prefetch(), would run sooner). */
+	if (__atomic_load_n(&ls_live_prefetch_on, __ATOMIC_RELAXED))
+		prefetch_slots(s, g);
 	c = group_ctrl(s, g);
 	m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
 					_mm_set1_epi8(ctrl_of(h))));
@@ -741,14 +770,10 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 }
 
 /*
- * The lines an insert or removal of addr reads first: its first group's
- * control bytes and that group's 15 compact slots (240 bytes, 4 or 5
- * lines).  Which slot holds the entry is not known before the control
- * bytes arrive, and waiting for them would put the two misses back in a
- * row: so all five lines, unrolled.  Without the lock: a rebuild
- * meanwhile can make these fields disagree or name an array it has
- * unmapped, and a prefetch of any address is harmless on x86_64 (a hint;
- * it never faults).
+ * The lines an insert of addr reads first: its first group's control
+ * bytes and slots.  Without the lock: a rebuild meanwhile can make these
+ * fields disagree or name an array it has unmapped, and a prefetch of
+ * any address is harmless on x86_64 (a hint; it never faults).
  */
 void ls_live_prefetch_lines(uint64_t addr)
 {
@@ -756,22 +781,11 @@ void ls_live_prefetch_lines(uint64_t addr)
 	const struct shard *s = shard_of(addr, h);
 	const signed char *ctrl = __atomic_load_n(&s->ctrl, __ATOMIC_RELAXED);
 	uint64_t g = group_of(h, __atomic_load_n(&s->ngroups, __ATOMIC_RELAXED));
-	const char *a;
 
 	if (!ctrl)
 		return;
 	__builtin_prefetch(ctrl + g * GROUP, 1);
-	a = (const char *)((uintptr_t)(__atomic_load_n(&s->slots,
-						       __ATOMIC_RELAXED) +
-				       g * GROUP_SLOTS * sizeof(struct slot16)) &
-			   ~(uintptr_t)(LS_CACHELINE - 1));
-	_Static_assert(GROUP_SLOTS * sizeof(struct slot16) + 64 - 16 <=
-		       5 * 64, "a group's slots lie in 5 lines");
-	__builtin_prefetch(a, 1);
-	__builtin_prefetch(a + 64, 1);
-	__builtin_prefetch(a + 128, 1);
-	__builtin_prefetch(a + 192, 1);
-	__builtin_prefetch(a + 256, 1);
+	prefetch_slots(s, g);
 }
 
 /* Table w's entries into buf, whole (it has room for all). */
