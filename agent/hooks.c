@@ -217,7 +217,6 @@ static __attribute__((noinline)) void free_rare(void *p)
  * thread record. */
 static __attribute__((noinline)) void free_slow(void *p, struct ls_thread *t)
 {
-	ls_live_prefetch((uint64_t)(uintptr_t)p);	/* for the removal */
 	if (!common_case(t) || ls_unlikely(ls_boot_owns(p))) {
 		free_rare(p);
 		return;

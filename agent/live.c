@@ -665,6 +665,37 @@ int remove_wait(struct shard *s, uint64_t addr, struct ls_live_entry *out,
 }
 
 /*
+ * Group g's control bytes and its 15 compact slots (240 bytes, 4 or 5
+ * lines).  Which slot holds an entry is not known before the control
+ * bytes arrive, and waiting for them would put the two misses back in a
+ * row: so all five lines, unrolled.  Without the lock: a rebuild
+ * meanwhile can make these fields disagree or name an array it has
+ * unmapped, and a prefetch of any address is harmless on x86_64 (a hint;
+ * it never faults).
+ */
+static inline __attribute__((always_inline))
+void prefetch_group(const struct shard *s, uint64_t g)
+{
+	const signed char *ctrl = __atomic_load_n(&s->ctrl, __ATOMIC_RELAXED);
+	const char *a;
+
+	if (!ctrl)
+		return;
+	__builtin_prefetch(ctrl + g * GROUP, 1);
+	a = (const char *)((uintptr_t)(__atomic_load_n(&s->slots,
+						       __ATOMIC_RELAXED) +
+				       g * GROUP_SLOTS * sizeof(struct slot16)) &
+			   ~(uintptr_t)(LS_CACHELINE - 1));
+	_Static_assert(GROUP_SLOTS * sizeof(struct slot16) + 64 - 16 <=
+		       5 * 64, "a group's slots lie in 5 lines");
+	__builtin_prefetch(a, 1);
+	__builtin_prefetch(a + 64, 1);
+	__builtin_prefetch(a + 128, 1);
+	__builtin_prefetch(a + 192, 1);
+	__builtin_prefetch(a + 256, 1);
+}
+
+/*
  * The common insert: an entry that fits a compact slot, no check
  * running, no wide entry in the shard, room in it, and an empty slot in
  * the address's first group, which place() would take, counting no
@@ -719,16 +750,25 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 {
 	uint64_t h = addr_hash(addr);
 	struct shard *s = shard_of(addr, h);
-	uint64_t g, i;
+	uint64_t n = __atomic_load_n(&s->ngroups, __ATOMIC_RELAXED);
+	uint64_t g = group_of(h, n), i;
 	unsigned m;
 	__m128i c;
 
+	/* A free has nothing to do before its removal, so the prefetch
+	 * (ls_live_prefetch()'s lines) is issued here, before the lock,
+	 * from the group the removal needs anyway: read without the lock,
+	 * as there, and the group computed again below only if a rebuild
+	 * came in between. */
+	if (__atomic_load_n(&ls_live_prefetch_on, __ATOMIC_RELAXED))
+		prefetch_group(s, g);
 	if (ls_unlikely(!try_lock(s)))
 		return remove_wait(s, addr, out, h);
 	if (ls_unlikely(!s->ctrl || __atomic_load_n(&log_buf,
 						    __ATOMIC_RELAXED)))
 		return remove_locked(s, addr, out, h);
-	g = group_of(h, s->ngroups);
+	if (ls_unlikely(s->ngroups != n))
+		g = group_of(h, s->ngroups);
 	c = group_ctrl(s, g);
 	m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(c,
 					_mm_set1_epi8(ctrl_of(h))));
@@ -740,38 +780,14 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out)
 	return 1;
 }
 
-/*
- * The lines an insert or removal of addr reads first: its first group's
- * control bytes and that group's 15 compact slots (240 bytes, 4 or 5
- * lines).  Which slot holds the entry is not known before the control
- * bytes arrive, and waiting for them would put the two misses back in a
- * row: so all five lines, unrolled.  Without the lock: a rebuild
- * meanwhile can make these fields disagree or name an array it has
- * unmapped, and a prefetch of any address is harmless on x86_64 (a hint;
- * it never faults).
- */
+/* The lines an insert of addr reads first (prefetch_group()). */
 void ls_live_prefetch_lines(uint64_t addr)
 {
 	uint64_t h = addr_hash(addr);
 	const struct shard *s = shard_of(addr, h);
-	const signed char *ctrl = __atomic_load_n(&s->ctrl, __ATOMIC_RELAXED);
-	uint64_t g = group_of(h, __atomic_load_n(&s->ngroups, __ATOMIC_RELAXED));
-	const char *a;
 
-	if (!ctrl)
-		return;
-	__builtin_prefetch(ctrl + g * GROUP, 1);
-	a = (const char *)((uintptr_t)(__atomic_load_n(&s->slots,
-						       __ATOMIC_RELAXED) +
-				       g * GROUP_SLOTS * sizeof(struct slot16)) &
-			   ~(uintptr_t)(LS_CACHELINE - 1));
-	_Static_assert(GROUP_SLOTS * sizeof(struct slot16) + 64 - 16 <=
-		       5 * 64, "a group's slots lie in 5 lines");
-	__builtin_prefetch(a, 1);
-	__builtin_prefetch(a + 64, 1);
-	__builtin_prefetch(a + 128, 1);
-	__builtin_prefetch(a + 192, 1);
-	__builtin_prefetch(a + 256, 1);
+	prefetch_group(s, group_of(h, __atomic_load_n(&s->ngroups,
+						      __ATOMIC_RELAXED)));
 }
 
 /* Table w's entries into buf, whole (it has room for all). */

@@ -77,10 +77,11 @@ int ls_live_remove(uint64_t addr, struct ls_live_entry *out);
 
 /*
  * Start bringing into the cache the lines of the table that an insert
- * or removal of addr will read, so that the misses overlap with what the
- * caller does in between (an allocation's capture, a free's real
- * free), and come together rather than one after the other (a removal's
- * control bytes, then the slot they point at).  On a large heap
+ * of addr will read, so that the misses overlap with what the caller
+ * does in between (an allocation's capture), and come together rather
+ * than one after the other (the control bytes, then the slot they point
+ * at).  ls_live_remove() issues the same prefetches itself, first
+ * thing: a free has nothing to do before its removal.  On a large heap
  * the table is tens of MiB hashed at random, and those misses were most
  * of full tracking's cost on python3 with PYTHONMALLOC=malloc
  * (docs/perf-log/live-table.md, "The table's misses").  Only once
