@@ -52,10 +52,14 @@ struct ls_frame_memo {
 	size_t npcs, pcs_cap;
 };
 
+/* The product's high bits folded down: the tables index by the low
+ * ones, which a multiply takes from the key's low bits only (a name's
+ * address, 16-byte aligned, hit 4 slots of 64). */
 static size_t mix(uint64_t h, uint64_t v)
 {
 	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	return (size_t)(h * 0xff51afd7ed558ccdull);
+	h *= 0xff51afd7ed558ccdull;
+	return (size_t)(h ^ h >> 32);
 }
 
 /* The fields that tell a report's frames apart (line_same compares all). */
@@ -190,7 +194,7 @@ static int pc_frames(struct ls_stack *st, struct ls_symbolizer *sym,
 	struct ls_symframe fr[LS_SYM_MAX_FRAMES];
 	struct ls_frame_memo *m;
 	struct memo_pc key = { .addr = addr, .gen = gen }, *p;
-	size_t i, n;
+	size_t i, j, n;
 	int ret;
 
 	if (memo_get(st))
@@ -209,10 +213,13 @@ static int pc_frames(struct ls_stack *st, struct ls_symbolizer *sym,
 					 &n);
 		if (ret)
 			return ret;
-		if (!(p->f = malloc(n * sizeof(*fr))))
+		if (!(p->f = malloc((n ? n : 1) * sizeof(*fr))))
 			return -ENOMEM;
-		memcpy(p->f, fr, n * sizeof(*fr));
-		p->n = n;
+		/* The agent's own frames are left out here, once per
+		 * address, not in every stack that has it. */
+		for (p->n = j = 0; j < n; j++)
+			if (!ls_symframe_is_agent(&fr[j]))
+				p->f[p->n++] = fr[j];
 		p->addr = addr;
 		p->gen = gen;
 		m->npcs++;
@@ -249,6 +256,23 @@ const char *ls_stack_frame_line(struct ls_stack *st, size_t i, size_t *len)
 	return l->text;
 }
 
+const char *ls_stack_lines(struct ls_stack *st, size_t *len)
+{
+	size_t i, k, n = 0;
+	const char *t;
+
+	for (i = 0; i < st->n; i++) {
+		if (!(t = ls_stack_frame_line(st, i, &k)) ||
+		    (n + k > st->text_cap &&
+		     LS_GROW(st->text, n + k, st->text_cap)))
+			return NULL;
+		memcpy(st->text + n, t, k);
+		n += k;
+	}
+	*len = n;
+	return n ? st->text : "";
+}
+
 static void drop_names(struct ls_stack *st)
 {
 	size_t i;
@@ -262,9 +286,8 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		   struct ls_stack *st)
 {
 	const struct memo_pc *pc;
-	const char *last_module = NULL;
-	size_t i, j, n;
-	int ret, last_agent = 0;
+	size_t i;
+	int ret;
 
 	st->n = 0;
 	drop_names(st);
@@ -275,21 +298,11 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		ret = pc_frames(st, sym, site->gen, site->frames[i], &pc);
 		if (ret)
 			return ret;
-		n = pc->n;
-		if (LS_GROW(st->f, st->n + n, st->cap))
+		if (st->n + pc->n > st->cap && LS_GROW(st->f, st->n + pc->n,
+						       st->cap))
 			return -ENOMEM;
-		for (j = 0; j < n; j++) {
-			const struct ls_symframe *fr = pc->f;
-
-			/* A stack's frames run through few modules: their
-			 * names are compared once a run. */
-			if (!last_module || fr[j].module != last_module) {
-				last_module = fr[j].module;
-				last_agent = ls_symframe_is_agent(&fr[j]);
-			}
-			if (!last_agent)
-				st->f[st->n++] = fr[j];
-		}
+		memcpy(st->f + st->n, pc->f, pc->n * sizeof(*pc->f));
+		st->n += pc->n;
 	}
 	return 0;
 }
@@ -312,6 +325,7 @@ void ls_stack_release(struct ls_stack *st)
 	memo_reset(st, NULL);
 	free(st->own);
 	free(st->f);
+	free(st->text);
 	memset(st, 0, sizeof(*st));
 }
 
