@@ -38,9 +38,18 @@ struct memo_line {
  * frames, as ls_symbolize_frame gave them. */
 struct memo_pc {
 	struct ls_symframe *f;
+	struct ls_frame_src *src;	/* n, each frame's report lines */
 	size_t n;
 	uint64_t addr;
 	uint32_t gen;
+};
+
+/* A frame's line as ls_stack_frame_line() made it, with its names cut
+ * ([0]) and whole ([1]): a stack's lines are then copied, not looked up
+ * (ls_stack_lines). */
+struct ls_frame_src {
+	const char *text[2];
+	size_t len[2];
 };
 
 struct ls_frame_memo {
@@ -87,8 +96,10 @@ static void memo_free(struct ls_frame_memo *m)
 		free(m->names[i].short_name);
 	for (i = 0; i < m->lines_cap; i++)
 		free(m->lines[i].text);
-	for (i = 0; i < m->pcs_cap; i++)
+	for (i = 0; i < m->pcs_cap; i++) {
 		free(m->pcs[i].f);
+		free(m->pcs[i].src);
+	}
 	free(m->names);
 	free(m->lines);
 	free(m->pcs);
@@ -213,8 +224,12 @@ static int pc_frames(struct ls_stack *st, struct ls_symbolizer *sym,
 					 &n);
 		if (ret)
 			return ret;
-		if (!(p->f = malloc((n ? n : 1) * sizeof(*fr))))
+		if (!(p->f = malloc((n ? n : 1) * sizeof(*fr))) ||
+		    !(p->src = calloc(n ? n : 1, sizeof(*p->src)))) {
+			free(p->f);
+			p->f = NULL;
 			return -ENOMEM;
+		}
 		/* The agent's own frames are left out here, once per
 		 * address, not in every stack that has it. */
 		for (p->n = j = 0; j < n; j++)
@@ -260,11 +275,22 @@ const char *ls_stack_lines(struct ls_stack *st, size_t *len)
 {
 	size_t i, k, n = 0;
 	const char *t;
+	int full = !!st->full_names;
 
 	for (i = 0; i < st->n; i++) {
-		if (!(t = ls_stack_frame_line(st, i, &k)) ||
-		    (n + k > st->text_cap &&
-		     LS_GROW(st->text, n + k, st->text_cap)))
+		struct ls_frame_src *src = st->memo_sym ? st->src[i] : NULL;
+
+		if (src && src->text[full]) {
+			t = src->text[full];
+			k = src->len[full];
+		} else if (!(t = ls_stack_frame_line(st, i, &k))) {
+			return NULL;
+		} else if (src) {
+			src->text[full] = t;
+			src->len[full] = k;
+		}
+		if (n + k > st->text_cap &&
+		    LS_GROW(st->text, n + k, st->text_cap))
 			return NULL;
 		memcpy(st->text + n, t, k);
 		n += k;
@@ -286,10 +312,11 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		   struct ls_stack *st)
 {
 	const struct memo_pc *pc;
-	size_t i;
+	size_t i, j;
 	int ret;
 
 	st->n = 0;
+	st->full_names = 1;
 	drop_names(st);
 	memo_reset(st, sym);
 	for (i = 0; i < site->nframes; i++) {
@@ -298,10 +325,14 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		ret = pc_frames(st, sym, site->gen, site->frames[i], &pc);
 		if (ret)
 			return ret;
-		if (st->n + pc->n > st->cap && LS_GROW(st->f, st->n + pc->n,
-						       st->cap))
+		if ((st->n + pc->n > st->cap &&
+		     LS_GROW(st->f, st->n + pc->n, st->cap)) ||
+		    (st->n + pc->n > st->src_cap &&
+		     LS_GROW(st->src, st->n + pc->n, st->src_cap)))
 			return -ENOMEM;
 		memcpy(st->f + st->n, pc->f, pc->n * sizeof(*pc->f));
+		for (j = 0; j < pc->n; j++)
+			st->src[st->n + j] = &pc->src[j];
 		st->n += pc->n;
 	}
 	return 0;
@@ -325,6 +356,7 @@ void ls_stack_release(struct ls_stack *st)
 	memo_reset(st, NULL);
 	free(st->own);
 	free(st->f);
+	free(st->src);
 	free(st->text);
 	memset(st, 0, sizeof(*st));
 }
@@ -572,6 +604,9 @@ static void hide_runtime(struct ls_stack *st)
 	if (first == st->n)
 		return;		/* nothing of the program's: keep it all */
 	memmove(st->f, st->f + first, (last - first + 1) * sizeof(*st->f));
+	if (st->memo_sym)
+		memmove(st->src, st->src + first,
+			(last - first + 1) * sizeof(*st->src));
 	st->n = last - first + 1;
 }
 
@@ -582,5 +617,6 @@ int ls_stack_view(struct ls_stack *st, unsigned depth, int full_names,
 		hide_runtime(st);
 	if (depth && st->n > depth)
 		st->n = depth;
+	st->full_names = full_names;
 	return full_names ? 0 : shorten(st);
 }

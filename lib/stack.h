@@ -23,6 +23,10 @@ struct ls_stack {
 					   short name and frame's text, made
 					   once per symbolizer */
 	const struct ls_symbolizer *memo_sym;
+	struct ls_frame_src **src;	/* with memo_sym: each frame's entry
+					   in the memo */
+	size_t src_cap;
+	int full_names;		/* as ls_stack_view() was asked */
 	char *text;		/* ls_stack_lines() */
 	size_t text_cap;
 };
