@@ -50,6 +50,7 @@ struct memo_pc {
 struct ls_frame_src {
 	const char *text[2];
 	size_t len[2];
+	const char *cut;	/* the function's name cut (shorten) */
 };
 
 struct ls_frame_memo {
@@ -544,48 +545,66 @@ char *ls_short_name(const char *name)
 /* Names are cut once per distinct name: in the memo while st builds
  * with one symbolizer (whose strings stay put), else kept in st->own
  * until the next build. */
-static int shorten(struct ls_stack *st)
+static int shorten_frame(struct ls_stack *st, size_t i)
 {
 	struct memo_name *slot = NULL;
+	char *s;
+
+	if (st->memo_sym) {
+		if (memo_get(st) ||
+		    !(slot = name_slot(st->memo, st->f[i].function)))
+			return -ENOMEM;
+		if (slot->name) {
+			if (slot->short_name)
+				st->f[i].function = slot->short_name;
+			return 0;
+		}
+	}
+	if (!strchr(st->f[i].function, '<')) {
+		if (slot) {
+			slot->name = st->f[i].function;
+			st->memo->nnames++;
+		}
+		return 0;
+	}
+	s = ls_short_name(st->f[i].function);
+	if (!s && errno == ENOMEM)
+		return -ENOMEM;
+	if (slot) {
+		slot->name = st->f[i].function;
+		slot->short_name = s;
+		st->memo->nnames++;
+	} else if (s && LS_GROW(st->own, st->nown + 1, st->own_cap)) {
+		free(s);
+		return -ENOMEM;
+	} else if (s) {
+		st->own[st->nown++] = s;
+	}
+	if (s)
+		st->f[i].function = s;
+	return 0;
+}
+
+/* A frame from the memo keeps its cut name there: looked up once per
+ * distinct frame, not once per stack. */
+static int shorten(struct ls_stack *st)
+{
 	size_t i;
+	int ret;
 
 	for (i = 0; i < st->n; i++) {
-		char *s;
+		struct ls_frame_src *src = st->memo_sym ? st->src[i] : NULL;
 
 		if (!st->f[i].function)
 			continue;
-		if (st->memo_sym) {
-			if (memo_get(st) ||
-			    !(slot = name_slot(st->memo, st->f[i].function)))
-				return -ENOMEM;
-			if (slot->name) {
-				if (slot->short_name)
-					st->f[i].function = slot->short_name;
-				continue;
-			}
-		}
-		if (!strchr(st->f[i].function, '<')) {
-			if (slot) {
-				slot->name = st->f[i].function;
-				st->memo->nnames++;
-			}
+		if (src && src->cut) {
+			st->f[i].function = src->cut;
 			continue;
 		}
-		s = ls_short_name(st->f[i].function);
-		if (!s && errno == ENOMEM)
-			return -ENOMEM;
-		if (slot) {
-			slot->name = st->f[i].function;
-			slot->short_name = s;
-			st->memo->nnames++;
-		} else if (s && LS_GROW(st->own, st->nown + 1, st->own_cap)) {
-			free(s);
-			return -ENOMEM;
-		} else if (s) {
-			st->own[st->nown++] = s;
-		}
-		if (s)
-			st->f[i].function = s;
+		if ((ret = shorten_frame(st, i)))
+			return ret;
+		if (src)
+			src->cut = st->f[i].function;
 	}
 	return 0;
 }
