@@ -429,8 +429,8 @@ void ls_agent_exit_report(void)
 	keep = ls_agent.keep_pm || (want && exit_fd < 0 &&
 				    access(ls_agent.out_dir, W_OK | X_OK));
 	ls_snapwrite_lock();
-	if (keep || want)	/* else the file goes unread */
-		ls_pm_tick_exit(keep);
+	if (keep)	/* else the file goes unread */
+		ls_pm_tick_exit();
 	ls_pm_close(keep);
 	ls_snapwrite_unlock();
 	if (want)

@@ -50,6 +50,7 @@ static int pm_dir = -1;		/* its directory, for unlinkat and renameat */
 static char pm_name[32];	/* PID.pm; empty once removed */
 static uint32_t period = 1000;
 static uint32_t modules_gen_seen;
+static int exit_sampled;	/* the last sample is the exit's */
 
 /* Per-site deltas still in threads' pending caches, for one sample. */
 static struct {
@@ -553,9 +554,15 @@ void ls_pm_tick(void)
 	tick(1);
 }
 
-void ls_pm_tick_exit(int keep)
+void ls_pm_tick_exit(void)
 {
-	tick(keep);
+	tick(1);
+	exit_sampled = 1;
+}
+
+int ls_pm_exit_sampled(void)
+{
+	return exit_sampled;
 }
 
 void ls_pm_restart(void)
@@ -588,6 +595,7 @@ void ls_pm_forget_child(void)
 	pm_fd = pm_dir = -1;
 	pm_name[0] = 0;
 	owner = 0;
+	exit_sampled = 0;
 	scratch.cap = 0;	/* the child's copy stays mapped: never reused */
 }
 

@@ -24,13 +24,14 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len);
 /* Take one sample. */
 void ls_pm_tick(void);
 /*
- * The last sample, at a normal exit, before ls_pm_close(keep).  With the
- * file kept, a full one; else only what the exit snapshot reads from the
- * file before it goes, the sites' history: the stats, modules and
- * process figures would be unlinked unread (8% of python-malloc's exit
- * instructions, docs/PERFORMANCE.md).  Under the snapshot lock.
+ * The last sample, at a normal exit, before ls_pm_close(1): a full one,
+ * for the file kept.  A file that goes unread takes none: the exit
+ * snapshot adds the last sample to the history it copies from the file
+ * (snapwrite.c).  Under the snapshot lock.
  */
-void ls_pm_tick_exit(int keep);
+void ls_pm_tick_exit(void);
+/* Whether ls_pm_tick_exit() took the file's last sample. */
+int ls_pm_exit_sampled(void);
 /*
  * After `reset`: forget every site's history, so that growth is judged
  * from the reset on (a leak whose bytes were just forgotten would

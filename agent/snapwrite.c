@@ -673,38 +673,69 @@ static void put_ring(struct writer *w, const int64_t *ring, uint64_t len,
 	put(w, ring, (n - k) * 8);
 }
 
-/* The growth history of every site that ever held memory. */
-static void put_history(struct writer *w)
+static void put_zeros(struct writer *w, uint64_t len)
+{
+	static const uint64_t zero[64];
+
+	for (; len > sizeof(zero); len -= sizeof(zero))
+		put(w, zero, sizeof(zero));
+	put(w, zero, len);
+}
+
+/* Site id's live bytes as its SITE record says them. */
+static int64_t site_live_bytes(const struct sums *s, uint32_t id)
+{
+	return id < s->nsites && ls_site_get(id) ?
+	       ls_sample_unscale(s->live_bytes[id]) : 0;
+}
+
+/*
+ * The growth history of every site that ever held memory.  With last,
+ * one sample more, after the post-mortem file's: the live bytes of this
+ * snapshot, which is what the file's last sample at exit would have
+ * taken (agent.c takes none when the file goes unread: writing every new
+ * site, its frames and a history row into a file about to be unlinked
+ * was most of the exit's cost on a program of 100k stacks).
+ */
+static void put_history(struct writer *w, const struct sums *s, int last)
 {
 	const struct lspm_header *h = ls_pm_header();
 	struct lsnap_history hh;
-	uint64_t n, first, k;
-	uint32_t id;
+	uint64_t n, first, k, ticks, now = ls_now_ns(CLOCK_MONOTONIC);
+	uint32_t id, nsites;
 
-	if (!h || !h->ticks)
+	if (!h || !(h->ticks || last))
 		return;
-	n = h->ticks < h->hist_len ? h->ticks : h->hist_len;
-	first = h->ticks - n;
+	ticks = h->ticks + !!last;
+	n = ticks < h->hist_len ? ticks : h->hist_len;
+	first = ticks - n;
 	hh = (struct lsnap_history){
 		.period_ms = h->period_ms, .hist_len = h->hist_len,
-		.ticks = h->ticks, .first_mono_ns = h->first_mono_ns,
-		.last_mono_ns = h->last_mono_ns,
+		.ticks = ticks,
+		.first_mono_ns = h->ticks ? h->first_mono_ns : now,
+		.last_mono_ns = last ? now : h->last_mono_ns,
 	};
 	record(w, LSNAP_HISTORY, sizeof(hh));
 	put(w, &hh, sizeof(hh));
-	for (id = 0; id < h->nsites; id++) {
+	nsites = last ? ls_site_count() : h->nsites;
+	for (id = 0; id < nsites; id++) {
 		const int64_t *ring = ls_pm_history(h, id);
+		int64_t final = last ? site_live_bytes(s, id) : 0;
 		struct lsnap_site_history sh = { .site = id, .n = (uint32_t)n };
+		uint64_t old = n - !!last;	/* samples from the ring */
 
-		if (!ring)
-			continue;	/* never held anything at a sample */
-		for (k = 0; k < n && !ring[(first + k) % h->hist_len]; k++)
+		for (k = 0; ring && k < old && !ring[(first + k) % h->hist_len]; k++)
 			;
-		if (k == n)
-			continue;	/* never held anything */
+		if (!final && (!ring || k == old))
+			continue;	/* never held anything at a sample */
 		record(w, LSNAP_SITE_HISTORY, sizeof(sh) + n * 8);
 		put(w, &sh, sizeof(sh));
-		put_ring(w, ring, h->hist_len, first, n);
+		if (ring)
+			put_ring(w, ring, h->hist_len, first, old);
+		else
+			put_zeros(w, old * 8);
+		if (last)
+			put(w, &final, 8);
 	}
 }
 
@@ -755,7 +786,10 @@ static int write_snapshot(int fd, enum lsnap_reason reason, int with_blocks,
 	put_sites(w, &sums, &totals);
 	if (res)
 		put_reach(w, res);
-	put_history(w);
+	/* The exit's last sample is this snapshot's, unless the file took
+	 * one (kept: agent.c). */
+	put_history(w, &sums, reason == LSNAP_REASON_EXIT &&
+			      !ls_pm_exit_sampled());
 	put_totals(w, &totals);
 	put_peak(w, &sums);
 	put_end(w);

@@ -38,9 +38,19 @@ struct memo_line {
  * frames, as ls_symbolize_frame gave them. */
 struct memo_pc {
 	struct ls_symframe *f;
+	struct ls_frame_src *src;	/* n, each frame's report lines */
 	size_t n;
 	uint64_t addr;
 	uint32_t gen;
+};
+
+/* A frame's line as ls_stack_frame_line() made it, with its names cut
+ * ([0]) and whole ([1]): a stack's lines are then copied, not looked up
+ * (ls_stack_lines). */
+struct ls_frame_src {
+	const char *text[2];
+	size_t len[2];
+	const char *cut;	/* the function's name cut (shorten) */
 };
 
 struct ls_frame_memo {
@@ -52,10 +62,14 @@ struct ls_frame_memo {
 	size_t npcs, pcs_cap;
 };
 
+/* The product's high bits folded down: the tables index by the low
+ * ones, which a multiply takes from the key's low bits only (a name's
+ * address, 16-byte aligned, hit 4 slots of 64). */
 static size_t mix(uint64_t h, uint64_t v)
 {
 	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	return (size_t)(h * 0xff51afd7ed558ccdull);
+	h *= 0xff51afd7ed558ccdull;
+	return (size_t)(h ^ h >> 32);
 }
 
 /* The fields that tell a report's frames apart (line_same compares all). */
@@ -83,8 +97,10 @@ static void memo_free(struct ls_frame_memo *m)
 		free(m->names[i].short_name);
 	for (i = 0; i < m->lines_cap; i++)
 		free(m->lines[i].text);
-	for (i = 0; i < m->pcs_cap; i++)
+	for (i = 0; i < m->pcs_cap; i++) {
 		free(m->pcs[i].f);
+		free(m->pcs[i].src);
+	}
 	free(m->names);
 	free(m->lines);
 	free(m->pcs);
@@ -190,7 +206,7 @@ static int pc_frames(struct ls_stack *st, struct ls_symbolizer *sym,
 	struct ls_symframe fr[LS_SYM_MAX_FRAMES];
 	struct ls_frame_memo *m;
 	struct memo_pc key = { .addr = addr, .gen = gen }, *p;
-	size_t i, n;
+	size_t i, j, n;
 	int ret;
 
 	if (memo_get(st))
@@ -209,10 +225,17 @@ static int pc_frames(struct ls_stack *st, struct ls_symbolizer *sym,
 					 &n);
 		if (ret)
 			return ret;
-		if (!(p->f = malloc(n * sizeof(*fr))))
+		if (!(p->f = malloc((n ? n : 1) * sizeof(*fr))) ||
+		    !(p->src = calloc(n ? n : 1, sizeof(*p->src)))) {
+			free(p->f);
+			p->f = NULL;
 			return -ENOMEM;
-		memcpy(p->f, fr, n * sizeof(*fr));
-		p->n = n;
+		}
+		/* The agent's own frames are left out here, once per
+		 * address, not in every stack that has it. */
+		for (p->n = j = 0; j < n; j++)
+			if (!ls_symframe_is_agent(&fr[j]))
+				p->f[p->n++] = fr[j];
 		p->addr = addr;
 		p->gen = gen;
 		m->npcs++;
@@ -249,6 +272,34 @@ const char *ls_stack_frame_line(struct ls_stack *st, size_t i, size_t *len)
 	return l->text;
 }
 
+const char *ls_stack_lines(struct ls_stack *st, size_t *len)
+{
+	size_t i, k, n = 0;
+	const char *t;
+	int full = !!st->full_names;
+
+	for (i = 0; i < st->n; i++) {
+		struct ls_frame_src *src = st->memo_sym ? st->src[i] : NULL;
+
+		if (src && src->text[full]) {
+			t = src->text[full];
+			k = src->len[full];
+		} else if (!(t = ls_stack_frame_line(st, i, &k))) {
+			return NULL;
+		} else if (src) {
+			src->text[full] = t;
+			src->len[full] = k;
+		}
+		if (n + k > st->text_cap &&
+		    LS_GROW(st->text, n + k, st->text_cap))
+			return NULL;
+		memcpy(st->text + n, t, k);
+		n += k;
+	}
+	*len = n;
+	return n ? st->text : "";
+}
+
 static void drop_names(struct ls_stack *st)
 {
 	size_t i;
@@ -262,11 +313,11 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		   struct ls_stack *st)
 {
 	const struct memo_pc *pc;
-	const char *last_module = NULL;
-	size_t i, j, n;
-	int ret, last_agent = 0;
+	size_t i, j;
+	int ret;
 
 	st->n = 0;
+	st->full_names = 1;
 	drop_names(st);
 	memo_reset(st, sym);
 	for (i = 0; i < site->nframes; i++) {
@@ -275,21 +326,15 @@ int ls_stack_build(struct ls_symbolizer *sym, const struct ls_site *site,
 		ret = pc_frames(st, sym, site->gen, site->frames[i], &pc);
 		if (ret)
 			return ret;
-		n = pc->n;
-		if (LS_GROW(st->f, st->n + n, st->cap))
+		if ((st->n + pc->n > st->cap &&
+		     LS_GROW(st->f, st->n + pc->n, st->cap)) ||
+		    (st->n + pc->n > st->src_cap &&
+		     LS_GROW(st->src, st->n + pc->n, st->src_cap)))
 			return -ENOMEM;
-		for (j = 0; j < n; j++) {
-			const struct ls_symframe *fr = pc->f;
-
-			/* A stack's frames run through few modules: their
-			 * names are compared once a run. */
-			if (!last_module || fr[j].module != last_module) {
-				last_module = fr[j].module;
-				last_agent = ls_symframe_is_agent(&fr[j]);
-			}
-			if (!last_agent)
-				st->f[st->n++] = fr[j];
-		}
+		memcpy(st->f + st->n, pc->f, pc->n * sizeof(*pc->f));
+		for (j = 0; j < pc->n; j++)
+			st->src[st->n + j] = &pc->src[j];
+		st->n += pc->n;
 	}
 	return 0;
 }
@@ -312,6 +357,8 @@ void ls_stack_release(struct ls_stack *st)
 	memo_reset(st, NULL);
 	free(st->own);
 	free(st->f);
+	free(st->src);
+	free(st->text);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -498,48 +545,66 @@ char *ls_short_name(const char *name)
 /* Names are cut once per distinct name: in the memo while st builds
  * with one symbolizer (whose strings stay put), else kept in st->own
  * until the next build. */
-static int shorten(struct ls_stack *st)
+static int shorten_frame(struct ls_stack *st, size_t i)
 {
 	struct memo_name *slot = NULL;
+	char *s;
+
+	if (st->memo_sym) {
+		if (memo_get(st) ||
+		    !(slot = name_slot(st->memo, st->f[i].function)))
+			return -ENOMEM;
+		if (slot->name) {
+			if (slot->short_name)
+				st->f[i].function = slot->short_name;
+			return 0;
+		}
+	}
+	if (!strchr(st->f[i].function, '<')) {
+		if (slot) {
+			slot->name = st->f[i].function;
+			st->memo->nnames++;
+		}
+		return 0;
+	}
+	s = ls_short_name(st->f[i].function);
+	if (!s && errno == ENOMEM)
+		return -ENOMEM;
+	if (slot) {
+		slot->name = st->f[i].function;
+		slot->short_name = s;
+		st->memo->nnames++;
+	} else if (s && LS_GROW(st->own, st->nown + 1, st->own_cap)) {
+		free(s);
+		return -ENOMEM;
+	} else if (s) {
+		st->own[st->nown++] = s;
+	}
+	if (s)
+		st->f[i].function = s;
+	return 0;
+}
+
+/* A frame from the memo keeps its cut name there: looked up once per
+ * distinct frame, not once per stack. */
+static int shorten(struct ls_stack *st)
+{
 	size_t i;
+	int ret;
 
 	for (i = 0; i < st->n; i++) {
-		char *s;
+		struct ls_frame_src *src = st->memo_sym ? st->src[i] : NULL;
 
 		if (!st->f[i].function)
 			continue;
-		if (st->memo_sym) {
-			if (memo_get(st) ||
-			    !(slot = name_slot(st->memo, st->f[i].function)))
-				return -ENOMEM;
-			if (slot->name) {
-				if (slot->short_name)
-					st->f[i].function = slot->short_name;
-				continue;
-			}
-		}
-		if (!strchr(st->f[i].function, '<')) {
-			if (slot) {
-				slot->name = st->f[i].function;
-				st->memo->nnames++;
-			}
+		if (src && src->cut) {
+			st->f[i].function = src->cut;
 			continue;
 		}
-		s = ls_short_name(st->f[i].function);
-		if (!s && errno == ENOMEM)
-			return -ENOMEM;
-		if (slot) {
-			slot->name = st->f[i].function;
-			slot->short_name = s;
-			st->memo->nnames++;
-		} else if (s && LS_GROW(st->own, st->nown + 1, st->own_cap)) {
-			free(s);
-			return -ENOMEM;
-		} else if (s) {
-			st->own[st->nown++] = s;
-		}
-		if (s)
-			st->f[i].function = s;
+		if ((ret = shorten_frame(st, i)))
+			return ret;
+		if (src)
+			src->cut = st->f[i].function;
 	}
 	return 0;
 }
@@ -558,6 +623,9 @@ static void hide_runtime(struct ls_stack *st)
 	if (first == st->n)
 		return;		/* nothing of the program's: keep it all */
 	memmove(st->f, st->f + first, (last - first + 1) * sizeof(*st->f));
+	if (st->memo_sym)
+		memmove(st->src, st->src + first,
+			(last - first + 1) * sizeof(*st->src));
 	st->n = last - first + 1;
 }
 
@@ -568,5 +636,6 @@ int ls_stack_view(struct ls_stack *st, unsigned depth, int full_names,
 		hide_runtime(st);
 	if (depth && st->n > depth)
 		st->n = depth;
+	st->full_names = full_names;
 	return full_names ? 0 : shorten(st);
 }

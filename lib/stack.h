@@ -23,6 +23,12 @@ struct ls_stack {
 					   short name and frame's text, made
 					   once per symbolizer */
 	const struct ls_symbolizer *memo_sym;
+	struct ls_frame_src **src;	/* with memo_sym: each frame's entry
+					   in the memo */
+	size_t src_cap;
+	int full_names;		/* as ls_stack_view() was asked */
+	char *text;		/* ls_stack_lines() */
+	size_t text_cap;
 };
 
 /*
@@ -79,6 +85,12 @@ char *ls_short_name(const char *name);
  * ls_stack_set() or a build with another symbolizer.  NULL on ENOMEM.
  */
 const char *ls_stack_frame_line(struct ls_stack *st, size_t i, size_t *len);
+
+/* Every line of st, as ls_stack_frame_line() makes them, in one string
+ * of *len bytes (not NUL-terminated; "" for no frame): a report writes a
+ * stack at once.  Belongs to st until its next call or release.  NULL
+ * on ENOMEM. */
+const char *ls_stack_lines(struct ls_stack *st, size_t *len);
 
 /* Free st's frames and names and zero it; accepts a zeroed stack. */
 void ls_stack_release(struct ls_stack *st);
