@@ -267,11 +267,11 @@ $(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/t
 $(B)/tests/unit/t-agent-fmath: AGENT_LDLIBS += -lm
 
 # t-lib-*: the report library (lib/) alone; t-cli-*: the commands (cli/).
-$(B)/tests/unit/t-lib-%: tests/unit/t-lib-%.c $(REPORT_LIB) tests/unit/tap.h tests/unit/lib-selfmap.h
+$(B)/tests/unit/t-lib-%: tests/unit/t-lib-%.c $(REPORT_LIB) tests/unit/tap.h tests/unit/lib-selfmap.h tests/unit/lib-fixture.h tests/unit/scratch.h
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(REPORT_LIB) $(CLI_LDLIBS)
 
-$(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a $(REPORT_LIB) tests/unit/tap.h
+$(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a $(REPORT_LIB) tests/unit/tap.h tests/unit/scratch.h
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(B)/cli-lib.a $(REPORT_LIB) $(CLI_LDLIBS)
 
