@@ -262,7 +262,7 @@ $(B)/leakscope.1: $(B)/leakscope
 $(B)/cli-lib.a: $(CLI_LIB_OBJ) $(BPF_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/tap.h
+$(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/tap.h tests/unit/scratch.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -fPIC -o $@ $< $(B)/agent-core.a $(AGENT_LDLIBS)
 # The agent has its own log and expm1; this test compares them with libm's.

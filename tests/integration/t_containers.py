@@ -157,14 +157,14 @@ class Serve:
 
 def _inside_runtime_dir(c):
     """Names in the agent's runtime dir: c.rundir when its environment
-    names one, else /dev/shm/leakscope-0 in its own file system; [] when
-    there is none."""
+    names one, else /dev/shm/leakscope-0 in its own file system; None
+    when there is no such dir."""
     d = getattr(c, "rundir", None) or \
         "/proc/%d/root/dev/shm/leakscope-0" % c.pid
     try:
         return sorted(os.listdir(d))
-    except OSError:
-        return []
+    except FileNotFoundError:
+        return None
 
 
 def drive(c, ask, pid, serve=False):
@@ -175,6 +175,8 @@ def drive(c, ask, pid, serve=False):
     got = {"runtime": c.runtime, "pid": pid}
     try:
         got["out"] = [c.send("r")]
+        got["given"] = hasattr(c, "rundir")
+        got["before"] = _inside_runtime_dir(c)
         a = ask(["attach", pid])
         if a.returncode != 0:
             fail("%s: leakscope attach %d" % (c.runtime, pid), "status 0",
@@ -289,8 +291,13 @@ def expect_same(got, what):
     eq(sorted(set(tids)), [str(got["pid"])], "%s: olds' thread ids" % what)
     contains(got["after"].stderr.decode(), "is not tracked",
              "%s: report after detach" % what)
-    eq(got["left"], [], "%s: files left in its runtime dir after detach"
-       % what)
+    if got["given"]:    # made by the test, empty: the agent leaves it
+        eq([got["before"], got["left"]], [[], []], "%s: the runtime dir "
+           "it was given, before the attach and after detach" % what)
+    else:               # made by the agent: removed again
+        eq([got["before"], got["left"]], [None, None], "%s: the runtime "
+           "dir in its file system, before the attach and after detach "
+           "(None: there is none)" % what)
 
 
 def expect_pid_one(got, c, what):
