@@ -5,7 +5,8 @@ the figures the same program gives on the host (docs/CONTAINERS.md).
 The held-out program (tests/workloads/cont-leaks.c) leaks from four sites
 with exact bytes and keeps a cache reachable.  It runs: on the host (the
 baseline), in a systemd-nspawn container of a root file system made of
-this machine's files (tests/integration/containers.py), in a chroot with
+this machine's files (tests/integration/containers.py), in a podman
+container of an image imported from the same files, in a chroot with
 its own PID and mount namespaces (unshare --root), in another PID
 namespace only (unshare --pid), and in the nspawn container again, asked
 from a sidecar that shares its PID namespace but not its files.  Each
@@ -244,6 +245,12 @@ def in_nspawn():
 
 
 @once
+def in_podman():
+    c = containers.podman(root(), ["/bin/" + PROG])
+    return drive(c, host_ask, c.pid), c
+
+
+@once
 def in_unshare_root():
     c = containers.unshare_root(root(), ["/bin/" + PROG],
                                 env={"PATH": "/bin"})
@@ -408,6 +415,12 @@ def t_nspawn_trace():
        "systemd-nspawn: trace -p's per-site live bytes and blocks")
     eq(out, base["out"], "systemd-nspawn: the program's output under trace")
     eq(status, 0, "systemd-nspawn: the program's exit status under trace")
+
+
+@check("podman (rootful, crun, --network none): attach/report/check/detach by its host pid give the host's exact per-site figures; output unchanged")
+def t_podman():
+    got, c = in_podman()
+    expect_pid_one(got, c, "podman")
 
 
 @check("unshare --root (chroot, own PID and mount ns): the host's exact per-site figures, output unchanged")
