@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 
+from harness import agent_env
 from harness import (cli, check, once, workload, eq, ok, contains, fail,
                      run_process, at_file_end, LEAKSCOPE, BUILD, Failure, ROOT)
 
@@ -31,10 +32,7 @@ COMMANDS = ["run", "report", "olds", "stats", "reset", "snapshot", "watch",
 
 
 def env():
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
-    return e
+    return agent_env(RUNTIME)
 
 
 def ls(*args, timeout=60, input=None):

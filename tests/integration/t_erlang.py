@@ -31,6 +31,7 @@ import subprocess
 import tempfile
 import time
 
+from harness import agent_env
 from harness import (check, once, free_port, eq, ge, contains, fail, run_process,
                      marker_line, LEAKSCOPE, BUILD, ROOT, Failure, Skip,
                      shorten)
@@ -77,9 +78,7 @@ def need_erlang():
 
 
 def env(extra=None):
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
+    e = agent_env(RUNTIME)
     e.pop("ERL_EPMD_PORT", None)
     e.update(extra or {})
     return e

@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 
+from harness import agent_env
 from harness import (cli, cli_json, check, once, workload, eq, ok, ge, contains, fail,
                      run_process, site_function, LEAKSCOPE, BUILD, Failure,
                      Skip, shorten)
@@ -28,11 +29,7 @@ LINEAR_RATE = 81920.0
 
 
 def env(extra=None):
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
-    e.update(extra or {})
-    return e
+    return agent_env(RUNTIME, extra)
 
 
 def start(prog, args=(), extra=None):
