@@ -9,17 +9,27 @@
 #include <time.h>
 #include "util.h"
 
+/* The decimal number s begins with (no sign, no blank first): 0 with
+ * *end past its digits, or a negative errno. */
+static int parse_digits(const char *s, unsigned long long *n, char **end)
+{
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	*n = strtoull(s, end, 10);
+	if (errno)
+		return -ERANGE;
+	return *end == s ? -EINVAL : 0;
+}
+
 int ls_parse_count(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long n;
+	int r = parse_digits(s, &n, &end);
 
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	n = strtoull(s, &end, 10);
-	if (errno)
-		return -ERANGE;
+	if (r)
+		return r;
 	if (*end)
 		return -EINVAL;
 	*out = n;
@@ -42,15 +52,10 @@ int ls_parse_size(const char *s, uint64_t *out)
 	char *end;
 	unsigned long long n;
 	size_t i;
+	int r = parse_digits(s, &n, &end);
 
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	n = strtoull(s, &end, 10);
-	if (errno)
-		return -ERANGE;
-	if (end == s)
-		return -EINVAL;
+	if (r)
+		return r;
 	for (i = 0; i < sizeof(size_suffixes) / sizeof(size_suffixes[0]); i++) {
 		unsigned sh = size_suffixes[i].shift;
 
