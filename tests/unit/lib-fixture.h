@@ -1,8 +1,9 @@
 /*
  * lib-fixture.h - for the report library's unit tests: allocations that
  * abort rather than fail (a test's synthetic snapshot is never short of
- * memory), and a caller/callee pair whose call site is known, so that a
- * real return address of the test can be symbolized against ground truth.
+ * memory), a site's history that rises by a step, and a caller/callee
+ * pair whose call site is known, so that a real return address of the
+ * test can be symbolized against ground truth.
  *
  *   LIB_FIXTURE_CALL_PAIR(ls_x_caller, ls_x_callee)
  *
@@ -34,6 +35,18 @@ static inline char *xstrdup(const char *s)
 	if (!p)
 		abort();
 	return p;
+}
+
+/* A site's history of n samples: start, start + step, ... (the caller
+ * owns it: a snapshot's release frees it). */
+static inline int64_t *series(int64_t start, int64_t step, size_t n)
+{
+	int64_t *v = xcalloc(n, sizeof(*v));
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v[i] = start + step * (int64_t)i;
+	return v;
 }
 
 #define LIB_FIXTURE_CALL_PAIR(caller, callee)				\

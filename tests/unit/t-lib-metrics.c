@@ -17,16 +17,6 @@
 
 LIB_FIXTURE_CALL_PAIR(ls_met_caller, ls_met_callee)
 
-static int64_t *series(int64_t start, int64_t step, size_t n)
-{
-	int64_t *v = xcalloc(n, sizeof(*v));
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		v[i] = start + step * (int64_t)i;
-	return v;
-}
-
 static void add_site(struct ls_snapshot *s, uint32_t id, int64_t bytes,
 		     const uint64_t *frames, uint32_t nframes, int64_t step)
 {

@@ -296,16 +296,6 @@ static void test_sampled_blocks(void)
 	ls_snapshot_release(&s);
 }
 
-static int64_t *series(int64_t start, int64_t step, size_t n)
-{
-	int64_t *v = xcalloc(n, sizeof(*v));
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		v[i] = start + step * (int64_t)i;
-	return v;
-}
-
 /* --growing keeps the site whose history rises steadily, not the flat
  * one nor the one without history. */
 static void test_growing(void)
