@@ -245,6 +245,16 @@ def reap(p, timeout=60, end=None):
         p.wait()
 
 
+def kill_group(p):
+    """SIGKILL to the process group p leads (started with
+    start_new_session), gone already or not, then reap p."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+
+
 def agent_env(runtime, extra=None):
     """This environment for a test's own agents: LEAKSCOPE_RUNTIME_DIR set
     to the test's private runtime dir, no inherited LD_PRELOAD, plus

@@ -24,14 +24,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import stat
 import subprocess
 import tempfile
 import time
 
-from harness import agent_env
+from harness import agent_env, kill_group
 from harness import (check, once, free_port, eq, ge, contains, fail, run_process,
                      marker_line, LEAKSCOPE, BUILD, ROOT, Failure, Skip,
                      shorten)
@@ -55,11 +54,7 @@ _CHILDREN = []
 
 def kill_all():
     for p in _CHILDREN:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
+        kill_group(p)
     del _CHILDREN[:]
 
 
@@ -94,11 +89,7 @@ def spawn(argv, extra=None):
 
 
 def stop(p):
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait()
+    kill_group(p)
     if p in _CHILDREN:
         _CHILDREN.remove(p)
 

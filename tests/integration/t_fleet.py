@@ -31,6 +31,7 @@ import time
 import urllib.parse
 import urllib.request
 
+from harness import kill_group
 from harness import (check, once, workload, eq, ok, ge, fail, run_process,
                      agent_env, need, need_user_reaches, free_port,
                      wait_environ, listening_process, at_file_end,
@@ -54,11 +55,7 @@ _STARTED = []
 def _cleanup():
     for p in _STARTED:
         if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
+            kill_group(p)
     shutil.rmtree(RUNTIME, ignore_errors=True)
     shutil.rmtree(TMP, ignore_errors=True)
 
