@@ -68,9 +68,11 @@ BPF_OBJ =
 endif
 
 AGENT_SRC = $(wildcard agent/*.c)
-# common/cfi.c, the .eh_frame reader, is the agent's and the eBPF
-# tracer's (lib/stackcopy.c): built once, with the agent's flags.
-AGENT_OBJ = $(AGENT_SRC:%.c=$(B)/%.o) $(B)/common/cfi.o
+# common/: built once, with the agent's flags, for the agent and the
+# report library: cfi.c, the .eh_frame reader (lib/stackcopy.c, the eBPF
+# tracer's), and stopwait.c, the wait for threads to stop (lib/ptrace.c).
+COMMON_OBJ = $(B)/common/cfi.o $(B)/common/stopwait.o
+AGENT_OBJ = $(AGENT_SRC:%.c=$(B)/%.o) $(COMMON_OBJ)
 # Everything but the interposed entry points, for unit tests.
 AGENT_CORE_OBJ = $(filter-out $(B)/agent/hooks.o $(B)/agent/switch.o,$(AGENT_OBJ))
 
@@ -137,7 +139,7 @@ ifneq ($(HAVE_BPF),yes)
 	@echo "leakscope: building without eBPF tracing (leakscope trace): missing $(subst $(ls_space),$(ls_comma) ,$(BPF_MISSING))" >&2
 endif
 
-$(B)/common/cfi.o: common/cfi.c common/cfi.h agent/glibcver.h
+$(B)/common/%.o: common/%.c common/%.h agent/glibcver.h
 	@mkdir -p $(@D)
 	$(CC) $(AGENT_CFLAGS) -c -o $@ $<
 
@@ -173,7 +175,7 @@ $(B)/lib/flamegraph_svg.o: $(B)/gen/flamegraph-js.h
 $(B)/lib/flamegraph_svg.o: CLI_CFLAGS += -I$(B)/gen
 
 # lib/stackcopy.c reads CFI with the agent's own reader.
-$(REPORT_LIB): $(LIB_OBJ) $(B)/common/cfi.o
+$(REPORT_LIB): $(LIB_OBJ) $(COMMON_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/cli/%.o: cli/%.c $(wildcard cli/*.h) $(wildcard lib/*.h) $(wildcard common/*.h) $(wildcard erlang/*.h)
@@ -203,7 +205,7 @@ $(B)/pic/lib/%.o: lib/%.c $(wildcard lib/*.h) $(wildcard common/*.h)
 $(B)/pic/lib/flamegraph_svg.o: $(B)/gen/flamegraph-js.h
 $(B)/pic/lib/flamegraph_svg.o: CLI_CFLAGS += -I$(B)/gen
 
-$(REPORT_LIB_PIC): $(PIC_LIB_OBJ)
+$(REPORT_LIB_PIC): $(PIC_LIB_OBJ) $(B)/common/stopwait.o
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/erlang/%.o: erlang/%.c $(wildcard erlang/*.h) $(wildcard lib/*.h) $(wildcard common/*.h)
@@ -260,18 +262,18 @@ $(B)/leakscope.1: $(B)/leakscope
 $(B)/cli-lib.a: $(CLI_LIB_OBJ) $(BPF_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/tap.h
+$(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/tap.h tests/unit/scratch.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -fPIC -o $@ $< $(B)/agent-core.a $(AGENT_LDLIBS)
 # The agent has its own log and expm1; this test compares them with libm's.
 $(B)/tests/unit/t-agent-fmath: AGENT_LDLIBS += -lm
 
 # t-lib-*: the report library (lib/) alone; t-cli-*: the commands (cli/).
-$(B)/tests/unit/t-lib-%: tests/unit/t-lib-%.c $(REPORT_LIB) tests/unit/tap.h tests/unit/lib-selfmap.h
+$(B)/tests/unit/t-lib-%: tests/unit/t-lib-%.c $(REPORT_LIB) tests/unit/tap.h tests/unit/lib-selfmap.h tests/unit/lib-fixture.h tests/unit/scratch.h
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(REPORT_LIB) $(CLI_LDLIBS)
 
-$(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a $(REPORT_LIB) tests/unit/tap.h
+$(B)/tests/unit/t-cli-%: tests/unit/t-cli-%.c $(B)/cli-lib.a $(REPORT_LIB) tests/unit/tap.h tests/unit/scratch.h
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(B)/cli-lib.a $(REPORT_LIB) $(CLI_LDLIBS)
 
@@ -349,7 +351,7 @@ $(FB)/%.o: %.c $(wildcard lib/*.h) $(wildcard common/*.h) $(wildcard agent/*.h) 
 $(FB)/lib/flamegraph_svg.o: $(B)/gen/flamegraph-js.h
 $(FB)/lib/flamegraph_svg.o: FUZZ_CFLAGS += -I$(B)/gen
 
-$(FUZZ_LIB): $(LIB_SRC:%.c=$(FB)/%.o) $(FB)/common/cfi.o
+$(FUZZ_LIB): $(LIB_SRC:%.c=$(FB)/%.o) $(FB)/common/cfi.o $(FB)/common/stopwait.o
 	rm -f $@ && ar rcs $@ $^
 
 # Each target: its file, the helpers (fuzz-util.c), the code it fuzzes.

@@ -113,22 +113,11 @@ static void retire_waker(void)
 
 static void start_child_waker(void)
 {
-	sigset_t all, old;
-	pthread_attr_t attr;
-	pthread_t th;
-
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 128 << 10);
 	__atomic_store_n(&waker_tid, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&waker_state, WAKER_SLEEPING, __ATOMIC_RELEASE);
 	/* On failure the first hook after LS_CHILD_MIN_LIFE_NS does it. */
-	if (pthread_create(&th, &attr, child_waker, NULL))
+	if (ls_sys_thread_start(child_waker, 128 << 10))
 		__atomic_store_n(&waker_state, WAKER_NONE, __ATOMIC_RELEASE);
-	pthread_attr_destroy(&attr);
-	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 /* The fork handlers' locks, by rank (lockrank.h). */

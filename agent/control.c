@@ -653,21 +653,7 @@ static int open_socket(void)
 
 static int start_thread(void)
 {
-	sigset_t all, old;
-	pthread_attr_t attr;
-	pthread_t th;
-	int r;
-
-	/* The thread takes no signal meant for the program. */
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 << 10);
-	r = -pthread_create(&th, &attr, control_main, NULL);
-	pthread_attr_destroy(&attr);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return r;
+	return ls_sys_thread_start(control_main, 256 << 10);
 }
 
 int ls_control_start(void (*reset)(void))

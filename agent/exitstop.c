@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include "../common/stopwait.h"
 #include "exitstop.h"
 #include "sys.h"
 
@@ -145,41 +146,36 @@ static int note_status(uint32_t i, int st)
 	return 1;
 }
 
+static size_t held_count(void *list)
+{
+	return held.n;
+}
+
+static pid_t held_waiting(void *list, size_t i)
+{
+	return held.stopped[i] ? 0 : held.tid[i];
+}
+
+static int held_note(void *list, size_t i, int st)
+{
+	return note_status((uint32_t)i, st);
+}
+
+static void held_forget(void *list, size_t i)
+{
+	forget((uint32_t)i);
+}
+
 /* Wait until every held thread is stopped, or the deadline. */
 static int wait_stopped(pid_t pid, uint64_t deadline)
 {
-	unsigned spins = 0;
+	const struct ls_stopwait sw = {
+		.pid = pid, .deadline = deadline, .count = held_count,
+		.waiting = held_waiting, .note = held_note,
+		.drop = held_forget, .gone = thread_gone,
+	};
 
-	for (;;) {
-		uint32_t i, waiting = 0;
-
-		for (i = 0; i < held.n; i++) {
-			int st = 0;
-			pid_t r;
-
-			if (held.stopped[i])
-				continue;
-			r = waitpid(held.tid[i], &st, __WALL | WNOHANG);
-			if ((r == held.tid[i] && note_status(i, st) < 0) ||
-			    (r < 0 && errno == ECHILD) ||
-			    (r == 0 && spins > 64 && thread_gone(pid, held.tid[i]))) {
-				forget(i--);
-				continue;
-			}
-			waiting += !held.stopped[i];
-		}
-		if (!waiting)
-			return 0;
-		if (ls_now_ns(CLOCK_MONOTONIC) > deadline)
-			return -ETIMEDOUT;
-		if (++spins < 64) {
-			sched_yield();
-		} else {
-			struct timespec ts = { 0, 50000 };
-
-			nanosleep(&ts, NULL);
-		}
-	}
+	return ls_stopwait(&sw, NULL);
 }
 
 /* Every thread of pid but skip stopped: 0 or a negative errno.  A thread

@@ -21,6 +21,10 @@
 #include "rundir.h"
 #include "state.h"
 
+/* The dir the last ls_rundir_prepare() made (it was not there), or "":
+ * the only one ls_rundir_remove_made() may remove. */
+static char made[4096];
+
 /* An existing fallback of uid's in parent (an open dir) named like
  * base.XXXXXX: its name into out, 0; or -ENOENT. */
 static int find_fallback(int parent, const char *base, unsigned uid,
@@ -94,6 +98,7 @@ static int use_fallback(char *dir, size_t cap)
 	if (!mkdtemp(path))
 		return -errno;
 	strcpy(dir, path);
+	snprintf(made, sizeof(made), "%s", path);
 	return ls_control_prepare_dir(dir);
 }
 
@@ -147,8 +152,11 @@ int ls_rundir_prepare(char *dir, size_t cap)
 {
 	static int said;
 	char was[4096];
-	int r = ls_control_prepare_dir(dir);
+	int fresh = !mkdir(dir, 0700), r = ls_control_prepare_dir(dir);
 
+	made[0] = 0;
+	if (!r && fresh)
+		snprintf(made, sizeof(made), "%s", dir);
 	if (r != -EPERM && r != -ENOTDIR && r != -ELOOP)
 		return r;
 	snprintf(was, sizeof(was), "%s", dir);
@@ -162,4 +170,24 @@ int ls_rundir_prepare(char *dir, size_t cap)
 			      "user's that only it can write (squatted?): "
 			      "using '%s'", was, dir);
 	return 0;
+}
+
+void ls_rundir_remove_made(void)
+{
+	char parent[sizeof(made)], *slash;
+	int fd;
+
+	snprintf(parent, sizeof(parent), "%s", made);
+	made[0] = 0;
+	slash = strrchr(parent, '/');
+	if (!slash || !slash[1] || slash == parent)
+		return;
+	*slash = 0;
+	fd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* ENOTEMPTY: another process's socket or post-mortem file is in
+	 * it, and it stays; ENOTDIR: it is no longer the dir we made. */
+	unlinkat(fd, slash + 1, AT_REMOVEDIR);
+	close(fd);
 }

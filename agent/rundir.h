@@ -20,6 +20,14 @@
 int ls_rundir_prepare(char *dir, size_t cap);
 
 /*
+ * At detach, once the socket and the post-mortem file are gone: the dir
+ * the last ls_rundir_prepare() made (not one it found), removed when it
+ * is empty, by its name in its parent opened without following a link.
+ * Anything else is left as it is.  Not thread-safe.
+ */
+void ls_rundir_remove_made(void);
+
+/*
  * For a process about to switch to uid (agent/switch.c), while still
  * root: dir, uid's default runtime dir, is squatted; replace it with
  * uid's private fallback "<dir>.XXXXXX" by the same rule (an existing one

@@ -219,5 +219,6 @@ static int ls_agent_detach(char *err, size_t errlen)
 	ls_pm_forget_child();	/* unmapped: a new attach opens a new file */
 	ls_snapwrite_unlock();
 	ls_control_stop();
+	ls_rundir_remove_made();
 	return 0;
 }

@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 #include "sys.h"
@@ -173,6 +175,24 @@ void ls_sys_wait_thread_gone(pid_t tid)
 
 	for (i = 0; i < 5000 && !syscall(SYS_tgkill, getpid(), tid, 0); i++)
 		ls_sys_sleep_ms(1);
+}
+
+int ls_sys_thread_start(void *(*fn)(void *), size_t stack)
+{
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t th;
+	int r;
+
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, stack);
+	r = -pthread_create(&th, &attr, fn, NULL);
+	pthread_attr_destroy(&attr);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return r;
 }
 
 /* The functions glibcver.h redirects here: the system calls themselves,

@@ -64,6 +64,10 @@ void ls_sys_sleep_ms(unsigned ms);
  * process has left the kernel's thread group (not only its start
  * routine): a call that needs a single-threaded process may follow. */
 void ls_sys_wait_thread_gone(pid_t tid);
+/* fn on a new detached thread of stack bytes of stack, with every signal
+ * blocked (it takes none meant for the program): 0 or a negative errno.
+ * Not in a hook. */
+int ls_sys_thread_start(void *(*fn)(void *), size_t stack);
 
 static inline pid_t ls_gettid(void)
 {

@@ -14,8 +14,7 @@
 struct collect {
 	struct ls_diff *d;
 	size_t cap;
-	size_t *slot;		/* index into d->entries + 1; 0: free */
-	size_t slot_cap;
+	struct ls_strindex index;	/* of d->entries by key */
 };
 
 const char *ls_diff_change_name(enum ls_diff_change c)
@@ -73,29 +72,9 @@ static char *make_key(uint32_t kind, const struct ls_stack *st)
 
 /* --- the entry table ------------------------------------------------------ */
 
-static size_t *key_slot(const struct collect *c, size_t *slot, size_t cap,
-			const char *key)
+static const char *entry_key(const void *d, size_t i)
 {
-	size_t j = lsnap_fnv1a(LSNAP_FNV_INIT, key, strlen(key)) & (cap - 1);
-
-	while (slot[j] && strcmp(c->d->entries[slot[j] - 1].key, key))
-		j = (j + 1) & (cap - 1);
-	return &slot[j];
-}
-
-static int grow_index(struct collect *c)
-{
-	size_t ncap = c->slot_cap ? 2 * c->slot_cap : 256, i;
-	size_t *n = calloc(ncap, sizeof(*n));
-
-	if (!n)
-		return -ENOMEM;
-	for (i = 0; i < c->d->n; i++)
-		*key_slot(c, n, ncap, c->d->entries[i].key) = i + 1;
-	free(c->slot);
-	c->slot = n;
-	c->slot_cap = ncap;
-	return 0;
+	return ((const struct ls_diff *)d)->entries[i].key;
 }
 
 static int grow_entries(struct collect *c)
@@ -111,12 +90,11 @@ static struct ls_diff_entry *entry_for(struct collect *c, char *key,
 	struct ls_diff_entry *e;
 	size_t *slot;
 
-	if ((2 * (c->d->n + 1) > c->slot_cap && grow_index(c)) ||
-	    (c->d->n == c->cap && grow_entries(c))) {
+	slot = ls_strindex_slot(&c->index, key, c->d->n, entry_key, c->d);
+	if (!slot || (!*slot && c->d->n == c->cap && grow_entries(c))) {
 		free(key);
 		return NULL;
 	}
-	slot = key_slot(c, c->slot, c->slot_cap, key);
 	if (*slot) {
 		free(key);
 		return &c->d->entries[*slot - 1];
@@ -326,7 +304,7 @@ int ls_diff_build(const struct ls_snapshot *base,
 	apply_top(d, opts->top);
 	d->different_programs = !same_program(base, newer);
 out:
-	free(c.slot);
+	ls_strindex_release(&c.index);
 	if (ret)
 		ls_diff_release(d);
 	return ret;

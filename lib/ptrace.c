@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "../common/stopwait.h"
 #include "procinfo.h"
 #include "ptrace.h"
 
@@ -247,18 +248,26 @@ static int seize_new(struct ls_world *w, size_t *cap, pid_t skip,
 	return r < 0 ? r : added;
 }
 
-/*
- * Note what waitpid said about thread i.  Returns 1 stopped, 0 still
- * running, -1 gone (removed from w).
- */
-static int note_status(struct ls_world *w, size_t i, int status)
+static size_t world_count(void *list)
 {
-	struct ls_world_thread *t = &w->threads[i];
+	return ((struct ls_world *)list)->nthreads;
+}
 
-	if (WIFEXITED(status) || WIFSIGNALED(status)) {
-		drop(w, i);
+static pid_t world_waiting(void *list, size_t i)
+{
+	const struct ls_world_thread *t = &((struct ls_world *)list)->threads[i];
+
+	return t->state == LS_THREAD_STOPPED ? 0 : t->tid;
+}
+
+/* What waitpid said about thread i: 1 stopped, 0 still running, -1 it
+ * ended. */
+static int note_status(void *list, size_t i, int status)
+{
+	struct ls_world_thread *t = &((struct ls_world *)list)->threads[i];
+
+	if (WIFEXITED(status) || WIFSIGNALED(status))
 		return -1;
-	}
 	if (!WIFSTOPPED(status))
 		return 0;
 	t->state = LS_THREAD_STOPPED;
@@ -272,54 +281,31 @@ static int note_status(struct ls_world *w, size_t i, int status)
 	return 1;
 }
 
-/* Wait for every thread not yet stopped, until deadline. */
+static void world_drop(void *list, size_t i)
+{
+	drop(list, i);
+}
+
+/* Wait for every thread not yet stopped, until deadline.  A thread killed
+ * meanwhile is dropped: its leader's death may wait for threads we hold
+ * stopped, so no status comes. */
 static int wait_all(struct ls_world *w, uint64_t deadline, char *err,
 		    size_t errlen)
 {
-	unsigned spins = 0;
+	const struct ls_stopwait sw = {
+		.pid = w->pid, .deadline = deadline, .list = w,
+		.count = world_count, .waiting = world_waiting,
+		.note = note_status, .drop = world_drop,
+		.gone = ls_proc_thread_gone,
+	};
+	size_t waiting = 0;
+	int r = ls_stopwait(&sw, &waiting);
 
-	for (;;) {
-		size_t i, waiting = 0;
-
-		for (i = 0; i < w->nthreads; i++) {
-			struct ls_world_thread *t = &w->threads[i];
-			int status;
-			pid_t r;
-
-			if (t->state == LS_THREAD_STOPPED)
-				continue;
-			r = waitpid(t->tid, &status, __WALL | WNOHANG);
-			if (r == t->tid && note_status(w, i, status) < 0) {
-				i--;	/* the last thread moved here */
-				continue;
-			}
-			if ((r < 0 && errno == ECHILD) ||
-			    (r == 0 && spins > 64 && ls_proc_thread_gone(w->pid, t->tid))) {
-				/* killed: its leader's death may wait for
-				 * threads we hold stopped, so no status comes */
-				drop(w, i--);
-				continue;
-			}
-			if (t->state != LS_THREAD_STOPPED)
-				waiting++;
-		}
-		if (!waiting)
-			return 0;
-		if (now_ns() > deadline) {
-			snprintf(err, errlen, "pid %d: %zu thread(s) did not stop "
-				 "in time (uninterruptible sleep?)", (int)w->pid,
-				 waiting);
-			return -ETIMEDOUT;
-		}
-		/* Yield first: a stop usually takes a few microseconds. */
-		if (++spins < 64) {
-			sched_yield();
-		} else {
-			struct timespec ts = { 0, 50000 };
-
-			nanosleep(&ts, NULL);
-		}
-	}
+	if (r == -ETIMEDOUT)
+		snprintf(err, errlen, "pid %d: %zu thread(s) did not stop "
+			 "in time (uninterruptible sleep?)", (int)w->pid,
+			 waiting);
+	return r;
 }
 
 static int read_regs(struct ls_world *w, char *err, size_t errlen)

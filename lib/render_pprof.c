@@ -66,8 +66,7 @@ struct idmap {
 struct strtab {
 	char **s;		/* owned copies, by index */
 	size_t n, cap;
-	uint32_t *slot;		/* hash -> index + 1 */
-	size_t slot_cap;
+	struct ls_strindex index;	/* of s */
 };
 
 /* What a mapping's locations turned out to have. */
@@ -146,46 +145,21 @@ static uint64_t idmap_get(struct idmap *m, const uint64_t k[3], int *created)
 
 /* --- string table --------------------------------------------------------- */
 
-static uint64_t str_hash(const char *s)
+static const char *strtab_at(const void *t, size_t i)
 {
-	return lsnap_fnv1a(LSNAP_FNV_INIT, s, strlen(s));
-}
-
-static uint32_t *str_slot(const struct strtab *t, uint32_t *slot, size_t cap,
-			  const char *s)
-{
-	size_t j = str_hash(s) & (cap - 1);
-
-	while (slot[j] && strcmp(t->s[slot[j] - 1], s))
-		j = (j + 1) & (cap - 1);
-	return &slot[j];
-}
-
-static int strtab_grow(struct strtab *t)
-{
-	size_t ncap = t->slot_cap ? 2 * t->slot_cap : 512, i;
-	uint32_t *n = calloc(ncap, sizeof(*n));
-
-	if (!n)
-		return -ENOMEM;
-	for (i = 0; i < t->n; i++)
-		*str_slot(t, n, ncap, t->s[i]) = (uint32_t)i + 1;
-	free(t->slot);
-	t->slot = n;
-	t->slot_cap = ncap;
-	return 0;
+	return ((const struct strtab *)t)->s[i];
 }
 
 /* The index of s (NULL is ""), added when new; -1 on ENOMEM. */
 static int64_t str_index(struct strtab *t, const char *s)
 {
-	uint32_t *slot;
+	size_t *slot;
 
 	if (!s)
 		s = "";
-	if (2 * (t->n + 1) > t->slot_cap && strtab_grow(t))
+	slot = ls_strindex_slot(&t->index, s, t->n, strtab_at, t);
+	if (!slot)
 		return -1;
-	slot = str_slot(t, t->slot, t->slot_cap, s);
 	if (*slot)
 		return *slot - 1;
 	if (LS_GROW(t->s, t->n + 1, t->cap))
@@ -193,7 +167,7 @@ static int64_t str_index(struct strtab *t, const char *s)
 	t->s[t->n] = strdup(s);
 	if (!t->s[t->n])
 		return -1;
-	*slot = (uint32_t)++t->n;
+	*slot = ++t->n;
 	return (int64_t)t->n - 1;
 }
 
@@ -204,7 +178,7 @@ static void strtab_release(struct strtab *t)
 	for (i = 0; i < t->n; i++)
 		free(t->s[i]);
 	free(t->s);
-	free(t->slot);
+	ls_strindex_release(&t->index);
 }
 
 /* A string field (index into the table); records ENOMEM in p->err. */

@@ -1,5 +1,5 @@
 /*
- * util.c - number parsing and the growable array.
+ * util.c - number parsing, the growable array and the string index.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -7,19 +7,30 @@
 #include <strings.h>
 #include <poll.h>
 #include <time.h>
+#include "../common/lsnap.h"
 #include "util.h"
+
+/* The decimal number s begins with (no sign, no blank first): 0 with
+ * *end past its digits, or a negative errno. */
+static int parse_digits(const char *s, unsigned long long *n, char **end)
+{
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	*n = strtoull(s, end, 10);
+	if (errno)
+		return -ERANGE;
+	return *end == s ? -EINVAL : 0;
+}
 
 int ls_parse_count(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long n;
+	int r = parse_digits(s, &n, &end);
 
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	n = strtoull(s, &end, 10);
-	if (errno)
-		return -ERANGE;
+	if (r)
+		return r;
 	if (*end)
 		return -EINVAL;
 	*out = n;
@@ -42,15 +53,10 @@ int ls_parse_size(const char *s, uint64_t *out)
 	char *end;
 	unsigned long long n;
 	size_t i;
+	int r = parse_digits(s, &n, &end);
 
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	n = strtoull(s, &end, 10);
-	if (errno)
-		return -ERANGE;
-	if (end == s)
-		return -EINVAL;
+	if (r)
+		return r;
 	for (i = 0; i < sizeof(size_suffixes) / sizeof(size_suffixes[0]); i++) {
 		unsigned sh = size_suffixes[i].shift;
 
@@ -124,4 +130,42 @@ int ls_wait_readable(int fd, uint64_t deadline_ns)
 		if (r < 0 && errno != EINTR)
 			return -errno;
 	}
+}
+
+static size_t *strindex_find(size_t *slot, size_t cap, const char *s,
+			     const char *(*str)(const void *, size_t),
+			     const void *owner)
+{
+	size_t j = lsnap_fnv1a(LSNAP_FNV_INIT, s, strlen(s)) & (cap - 1);
+
+	while (slot[j] && strcmp(str(owner, slot[j] - 1), s))
+		j = (j + 1) & (cap - 1);
+	return &slot[j];
+}
+
+size_t *ls_strindex_slot(struct ls_strindex *x, const char *s, size_t n,
+			 const char *(*str)(const void *owner, size_t pos),
+			 const void *owner)
+{
+	if (2 * (n + 1) > x->cap) {
+		size_t ncap = x->cap ? 2 * x->cap : 256, i;
+		size_t *slot = calloc(ncap, sizeof(*slot));
+
+		if (!slot)
+			return NULL;
+		for (i = 0; i < n; i++)
+			*strindex_find(slot, ncap, str(owner, i), str, owner) =
+				i + 1;
+		free(x->slot);
+		x->slot = slot;
+		x->cap = ncap;
+	}
+	return strindex_find(x->slot, x->cap, s, str, owner);
+}
+
+void ls_strindex_release(struct ls_strindex *x)
+{
+	free(x->slot);
+	x->slot = NULL;
+	x->cap = 0;
 }

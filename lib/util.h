@@ -1,6 +1,7 @@
 /*
  * util.h - small helpers of the report library and the command: number
- * parsing and the one growable array.  Nothing here prints or exits.
+ * parsing, the one growable array and the one index of strings.  Nothing
+ * here prints or exits.
  */
 #ifndef LEAKSCOPE_UTIL_H
 #define LEAKSCOPE_UTIL_H
@@ -27,6 +28,29 @@ int ls_grow(void *arr, size_t *cap, size_t need, size_t el);
 
 /* LS_GROW(p, need, cap) for an array p of any element type. */
 #define LS_GROW(p, need, cap) ls_grow(&(p), &(cap), (need), sizeof(*(p)))
+
+/*
+ * An index of strings the caller keeps in an array of its own: each
+ * slot holds a position in that array + 1 (0: free), found by the
+ * string's content (FNV-1a, open addressing, at most half full).  Zeroed
+ * is empty; ls_strindex_release() frees it.
+ */
+struct ls_strindex {
+	size_t *slot;
+	size_t cap;		/* a power of two, or 0 */
+};
+
+/*
+ * The slot of s among the n strings indexed so far (positions 0 to n-1,
+ * read back through str(owner, pos)): *slot is s's position + 1 when it
+ * is one of them, else 0, and a caller that adds s as position n stores
+ * n + 1 there.  Grows the index first when it would be over half full.
+ * NULL on ENOMEM.  The slot is valid until the next call.
+ */
+size_t *ls_strindex_slot(struct ls_strindex *x, const char *s, size_t n,
+			 const char *(*str)(const void *owner, size_t pos),
+			 const void *owner);
+void ls_strindex_release(struct ls_strindex *x);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t ls_mono_ns(void);

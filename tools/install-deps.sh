@@ -15,7 +15,7 @@ set -e
 # libFuzzer for the parsers' fuzz targets, llvm-symbolizer (llvm), rustc for
 # Rust-built programs, the C library's debug file (libc6-dbg) for frames named
 # through a build-id debug file, Prometheus and Alertmanager for the metrics
-# exporter, systemd-nspawn (systemd-container) as a real container runtime,
+# exporter, systemd-nspawn (systemd-container) and podman as real container runtimes,
 # PyYAML (python3-yaml) to parse the Kubernetes manifest in deploy/, musl-gcc
 # (musl-tools) for a program the glibc-built agent must refuse.
 PKGS="gcc g++ make pkg-config libc6-dev libdw-dev libelf-dev libiberty-dev \
@@ -26,7 +26,7 @@ libmicrohttpd-dev libjs-chart.js \
 chromium fonts-dejavu-core golang-go valgrind redis-server redis-tools libjemalloc2 libtcmalloc-minimal4 nginx-light \
 heaptrack zstd \
 libclang-rt-14-dev rustc libc6-dbg prometheus prometheus-alertmanager systemd-container \
-python3-yaml musl-tools"
+python3-yaml musl-tools podman"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

@@ -6,6 +6,7 @@ a program in it or in other namespaces.
     c = nspawn(root, ["/bin/cont-leaks"])     # systemd-nspawn
     c = unshare_pid([workload("cont-leaks")]) # other PID namespace only
     c = unshare_root(root, ["/bin/cont-leaks"])  # PID + mount ns, chroot
+    c = podman(root, ["/bin/cont-leaks"])  # rootful podman (crun)
     c.pid          # the program's pid as the host sees it
     c.nspid        # ... and as it sees itself
     c.send("r")    # one command on its stdin, its one-line answer
@@ -14,11 +15,12 @@ a program in it or in other namespaces.
                      # host's file system (a sidecar, kubectl debug)
 
 Each runner raises Skip with the reason when the machine cannot run it
-(no systemd-nspawn, no unshare, namespaces not allowed) and names itself
-in c.runtime, which the checks print.  Needs root.
+(no systemd-nspawn, podman or unshare, namespaces not allowed) and names
+itself in c.runtime, which the checks print.  Needs root.
 """
 
 import os
+import resource
 import select
 import shutil
 import subprocess
@@ -218,6 +220,86 @@ def nspawn(root, argv, machine=None, env=None, match=None):
            "--pipe", "-D", root, "--machine=" + machine] + list(argv)
     c = Container("systemd-nspawn", cmd, match or argv[0], env=env)
     c.machine = machine
+    return c
+
+
+class _Podman(Container):
+    """A podman container: its program is conmon's child, not ours, and is
+    found by `podman inspect`."""
+
+    def _find(self, match):
+        end = time.time() + START_TIMEOUT
+        while time.time() < end and self.p.poll() is None:
+            r = subprocess.run(["podman", "inspect", "-f", "{{.State.Pid}}",
+                                self.name], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True,
+                               timeout=30)
+            pid = int(r.stdout.strip() or 0) if r.returncode == 0 else 0
+            if pid > 0:
+                return pid
+            time.sleep(0.1)
+        err = self.p.stderr.read1(4096) if self.p.poll() is not None else b""
+        self.stop()
+        raise Skip("podman could not start %s here: %s" % (
+            match, err.decode(errors="replace").strip()[-300:]))
+
+    def stop(self):
+        status = Container.stop(self)
+        subprocess.run(["podman", "rm", "-f", "--ignore", self.name],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=60)
+        subprocess.run(["podman", "rmi", "-f", self.image],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=60)
+        return status
+
+
+def _podman_limits():
+    """--ulimit options no higher than ours: podman would raise
+    RLIMIT_NOFILE and RLIMIT_NPROC, which needs CAP_SYS_RESOURCE.  It
+    lowers its own RLIMIT_NPROC to 32768 (conmon inherits it): no
+    higher than that either."""
+    out = []
+    for name, res, cap in (("nofile", resource.RLIMIT_NOFILE, None),
+                           ("nproc", resource.RLIMIT_NPROC, 32768)):
+        soft, hard = resource.getrlimit(res)
+        hard = min(x for x in (hard, cap, 1 << 20) if x is not None and
+                   x != resource.RLIM_INFINITY)
+        out += ["--ulimit", "%s=%d:%d" % (name, min(soft, hard), hard)]
+    return out
+
+
+def podman(root, argv):
+    """argv (paths inside root) in a rootful podman container (its OCI
+    runtime, crun) of an image imported from a tarball of root (no
+    registry), --network none, stdin and stdout attached (-i), no cgroup
+    of its own (--cgroups=disabled).  On a host with cgroup v1 and a v2
+    mount beside it (hybrid), which crun refuses, podman runs in a mount
+    namespace of its own without the v2 mount."""
+    _need_root()
+    _need("podman")
+    _UNIQUE[0] += 1
+    name = "ls-%d-%d" % (os.getpid(), _UNIQUE[0])
+    image = "localhost/leakscope-test:" + name
+    tar = subprocess.Popen(["tar", "-C", root, "-c", "."],
+                           stdout=subprocess.PIPE)
+    r = subprocess.run(["podman", "import", "-", image], stdin=tar.stdout,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       timeout=120)
+    tar.stdout.close()
+    tar.wait()
+    if r.returncode != 0:
+        raise Skip("podman import failed here: %s" % r.stderr.decode(
+            errors="replace").strip()[-300:])
+    cmd = ["podman", "run", "--rm", "-i", "--name", name, "--network",
+           "none", "--cgroups=disabled"] + _podman_limits() + [image] + \
+        list(argv)
+    if os.path.ismount("/sys/fs/cgroup/unified"):
+        cmd = ["unshare", "--mount", "sh", "-c",
+               'umount /sys/fs/cgroup/unified && exec "$@"', "sh"] + cmd
+    c = _Podman.__new__(_Podman)
+    c.name, c.image = name, image
+    Container.__init__(c, "podman", cmd, argv[0])
     return c
 
 

@@ -203,6 +203,19 @@ def listening_process(runtime, env):
         runtime, "%d.sock" % p.pid)
 
 
+def wait_socket(runtime, pid, timeout):
+    """The path of the socket of pid's agent in runtime once it is there
+    (an agent started with its program opens it a moment later), or None
+    after timeout seconds."""
+    sock = os.path.join(runtime, "%d.sock" % pid)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(sock):
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.01)
+    return sock
+
+
 def wait_environ(pid, name, timeout=10):
     """Wait until pid's /proc environ holds name=: Popen returns once exec
     has closed its pipe, but the kernel fills in the new environment after
@@ -243,6 +256,16 @@ def reap(p, timeout=60, end=None):
     except subprocess.TimeoutExpired:
         p.kill()
         p.wait()
+
+
+def kill_group(p):
+    """SIGKILL to the process group p leads (started with
+    start_new_session), gone already or not, then reap p."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
 
 
 def agent_env(runtime, extra=None):

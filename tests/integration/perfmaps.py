@@ -1,8 +1,30 @@
 """perfmaps.py - a runtime's perf map and jitdump read independently of
 lib/perfmap.c, the ground truth of the JIT checks (t_jit.py,
-t_jitchain.py, t_jitnode.py)."""
+t_jitchain.py, t_jitnode.py), and the snapshot those checks take."""
+import os
 import re
 import struct
+
+import harness
+from harness import ok, expect_status
+
+
+def snapshot_ready(proc, runtime, what):
+    """Once proc, a JIT program run with the agent in runtime, prints
+    "ready PID" (it has leaked and waits), `leakscope snapshot` of it into
+    runtime/node.lsnap: returns (pid, the snapshot's path, its perf map's
+    path).  The map is removed at the end of the test file at the latest."""
+    line = proc.stdout.readline().decode()
+    ok(line.startswith("ready "), what, line)
+    pid = int(line.split()[1])
+    path = "/tmp/perf-%d.map" % pid
+    # The caller removes the map; this is for when a check fails first.
+    harness.at_file_end(lambda: os.path.exists(path) and os.unlink(path))
+    snap = os.path.join(runtime, "node.lsnap")
+    r = harness.cli(["snapshot", str(pid), "-o", snap],
+                    env=harness.agent_env(runtime))
+    expect_status(r, 0, "leakscope snapshot of pid %d" % pid)
+    return pid, snap, path
 
 
 def read_map(path, strip_beam=False):

@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 
+from harness import agent_env
 from harness import (ptrace_allowed, cli, check, once, free_port, workload, eq,
                      ok, contains, fail, run_process, expect_site,
                      expect_no_site, expect_no_temporaries,
@@ -32,10 +33,7 @@ USAGE = 125
 
 
 def env():
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
-    return e
+    return agent_env(RUNTIME)
 
 
 def ls(*args, timeout=TIMEOUT):

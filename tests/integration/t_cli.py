@@ -18,6 +18,7 @@ import tempfile
 import threading
 import time
 
+from harness import agent_env, wait_socket
 from harness import (cli, check, once, workload, eq, ok, contains, fail,
                      run_process, at_file_end, LEAKSCOPE, BUILD, Failure, ROOT)
 
@@ -31,10 +32,7 @@ COMMANDS = ["run", "report", "olds", "stats", "reset", "snapshot", "watch",
 
 
 def env():
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
-    return e
+    return agent_env(RUNTIME)
 
 
 def ls(*args, timeout=60, input=None):
@@ -60,12 +58,7 @@ def target():
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)
     at_file_end(lambda: (p.kill(), p.wait()))
-    sock = os.path.join(RUNTIME, "%d.sock" % p.pid)
-    for _ in range(300):
-        if os.path.exists(sock):
-            break
-        time.sleep(0.01)
-    else:
+    if not wait_socket(RUNTIME, p.pid, 3):
         p.kill()
         raise Failure("the agent of pid %d never opened its socket" % p.pid)
     time.sleep(1.5)

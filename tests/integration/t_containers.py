@@ -5,7 +5,8 @@ the figures the same program gives on the host (docs/CONTAINERS.md).
 The held-out program (tests/workloads/cont-leaks.c) leaks from four sites
 with exact bytes and keeps a cache reachable.  It runs: on the host (the
 baseline), in a systemd-nspawn container of a root file system made of
-this machine's files (tests/integration/containers.py), in a chroot with
+this machine's files (tests/integration/containers.py), in a podman
+container of an image imported from the same files, in a chroot with
 its own PID and mount namespaces (unshare --root), in another PID
 namespace only (unshare --pid), and in the nspawn container again, asked
 from a sidecar that shares its PID namespace but not its files.  Each
@@ -157,14 +158,14 @@ class Serve:
 
 def _inside_runtime_dir(c):
     """Names in the agent's runtime dir: c.rundir when its environment
-    names one, else /dev/shm/leakscope-0 in its own file system; [] when
-    there is none."""
+    names one, else /dev/shm/leakscope-0 in its own file system; None
+    when there is no such dir."""
     d = getattr(c, "rundir", None) or \
         "/proc/%d/root/dev/shm/leakscope-0" % c.pid
     try:
         return sorted(os.listdir(d))
-    except OSError:
-        return []
+    except FileNotFoundError:
+        return None
 
 
 def drive(c, ask, pid, serve=False):
@@ -175,6 +176,8 @@ def drive(c, ask, pid, serve=False):
     got = {"runtime": c.runtime, "pid": pid}
     try:
         got["out"] = [c.send("r")]
+        got["given"] = hasattr(c, "rundir")
+        got["before"] = _inside_runtime_dir(c)
         a = ask(["attach", pid])
         if a.returncode != 0:
             fail("%s: leakscope attach %d" % (c.runtime, pid), "status 0",
@@ -242,6 +245,12 @@ def in_nspawn():
 
 
 @once
+def in_podman():
+    c = containers.podman(root(), ["/bin/" + PROG])
+    return drive(c, host_ask, c.pid), c
+
+
+@once
 def in_unshare_root():
     c = containers.unshare_root(root(), ["/bin/" + PROG],
                                 env={"PATH": "/bin"})
@@ -289,8 +298,13 @@ def expect_same(got, what):
     eq(sorted(set(tids)), [str(got["pid"])], "%s: olds' thread ids" % what)
     contains(got["after"].stderr.decode(), "is not tracked",
              "%s: report after detach" % what)
-    eq(got["left"], [], "%s: files left in its runtime dir after detach"
-       % what)
+    if got["given"]:    # made by the test, empty: the agent leaves it
+        eq([got["before"], got["left"]], [[], []], "%s: the runtime dir "
+           "it was given, before the attach and after detach" % what)
+    else:               # made by the agent: removed again
+        eq([got["before"], got["left"]], [None, None], "%s: the runtime "
+           "dir in its file system, before the attach and after detach "
+           "(None: there is none)" % what)
 
 
 def expect_pid_one(got, c, what):
@@ -401,6 +415,12 @@ def t_nspawn_trace():
        "systemd-nspawn: trace -p's per-site live bytes and blocks")
     eq(out, base["out"], "systemd-nspawn: the program's output under trace")
     eq(status, 0, "systemd-nspawn: the program's exit status under trace")
+
+
+@check("podman (rootful, crun, --network none): attach/report/check/detach by its host pid give the host's exact per-site figures; output unchanged")
+def t_podman():
+    got, c = in_podman()
+    expect_pid_one(got, c, "podman")
 
 
 @check("unshare --root (chroot, own PID and mount ns): the host's exact per-site figures, output unchanged")

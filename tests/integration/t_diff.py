@@ -18,6 +18,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
+from harness import agent_env
 from harness import (cli, check, once, workload, eq, ok, fail, contains,
                      site_function, exit_snapshot, need,
                      BUILD, Failure, shorten)
@@ -43,11 +44,7 @@ ORDER = ["site_grow_big", "site_grow_lin", "site_new", "site_const",
 
 
 def env(extra=None):
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
-    e.update(extra or {})
-    return e
+    return agent_env(RUNTIME, extra)
 
 
 def ls(*args, timeout=60):

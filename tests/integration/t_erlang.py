@@ -24,13 +24,13 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import stat
 import subprocess
 import tempfile
 import time
 
+from harness import agent_env, kill_group
 from harness import (check, once, free_port, eq, ge, contains, fail, run_process,
                      marker_line, LEAKSCOPE, BUILD, ROOT, Failure, Skip,
                      shorten)
@@ -54,11 +54,7 @@ _CHILDREN = []
 
 def kill_all():
     for p in _CHILDREN:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
+        kill_group(p)
     del _CHILDREN[:]
 
 
@@ -77,9 +73,7 @@ def need_erlang():
 
 
 def env(extra=None):
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
+    e = agent_env(RUNTIME)
     e.pop("ERL_EPMD_PORT", None)
     e.update(extra or {})
     return e
@@ -95,11 +89,7 @@ def spawn(argv, extra=None):
 
 
 def stop(p):
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait()
+    kill_group(p)
     if p in _CHILDREN:
         _CHILDREN.remove(p)
 

@@ -31,6 +31,7 @@ import time
 import urllib.parse
 import urllib.request
 
+from harness import kill_group, wait_socket
 from harness import (check, once, workload, eq, ok, ge, fail, run_process,
                      agent_env, need, need_user_reaches, free_port,
                      wait_environ, listening_process, at_file_end,
@@ -54,11 +55,7 @@ _STARTED = []
 def _cleanup():
     for p in _STARTED:
         if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
+            kill_group(p)
     shutil.rmtree(RUNTIME, ignore_errors=True)
     shutil.rmtree(TMP, ignore_errors=True)
 
@@ -112,12 +109,9 @@ class Fleetload:
                        stdout=subprocess.PIPE)
         self.pid = self.p.pid
         self.started = time.monotonic()
-        sock = os.path.join(RUNTIME, "%d.sock" % self.pid)
-        for _ in range(500):
-            if os.path.exists(sock):
-                return
-            time.sleep(0.01)
-        raise Failure("the agent in pid %d never opened %s" % (self.pid, sock))
+        if not wait_socket(RUNTIME, self.pid, 5):
+            raise Failure("the agent in pid %d never opened its socket in "
+                          "%s" % (self.pid, RUNTIME))
 
     def freeze(self):
         """Stop the leak and the cache; the blocks leaked."""
@@ -307,11 +301,7 @@ FLEETSITES_BYTES = 1000 * sum(k + 1 for k in range(50))
 def t_metrics_cardinality():
     e = agent_env(RUNTIME, {"LD_PRELOAD": AGENT})
     p = spawn([workload("fleetsites"), "30"], env=e)
-    sock = os.path.join(RUNTIME, "%d.sock" % p.pid)
-    for _ in range(500):
-        if os.path.exists(sock):
-            break
-        time.sleep(0.01)
+    wait_socket(RUNTIME, p.pid, 5)
     srv = Serve(["--metrics", "127.0.0.1:0", "--metrics-sites", "20"])
     try:
         # Scrape until main's 50 calls are done (all 50 sites counted, all
@@ -1016,11 +1006,7 @@ def t_least_privilege():
 
     p = spawn([workload("fleetload"), "30"], env=e, preexec_fn=as_user)
     try:
-        sock = os.path.join(runtime, "%d.sock" % p.pid)
-        for _ in range(500):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.01)
+        wait_socket(runtime, p.pid, 5)
         time.sleep(0.5)         # a few ticks: both sites exist
         caps = unit_caps()
         eq(caps, ["dac_override", "sys_ptrace"], "the unit's capabilities")

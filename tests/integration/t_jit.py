@@ -9,7 +9,7 @@ import os
 import shutil
 
 import harness
-from perfmaps import read_map
+from perfmaps import read_map, snapshot_ready
 from harness import (check, once, eq, ok, Skip, BUILD, leakscope,
                      root_report, expect_status)
 
@@ -131,14 +131,8 @@ def t_snapshot_keeps():
         env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         start_new_session=True)
     try:
-        line = node.stdout.readline().decode()
-        ok(line.startswith("ready "), "the node leaked and waits", line)
-        pid = int(line.split()[1])
-        path = "/tmp/perf-%d.map" % pid
-        snap = os.path.join(tmp, "node.lsnap")
-        r = harness.cli(["snapshot", str(pid), "-o", snap],
-                        env=harness.agent_env(tmp))
-        expect_status(r, 0, "leakscope snapshot of the node")
+        pid, snap, path = snapshot_ready(node, tmp,
+                                         "the node leaked and waits")
         live = {lo: (size, name)
                 for lo, size, name in read_map(path, strip_beam=True)}
     finally:

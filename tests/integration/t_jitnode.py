@@ -14,8 +14,8 @@ import subprocess
 import tempfile
 
 import harness
-from harness import check, once, eq, ok, Skip, BUILD, expect_status, shorten
-from perfmaps import read_map
+from harness import check, once, eq, ok, Skip, BUILD, shorten
+from perfmaps import read_map, snapshot_ready
 
 SCRIPT = """\
 const keep = [];
@@ -46,14 +46,7 @@ def run():
         start_new_session=True, cwd=tmp)   # V8 logs to isolate-*.log here
     path = None
     try:
-        line = p.stdout.readline().decode()
-        ok(line.startswith("ready "), "node leaked its buffers", line)
-        pid = int(line.split()[1])
-        path = "/tmp/perf-%d.map" % pid
-        snap = os.path.join(tmp, "node.lsnap")
-        r = harness.cli(["snapshot", str(pid), "-o", snap],
-                        env=harness.agent_env(tmp))
-        expect_status(r, 0, "leakscope snapshot of node")
+        pid, snap, path = snapshot_ready(p, tmp, "node leaked its buffers")
         entries = read_map(path)
     finally:
         os.killpg(p.pid, 9)

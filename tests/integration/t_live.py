@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 
+from harness import agent_env, wait_socket
 from harness import (cli, cli_json, check, once, workload, eq, ok, ge, contains, fail,
                      run_process, site_function, LEAKSCOPE, BUILD, Failure,
                      Skip, shorten)
@@ -28,11 +29,7 @@ LINEAR_RATE = 81920.0
 
 
 def env(extra=None):
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
-    e.update(extra or {})
-    return e
+    return agent_env(RUNTIME, extra)
 
 
 def start(prog, args=(), extra=None):
@@ -41,13 +38,11 @@ def start(prog, args=(), extra=None):
     e["LD_PRELOAD"] = AGENT
     p = subprocess.Popen([prog] + list(args), env=e, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, start_new_session=True)
-    sock = os.path.join(RUNTIME, "%d.sock" % p.pid)
-    for _ in range(200):
-        if os.path.exists(sock):
-            return p
-        time.sleep(0.01)
+    if wait_socket(RUNTIME, p.pid, 2):
+        return p
     p.kill()
-    raise Failure("the agent in pid %d never opened %s" % (p.pid, sock))
+    raise Failure("the agent in pid %d never opened its socket in %s" % (
+        p.pid, RUNTIME))
 
 
 def ls(*args, timeout=60):
@@ -382,12 +377,7 @@ def t_prefork():
                          stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         child = int(p.stdout.readline())
-        sock = os.path.join(RUNTIME, "%d.sock" % child)
-        for _ in range(300):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.01)
-        ok(os.path.exists(sock), "the worker opened its own socket")
+        ok(wait_socket(RUNTIME, child, 3), "the worker opened its own socket")
         time.sleep(1.5)
         rep = ls_json("report", "--format", "json", child)
         eq(rep["pid"], child, "report pid")

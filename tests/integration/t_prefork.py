@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 import time
 
+from harness import agent_env
 from harness import (check, free_port, workload, eq, ok, run_process, site_function,
                      need, need_user_reaches, parse_json_lines,
                      LEAKSCOPE, BUILD, Failure, Skip)
@@ -23,9 +24,7 @@ WAIT_S = 15     # bounded wait for a worker's socket (it comes after ~1 s)
 
 
 def env(preload=False):
-    e = dict(os.environ)
-    e["LEAKSCOPE_RUNTIME_DIR"] = RUNTIME
-    e.pop("LD_PRELOAD", None)
+    e = agent_env(RUNTIME)
     if preload:
         e["LD_PRELOAD"] = AGENT
     return e

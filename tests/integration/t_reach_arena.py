@@ -18,7 +18,8 @@ import atexit
 
 from harness import (cli, agent_env, ptrace_allowed, check, once, workload,
                      eq, ok, fail, need, leakscope, root_report, reap,
-                     reach_records, valgrind_run, expect_same_records)
+                     reach_records, valgrind_run, expect_same_records,
+                     expect_status)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-arena-")
 os.chmod(RUNTIME, 0o700)
@@ -66,9 +67,7 @@ def attached():
     out = {}
     try:
         command(p, b"p")
-        r = ls("attach", p.pid)
-        if r.returncode != 0:
-            fail("attach", 0, r.describe())
+        expect_status(ls("attach", p.pid), 0, "leakscope attach")
         command(p, b"a")
         command(p, b"c")
         for m in ("concurrent", "fork"):

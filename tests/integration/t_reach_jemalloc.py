@@ -22,7 +22,7 @@ import time
 
 from harness import (cli, agent_env, ptrace_allowed, check, once, workload,
                      eq, ok, fail, need, reach_records, reap, free_port,
-                     libjemalloc, ask, check_pid_json)
+                     libjemalloc, ask, check_pid_json, expect_status)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-jemalloc-")
 os.chmod(RUNTIME, 0o700)
@@ -55,9 +55,7 @@ def attached():
     out = {}
     try:
         command(p, b"p")
-        r = ls("attach", p.pid)
-        if r.returncode != 0:
-            fail("attach", 0, r.describe())
+        expect_status(ls("attach", p.pid), 0, "leakscope attach")
         out["value_bytes"] = int(command(p, b"o")[2])
         command(p, b"l")
         for m in ("concurrent", "fork"):

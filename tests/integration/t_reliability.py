@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import time
 
+from harness import wait_socket
 from harness import (check, once, workload, leakscope, root_report,
                      expect_status, expect_site, expect_no_temporaries,
                      site_function, run_process, need, contains,
@@ -180,11 +181,7 @@ def t_settings_notes():
            "LEAKSCOPE_HISTORY": "3"}
     p = preloaded(workload("growth"), ["30"], env)
     try:
-        sock = os.path.join(rt, "%d.sock" % p.pid)
-        for _ in range(300):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.01)
+        wait_socket(rt, p.pid, 3)
         r = ls_env({"LEAKSCOPE_RUNTIME_DIR": rt}, "stats", p.pid, "--format", "json")
     finally:
         os.kill(p.pid, signal.SIGKILL)

@@ -24,6 +24,7 @@ import tempfile
 import time
 import urllib.request
 from harness import check, eq, ok, contains, fail, shorten, Skip, LEAKSCOPE
+from harness import kill_group
 from t_sec_rundir import user, become, clean_env, ATTACKER
 
 
@@ -129,11 +130,7 @@ def fake_agents(uid, n, mode):
 
 def end(procs):
     for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
+        kill_group(p)
         try:
             os.unlink("/dev/shm/leakscope-%d/%d.sock" % (user(ATTACKER), p.pid))
         except OSError:

@@ -16,22 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "../../lib/container.h"
+#include "scratch.h"
 #include "tap.h"
-
-static char dir[] = "/tmp/leakscope-container-XXXXXX";
-
-static void put(const char *name, const char *text)
-{
-	char path[256];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	if (f) {
-		fputs(text, f);
-		fclose(f);
-	}
-}
 
 /* What path reads as in root (dir): its first line, or "" with *err. */
 static const char *read_in(int root, const char *path, int flags, int *err)
@@ -54,14 +40,14 @@ static void test_contained(void)
 	int root, err;
 	const char *got;
 
-	snprintf(path, sizeof(path), "%s/etc", dir);
+	snprintf(path, sizeof(path), "%s/etc", scratch_dir);
 	mkdir(path, 0755);
-	put("etc/hostname", "inside");
-	snprintf(path, sizeof(path), "%s/abs", dir);
+	scratch_file("etc/hostname", "inside");
+	snprintf(path, sizeof(path), "%s/abs", scratch_dir);
 	symlink("/etc/hostname", path);
-	snprintf(path, sizeof(path), "%s/up", dir);
+	snprintf(path, sizeof(path), "%s/up", scratch_dir);
 	symlink("../../../../../etc/hostname", path);
-	root = open(dir, O_PATH | O_DIRECTORY);
+	root = open(scratch_dir, O_PATH | O_DIRECTORY);
 	got = read_in(root, "/etc/hostname", 0, &err);
 	if (err == -ENOSYS) {
 		ok(1, "# SKIP no openat2 on this kernel (before Linux 5.6)");
@@ -134,19 +120,13 @@ static void test_pid_ns(void)
 
 int main(void)
 {
-	char cmd[300];
-
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
+	if (scratch_make("container"))
 		return 1;
-	}
 	test_contained();
 	test_self();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd))
-		fprintf(stderr, "# cannot remove %s\n", dir);
+	scratch_remove();
 	/* Last: our next child is the new namespace's pid 1, and once it
-	 * ends no other can be forked (system() above could not). */
+	 * ends no other can be forked (scratch_remove above could not). */
 	test_pid_ns();
 	return tap_done();
 }

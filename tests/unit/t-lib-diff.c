@@ -11,25 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../../lib/diff.h"
+#include "lib-fixture.h"
 #include "tap.h"
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-
-	if (!p)
-		abort();
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (!p)
-		abort();
-	return p;
-}
 
 /* A snapshot with one module "/nonexistent/NAME" (build id id4) loaded
  * at bias, room for 8 sites. */

@@ -9,53 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../../lib/metrics.h"
+#include "lib-fixture.h"
 #include "lib-selfmap.h"
 #include "tap.h"
 
 #define SEC 1000000000ULL
 
-static volatile uintptr_t seen_ra;
-static int call_line;
-
-__attribute__((noinline, noclone)) void ls_met_callee(void)
-{
-	seen_ra = (uintptr_t)__builtin_return_address(0);
-	__asm__ volatile("" ::: "memory");
-}
-
-__attribute__((noinline, noclone)) void ls_met_caller(void)
-{
-	ls_met_callee(); call_line = __LINE__;
-	__asm__ volatile("" ::: "memory");
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-
-	if (!p)
-		abort();
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (!p)
-		abort();
-	return p;
-}
-
-static int64_t *series(int64_t start, int64_t step, size_t n)
-{
-	int64_t *v = xcalloc(n, sizeof(*v));
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		v[i] = start + step * (int64_t)i;
-	return v;
-}
+LIB_FIXTURE_CALL_PAIR(ls_met_caller, ls_met_callee)
 
 static void add_site(struct ls_snapshot *s, uint32_t id, int64_t bytes,
 		     const uint64_t *frames, uint32_t nframes, int64_t step)

@@ -15,27 +15,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../../lib/perfmap.h"
+#include "scratch.h"
 #include "tap.h"
-
-static char dir[] = "/tmp/leakscope-perfmap-XXXXXX";
-
-static const char *file(const char *name, const char *text)
-{
-	static char path[256];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	if (f) {
-		fputs(text, f);
-		fclose(f);
-	}
-	return path;
-}
 
 static void test_parse(void)
 {
-	const char *p = file("beam.map",
+	const char *p = scratch_file("beam.map",
 		"0x7f5310605000 68 $global::apply_fun_shared\n"
 		"0x7f52cecdbcd0 b0 $jp:main/0\n"
 		"not a line at all\n"
@@ -64,7 +49,8 @@ static void test_parse(void)
 	ok(!ls_perfmap_find(m, 0x10, &lo, &size), "below every entry");
 	ls_perfmap_free(m);
 
-	p = file("node.map", "3a6b8c0 40 LazyCompile:~main /app.js:1\n");
+	p = scratch_file("node.map",
+			 "3a6b8c0 40 LazyCompile:~main /app.js:1\n");
 	m = ls_perfmap_load(p, me, me);
 	ok(m && !strcmp(ls_perfmap_runtime(m), "jit") &&
 	   !strcmp(ls_perfmap_find(m, 0x3a6b8c8, &lo, &size),
@@ -75,7 +61,7 @@ static void test_parse(void)
 
 static void test_refused(void)
 {
-	const char *p = file("other.map", "0x1000 10 $a:b/0\n");
+	const char *p = scratch_file("other.map", "0x1000 10 $a:b/0\n");
 	char link[256], fifo[256];
 	uid_t me = getuid();
 	FILE *f;
@@ -83,17 +69,17 @@ static void test_refused(void)
 	errno = 0;
 	ok(!ls_perfmap_load(p, me + 1, me + 2) && errno == EPERM,
 	   "another user's file refused (EPERM)");
-	snprintf(link, sizeof(link), "%s/link.map", dir);
+	snprintf(link, sizeof(link), "%s/link.map", scratch_dir);
 	ok(!symlink(p, link), "symlink made");
 	errno = 0;
 	ok(!ls_perfmap_load(link, me, me) && errno == ELOOP,
 	   "a symbolic link refused (ELOOP)");
-	snprintf(fifo, sizeof(fifo), "%s/fifo.map", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo.map", scratch_dir);
 	ok(!mkfifo(fifo, 0600), "fifo made");
 	errno = 0;
 	ok(!ls_perfmap_load(fifo, me, me) && errno == EPERM,
 	   "a FIFO refused without blocking (EPERM)");
-	p = file("big.map", "");
+	p = scratch_file("big.map", "");
 	f = fopen(p, "r+");
 	ok(f && !ftruncate(fileno(f), LS_PERFMAP_MAX_BYTES + 1), "sparse file");
 	if (f)
@@ -167,7 +153,7 @@ static struct ls_perfmap *jd_read(const char *name)
 	FILE *f;
 	char path[256];
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", scratch_dir, name);
 	f = fopen(path, "w");
 	if (f) {
 		fwrite(jd, 1, jd_len, f);
@@ -222,17 +208,11 @@ static void test_jitdump(void)
 
 int main(void)
 {
-	char cmd[300];
-
-	if (!mkdtemp(dir)) {
-		perror("mkdtemp");
+	if (scratch_make("perfmap"))
 		return 1;
-	}
 	test_parse();
 	test_refused();
 	test_jitdump();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd))
-		fprintf(stderr, "# cannot remove %s\n", dir);
+	scratch_remove();
 	return tap_done();
 }

@@ -10,6 +10,7 @@
 #include <zlib.h>
 #include "../../lib/protobuf.h"
 #include "../../lib/render.h"
+#include "lib-fixture.h"
 #include "tap.h"
 
 #define SEC 1000000000ULL
@@ -137,15 +138,6 @@ static void test_fields(void)
 }
 
 /* --- a whole profile ------------------------------------------------------ */
-
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (!p)
-		abort();
-	return p;
-}
 
 static void one_site_snapshot(struct ls_snapshot *s)
 {

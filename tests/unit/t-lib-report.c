@@ -10,43 +10,13 @@
 #include "../../lib/json.h"
 #include "../../lib/render.h"
 #include "../../lib/symbolize.h"
+#include "lib-fixture.h"
 #include "lib-selfmap.h"
 #include "tap.h"
 
-static volatile uintptr_t seen_ra;
-static int call_line;
-
-__attribute__((noinline, noclone)) void ls_rep_callee(void)
-{
-	seen_ra = (uintptr_t)__builtin_return_address(0);
-	__asm__ volatile("" ::: "memory");
-}
-
-__attribute__((noinline, noclone)) void ls_rep_caller(void)
-{
-	ls_rep_callee(); call_line = __LINE__;
-	__asm__ volatile("" ::: "memory");
-}
+LIB_FIXTURE_CALL_PAIR(ls_rep_caller, ls_rep_callee)
 
 #define SEC 1000000000ULL
-
-static char *xstrdup(const char *s)
-{
-	char *p = strdup(s);
-
-	if (!p)
-		abort();
-	return p;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *p = calloc(n, size);
-
-	if (!p)
-		abort();
-	return p;
-}
 
 static char **make_argv(const char *const *args, size_t n)
 {
@@ -324,16 +294,6 @@ static void test_sampled_blocks(void)
 	   "sampled blocks weighted by 1/(1-exp(-size/rate))");
 	ls_report_release(&rep);
 	ls_snapshot_release(&s);
-}
-
-static int64_t *series(int64_t start, int64_t step, size_t n)
-{
-	int64_t *v = xcalloc(n, sizeof(*v));
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		v[i] = start + step * (int64_t)i;
-	return v;
 }
 
 /* --growing keeps the site whose history rises steadily, not the flat

@@ -7,26 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../../lib/symbolize.h"
+#include "lib-fixture.h"
 #include "lib-selfmap.h"
 #include "tap.h"
 
 extern int __libc_start_main(void);
 
-static volatile uintptr_t seen_ra;
 static const char *exe_base;
-static int call_line, inl_line, mid_line, outer_line;
+static int inl_line, mid_line, outer_line;
 
-__attribute__((noinline, noclone)) void ls_test_callee(void)
-{
-	seen_ra = (uintptr_t)__builtin_return_address(0);
-	__asm__ volatile("" ::: "memory");
-}
-
-__attribute__((noinline, noclone)) void ls_test_caller(void)
-{
-	ls_test_callee(); call_line = __LINE__;
-	__asm__ volatile("" ::: "memory");
-}
+LIB_FIXTURE_CALL_PAIR(ls_test_caller, ls_test_callee)
 
 static inline __attribute__((always_inline)) void inl_helper(void)
 {
