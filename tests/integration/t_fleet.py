@@ -34,7 +34,7 @@ import urllib.request
 from harness import (check, once, workload, eq, ok, ge, fail, run_process,
                      agent_env, need, need_user_reaches, free_port,
                      wait_environ, listening_process, at_file_end,
-                     marker_line, cli, cli_json,
+                     marker_line, cli, cli_json, ptrace_allowed,
                      shorten, LEAKSCOPE, BUILD, ROOT, Failure, Skip)
 from gopprof import pprof_top
 
@@ -380,6 +380,70 @@ def t_metrics_stuck():
             os.unlink(path)
         sleeper.kill()
         sleeper.wait()
+
+
+def control_thread(pid):
+    """The tid of the agent's control thread in pid (named "leakscope")."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+            if f.read().strip() == "leakscope":
+                return int(tid)
+    raise Failure("no thread named leakscope in pid %d" % pid)
+
+
+def ptrace(req, tid):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p,
+                            ctypes.c_void_p]
+    libc.ptrace.restype = ctypes.c_long
+    if libc.ptrace(req, tid, None, None) < 0:
+        raise Failure("ptrace %#x of %d: %s" % (req, tid,
+                                                 os.strerror(ctypes.get_errno())))
+
+
+PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
+
+
+@check("metrics: an agent that answers after the scrape gave up on it is asked again at the next scrape, not skipped for 30 s")
+def t_metrics_late():
+    ptrace_allowed()
+    wl = Fleetload()
+    srv = Serve(["--metrics", "127.0.0.1:0", "--agent-timeout", "20"])
+    mark = 'leakscope_process_live_bytes{pid="%d"' % wl.pid
+    wait4 = {"X-Prometheus-Scrape-Timeout-Seconds": "4"}
+
+    def exported(within, what):
+        deadline = time.monotonic() + within
+        while mark not in get(srv.url, wait4)[2].decode():
+            ok(time.monotonic() < deadline, what)
+            time.sleep(0.2)
+
+    try:
+        exported(20, "the workload exported before its agent is held")
+        # Its control thread held (ptrace) over a scrape: the scrape
+        # waits half of its 4 s and gives up on it; released, the agent
+        # answers that fetch, and the next scrapes ask it again.
+        tid = control_thread(wl.pid)
+        ptrace(PTRACE_SEIZE, tid)
+        try:
+            ptrace(PTRACE_INTERRUPT, tid)
+            os.waitpid(tid, 0x40000000)     # __WALL: stopped
+            t0 = time.monotonic()
+            status, _, body = get(srv.url, wait4)
+            took = time.monotonic() - t0
+        finally:
+            ptrace(PTRACE_DETACH, tid)
+        eq(status, 200, "the scrape while the agent was held")
+        ok(mark not in body.decode() and took >= 1.9, "the held agent "
+           "waited for until half of the 4 s and left out (%.2f s)" % took)
+        t0 = time.monotonic()
+        exported(10, "exported again within 10 s of its late answer")
+        print("# exported again %.1f s after the scrape that gave up"
+              % (time.monotonic() - t0))
+    finally:
+        srv.stop()
+        wl.p.kill()
+        wl.p.wait()
 
 
 @check("serve: bad fleet options exit 125 (or 1) with one line")
