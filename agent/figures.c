@@ -69,7 +69,8 @@ static struct mallinfo2 count_mallinfo(void)
 
 /* The count is timed in this thread's CPU time: on a loaded machine a
  * count preempted for a few time slices is not a heap that is slow to
- * count, and wall time rationed python3's small heap for seconds. */
+ * count (timed in wall time, a small heap's count preempted for 5 ms
+ * would keep the last figures for 5 s). */
 void ls_figures_mallinfo(struct lsnap_mallinfo *m)
 {
 	struct mallinfo2 mi;

@@ -126,10 +126,10 @@ def t_check_stress():
 
 # A signal inside glibc's lazy binding: _dl_runtime_resolve's CFA is on
 # %rbx, which the compact rules cannot hold; after a signal frame the
-# walk finds %rbx as _dl_fixup saved it (agent/unwind.c).  The stack
-# used to end at the trampoline (11 frames from libunwind, 6 from the
-# agent): loaded machines preempt the first call of munmap in "stress
-# signals" and deliver the pending SIGALRM inside _dl_fixup there.
+# walk finds %rbx as _dl_fixup saved it (agent/unwind.c); without that
+# the stack ends at the trampoline.  "stress signals" meets the same on a
+# loaded machine, when the first call of munmap is preempted in _dl_fixup
+# and the pending SIGALRM arrives there.
 @check("LEAKSCOPE_UNWIND=check: a handler that allocates inside lazy "
        "binding goes on through _dl_runtime_resolve to the program")
 def t_check_lazybind():
