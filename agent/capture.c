@@ -6,15 +6,18 @@
  * cheap (docs/UNWINDING.md has the measurements against libunwind).
  * LEAKSCOPE_UNWIND=libunwind selects Debian's libunwind instead, and
  * LEAKSCOPE_UNWIND=check runs both on every capture and counts the stacks
- * where they disagree (ls_capture_mismatches), for testing, and
+ * where they disagree (ls_capture_mismatches), writing the first few to
+ * stderr at the next snapshot, for testing, and
  * LEAKSCOPE_UNWIND=none records empty stacks, to measure what tracking
  * costs apart from stacks.
  *
  * libunwind is loaded with dlopen() RTLD_LOCAL (libunwind-load.h).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "../common/contract.h"
 #include "../common/lsnap.h"
 #include "libunwind-load.h"
@@ -106,17 +109,140 @@ static int capture_plain(uint64_t *pcs, int max)
 	return cut_agent(raw, n, pcs, max);
 }
 
+/*
+ * The first MISMATCH_KEPT captures where the two unwinders disagreed,
+ * kept whole for ls_capture_report_mismatches(): the agent's stack, the
+ * memo's or walked, libunwind's, and a third walk by the agent's own
+ * unwinder without the memo (which of the first two it agrees with
+ * tells a memo fault from a walk fault).  A slot is claimed once,
+ * filled by the claiming thread, then marked ready.
+ */
+#define MISMATCH_KEPT 4
+
+struct mismatch {
+	int ready, reported;
+	int from_memo;
+	pid_t tid;
+	int n[3];		/* agent, libunwind, agent without memo */
+	uint64_t pcs[3][LS_DEPTH_MAX];
+};
+
+static struct mismatch kept[MISMATCH_KEPT];
+static unsigned kept_claimed;
+
+static void keep_mismatch(const uint64_t *pcs, int n, const uint64_t *other,
+			  int b, int from_memo, int max)
+{
+	uint64_t raw[LS_DEPTH_MAX + SLACK];
+	struct mismatch *m;
+	unsigned i;
+	int c;
+
+	if (__atomic_load_n(&kept_claimed, __ATOMIC_RELAXED) >= MISMATCH_KEPT)
+		return;
+	i = __atomic_fetch_add(&kept_claimed, 1, __ATOMIC_RELAXED);
+	if (i >= MISMATCH_KEPT)
+		return;
+	m = &kept[i];
+	c = ls_unwind_capture_own(raw, ls_capture_want(max), 0);
+	m->from_memo = from_memo;
+	m->tid = ls_gettid();
+	m->n[0] = n;
+	memcpy(m->pcs[0], pcs, (size_t)n * sizeof(*pcs));
+	m->n[1] = b;
+	memcpy(m->pcs[1], other, (size_t)b * sizeof(*other));
+	m->n[2] = cut_agent(raw, c, m->pcs[2], max);
+	__atomic_store_n(&m->ready, 1, __ATOMIC_RELEASE);
+}
+
 /* LEAKSCOPE_UNWIND=check: count pcs[0..n) as a mismatch unless a fresh
  * libunwind capture gives the same program frames (libunwind starts in
  * this function: cut_agent() aligns both on the program's frames). */
-static void check_frames(const uint64_t *pcs, int n, int max)
+static void check_frames(const uint64_t *pcs, int n, int max, int from_memo)
 {
 	uint64_t other[LS_DEPTH_MAX + SLACK], mine[LS_DEPTH_MAX];
 	int b = capture_libunwind(other, ls_capture_want(max));
 	int a = cut_agent(other, b, mine, max);
 
-	if (a != n || memcmp(mine, pcs, (size_t)n * sizeof(*pcs)))
-		__atomic_add_fetch(&mismatches, 1, __ATOMIC_RELAXED);
+	if (a == n && !memcmp(mine, pcs, (size_t)n * sizeof(*pcs)))
+		return;
+	__atomic_add_fetch(&mismatches, 1, __ATOMIC_RELAXED);
+	keep_mismatch(pcs, n, mine, a, from_memo, max);
+}
+
+/* "0x7f...  libc.so.6+0x2a3f" for pc, or blanks past the stack's end. */
+static void describe_pc(char *buf, size_t len, const uint64_t *pcs, int n,
+			int i)
+{
+	unsigned k, count = ls_modules_count();
+	const struct ls_module_rec *r;
+	const char *base;
+
+	if (i >= n) {
+		snprintf(buf, len, "%-44s", "-");
+		return;
+	}
+	for (k = 0; k < count; k++) {
+		r = ls_modules_get(k);
+		if (pcs[i] >= r->m.lo && pcs[i] < r->m.hi &&
+		    r->m.gen_to == LSNAP_GEN_LOADED)
+			break;
+	}
+	if (k == count) {
+		snprintf(buf, len, "%#-18llx %-25s", (unsigned long long)pcs[i],
+			 "(no module)");
+		return;
+	}
+	base = strrchr(r->path, '/') ? strrchr(r->path, '/') + 1 : r->path;
+	snprintf(buf, len, "%#-18llx %s+%#llx", (unsigned long long)pcs[i],
+		 base, (unsigned long long)(pcs[i] - r->m.bias));
+}
+
+static void say(const char *line, int len)
+{
+	ssize_t w = write(STDERR_FILENO, line, (size_t)len);
+
+	(void)w;
+}
+
+#define REPORT_ROWS 64		/* frames shown per stack */
+
+static void report_mismatch(unsigned i, const struct mismatch *m)
+{
+	char line[512], col[3][128];
+	int r, k, rows = 0, len;
+
+	len = snprintf(line, sizeof(line), "leakscope: agent in pid %d: "
+		       "unwind check: mismatch %u (thread %d, agent's stack %s, "
+		       "%d frames; libunwind %d; agent without memo %d); "
+		       "'*' marks rows that differ\n", (int)getpid(), i + 1,
+		       (int)m->tid, m->from_memo ? "from the memo" : "walked",
+		       m->n[0], m->n[1], m->n[2]);
+	say(line, len);
+	for (k = 0; k < 3; k++)
+		rows = m->n[k] > rows ? m->n[k] : rows;
+	for (r = 0; r < rows && r < REPORT_ROWS; r++) {
+		for (k = 0; k < 3; k++)
+			describe_pc(col[k], sizeof(col[k]), m->pcs[k], m->n[k], r);
+		len = snprintf(line, sizeof(line), "  %c#%-3d agent %-44s  "
+			       "libunwind %-44s  no-memo %s\n",
+			       r >= m->n[0] || r >= m->n[1] ||
+			       m->pcs[0][r] != m->pcs[1][r] ? '*' : ' ', r,
+			       col[0], col[1], col[2]);
+		say(line, len < (int)sizeof(line) ? len : (int)sizeof(line) - 1);
+	}
+}
+
+void ls_capture_report_mismatches(void)
+{
+	unsigned i;
+
+	for (i = 0; i < MISMATCH_KEPT; i++)
+		if (__atomic_load_n(&kept[i].ready, __ATOMIC_ACQUIRE) &&
+		    !kept[i].reported) {
+			kept[i].reported = 1;
+			report_mismatch(i, &kept[i]);
+		}
 }
 
 __attribute__((noinline))
@@ -139,7 +265,7 @@ int ls_capture_site(uint64_t *pcs, int max, uint32_t kind,
 	if (memo) {
 		*site = memo;
 		if (method == CHECK)
-			check_frames(memo->frames, (int)memo->nframes, max);
+			check_frames(memo->frames, (int)memo->nframes, max, 1);
 		return 0;
 	}
 	/* Asked without slack, the walk began in the agent after all (st
@@ -151,7 +277,7 @@ int ls_capture_site(uint64_t *pcs, int max, uint32_t kind,
 	else
 		n = cut_agent(raw, n, pcs, max);
 	if (method == CHECK)
-		check_frames(pcs, n, max);
+		check_frames(pcs, n, max, 0);
 	return n;
 }
 
@@ -164,7 +290,7 @@ struct ls_site_rec *ls_capture_memo(const struct ls_unwind_start *st, int max,
 		return NULL;
 	s = ls_unwind_memo_get(st, ls_capture_want_from(max), kind);
 	if (s && method == CHECK)
-		check_frames(s->frames, (int)s->nframes, max);
+		check_frames(s->frames, (int)s->nframes, max, 1);
 	return s;
 }
 

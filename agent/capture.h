@@ -69,5 +69,11 @@ uint32_t ls_capture_unwinder(void);
 /* With LEAKSCOPE_UNWIND=check: captures where the two unwinders
  * disagreed. */
 uint64_t ls_capture_mismatches(void);
+/* With LEAKSCOPE_UNWIND=check: write the first few of those captures
+ * not written yet to stderr, frame by frame, each pc with its module and
+ * offset: the agent's stack, libunwind's, and the agent's walk without
+ * the memo.  Not in hooks (formats with snprintf); after a module
+ * refresh, so that the modules are known. */
+void ls_capture_report_mismatches(void);
 
 #endif

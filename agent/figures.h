@@ -22,7 +22,7 @@ void ls_figures_calls(struct lsnap_call *out);
  * every free chunk of every arena under that arena's lock: a million
  * chunks scattered in a fast bin take ~150 ms, and every thread whose
  * allocation needs the lock waits as long.  Once a count has taken
- * LS_MALLINFO_SLOW_NS or more, the next is not taken before
+ * LS_MALLINFO_SLOW_NS or more of CPU time, the next is not taken before
  * LS_MALLINFO_DUTY times that duration has passed (the lock held at most
  * 1/LS_MALLINFO_DUTY of the time by the agent's counts, whoever asks:
  * the growth sample, a snapshot, a check); meanwhile the last figures
@@ -36,7 +36,7 @@ void ls_figures_mallinfo(struct lsnap_mallinfo *m);
  * start, outside hooks: dlsym may allocate.  The first count does it when
  * nobody did. */
 void ls_figures_init(void);
-/* How long the last count took, and how many calls were answered
+/* How long the last count took (CPU), and how many calls were answered
  * without counting (tests/unit/t-agent-figures.c). */
 void ls_figures_mallinfo_ration(uint64_t *last_ns, uint64_t *skipped);
 /* Fork child handler. */

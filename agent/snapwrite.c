@@ -206,6 +206,8 @@ static void put_unwind(struct writer *w)
 	u.walks = walks;
 	u.memo_hits = hits;
 	u.check_mismatches = ls_capture_mismatches();
+	if (u.check_mismatches)
+		ls_capture_report_mismatches();
 	record(w, LSNAP_UNWIND, sizeof(u));
 	put(w, &u, sizeof(u));
 }

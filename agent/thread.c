@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "arena.h"
 #include "lockrank.h"
+#include "state.h"
 #include "sys.h"
 #include "thread.h"
 
@@ -338,41 +339,87 @@ static int copy_entry(struct ls_thread *t, unsigned i, struct ls_pending *out)
  * A consistent copy of t's pending entries, one entry at a time: an
  * entry copied while seq was odd or changed is copied again.  A copy of
  * the whole array at once (64 KiB) took longer than a busy thread's gap
- * between two events, so it hardly ever succeeded and gave up torn.
- * Each entry is consistent in itself; entries are not taken at one
- * instant (nor are the sites' flushed counters, read after them).
- * A thread preempted in the middle of an update keeps seq odd for its
- * time slice: after 1000 tries the reader yields the CPU to it, and
- * takes the copy as it is only after 100 yields (a thread stopped by a
- * debugger must not stop every reader).
+ * between two events, so it hardly ever succeeded.  Each entry is
+ * consistent in itself; entries are not taken at one instant (nor are
+ * the sites' flushed counters, read after them).
+ * A thread preempted in the middle of an update keeps seq odd until it
+ * runs again, which on a loaded machine can take several time slices:
+ * after 1000 tries the reader yields the CPU, and after 100 yields it
+ * sleeps 1 ms at a time.  An entry is never taken torn: when seq
+ * stays at one odd value for COPY_BOUND_NS (a thread stopped mid-update,
+ * by a debugger or SIGSTOP, must not stop every reader), the entry is
+ * skipped, its events 0 in out, and counted in the return unless it held
+ * no events; the thread's later entries are then skipped after their 1000
+ * tries, until seq moves again.
  */
-static void copy_pending(struct ls_thread *t, struct ls_pending *out)
+#define COPY_BOUND_NS (200 * 1000000ull)
+
+struct copy_wait {
+	uint64_t since;		/* when seq was first seen at odd */
+	uint32_t odd;
+	unsigned yields;
+};
+
+/* Wait for t's writer after 1000 failed tries; 0: it is stuck. */
+static int copy_waited(struct ls_thread *t, struct copy_wait *cw)
 {
-	unsigned i, tries, yields = 0;
+	uint32_t seq = __atomic_load_n(&t->seq, __ATOMIC_RELAXED);
+	uint64_t now = ls_now_ns(CLOCK_MONOTONIC);
+
+	if (!(seq & 1) || !cw->since || seq != cw->odd) {
+		cw->since = now;	/* moving: a new episode */
+		cw->odd = seq;
+	} else if (now - cw->since >= COPY_BOUND_NS) {
+		return 0;
+	}
+	if (cw->yields++ < 100)
+		sched_yield();
+	else
+		ls_sys_sleep_ms(1);
+	return 1;
+}
+
+static unsigned copy_pending(struct ls_thread *t, struct ls_pending *out)
+{
+	struct copy_wait cw = { 0, 0, 0 };
+	unsigned i, tries, skipped = 0;
 
 	for (i = 0; i < LS_PENDING; i++)
 		for (tries = 0; !copy_entry(t, i, &out[i]); tries++)
 			if (tries >= 1000) {
-				if (yields++ >= 100)
+				if (!copy_waited(t, &cw)) {
+					skipped += out[i].events != 0;
+					out[i].events = 0;
 					break;
-				sched_yield();
+				}
 				tries = 0;
 			}
+	return skipped;
 }
 
-void ls_thread_each_pending(void (*fn)(const struct ls_pending *, void *),
-			    void *arg)
+unsigned ls_thread_each_pending(void (*fn)(const struct ls_pending *, void *),
+				void *arg)
 {
 	static struct ls_pending copy[LS_PENDING];	/* under caller's lock */
+	static int said;
 	struct ls_thread *t;
-	unsigned i;
+	unsigned i, skipped = 0, k;
 
 	for (t = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); t; t = t->next) {
-		copy_pending(t, copy);
+		k = copy_pending(t, copy);
+		if (k && !said++)
+			ls_state_note("thread %d stayed in the middle of a "
+				      "counter update for 200 ms (stopped?): "
+				      "%u of its pending site entries were "
+				      "left out of a reading, their sites' "
+				      "allocated totals and histograms low "
+				      "there (said once)", t->tid, k);
+		skipped += k;
 		for (i = 0; i < LS_PENDING; i++)
 			if (copy[i].events)
 				fn(&copy[i], arg);
 	}
+	return skipped;
 }
 
 void ls_thread_live_peak(int64_t *live, uint64_t *peak, uint64_t *slack)

@@ -287,9 +287,14 @@ void ls_thread_calls(uint64_t out[LS_FN_COUNT]);
  * Per-site counters including the unflushed deltas of all threads:
  * fn(pending-delta, arg) is called for each pending entry holding
  * something (events > 0; its site is p->site), on a consistent copy.
+ * Never a torn entry: an entry whose thread stays in the middle of an
+ * update for 200 ms (stopped there) is skipped.  Returns the number of
+ * entries skipped (their events are missing from what fn saw).  Waits
+ * (sched_yield, 1 ms sleeps) for a thread preempted mid-update: not in
+ * hooks.
  */
-void ls_thread_each_pending(void (*fn)(const struct ls_pending *, void *),
-			    void *arg);
+unsigned ls_thread_each_pending(void (*fn)(const struct ls_pending *, void *),
+				void *arg);
 
 /* Global live total and its peak (exact to within LS_PEAK_BATCH per
  * thread). */

@@ -673,6 +673,7 @@ static inline uint64_t uw_rule_get(const struct uw_walk *w, uint64_t pc,
 struct uw_regs {
 	uint64_t pc, sp, rbp, lo, hi;
 	uint64_t sp0, hi0;	/* where the walk started: sp and range top */
+	uint64_t rbx;		/* known only as a signal frame gives it */
 };
 
 /* Through the sigreturn trampoline: the ucontext sits at sp, and the
@@ -684,12 +685,16 @@ static int uw_step_signal(struct uw_regs *g)
 	const uint64_t o_rip = offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]);
 	const uint64_t o_rsp = offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]);
 	const uint64_t o_rbp = offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]);
+	const uint64_t o_rbx = offsetof(ucontext_t, uc_mcontext.gregs[REG_RBX]);
 	struct uw_range r;
 
+	_Static_assert(REG_RBX < REG_RIP && REG_RBP < REG_RIP,
+		       "the registers read lie below %rip's in the ucontext");
 	if (!uw_in(uc, g->sp, g->hi) || !uw_in(uc + o_rip, g->sp, g->hi))
 		return 0;
 	g->pc = uw_load(uc + o_rip);
 	g->rbp = uw_load(uc + o_rbp);
+	g->rbx = uw_load(uc + o_rbx);
 	g->sp = uw_load(uc + o_rsp);
 	/* Interrupted on this stack: its frames lie above the handler's.
 	 * Lower is possible only from an alternate stack to another one,
@@ -1051,7 +1056,7 @@ static int uw_special(const struct uw_walk *w, struct uw_tcache *tc,
 	union ls_cfi_rule r = { .word = rule };
 	uint32_t id;
 
-	*g = (struct uw_regs){ pc, sp, rbp, lo, hi, w->sp, w->hi0 };
+	*g = (struct uw_regs){ pc, sp, rbp, lo, hi, w->sp, w->hi0, 0 };
 	if (LS_CFI_KIND(r.f.bits) == LS_CFI_OUTERMOST && tc) {
 		id = uw_node_for(tc, pc, sp);
 		tc->node[id] = (struct uw_node){ pc, sp, rbp, rule, 0, UW_NONE,
@@ -1150,7 +1155,7 @@ static int uw_fp_walk(struct uw_regs *g, struct uw_out *o, int mark,
 			break;
 		if (fp >= g->lo && fp < g->hi) {
 			*g = (struct uw_regs){ ra, fp + 16, nfp, g->lo, g->hi,
-					       g->sp0, g->hi0 };
+					       g->sp0, g->hi0, 0 };
 			return 1;
 		}
 		if (o->skip > 0)
@@ -1178,6 +1183,69 @@ static int uw_fp_walk(struct uw_regs *g, struct uw_out *o, int mark,
  * load) is the cost, and helpers taking the loop's state by address would
  * move pc, sp, rbp, lo, hi and the output count out of registers.
  */
+/* A saved register after one full step: the same, loaded from its
+ * save slot (inside the range), or lost (0). */
+static uint64_t uw_full_reg(int how, int64_t off, uint64_t cfa, uint64_t v,
+			    uint64_t sp, uint64_t hi)
+{
+	uint64_t at = cfa + (uint64_t)off;
+
+	if (how == LS_CFI_RBP_SAME)
+		return v;
+	return how == LS_CFI_RBP_AT_CFA && uw_in(at, sp, hi) ? uw_load(at) : 0;
+}
+
+/* One step of g's frame by its full row (pc exact or a return address):
+ * its caller's pc, sp, %rbp and %rbx.  0 if the row or a read fails. */
+static int uw_full_step(struct uw_regs *g, int exact)
+{
+	struct ls_cfi_full f;
+	uint64_t cfa, at;
+
+	if (ls_cfi_full(g->pc, exact, &f))
+		return 0;
+	cfa = (f.cfa_reg == LS_CFI_REG_RSP ? g->sp :
+	       f.cfa_reg == LS_CFI_REG_RBP ? g->rbp : g->rbx) +
+	      (uint64_t)f.cfa_off;
+	at = cfa + (uint64_t)f.ra_off;
+	if (cfa <= g->sp || cfa > g->hi || !uw_in(at, g->sp, g->hi))
+		return 0;
+	g->rbp = uw_full_reg(f.rbp_how, f.rbp_off, cfa, g->rbp, g->sp, g->hi);
+	g->rbx = uw_full_reg(f.rbx_how, f.rbx_off, cfa, g->rbx, g->sp, g->hi);
+	g->pc = uw_load(at);
+	g->sp = cfa;
+	return 1;
+}
+
+/*
+ * The frame (pc, sp), where the compact rule stops, after the signal
+ * frame that gave the interrupted registers sig: walk again from those
+ * with full rows, following where each frame saved %rbx, to that frame,
+ * and step it so.  A CFA on %rbx needs this: glibc's lazy-binding
+ * trampoline, _dl_runtime_resolve, has one, so a handler that allocates
+ * while the program is inside lazy binding (its first call of a
+ * function) goes on to the program's frames.  1 with the caller's state
+ * in *g, else 0.  A microsecond a frame: for these frames only.
+ */
+#define UW_FULL_FRAMES 64
+
+__attribute__((noinline))
+static int uw_step_after_signal(const struct uw_regs *sig, uint64_t pc,
+				uint64_t sp, int exact, struct uw_regs *g)
+{
+	int ex = 1, i;
+
+	*g = *sig;
+	for (i = 0; i < UW_FULL_FRAMES; i++) {
+		if (g->pc == pc && g->sp == sp && ex == exact)
+			return uw_full_step(g, ex);
+		if (g->sp > sp || !uw_full_step(g, ex))
+			return 0;
+		ex = 0;
+	}
+	return 0;
+}
+
 static int uw_walk(struct uw_walk *w, struct uw_out *o)
 {
 	uint64_t pc = w->pc, sp = w->sp, rbp = w->rbp, cfa, at, nrbp, xat;
@@ -1187,7 +1255,7 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 	struct uw_tcache *tc;
 	struct uw_node *nd;
 	union ls_cfi_rule r;
-	struct uw_regs g;
+	struct uw_regs g, sig;	/* sig: valid once a signal frame passed */
 	uint32_t id, prev = UW_NONE, failed = UW_NONE;
 	unsigned how;
 	int exact = 0, n = o->n, skip = o->skip;
@@ -1195,6 +1263,7 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 	if (!hi)
 		return 0;
 	w->hi0 = hi;
+	sig.hi = 0;
 	tc = uw_nodes(w->tc, hi);
 	if (!tc && w->rec)
 		w->rec->bad = 1;	/* not the thread's own stack */
@@ -1229,8 +1298,14 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 		if (ls_unlikely(LS_CFI_KIND(r.f.bits) != LS_CFI_FRAME)) {
 			if (LS_CFI_KIND(r.f.bits) == LS_CFI_SIGNAL && w->rec)
 				w->rec->bad = 1;
-			if (LS_CFI_KIND(r.f.bits) == LS_CFI_NOMODULE ||
-			    LS_CFI_KIND(r.f.bits) == LS_CFI_STOP) {
+			if (LS_CFI_KIND(r.f.bits) == LS_CFI_STOP && sig.hi &&
+			    uw_step_after_signal(&sig, pc, sp, exact, &g)) {
+				/* Stepped by its full row (the record is bad
+				 * already: a signal frame). */
+				if (w->rec)
+					w->rec->nosfx = 1;
+			} else if (LS_CFI_KIND(r.f.bits) == LS_CFI_NOMODULE ||
+				   LS_CFI_KIND(r.f.bits) == LS_CFI_STOP) {
 				/* No CFI: frame pointers, from this %rbp,
 				 * their words recorded for the memo (no
 				 * suffix: the frame log does not follow). */
@@ -1241,7 +1316,7 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 				o->n = n;
 				o->skip = skip;
 				g = (struct uw_regs){ pc, sp, rbp, lo, hi,
-						      w->sp, w->hi0 };
+						      w->sp, w->hi0, 0 };
 				if (!uw_fp_walk(&g, o, LS_CFI_KIND(r.f.bits) ==
 						LS_CFI_NOMODULE, w->rec))
 					return o->n;
@@ -1249,6 +1324,9 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 					w->rec->rbp_from = UW_RBP_FIXED;
 				n = o->n;
 				skip = o->skip;
+			}
+			if (LS_CFI_KIND(r.f.bits) == LS_CFI_NOMODULE ||
+			    LS_CFI_KIND(r.f.bits) == LS_CFI_STOP) {
 				pc = g.pc;
 				sp = g.sp;
 				rbp = g.rbp;
@@ -1259,6 +1337,7 @@ static int uw_walk(struct uw_walk *w, struct uw_out *o)
 			if (!uw_special(w, exact ? NULL : tc, r.word, pc, sp,
 					rbp, lo, hi, prev, &g))
 				break;
+			sig = g;	/* the interrupted registers */
 			pc = g.pc;
 			sp = g.sp;
 			rbp = g.rbp;

@@ -344,6 +344,7 @@ static int cfi_fde_parse(const struct cfi_mod *m, uint64_t at,
 /* ------------------------------------------------------------------ */
 /* The CFA program: the row of the table at one address.              */
 
+#define DW_RBX 3
 #define DW_RBP 6
 #define DW_RSP 7
 #define DW_RIP 16
@@ -363,7 +364,7 @@ struct cfi_row {
 	int64_t cfa_off;
 	const uint8_t *expr;
 	uint64_t len;
-	struct cfi_reg rbp, ra;
+	struct cfi_reg rbp, ra, rbx;
 };
 
 #define CFI_STATE_DEPTH 8
@@ -381,6 +382,8 @@ static struct cfi_reg *cfi_tracked(struct cfi_exec *x, uint64_t reg)
 {
 	if (reg == x->c->ra_reg)
 		return &x->row.ra;
+	if (reg == DW_RBX)
+		return &x->row.rbx;
 	return reg == DW_RBP ? &x->row.rbp : NULL;
 }
 
@@ -399,7 +402,8 @@ static void cfi_restore(struct cfi_exec *x, uint64_t reg)
 	struct cfi_reg *g = cfi_tracked(x, reg);
 
 	if (g)
-		*g = reg == x->c->ra_reg ? x->init.ra : x->init.rbp;
+		*g = reg == x->c->ra_reg ? x->init.ra :
+		     reg == DW_RBX ? x->init.rbx : x->init.rbp;
 }
 
 /* Returns 1 when loc passed the target (the row is complete). */
@@ -822,8 +826,10 @@ static int cfi_is_sigreturn(uint64_t pc, int exact, const struct cfi_fde *f)
 		      sizeof(cfi_sigreturn)) == 0;
 }
 
-static uint64_t cfi_rule_from_fde(const struct cfi_mod *m, uint64_t at,
-				  uint64_t pc, int exact)
+/* The row of the table at at into *row: 0, -1 (no usable CFI), or 1
+ * (pc is in the sigreturn trampoline). */
+static int cfi_row_at(const struct cfi_mod *m, uint64_t at, uint64_t pc,
+		      int exact, struct cfi_row *row)
 {
 	struct cfi_exec x;
 	struct cfi_cie c;
@@ -831,23 +837,36 @@ static uint64_t cfi_rule_from_fde(const struct cfi_mod *m, uint64_t at,
 
 	if (cfi_fde_parse(m, cfi_fde_search(m, at), &c, &f) < 0 ||
 	    at < f.begin || at >= f.end)
-		return cfi_simple(LS_CFI_STOP);
+		return -1;
 	if (c.signal && cfi_is_sigreturn(pc, exact, &f))
-		return cfi_simple(LS_CFI_SIGNAL);
+		return 1;
 	memset(&x, 0, sizeof(x));
 	x.m = m;
 	x.c = &c;
 	x.loc = f.begin;
 	x.target = at;
 	x.row.rbp.how = H_SAME;
+	x.row.rbx.how = H_SAME;
 	x.row.ra.how = H_UNDEF;
 	if (cfi_run(&x, &c.insn) < 0)
-		return cfi_simple(LS_CFI_STOP);
+		return -1;
 	x.init = x.row;
 	x.nsaved = 0;
 	if (cfi_run(&x, &f.insn) < 0)
-		return cfi_simple(LS_CFI_STOP);
-	return cfi_reduce(&x.row, pc);
+		return -1;
+	*row = x.row;
+	return 0;
+}
+
+static uint64_t cfi_rule_from_fde(const struct cfi_mod *m, uint64_t at,
+				  uint64_t pc, int exact)
+{
+	struct cfi_row row;
+	int r = cfi_row_at(m, at, pc, exact, &row);
+
+	if (r)
+		return cfi_simple(r > 0 ? LS_CFI_SIGNAL : LS_CFI_STOP);
+	return cfi_reduce(&row, pc);
 }
 
 uint64_t ls_cfi_rule_in(uint64_t lo, uint64_t hi, const void *eh_frame_hdr,
@@ -941,6 +960,44 @@ int ls_cfi_in_module(uint64_t at)
 	const void *hdr;
 
 	return !cfi_find(at, &lo, &hi, &hdr);
+}
+
+/* A register's rule in f's terms: the same, saved at CFA + off, or lost. */
+static int cfi_full_reg(const struct cfi_reg *g, int64_t *off)
+{
+	*off = g->off;
+	return g->how == H_SAME ? LS_CFI_RBP_SAME :
+	       g->how == H_OFF && cfi_fits(g->off, 32) ? LS_CFI_RBP_AT_CFA :
+	       LS_CFI_RBP_UNDEF;
+}
+
+int ls_cfi_full(uint64_t pc, int exact, struct ls_cfi_full *f)
+{
+	uint64_t lo, hi, at = exact ? pc : pc - 1;
+	const void *hdr;
+	struct cfi_mod m;
+	struct cfi_row row;
+	int64_t off;
+
+	if (cfi_find(at, &lo, &hi, &hdr))
+		return -1;
+	m = (struct cfi_mod){ lo, hi, hdr };
+	if (!m.hdr || (uint64_t)(uintptr_t)m.hdr < m.lo ||
+	    (uint64_t)(uintptr_t)m.hdr >= m.hi ||
+	    cfi_row_at(&m, at, pc, exact, &row) != 0 || row.cfa_is_expr ||
+	    (row.cfa_reg != DW_RSP && row.cfa_reg != DW_RBP &&
+	     row.cfa_reg != DW_RBX) || !cfi_fits(row.cfa_off, 32) ||
+	    row.ra.how != H_OFF || !cfi_fits(row.ra.off, 32))
+		return -1;
+	f->cfa_reg = row.cfa_reg == DW_RSP ? LS_CFI_REG_RSP :
+		     row.cfa_reg == DW_RBP ? LS_CFI_REG_RBP : LS_CFI_REG_RBX;
+	f->cfa_off = row.cfa_off;
+	f->ra_off = row.ra.off;
+	f->rbp_how = cfi_full_reg(&row.rbp, &off);
+	f->rbp_off = off;
+	f->rbx_how = cfi_full_reg(&row.rbx, &off);
+	f->rbx_off = off;
+	return 0;
 }
 
 uint64_t ls_cfi_rule(uint64_t pc, int exact, int *cacheable)

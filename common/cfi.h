@@ -85,4 +85,25 @@ void ls_cfi_set_finder(void *fn);
 uint64_t ls_cfi_rule_in(uint64_t lo, uint64_t hi, const void *eh_frame_hdr,
 			uint64_t pc, int exact);
 
+/*
+ * The row at pc in full, %rbx included, for what the compact rule cannot
+ * hold: a CFA based on %rbx (glibc's lazy-binding trampoline
+ * _dl_runtime_resolve sets CFA = %rbx + 32 after realigning %rsp), which
+ * needs %rbx as each inner frame saved it.  Only a CFA that is a register
+ * plus an offset, and a return address saved at CFA + ra_off.  Returns 0,
+ * or -1 when the row is not of that form, the pc is in no module or is
+ * the sigreturn trampoline.  Same safety as ls_cfi_rule(), and its cost
+ * (a microsecond): for the rare frames the compact rule stops at.
+ */
+enum ls_cfi_reg { LS_CFI_REG_RSP, LS_CFI_REG_RBP, LS_CFI_REG_RBX };
+
+struct ls_cfi_full {
+	enum ls_cfi_reg cfa_reg;
+	int64_t cfa_off, ra_off;
+	int rbp_how, rbx_how;	/* LS_CFI_RBP_SAME, _AT_CFA or _UNDEF */
+	int64_t rbp_off, rbx_off;	/* saved at CFA + off */
+};
+
+int ls_cfi_full(uint64_t pc, int exact, struct ls_cfi_full *f);
+
 #endif

@@ -13,8 +13,9 @@
  * (X-Prometheus-Scrape-Timeout-Seconds) has passed: the other half is
  * for symbolizing (cold, libc's debug information alone takes a few
  * hundred ms) and writing.  One that timed out or was not waited for is
- * skipped for LS_STUCK_S.  Those count as unreachable, and the scrape
- * answers in time.
+ * skipped for LS_STUCK_S, unless its answer did come after all (an
+ * agent slow under load is not stuck).  Those count as unreachable, and
+ * the scrape answers in time.
  *
  * The symbolizers of one scrape share a pool of opened modules (the
  * costly part: libc's debug information), kept across scrapes and
@@ -70,6 +71,41 @@ struct fetch {
 	pthread_t thread;
 };
 
+/*
+ * Agents that answered after their scrape had given up on them: the next
+ * scrape takes them off the stuck list, so that an agent slow under load
+ * leaves a gap of one scrape in its series, not of LS_STUCK_S (which
+ * also resolved its alerts).  Written by the abandoned fetches' threads,
+ * which may outlive the exporter: file scope, atomic slots, 0 empty; a
+ * pid that finds no free slot stays skipped.
+ */
+#define LATE_SLOTS 64
+static pid_t late[LATE_SLOTS];
+
+static void late_put(pid_t pid)
+{
+	pid_t zero;
+	size_t i;
+
+	for (i = 0; i < LATE_SLOTS; i++) {
+		zero = 0;
+		if (__atomic_compare_exchange_n(&late[i], &zero, pid, 0,
+						__ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return;
+	}
+}
+
+static void late_take(struct ls_stuck *stuck)
+{
+	pid_t pid;
+	size_t i;
+
+	for (i = 0; i < LATE_SLOTS; i++)
+		if ((pid = __atomic_exchange_n(&late[i], 0, __ATOMIC_ACQUIRE)))
+			ls_stuck_clear(stuck, pid);
+}
+
 static void *fetch_one(void *arg)
 {
 	struct fetch *f = arg;
@@ -79,6 +115,8 @@ static void *fetch_one(void *arg)
 	f->r = ls_client_snapshot(f->pid, 0, &f->snap, err, sizeof(err));
 	if (!__atomic_compare_exchange_n(&f->state, &expect, FETCH_DONE, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		if (!f->r)
+			late_put(f->pid);
 		ls_snapshot_release(&f->snap);	/* abandoned: ours to free */
 		free(f);
 	}
@@ -189,6 +227,7 @@ static int collect(struct ls_exporter *e, const pid_t *pids, size_t n,
 	size_t i = 0, m;
 	int r = 0, oom = 0;
 
+	late_take(&e->stuck);
 	while (i < n && !r) {
 		double now = ls_mono_s();
 

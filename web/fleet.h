@@ -37,6 +37,8 @@ struct ls_stuck {
 int ls_stuck_is(const struct ls_stuck *t, pid_t pid, double now);
 /* Skip pid until now + LS_STUCK_S. */
 void ls_stuck_mark(struct ls_stuck *t, pid_t pid, double now);
+/* Skip pid no longer (it answered after all). */
+void ls_stuck_clear(struct ls_stuck *t, pid_t pid);
 /* CLOCK_MONOTONIC in seconds. */
 double ls_mono_s(void);
 

@@ -25,6 +25,15 @@ int ls_stuck_is(const struct ls_stuck *t, pid_t pid, double now)
 	return 0;
 }
 
+void ls_stuck_clear(struct ls_stuck *t, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < LS_STUCK_SLOTS; i++)
+		if (t->s[i].pid == pid)
+			t->s[i].until = 0;
+}
+
 void ls_stuck_mark(struct ls_stuck *t, pid_t pid, double now)
 {
 	size_t i, v = 0;

@@ -15,8 +15,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import (check, workload, eq, ok, ge, contains, run_process, need,
-                     ptrace_allowed, BUILD, LEAKSCOPE, Skip)
+from harness import (check, workload, eq, ok, ge, fail, contains, run_process,
+                     need, ptrace_allowed, BUILD, LEAKSCOPE, Skip)
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
 ATTACKER = "leakscope-attacker"
@@ -86,7 +86,12 @@ def swap_race(uid, gid, where, target, seconds, prog):
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE,
                          preexec_fn=as_user(uid, gid))
-    eq(p.stdout.readline(), b"ready\n", "the attacker watches " + where)
+    line = p.stdout.readline()
+    if line != b"ready\n":
+        p.kill()
+        _, err = p.communicate(timeout=30)
+        fail("the attacker watches " + where, repr(b"ready\n"),
+             "%r, status %s, stderr %r" % (line, p.returncode, err[-300:]))
     return p
 
 

@@ -24,8 +24,9 @@ LEAKSCOPE = os.path.join(BUILD, "leakscope")
 STRESS = os.path.join(BUILD, "tests", "workloads", "stress")
 STRESS_CXX = os.path.join(BUILD, "tests", "workloads", "stress-cxx")
 LIBLEAKY = os.path.join(BUILD, "tests", "workloads", "libleaky.so")
-MODES = ["signals", "forks", "dlopen", "longjmp", "spawn", "xthread",
-         "threads", "nomem", "cxx"]
+LIBLAZY = os.path.join(BUILD, "tests", "workloads", "liblazy.so")
+MODES = ["signals", "forks", "dlopen", "lazybind", "longjmp", "spawn",
+         "xthread", "threads", "nomem", "cxx"]
 # The quick part's arguments where the long run's are heavier.
 QUICK = {"threads": ["quick"]}
 
@@ -36,6 +37,8 @@ def mode_argv(mode, quick=False):
         return [STRESS_CXX]
     if mode == "dlopen":
         return [STRESS, mode, LIBLEAKY]
+    if mode == "lazybind":
+        return [STRESS, mode, LIBLAZY]
     return [STRESS, mode] + (QUICK.get(mode, []) if quick else [])
 
 

@@ -3,10 +3,13 @@
  * thread.h): every figure exact per site through collisions in the
  * pending array, flushes after LS_PENDING_FLUSH events, histogram buckets
  * beyond the entry's and temporaries; a reader never gets a torn entry
- * while its thread changes it; an exited thread's entries are folded.
+ * while its thread changes it, nor from a thread stopped in the middle of
+ * an update (that thread's entries are skipped, counted, after the
+ * reader's bound); an exited thread's entries are folded.
  */
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 #include "../../agent/thread.h"
 #include "tap.h"
 
@@ -177,11 +180,75 @@ static unsigned wrong_sites(int with_pending)
 	return bad;
 }
 
+/*
+ * A thread stopped in the middle of an update (as by a debugger): it
+ * records STOPPED_SITES sites, then leaves one entry torn (bytes without
+ * its block) with seq odd until released.
+ */
+#define STOPPED_SITES 40
+static pthread_barrier_t stopped, released;
+
+static void *stopper(void *arg)
+{
+	struct ls_thread *t = ls_thread_self();
+	struct ls_pending *p = &t->pending[0];
+	uint32_t i, seq;
+
+	(void)arg;
+	for (i = 0; i < STOPPED_SITES; i++)	/* ids 0..39: entries 0..39 */
+		ls_thread_site_delta(t, i, site[i], (int64_t)size_of(i), 1,
+				     size_of(i), 1,
+				     LS_EV_SIZE(ls_hist_bucket(size_of(i))));
+	seq = ls_thread_seq_begin(t);
+	p->live_bytes += (int64_t)size_of(0);
+	pthread_barrier_wait(&stopped);
+	pthread_barrier_wait(&released);
+	p->live_bytes -= (int64_t)size_of(0);
+	ls_thread_seq_end(t, seq);
+	return NULL;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void check_stopped_writer(void)
+{
+	pthread_t th;
+	unsigned skipped;
+	double t0, took;
+
+	pthread_barrier_init(&stopped, NULL, 2);
+	pthread_barrier_init(&released, NULL, 2);
+	pthread_create(&th, NULL, stopper, NULL);
+	pthread_barrier_wait(&stopped);
+	torn = 0;
+	t0 = now_s();
+	skipped = ls_thread_each_pending(check_entry, NULL);
+	took = now_s() - t0;
+	ok(torn == 0, "a thread stopped mid-update: no torn entry read "
+	   "(%u torn)", torn);
+	ok(skipped == STOPPED_SITES, "its %u entries skipped, counted: %u",
+	   STOPPED_SITES, skipped);
+	ok(took >= 0.2 && took < 5, "the reader waited the 200 ms bound, "
+	   "not forever: %.3f s", took);
+	pthread_barrier_wait(&released);
+	pthread_join(th, NULL);
+	torn = skipped = 0;
+	skipped = ls_thread_each_pending(check_entry, NULL);
+	ok(torn == 0 && skipped == 0, "released: every entry read again "
+	   "(%u torn, %u skipped)", torn, skipped);
+}
+
 int main(void)
 {
 	pthread_t th[THREADS];
 	uint64_t pcs[3];
-	unsigned i, reads = 0, far = 0;
+	unsigned i, reads = 0, far = 0, skipped = 0;
 
 	ok(ls_thread_init() == 0, "thread keys");
 	for (i = 0; i < SITES; i++) {
@@ -198,11 +265,12 @@ int main(void)
 		pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)i);
 	/* Read while they write: every copy consistent. */
 	while (__atomic_load_n(&running, __ATOMIC_ACQUIRE)) {
-		ls_thread_each_pending(check_entry, NULL);
+		skipped += ls_thread_each_pending(check_entry, NULL);
 		reads++;
 	}
 	ok(torn == 0, "%u reads of the pending entries while %u threads "
-	   "changed them: %u torn entries", reads, THREADS, torn);
+	   "changed them: %u torn entries (%u skipped)", reads, THREADS,
+	   torn, skipped);
 	pthread_barrier_wait(&done);
 	torn = 0;
 	ls_thread_each_pending(check_entry, NULL);
@@ -221,5 +289,6 @@ int main(void)
 	i = wrong_sites(0);
 	ok(i == 0, "threads gone: everything folded into the sites (%u "
 	   "sites wrong)", i);
+	check_stopped_writer();
 	return tap_done();
 }

@@ -8,6 +8,10 @@
  *   forks      four threads allocating while the main thread forks 200
  *              children that allocate, free and _exit
  *   dlopen     2000 dlopen/dlclose of libleaky.so (argument: its path)
+ *   lazybind   a SIGUSR1 handler that allocates (4242 bytes, kept, from
+ *              site_lazy_signal) runs while the program is inside
+ *              glibc's lazy binding of a function of liblazy.so
+ *              (argument: its path; the library says how)
  *   longjmp    longjmp out of 20-deep allocating recursion, 5000 times
  *   spawn      posix_spawn and vfork+exec of /bin/true, 200 times each
  *   xthread    blocks allocated by one thread and freed by another,
@@ -134,6 +138,36 @@ static uint64_t mode_forks(void)
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	return sum;
+}
+
+static volatile sig_atomic_t lazy_signals;
+static void *lazy_kept;
+
+WL_SITE static void site_lazy_signal(void)
+{
+	lazy_kept = malloc(4242); /* @site_lazy_signal */
+}
+
+static void on_usr1(int sig)
+{
+	site_lazy_signal();
+	lazy_signals = lazy_signals + 1;
+}
+
+static uint64_t mode_lazybind(const char *lib)
+{
+	int (*run)(int);
+	void *h;
+	int r;
+
+	WL_CHECK(signal(SIGUSR1, on_usr1) != SIG_ERR, "signal");
+	h = dlopen(lib, RTLD_LAZY | RTLD_LOCAL);
+	WL_CHECK(h != NULL, "dlopen %s", lib);
+	run = (int (*)(int))dlsym(h, "liblazy_run");
+	WL_CHECK(run != NULL, "dlsym liblazy_run");
+	r = run(41);
+	WL_CHECK(lazy_signals == 1 && lazy_kept, "one signal, one block");
+	return (uint64_t)r + (uint64_t)lazy_signals;
 }
 
 static uint64_t mode_dlopen(const char *lib)
@@ -357,6 +391,8 @@ int main(int argc, char **argv)
 		sum = mode_forks();
 	else if (!strcmp(mode, "dlopen") && argc > 2)
 		sum = mode_dlopen(argv[2]);
+	else if (!strcmp(mode, "lazybind") && argc > 2)
+		sum = mode_lazybind(argv[2]);
 	else if (!strcmp(mode, "longjmp"))
 		sum = mode_longjmp();
 	else if (!strcmp(mode, "spawn"))
@@ -369,7 +405,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "nomem"))
 		sum = mode_nomem();
 	else {
-		wl_say(2, "usage: stress signals|forks|dlopen LIB|longjmp|spawn|"
+		wl_say(2, "usage: stress signals|forks|dlopen LIB|lazybind LIB|"
+		       "longjmp|spawn|"
 		       "xthread|threads [quick]|nomem\n");
 		return 2;
 	}
