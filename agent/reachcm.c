@@ -204,8 +204,7 @@ static void mark_roots_cm(struct scan *sc)
 	int stack_like, known;
 
 	for (i = 0; i < sc->regions.len; i++) {
-		if (!g[i].readable || !g[i].writable ||
-		    (g[i].shared && g[i].file))
+		if (!ls_scan_root_region(&g[i]))
 			continue;
 		while (j < sc->regd.len && p[j].end <= g[i].start)
 			j++;
@@ -805,8 +804,7 @@ static void scan_unprotected(struct scan *sc, const struct lsnap_check_thread *t
 	for (i = 0; i < sc->regions.len; i++) {
 		struct region piece = g[i];
 
-		if (!g[i].readable || !g[i].writable ||
-		    (g[i].shared && g[i].file))
+		if (!ls_scan_root_region(&g[i]))
 			continue;
 		while (piece.start < g[i].end) {
 			while (j < sc->regd.len && p[j].end <= piece.start)
