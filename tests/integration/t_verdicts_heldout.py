@@ -28,7 +28,7 @@ import tempfile
 
 from harness import (agent_env, check, once, eq, ok, need, leakscope,
                      run_process, WORKLOAD_SRC, Failure)
-from t_verdicts import summary, run_vg_args, pool_map, KINDS
+from t_verdicts import summary, run_vg_args, pool_map, check_at_ready
 
 SRC = os.path.join(WORKLOAD_SRC, "verdict")
 OUT = tempfile.mkdtemp(prefix="leakscope-verdicts-heldout-")
@@ -203,6 +203,21 @@ def t_libc_buffers():
        "pthread_key value: valgrind's summary)")
 def t_mapped_roots():
     agree(("roots",))
+
+
+@check("check PID (both methods) on a process whose blocks are held only "
+       "in a System V segment, a shared anonymous mapping and a memfd "
+       "mapping: still reachable, never lost (gcc -O0, clang -O2)")
+def t_mapped_roots_live():
+    bins = binaries()
+    bad = []
+    for cc, opt in TWO:
+        for method in ("concurrent", "fork"):
+            s = check_at_ready(bins["roots", cc, opt], ["7"], method)
+            if s["definitely lost"] != (0, 0) or \
+               s["still reachable"] != (780, 3):
+                bad.append("%s %s %s: %s" % (cc, opt, method, s))
+    ok(not bad, "blocks held in shared mappings misjudged", "\n  ".join(bad))
 
 
 @check("quick_exit (at_quick_exit handlers run, then the report), vfork "
