@@ -17,7 +17,13 @@
  *      390-byte block dropped (definitely lost)
  *   4  abort() from main (SIGABRT's default action): main holds a
  *      400-byte block in its live frame, a 410-byte block was dropped
+ *   5  exit(0) from a thread while another spins (never in a system
+ *      call) holding a 420-byte block in its frame and main waits to
+ *      join: the exiting thread's frame holds a 430-byte block, both
+ *      still reachable; a 440-byte block dropped (definitely lost)
  */
+#include <pthread.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "vstack.h"
@@ -104,6 +110,38 @@ __attribute__((noinline)) static void aborts(void)
 	abort();
 }
 
+static volatile int spinning;
+
+static void *spinner(void *arg)
+{
+	void *volatile held = v_alloc(420);
+
+	spinning = 1;
+	for (;;)
+		v_use(held);
+	return arg;
+}
+
+static void *exiter(void *arg)
+{
+	void *volatile held = v_alloc(430);
+
+	while (!spinning)
+		sched_yield();
+	drop(440);
+	v_use(held);
+	exit(0);
+}
+
+__attribute__((noinline)) static void from_thread(void)
+{
+	pthread_t s, e;
+
+	pthread_create(&s, NULL, spinner, NULL);
+	pthread_create(&e, NULL, exiter, NULL);
+	pthread_join(e, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	switch (v_mode(argc, argv)) {
@@ -112,6 +150,7 @@ int main(int argc, char **argv)
 	case 2: on_coroutine(); break;
 	case 3: on_altstack(); break;
 	case 4: aborts(); break;
+	case 5: from_thread(); break;
 	}
 	return 0;
 }
