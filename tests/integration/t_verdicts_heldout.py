@@ -24,6 +24,7 @@ docs/REACHABILITY.md says which leakscope follows, and the check says so.
 """
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -149,7 +150,8 @@ def run_lsan(binary, argv):
 def binaries():
     need("valgrind")
     lib()
-    builds = sorted({(n, cc, opt) for n, _, vs in CASES for cc, opt in vs}
+    builds = sorted({(n, cc, opt) for n, _, vs in CASES for cc, opt in vs
+                     if n != "rs" or shutil.which("rustc")}
                     | {("roots", "clang", "-O2"), ("exits", "gcc", "-O0")})
     return dict(zip(builds, pool_map(build, builds)))
 
@@ -160,7 +162,8 @@ def results():
     leakscope's summary, status and stdout)."""
     bins = binaries()
     keys = [(n, m, cc, opt) for n, modes, vs in CASES for m in modes
-            for cc, opt in vs if (n, m, cc, opt) not in APART]
+            for cc, opt in vs
+            if (n, m, cc, opt) not in APART and (n, cc, opt) in bins]
     vg = pool_map(lambda n, m, cc, opt: run_vg_args(bins[n, cc, opt],
                                                     args(n, m)), keys)
     ls = pool_map(lambda n, m, cc, opt: run_ls(bins[n, cc, opt],
@@ -252,6 +255,7 @@ def t_cxx():
 @check("Rust: Box::leak kept in a static, mem::forget, an Rc cycle, an "
        "ended thread's forgotten Vec: valgrind's summary and gate")
 def t_rust():
+    need("rustc")
     agree(("rs",))
 
 

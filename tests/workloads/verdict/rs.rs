@@ -7,18 +7,27 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-static KEEP: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+// Exported: the store to it stays.
+#[no_mangle]
+pub static KEEP: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 
 struct Node {
     next: RefCell<Option<Rc<Node>>>,
     _pad: [u64; 4],
 }
 
+// The compiler must believe the block is used (no allocation optimised
+// away): its address read back through a volatile load.
+fn used<T>(p: *const T) {
+    unsafe { std::ptr::read_volatile(&p) };
+}
+
 #[inline(never)]
 fn leak_and_forget() {
     let kept: &'static mut [u8] = Box::leak(vec![1u8; 300].into_boxed_slice());
     KEEP.store(kept.as_mut_ptr(), Ordering::SeqCst);
-    let v = std::hint::black_box(vec![2u8; 310]);
+    let v = vec![2u8; 310];
+    used(v.as_ptr());
     std::mem::forget(v);
 }
 
@@ -27,13 +36,14 @@ fn rc_cycle() {
     let a = Rc::new(Node { next: RefCell::new(None), _pad: [1; 4] });
     let b = Rc::new(Node { next: RefCell::new(Some(a.clone())), _pad: [2; 4] });
     *a.next.borrow_mut() = Some(b.clone());
-    std::hint::black_box(&a);
+    used(Rc::as_ptr(&a));
 }
 
 #[inline(never)]
 fn thread_forgets() {
     std::thread::spawn(|| {
-        let v = std::hint::black_box(vec![3u8; 320]);
+        let v = vec![3u8; 320];
+        used(v.as_ptr());
         std::mem::forget(v);
     })
     .join()
