@@ -49,9 +49,9 @@ CASES = (
 )
 
 # exit() on a coroutine's or a signal handler's malloc'ed stack: the
-# thread's own stack is scanned whole, and a stale word below the stack
-# pointer main left can keep the dropped block reachable, where both
-# oracles call it lost (docs/REACHABILITY.md, "Limits"): their own check.
+# thread's own stack is scanned whole, and a stale word on it can keep
+# the dropped block reachable, where both oracles call it lost
+# (docs/REACHABILITY.md, "Limits"): their own check.
 APART = {("exits", m, cc, opt) for m in (2, 3) for cc, opt in ALL}
 
 # What each program states, as (kind, (bytes, blocks)) per mode; checked
