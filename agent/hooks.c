@@ -699,10 +699,11 @@ LS_EXPORT int execle(const char *path, const char *arg, ...)
 }
 
 /*
- * exit, _exit, _Exit and quick_exit: an entry in assembly notes, before any frame of
- * the exit path exists, where the caller's live stack begins (its stack
- * pointer once the call returns, the CFA) and its callee-saved
- * registers, for the check at exit (reach.h), then calls the C part.
+ * exit, _exit, _Exit and quick_exit: an entry in assembly notes, before
+ * any frame of the exit path exists, where the caller's live stack
+ * begins (its stack pointer once the call returns, the CFA) and its
+ * callee-saved registers, for the check at exit (reach.h), then calls
+ * the C part.
  * The CFI keeps the caller's frame visible to the unwinders.
  */
 #define EXIT_ENTRY(name, c_part)					\
