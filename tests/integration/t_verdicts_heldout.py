@@ -28,8 +28,9 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import (agent_env, check, once, eq, ok, need, leakscope,
-                     run_process, WORKLOAD_SRC, Failure)
+from harness import (agent_env, check, cli_json, once, eq, ok, need,
+                     leakscope, run_process, BUILD, WORKLOAD_SRC, Failure,
+                     Skip)
 from t_verdicts import summary, run_vg_args, pool_map, check_at_ready
 
 SRC = os.path.join(WORKLOAD_SRC, "verdict")
@@ -223,6 +224,35 @@ def t_mapped_roots_live():
                s["still reachable"] != (780, 3):
                 bad.append("%s %s %s: %s" % (cc, opt, method, s))
     ok(not bad, "blocks held in shared mappings misjudged", "\n  ".join(bad))
+
+
+@check("check PID (the default method) on a process holding a block only "
+       "in a 64 MiB shared anonymous mapping: the stop would scan it whole, "
+       "so the prediction takes the fork image at once (fallback budget); "
+       "the block still reachable")
+def t_shared_memory_predicted():
+    binary = binaries()[("roots", "gcc", "-O0")]
+    p = subprocess.Popen([binary, "8"], env=agent_env(OUT, {
+        "LD_PRELOAD": os.path.join(BUILD, "libleakscope.so")}),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        line = p.stdout.readline()
+        if line != b"ready\n":
+            raise Failure("roots 8 did not get ready: %r" % line)
+        d = cli_json(["check", "--format", "json", p.pid], agent_env(OUT))
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
+    c = d["check"]
+    if c.get("fallback") == "kernel":
+        raise Skip("the kernel lacks the concurrent mark's userfaultfd")
+    r = d["totals"]["reachability"]
+    eq((c["method"], c.get("fallback"), r["definite"]["blocks"],
+        r["reachable"]["bytes"], r["reachable"]["blocks"]),
+       ("fork", "budget", 0, 280, 1),
+       "method, fallback, definitely lost blocks, still reachable bytes "
+       "and blocks")
 
 
 @check("quick_exit (at_quick_exit handlers run, then the report), vfork "

@@ -22,6 +22,8 @@
  *   7  modes 1, 5 and 6, then "ready" on stdout, and main returns when
  *      stdin closes (for `leakscope check` meanwhile): 780 bytes in 3
  *      blocks still reachable
+ *   8  as 7 with mode 5's shared anonymous mapping 64 MiB large, written
+ *      whole: 280 bytes in 1 block still reachable
  */
 #define _GNU_SOURCE	/* memfd_create */
 #include <pthread.h>
@@ -92,17 +94,18 @@ __attribute__((noinline)) static void coroutines(void)
 	costack[1] = NULL;
 }
 
-__attribute__((noinline)) static void in_shared(int file)
+__attribute__((noinline)) static void in_shared(int file, size_t size)
 {
 	int fd = file ? memfd_create("roots", 0) : -1;
 	void **m;
 
 	if (file && (fd < 0 || ftruncate(fd, 4096)))
 		abort();
-	m = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		 MAP_SHARED | (file ? 0 : MAP_ANONYMOUS), fd, 0);
 	if (m == MAP_FAILED)
 		abort();
+	memset(m, 0, size);
 	m[11] = v_alloc(file ? 290 : 280);
 }
 
@@ -124,18 +127,23 @@ __attribute__((noinline)) static void keys(void)
 
 int main(int argc, char **argv)
 {
-	switch (v_mode(argc, argv)) {
+	int mode = v_mode(argc, argv);
+
+	switch (mode) {
 	case 0: in_mmap(); break;
 	case 1: in_shm(); break;
 	case 2: on_altstack(); break;
 	case 3: coroutines(); break;
 	case 4: keys(); break;
-	case 5: in_shared(0); break;
-	case 6: in_shared(1); break;
+	case 5: in_shared(0, 4096); break;
+	case 6: in_shared(1, 4096); break;
 	case 7:
-		in_shm();
-		in_shared(0);
-		in_shared(1);
+	case 8:
+		if (mode == 7) {
+			in_shm();
+			in_shared(1, 4096);
+		}
+		in_shared(0, mode == 7 ? 4096 : 64u << 20);
 		(void)!write(1, "ready\n", 6);
 		while (read(0, &key, sizeof(key)) > 0)
 			;
