@@ -312,6 +312,7 @@ static void ls_agent_start(void)
 	ls_modules_refresh();	/* what loaded since an early start */
 	ls_heapmodel_learn();
 	ls_exec_init();
+	ls_hooks_arm_quick_exit();
 	ls_state_restore_environment();
 	if (ls_agent.control)
 		start_control();

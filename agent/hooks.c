@@ -698,10 +698,11 @@ LS_EXPORT int execle(const char *path, const char *arg, ...)
 }
 
 /*
- * exit, _exit and _Exit: an entry in assembly notes, before any frame of
- * the exit path exists, where the caller's live stack begins (its stack
- * pointer once the call returns, the CFA) and its callee-saved
- * registers, for the check at exit (reach.h), then calls the C part.
+ * exit, _exit, _Exit and quick_exit: an entry in assembly notes, before
+ * any frame of the exit path exists, where the caller's live stack
+ * begins (its stack pointer once the call returns, the CFA) and its
+ * callee-saved registers, for the check at exit (reach.h), then calls
+ * the C part.
  * The CFI keeps the caller's frame visible to the unwinders.
  */
 #define EXIT_ENTRY(name, c_part)					\
@@ -750,9 +751,33 @@ void ls_hook__Exit(int status, const uint64_t *regs, uint64_t cfa)
 	leave(&ls_real.Exit_, status);
 }
 
+/*
+ * quick_exit runs the at_quick_exit handlers, then ends the process
+ * through libc's own _exit, which no hook sees: the report is written by
+ * the handler ls_hooks_arm_quick_exit registered when the agent started,
+ * which runs after every handler the program registered later.
+ */
+__attribute__((noreturn, used))
+void ls_hook_quick_exit(int status, const uint64_t *regs, uint64_t cfa)
+{
+	ls_reach_note_exit_call(cfa, regs);
+	leave(&ls_real.quick_exit_, status);
+}
+
+static void at_quick_exit_report(void)
+{
+	ls_agent_exit_report();
+}
+
+void ls_hooks_arm_quick_exit(void)
+{
+	at_quick_exit(at_quick_exit_report);
+}
+
 EXIT_ENTRY(exit, ls_hook_exit);
 EXIT_ENTRY(_exit, ls_hook__exit);
 EXIT_ENTRY(_Exit, ls_hook__Exit);
+EXIT_ENTRY(quick_exit, ls_hook_quick_exit);
 
 __attribute__((constructor(101)))
 static void hooks_init(void)

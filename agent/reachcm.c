@@ -103,6 +103,20 @@ static int uffd_open(struct scan *sc)
 	return 0;
 }
 
+/* The pages of shared memory among the roots: no protection covers
+ * them, so the stop scans them again whole (scan_unprotected). */
+static uint64_t shared_pages(const struct scan *sc)
+{
+	const struct region *g = sc->regions.p;
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < sc->regions.len; i++)
+		if (g[i].shared && ls_scan_root_region(&g[i]))
+			n += (g[i].end - g[i].start) / PAGE_SZ;
+	return n;
+}
+
 /* Only the runtime's own memory whose words we can trust to stay put
  * until they are written is protected; the rest waits for the stop:
  * file-backed data (userfaultfd protects anonymous memory only), the
@@ -204,8 +218,7 @@ static void mark_roots_cm(struct scan *sc)
 	int stack_like, known;
 
 	for (i = 0; i < sc->regions.len; i++) {
-		if (!g[i].readable || !g[i].writable ||
-		    (g[i].shared && g[i].file))
+		if (!ls_scan_root_region(&g[i]))
 			continue;
 		while (j < sc->regd.len && p[j].end <= g[i].start)
 			j++;
@@ -327,12 +340,15 @@ int ls_reach_cm_begin(void)
 	ls_scan_mark_all(sc);
 	pages = precleaning(sc);
 	/* The passes no longer shrink the dirty set: what the last one
-	 * found predicts the stop, and over the budget the fork image is
-	 * taken at the stop without this mark (unprotected now, while the
-	 * program runs). */
-	if (ls_scan_how.budget_ns && pages * STOP_NS_PER_PAGE > ls_scan_how.budget_ns) {
+	 * found, with the shared memory the stop scans again whole,
+	 * predicts the stop, and over the budget the fork image is taken at
+	 * the stop without this mark (unprotected now, while the program
+	 * runs). */
+	if (ls_scan_how.budget_ns && (pages + shared_pages(sc)) *
+	    STOP_NS_PER_PAGE > ls_scan_how.budget_ns) {
 		ls_scan_how.dirty_pages = pages;
-		ls_scan_how.predicted_ns = pages * STOP_NS_PER_PAGE;
+		ls_scan_how.predicted_ns = (pages + shared_pages(sc)) *
+					   STOP_NS_PER_PAGE;
 		ls_scan_how.fallback = LSNAP_FALLBACK_BUDGET;
 		r = -ETIME;
 		goto fail;
@@ -805,8 +821,7 @@ static void scan_unprotected(struct scan *sc, const struct lsnap_check_thread *t
 	for (i = 0; i < sc->regions.len; i++) {
 		struct region piece = g[i];
 
-		if (!g[i].readable || !g[i].writable ||
-		    (g[i].shared && g[i].file))
+		if (!ls_scan_root_region(&g[i]))
 			continue;
 		while (piece.start < g[i].end) {
 			while (j < sc->regd.len && p[j].end <= piece.start)
@@ -947,7 +962,8 @@ int ls_reach_cm_pause(const struct lsnap_check_thread *th, uint32_t nth)
 	}
 	ls_scan_how.dirty_pages = (uint64_t)pages;
 	ls_scan_how.predicted_ns = ls_now_ns(CLOCK_MONOTONIC) - t0;
-	ls_scan_how.predicted_ns += predict_stop(sc, (uint64_t)pages,
+	ls_scan_how.predicted_ns += predict_stop(sc, (uint64_t)pages +
+						 shared_pages(sc),
 					 !ls_scan_how.budget_ns ? 0 :
 					 ls_scan_how.budget_ns > ls_scan_how.predicted_ns ?
 					 ls_scan_how.budget_ns - ls_scan_how.predicted_ns : 1);

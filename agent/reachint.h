@@ -40,8 +40,18 @@ struct vec {
 struct region {
 	uint64_t start, end;
 	unsigned readable : 1, writable : 1, shared : 1, file : 1, stack : 1,
-		 exec : 1, heap : 1;
+		 exec : 1, heap : 1, shmem : 1;
 };
+
+/* Whether region g is scanned as a root: readable and writable, and not
+ * a shared mapping of a file on disk (a shared mapping of memory, shmem,
+ * is: a System V segment, a shared anonymous mapping, a memfd, a file
+ * of /dev/shm). */
+static inline int ls_scan_root_region(const struct region *g)
+{
+	return g->readable && g->writable &&
+	       !(g->shared && g->file && !g->shmem);
+}
 
 struct span {
 	uint64_t start, end;

@@ -92,6 +92,14 @@ static uint64_t hex(const char **p)
 	return v;
 }
 
+/* Whether [q, nl) begins with prefix. */
+static int starts(const char *q, const char *nl, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return (size_t)(nl - q) >= n && !memcmp(q, prefix, n);
+}
+
 /* "start-end perms offset dev inode   path" */
 int ls_scan_parse_maps(struct scan *sc)
 {
@@ -134,6 +142,10 @@ int ls_scan_parse_maps(struct scan *sc)
 				q++;
 		}
 		g.file = q < nl && *q == '/';
+		g.shmem = g.shared && (starts(q, nl, "/SYSV") ||
+				       starts(q, nl, "/dev/zero ") ||
+				       starts(q, nl, "/memfd:") ||
+				       starts(q, nl, "/dev/shm/"));
 		g.stack = nl - q == 7 && !memcmp(q, "[stack]", 7);
 		g.heap = nl - q == 6 && !memcmp(q, "[heap]", 6);
 		r = ls_scan_vec_push(sc, &sc->regions, &g);
@@ -316,8 +328,7 @@ void ls_scan_mark_roots(struct scan *sc, const struct lsnap_check_thread *th,
 	size_t i, k;
 
 	for (i = 0; i < sc->regions.len; i++) {
-		if (!g[i].readable || !g[i].writable ||
-		    (g[i].shared && g[i].file))
+		if (!ls_scan_root_region(&g[i]))
 			continue;
 		mark_root_region(sc, &g[i], th, nth, self_sp, self_red);
 	}
