@@ -340,6 +340,11 @@ def t_abort():
     eq(r.returncode, -6, "leakscope run on abort(): exit status")
     ok("post-mortem" in text and "LEAK SUMMARY" not in text,
        "a post-mortem report without a LEAK SUMMARY", text[-800:])
+    # It dies long before the first growth sample (one a second): the
+    # report must say its heap was never recorded, not claim 0 bytes.
+    ok("ended before the agent's first growth sample" in text,
+       "the report says no sample was taken (its figures are not zero "
+       "bytes of heap)", text[:600])
 
 
 @once
