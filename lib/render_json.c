@@ -96,6 +96,8 @@ void ls_json_process(struct ls_json *j, const struct ls_snapshot *s)
 	if (s->postmortem) {
 		ls_json_bool(j, "exited", s->exited);
 		ls_json_bool(j, "torn", s->torn);
+		ls_json_bool(j, "recorded", !s->has_history ||
+			     s->history.ticks != 0);
 	}
 	put_time(j, "time", h->wall_ns);
 	if (s->has_attach)

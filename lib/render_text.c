@@ -185,14 +185,14 @@ static void put_header(const struct ls_render_ctx *c)
 		put_container(c->out, &s->container);
 	if (s->has_attach)
 		put_attached(c->out, s->attach.wall_ns);
-	if (s->torn)
-		fputs("Note: the process died during an update: figures may "
-		      "mix two samples\n", c->out);
 	if (s->postmortem && s->has_history && !s->history.ticks)
 		fprintf(c->out, "Note: the process ended before the agent's "
 			"first growth sample (one every %u ms): its heap was "
 			"never recorded, so the figures below are empty, not "
 			"zero\n", (unsigned)s->history.period_ms);
+	else if (s->torn)
+		fputs("Note: the process died during an update: figures may "
+		      "mix two samples\n", c->out);
 	put_notes(c->out, s->notes);
 	put_dropped(c->out, s);
 	put_filters(c);
