@@ -22,6 +22,7 @@ behind these cases ran each 10 times (docs/REACHABILITY.md, "Agreement
 with valgrind and LeakSanitizer").  Where the oracles disagree,
 docs/REACHABILITY.md says which leakscope follows, and the check says so.
 """
+import json
 import os
 import re
 import shutil
@@ -345,6 +346,10 @@ def t_abort():
     ok("ended before the agent's first growth sample" in text,
        "the report says no sample was taken (its figures are not zero "
        "bytes of heap)", text[:600])
+    r = leakscope(["--format", "json"], [binary, "4"], env=agent_env(OUT))
+    report = json.loads(r.files.get("report", "{}") or "{}")
+    eq((report.get("postmortem"), report.get("recorded")), (True, False),
+       "the JSON report: postmortem, recorded")
 
 
 @once
