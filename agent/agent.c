@@ -295,6 +295,11 @@ out:
 	return ls_agent_on();
 }
 
+static void at_quick_exit_report(void)
+{
+	ls_agent_exit_report();
+}
+
 __attribute__((constructor(101)))
 static void ls_agent_start(void)
 {
@@ -312,7 +317,9 @@ static void ls_agent_start(void)
 	ls_modules_refresh();	/* what loaded since an early start */
 	ls_heapmodel_learn();
 	ls_exec_init();
-	ls_hooks_arm_quick_exit();
+	/* quick_exit ends through libc's own _exit, which no hook sees:
+	 * this handler, registered before the program's, runs after them. */
+	at_quick_exit(at_quick_exit_report);
 	ls_state_restore_environment();
 	if (ls_agent.control)
 		start_control();

@@ -35,10 +35,6 @@ int ls_agent_core_start(void);
  * control socket.  Once per process; called from the destructor and from
  * _exit(). */
 void ls_agent_exit_report(void);
-/* Registers the at_quick_exit handler that writes the exit report after
- * the program's own handlers (agent/hooks.c); the preloaded agent's
- * constructor calls it. */
-void ls_hooks_arm_quick_exit(void);
 /* Forget every live block (the control socket's "reset"); allocated
  * totals and call counts keep counting. */
 void ls_agent_reset(void);

@@ -754,7 +754,7 @@ void ls_hook__Exit(int status, const uint64_t *regs, uint64_t cfa)
 /*
  * quick_exit runs the at_quick_exit handlers, then ends the process
  * through libc's own _exit, which no hook sees: the report is written by
- * the handler ls_hooks_arm_quick_exit registered when the agent started,
+ * the handler agent/agent.c registered when the agent started,
  * which runs after every handler the program registered later.
  */
 __attribute__((noreturn, used))
@@ -762,16 +762,6 @@ void ls_hook_quick_exit(int status, const uint64_t *regs, uint64_t cfa)
 {
 	ls_reach_note_exit_call(cfa, regs);
 	leave(&ls_real.quick_exit_, status);
-}
-
-static void at_quick_exit_report(void)
-{
-	ls_agent_exit_report();
-}
-
-void ls_hooks_arm_quick_exit(void)
-{
-	at_quick_exit(at_quick_exit_report);
 }
 
 EXIT_ENTRY(exit, ls_hook_exit);
