@@ -54,12 +54,15 @@ static int wake_fd = -1;	/* an eventfd: ends the control thread's poll */
 static int pausing;		/* the thread is to end, the socket to stay */
 
 /* mkdir -m 0700, then make sure nobody else owns or can write it. */
-int ls_control_prepare_dir(const char *dir)
+int ls_control_prepare_dir(const char *dir, int *made)
 {
 	struct stat st;
+	int fresh = !mkdir(dir, 0700);
 
-	if (mkdir(dir, 0700) && errno != EEXIST)
+	if (!fresh && errno != EEXIST)
 		return -errno;
+	if (made)
+		*made = fresh;
 	if (lstat(dir, &st))
 		return -errno;
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||

@@ -57,7 +57,8 @@ int ls_control_move(int dfd, const char *dir, uid_t uid, gid_t gid);
 pid_t ls_control_tid(void);
 
 /* Create the runtime dir (common/runtime.h) if needed and check that it
- * is ours and private; 0 or -errno. */
-int ls_control_prepare_dir(const char *dir);
+ * is ours and private; 0 or -errno.  *made (when not NULL): whether this
+ * call created it. */
+int ls_control_prepare_dir(const char *dir, int *made);
 
 #endif

@@ -93,13 +93,13 @@ static int use_fallback(char *dir, size_t cap)
 		return r;
 	close(parent);
 	if (!r)
-		return ls_control_prepare_dir(dir);
+		return ls_control_prepare_dir(dir, NULL);
 	snprintf(path, sizeof(path), "%s" LS_RUNTIME_FALLBACK_SUFFIX, dir);
 	if (!mkdtemp(path))
 		return -errno;
 	strcpy(dir, path);
 	snprintf(made, sizeof(made), "%s", path);
-	return ls_control_prepare_dir(dir);
+	return ls_control_prepare_dir(dir, NULL);
 }
 
 int ls_rundir_fallback_for(char *dir, size_t cap, uid_t uid, gid_t gid)
@@ -152,7 +152,7 @@ int ls_rundir_prepare(char *dir, size_t cap)
 {
 	static int said;
 	char was[4096];
-	int fresh = !mkdir(dir, 0700), r = ls_control_prepare_dir(dir);
+	int fresh = 0, r = ls_control_prepare_dir(dir, &fresh);
 
 	made[0] = 0;
 	if (!r && fresh)
