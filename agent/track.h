@@ -25,6 +25,16 @@
 void ls_track_alloc(struct ls_thread *t, void *p, size_t size);
 void ls_track_free(void *p, struct ls_thread *t);
 /*
+ * C++'s operator delete of any variant, as the program called it: p and
+ * up to two more integer-class arguments (a size, an alignment, a
+ * nothrow tag), which the x86-64 calling convention passes in registers
+ * whether or not the callee reads them.
+ */
+typedef void (*ls_release_fn)(void *p, uint64_t b, uint64_t c);
+/* As ls_track_free, with rel(p, b, c) instead of the real free. */
+void ls_track_delete(void *p, struct ls_thread *t, ls_release_fn rel,
+		     uint64_t b, uint64_t c);
+/*
  * malloc and calloc's common case whole, for a thread t that hooks.c's
  * common_case() cleared: count the call, call the real function, and
  * record the block (in sampled mode when a sample point falls in it).
