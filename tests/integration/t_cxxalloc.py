@@ -228,3 +228,31 @@ def t_attach():
     ok(all(k == "reachable" for k, _, _, _ in kept["keep_containers"]),
        "the containers still reachable", str(kept))
     ok(alive, "the program ran on")
+
+
+@check("on glibc's malloc (no other allocator) libstdc++'s operator new "
+       "runs in place of the agent's: each leak's stack is malloc's hook's, "
+       "its first frame libstdc++'s operator new, its first outside "
+       "libstdc++ the leak_* function, and the summary valgrind's")
+def t_libstdcxx_new():
+    bins = binaries()
+    binary = bins["g++", "-O2", 0]
+    rep, rc = run_ls(binary, "", None)
+    (vsum, vrc), = pool_map(lambda: run_vg_args(binary, []), [()])
+    eq(report_summary(rep), vsum, "the LEAK SUMMARY")
+    eq(rc, 99, "exit status")
+    bad, n = [], 0
+    for s in rep["sites"]:
+        d = (s.get("reachability") or {}).get("definite")
+        if not d or not d["blocks"]:
+            continue
+        n += 1
+        f0 = s["frames"][0]
+        f1 = next(f for f in s["frames"]
+                  if "libstdc++" not in f.get("module", ""))
+        if "libstdc++" not in f0.get("module", "") or \
+           not (f0.get("function") or "").startswith("operator new") or \
+           not (f1.get("function") or "").startswith("leak_"):
+            bad.append("%s / %s" % (f0.get("text"), f1.get("text")))
+    eq(n, len(LEAKS) - 1, "definitely lost sites")
+    ok(not bad, "stacks not malloc's hook's", "\n  ".join(bad))
