@@ -199,18 +199,9 @@ def t_stacks():
     ok(not bad, "stacks differ", "\n  ".join(bad))
 
 
-@check("attach to a running C++ program under jemalloc, then new, new[], "
-       "aligned and nothrow new after it: each leak found by "
-       "`leakscope check`, the containers kept still reachable")
-def t_attach():
-    """Without jemalloc's thread caches (MALLOC_CONF=tcache:false): a
-    cache's array, allocated before the attach and so scanned as a root,
-    keeps a stale pointer to each region it handed out, which hides a
-    leak (docs/REACHABILITY.md, "Heap models")."""
-    ptrace_allowed()
-    binary = binaries()["g++", "-O2", 0]
-    env = agent_env(OUT, {"LD_PRELOAD": libjemalloc(),
-                          "MALLOC_CONF": "tcache:false"})
+def attach_run(binary, extra):
+    """binary wait, attached, then its shapes made: the check's JSON."""
+    env = agent_env(OUT, dict(extra, MALLOC_CONF="tcache:false"))
     p = subprocess.Popen([binary, "wait"], env=env, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, start_new_session=True)
     try:
@@ -221,13 +212,34 @@ def t_attach():
         alive = p.poll() is None
     finally:
         reap(p)
-    want = {k: v for k, v in LEAKS.items() if k != "leak_after_throw"}
-    eq(definite_by_function(rep), want, "definitely lost by leak_*")
-    kept = reach_records(rep, "keep_")
-    eq(sorted(kept), ["keep_containers"], "the containers' site")
-    ok(all(k == "reachable" for k, _, _, _ in kept["keep_containers"]),
-       "the containers still reachable", str(kept))
     ok(alive, "the program ran on")
+    return rep
+
+
+@check("attach to a running C++ program under jemalloc (preloaded, and "
+       "linked), then new, new[], aligned and nothrow new after it: each "
+       "leak found by `leakscope check`, the containers kept still "
+       "reachable")
+def t_attach():
+    """Without jemalloc's thread caches (MALLOC_CONF=tcache:false): a
+    cache's array, allocated before the attach and so scanned as a root,
+    keeps a stale pointer to each region it handed out, which hides a
+    leak (docs/REACHABILITY.md, "Heap models")."""
+    ptrace_allowed()
+    bins = binaries()
+    want = {k: v for k, v in LEAKS.items() if k != "leak_after_throw"}
+    for name, binary, extra in (
+            ("preloaded", bins["g++", "-O2", 0],
+             {"LD_PRELOAD": libjemalloc()}),
+            ("linked", bins["g++", "-O2", 1], {})):
+        rep = attach_run(binary, extra)
+        eq(definite_by_function(rep), want,
+           "%s: definitely lost by leak_*" % name)
+        kept = reach_records(rep, "keep_")
+        eq(sorted(kept), ["keep_containers"], "%s: the containers' site"
+           % name)
+        ok(all(k == "reachable" for k, _, _, _ in kept["keep_containers"]),
+           "%s: the containers still reachable" % name, str(kept))
 
 
 @check("on glibc's malloc (no other allocator) libstdc++'s operator new "
