@@ -42,24 +42,31 @@ LEAKS = {"leak_nodes": (640, 10), "leak_array": (300, 1),
          "leak_after_throw": THROW_LEAK}
 
 
-def build(cc, opt, linked):
-    out = os.path.join(OUT, "cxxalloc-%s%s%s" % (cc, opt,
-                                                 "-je" if linked else ""))
-    argv = [need(cc), opt, "-g", "-std=c++17", "-fsized-deallocation", "-o",
-            out, SRC] + (
-        [libjemalloc()] if linked else [])
+def run_cc(argv):
     r = subprocess.run(argv, capture_output=True, timeout=120)
     if r.returncode:
         raise Failure("%s: %s" % (" ".join(argv), r.stderr.decode()))
-    return out
+
+
+def build(cc, opt):
+    """The glibc build and the one linked with libjemalloc.so.2, from one
+    compilation."""
+    out = os.path.join(OUT, "cxxalloc-%s%s" % (cc, opt))
+    run_cc([need(cc), opt, "-g", "-std=c++17", "-fsized-deallocation", "-c",
+            "-o", out + ".o", SRC])
+    run_cc([cc, "-o", out, out + ".o"])
+    run_cc([cc, "-o", out + "-je", out + ".o", libjemalloc()])
+    return out, out + "-je"
 
 
 @once
 def binaries():
+    """(cc, opt, linked with jemalloc) -> path."""
     need("valgrind")
     libtcmalloc()
-    keys = [(cc, opt, linked) for cc, opt in BUILDS for linked in (0, 1)]
-    return dict(zip(keys, pool_map(build, keys)))
+    built = dict(zip(BUILDS, pool_map(build, BUILDS)))
+    return {(cc, opt, linked): built[cc, opt][linked]
+            for cc, opt in BUILDS for linked in (0, 1)}
 
 
 def setups():
