@@ -483,8 +483,6 @@ LS_EXPORT size_t malloc_usable_size(void *p)
  * address), in the same registers whatever the callee reads, so the real
  * function is called with them as they came.
  */
-typedef void *(*cxx_new_fn)(uint64_t a, uint64_t b, uint64_t c);
-
 #define CXX_ENTRY(sym, field)						\
 	__asm__(".text\n.globl " #sym "\n.type " #sym ", @function\n"	\
 		#sym ":\n.cfi_startproc\n"				\
@@ -518,18 +516,21 @@ static int cxx_records(void **slot, void **tracked, void *real)
 	return 1;
 }
 
+/* Everything cxx_new's first lane does not take, reached by a tail call
+ * as malloc_rare is. */
 static inline __attribute__((always_inline))
-void *cxx_new(void **slot, void **tracked, void **field, const char *name,
-	      int aligned, uint64_t a, uint64_t b, uint64_t c)
+void *cxx_new_rare(void **slot, void **tracked, void **field,
+		   const char *name, int aligned, uint64_t a, uint64_t b,
+		   uint64_t c)
 {
 	struct ls_thread *t;
-	cxx_new_fn real;
+	ls_new_fn real;
 	void *p;
 	int e;
 
 	if (ls_unlikely(!ready()))
 		return ls_boot_alloc(a, aligned ? b : 16);
-	real = (cxx_new_fn)cxx_real(field, name);
+	real = (ls_new_fn)cxx_real(field, name);
 	if (!cxx_records(slot, tracked, (void *)real))
 		return real(a, b, c);
 	e = errno;
@@ -542,6 +543,24 @@ void *cxx_new(void **slot, void **tracked, void **field, const char *name,
 	if (t && p)
 		note_alloc(t, p, a);
 	return p;
+}
+
+/*
+ * As malloc's slow path: a thread in the common case, with the real
+ * function decided on before, goes by a tail call to ls_track_new, in
+ * whose frame the block is recorded.
+ */
+static inline __attribute__((always_inline))
+void *cxx_new(void *(*rare)(uint64_t, uint64_t, uint64_t), void **tracked,
+	      void **field, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct ls_thread *t = ls_thread_tls;
+	void *real = __atomic_load_n(field, __ATOMIC_RELAXED);
+
+	if (real && __atomic_load_n(tracked, __ATOMIC_RELAXED) == real &&
+	    common_case(t))
+		return ls_track_new(a, b, c, t, (ls_new_fn)real);
+	return rare(a, b, c);
 }
 
 static void release_free(void *p, uint64_t b, uint64_t c)
@@ -581,14 +600,30 @@ void cxx_delete(void **slot, void **tracked, void **field, const char *name,
 	void *ls_cxx_slot_##field __attribute__((used)) =		\
 		(void *)cxx_hook_##field;				\
 	CXX_ENTRY(sym, field);
+/* operator new: its rare path, then the hook */
+#define CXX_NEW(sym, field, kind)					\
+	static void *cxx_tracked_##field;				\
+	extern __attribute__((visibility("hidden")))			\
+		void *ls_cxx_slot_##field;				\
+	static __attribute__((noinline))				\
+	void *cxx_rare_##field(uint64_t a, uint64_t b, uint64_t c)	\
+	{								\
+		return cxx_new_rare(&ls_cxx_slot_##field,		\
+				    &cxx_tracked_##field,		\
+				    (void **)&ls_real.field, #sym,	\
+				    LS_IP_ALIGNED_##kind, a, b, c);	\
+	}								\
+	static __attribute__((noinline))				\
+	void *cxx_hook_##field(uint64_t a, uint64_t b, uint64_t c)	\
+	{								\
+		return cxx_new(cxx_rare_##field, &cxx_tracked_##field,	\
+			       (void **)&ls_real.field, a, b, c);	\
+	}								\
+	void *ls_cxx_slot_##field __attribute__((used)) =		\
+		(void *)cxx_hook_##field;				\
+	CXX_ENTRY(sym, field);
 #define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
-	LS_IP_NEW_##kind(CXX_HOOK(sym, field,				\
-		void *cxx_hook_##field(uint64_t a, uint64_t b, uint64_t c) { \
-			return cxx_new(&ls_cxx_slot_##field,		\
-				       &cxx_tracked_##field,		\
-				       (void **)&ls_real.field, #sym,	\
-				       LS_IP_ALIGNED_##kind, a, b, c);	\
-		}))							\
+	LS_IP_NEW_##kind(CXX_NEW(sym, field, kind))			\
 	LS_IP_DELETE_##kind(CXX_HOOK(sym, field,			\
 		void cxx_hook_##field(uint64_t a, uint64_t b, uint64_t c) { \
 			cxx_delete(&ls_cxx_slot_##field,		\

@@ -255,6 +255,19 @@ void *ls_track_calloc(size_t n, size_t m, struct ls_thread *t)
 	return record_new(t, p, n * m);
 }
 
+__attribute__((noinline))
+void *ls_track_new(uint64_t a, uint64_t b, uint64_t c, struct ls_thread *t,
+		   ls_new_fn real)
+{
+	int e = *t->err;
+	void *p;
+
+	ls_thread_count(t, LS_FN_MALLOC);
+	p = real(a, b, c);
+	ls_thread_keep_errno(t->err, e, p);
+	return record_new(t, p, a);
+}
+
 /* Take p out of the live table; in sampled mode the filter answers for
  * almost every block that was never recorded. */
 static inline __attribute__((always_inline))

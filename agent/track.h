@@ -44,6 +44,14 @@ void ls_track_delete(void *p, struct ls_thread *t, ls_release_fn rel,
  */
 void *ls_track_malloc(size_t n, struct ls_thread *t);
 void *ls_track_calloc(size_t n, size_t m, struct ls_thread *t);
+/*
+ * The same for C++'s operator new of an allocator that defines it
+ * (agent/hooks.c): real(a, b, c), a the size.  No guard is held across
+ * real, which may throw.
+ */
+typedef void *(*ls_new_fn)(uint64_t a, uint64_t b, uint64_t c);
+void *ls_track_new(uint64_t a, uint64_t b, uint64_t c, struct ls_thread *t,
+		   ls_new_fn real);
 /* With the guard held: remove p before a realloc; fills *saved, returns
  * nonzero if tracked. */
 int ls_track_take(struct ls_thread *t, void *p, void *saved);
