@@ -579,6 +579,13 @@ void cxx_delete(void **slot, void **tracked, void **field, const char *name,
 	if (ls_unlikely(ls_boot_owns(p)) || ls_unlikely(!ready()))
 		return;
 	real = (ls_release_fn)cxx_real(field, name);
+	if (real && __atomic_load_n(tracked, __ATOMIC_RELAXED) == real &&
+	    p && !ls_sample_rate && common_case(t = ls_thread_tls)) {
+		/* full tracking's common case, as free_slow's */
+		ls_thread_count(t, LS_FN_FREE);
+		ls_track_delete(p, t, real, b, c);	/* and real */
+		return;
+	}
 	if (!cxx_records(slot, tracked, (void *)real)) {
 		real(p, b, c);
 		return;
