@@ -275,3 +275,25 @@ def t_libstdcxx_new():
             bad.append("%s / %s" % (f0.get("text"), f1.get("text")))
     eq(n, len(LEAKS) - 1, "definitely lost sites")
     ok(not bad, "stacks not malloc's hook's", "\n  ".join(bad))
+
+
+@check("tcmalloc's own constructor drops an 8-byte block it allocated with "
+       "its operator new (MallocExtension::Register): definitely lost with "
+       "--no-default-suppressions, a stack of tcmalloc's and the loader's "
+       "frames only; suppressed by default (t_summary's tcmalloc runs)")
+def t_tcmalloc_own():
+    binary = binaries()["g++", "-O2", 0]
+    r = leakscope(["--leak-check", "--no-default-suppressions", "--format",
+                   "json"], [binary, "clean"],
+                  env=agent_env(OUT, {"LD_PRELOAD": libtcmalloc()}))
+    eq(r.returncode, 0, "exit status")
+    rep = json.loads(r.files["report"])
+    own = []
+    for s in rep["sites"]:
+        d = (s.get("reachability") or {}).get("definite")
+        if d and d["blocks"]:
+            own.append((d["bytes"], d["blocks"], all(
+                re.search(r"libtcmalloc|ld-linux", f.get("module", ""))
+                for f in s["frames"]), s["frames"][0].get("function")))
+    eq(own, [(8, 1, True, "MallocExtension::Register(MallocExtension*)")],
+       "definitely lost sites")
