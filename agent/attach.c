@@ -100,13 +100,17 @@ int ls_attach_preloaded(void)
 
 /* --- relocation tables --------------------------------------------------- */
 
-/* Can a name starting with c be one of fns?  Most relocations are
- * turned away by their first letter, without a string comparison. */
-static int maybe_fn(char c)
+/* Can name be one of fns?  Most relocations are turned away by their
+ * first three letters, without a string comparison: C++'s names all
+ * start with "_Z", operator new's and delete's with "_Zn" and "_Zd".
+ * Every name in fns has three letters at least, so a letter compared
+ * equal is never the name's end. */
+static int maybe_fn(const char *name)
 {
 	return 0
 #define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
-	LS_IP_GOT_##got(|| c == #sym[0])
+	LS_IP_GOT_##got(|| (name[0] == #sym[0] && name[1] == #sym[1] && \
+			    name[2] == #sym[2]))
 #include "../common/interpose.def"
 		;
 }
@@ -121,7 +125,7 @@ static int fn_of(const struct ls_dyn *d, uint64_t info)
 	if (!sym || (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT))
 		return -1;
 	name = d->strtab + d->symtab[sym].st_name;
-	if (!maybe_fn(name[0]))
+	if (!maybe_fn(name))
 		return -1;
 	for (i = 0; i < NFNS; i++)
 		if (!strcmp(name, fns[i].name))

@@ -160,18 +160,3 @@ int ls_dyn_refers(const struct ls_dyn *d, int (*want)(const char *name, void *ar
 	}
 	return 0;
 }
-
-int ls_dyn_needs(const struct dl_phdr_info *info, const struct ls_dyn *d,
-		 const char *prefix)
-{
-	const ElfW(Dyn) *dyn = NULL;
-	struct ls_dyn ignored;
-	size_t n = strlen(prefix);
-
-	read_phdrs(info, &ignored, &dyn);
-	for (; dyn && dyn->d_tag != DT_NULL; dyn++)
-		if (dyn->d_tag == DT_NEEDED &&
-		    !strncmp(d->strtab + dyn->d_un.d_val, prefix, n))
-			return 1;
-	return 0;
-}

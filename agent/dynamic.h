@@ -38,9 +38,4 @@ const ElfW(Sym) *ls_dyn_lookup(const struct ls_dyn *d, const char *name);
 int ls_dyn_refers(const struct ls_dyn *d, int (*want)(const char *name, void *arg),
 		  void *arg);
 
-/* Does the object need (DT_NEEDED) a library whose name starts with
- * prefix?  d: the object's, from ls_dyn_read(). */
-int ls_dyn_needs(const struct dl_phdr_info *info, const struct ls_dyn *d,
-		 const char *prefix);
-
 #endif

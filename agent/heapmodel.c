@@ -21,11 +21,7 @@ struct walk {
 	unsigned seen;		/* objects so far: the first is the program */
 	int program_allocates;	/* the allocator is in the program itself */
 	int bypassed;		/* another object refers to one of names */
-	int cxx_refers;		/* libstdc++ does */
-	int cxx_needed;		/* an object but the allocator needs it */
 };
-
-#define LIBSTDCXX "libstdc++.so"
 
 static int holds(const struct dl_phdr_info *info, uint64_t a)
 {
@@ -52,16 +48,11 @@ static int named(const char *name, void *arg)
 	return 0;
 }
 
-/*
- * jemalloc needs libstdc++, whose own code refers to operator new: that
- * counts only when another object needs libstdc++ too (a C++ program or
- * library can call into it), not when jemalloc alone loaded it.
- */
 static int walk_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct walk *w = arg;
 	struct ls_dyn d;
-	int first = w->seen++ == 0, refers;
+	int first = w->seen++ == 0;
 
 	(void)size;
 	if (holds(info, ls_real_alloc_lo)) {
@@ -71,13 +62,7 @@ static int walk_object(struct dl_phdr_info *info, size_t size, void *arg)
 	if (holds(info, (uint64_t)(uintptr_t)&ls_heapmodel_learn) ||
 	    ls_dyn_read(info, &d))
 		return 0;	/* the agent; an object without symbols */
-	refers = w->n && ls_dyn_refers(&d, named, w);
-	if (info->dlpi_name && strstr(info->dlpi_name, "/" LIBSTDCXX)) {
-		w->cxx_refers = refers;
-		return 0;
-	}
-	w->cxx_needed |= ls_dyn_needs(info, &d, LIBSTDCXX);
-	w->bypassed |= refers;
+	w->bypassed |= w->n && ls_dyn_refers(&d, named, w);
 	return 0;
 }
 
@@ -100,7 +85,6 @@ static void walk(struct walk *w, const char *const *list)
 			w->names[w->n++] = *list;
 	}
 	dl_iterate_phdr(walk_object, w);
-	w->bypassed |= w->cxx_refers && w->cxx_needed;
 }
 
 void ls_heapmodel_learn(void)

@@ -70,9 +70,8 @@ const struct ls_heapmodel *ls_heapmodel(void);
 /*
  * May the scan leave the allocator's own mappings out of the roots?  Only
  * under a model with own_maps, when no loaded object but the allocator
- * refers to one of its bypass entry points that resolves into it (C++'s
- * operator new is jemalloc's when jemalloc comes first in the lookup
- * order).  Walks the loaded objects (dl_iterate_phdr, dlsym): from the
+ * refers to one of its bypass entry points that resolves into it
+ * (jemalloc's mallocx; its operator new is hooked).  Walks the loaded objects (dl_iterate_phdr, dlsym): from the
  * control thread before a check, never in a hook or in the fork child.
  */
 int ls_heapmodel_maps_known(void);

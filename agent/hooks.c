@@ -459,6 +459,186 @@ LS_EXPORT size_t malloc_usable_size(void *p)
 	return ls_real.malloc_usable_size(p);
 }
 
+/* --- C++'s operator new and delete -------------------------------------- */
+
+/*
+ * Each operator new and delete (common/interpose.def, kinds NEW, ANEW
+ * and DELETE) is exported as one instruction, a jump through its slot:
+ * no frame, no register touched.  The slot first holds the symbol's C
+ * hook, whose first call decides, once the real function is known: a C++
+ * runtime's (libstdc++, libc++) calls malloc and free, which are hooked,
+ * so the slot takes the real function itself, and from then on the
+ * program's call reaches it as if the agent were not there (the recorded
+ * stacks are those of malloc's hook, inside operator new).  Any other
+ * (jemalloc, tcmalloc, an allocator of the program's) allocates without
+ * malloc: the slot keeps the C hook, which records the block as malloc's
+ * hook does.  Reached by a jump, the C hook's caller is the program's
+ * frame (LS_UNWIND_HERE()).  The real new may throw std::bad_alloc or
+ * call the new handler, which may allocate: no guard or lock is held
+ * across it, and the hook's frame has unwind information (.eh_frame,
+ * gcc's default on x86-64) for the exception to pass through.
+ *
+ * The C hooks take the arguments as three integers: every variant's are
+ * integer-class (a pointer or size, an alignment, a nothrow tag's
+ * address), in the same registers whatever the callee reads, so the real
+ * function is called with them as they came.
+ */
+#define CXX_ENTRY(sym, field)						\
+	__asm__(".text\n.globl " #sym "\n.type " #sym ", @function\n"	\
+		#sym ":\n.cfi_startproc\n"				\
+		"jmp *ls_cxx_slot_" #field "(%rip)\n.cfi_endproc\n"	\
+		".size " #sym ", .-" #sym "\n")
+
+/* The real function, resolved late if libstdc++ came after the start. */
+static inline void *cxx_real(void **field, const char *name)
+{
+	void *f = __atomic_load_n(field, __ATOMIC_ACQUIRE);
+
+	return f ? f : ls_real_late(field, name);
+}
+
+/*
+ * Is the hook to record around real?  A C++ runtime's real function takes
+ * the slot instead (answer 0); the answer for any other is kept in
+ * *tracked, asked again only if the real function changes (an attach
+ * resolves again).  NULL (no object defines the function) records, with
+ * malloc or free in its place.
+ */
+static int cxx_records(void **slot, void **tracked, void *real)
+{
+	if (!real || __atomic_load_n(tracked, __ATOMIC_RELAXED) == real)
+		return 1;
+	if (ls_real_cxx_runtime(real)) {
+		__atomic_store_n(slot, real, __ATOMIC_RELEASE);
+		return 0;
+	}
+	__atomic_store_n(tracked, real, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* Everything cxx_new's first lane does not take, reached by a tail call
+ * as malloc_rare is. */
+static inline __attribute__((always_inline))
+void *cxx_new_rare(void **slot, void **tracked, void **field,
+		   const char *name, int aligned, uint64_t a, uint64_t b,
+		   uint64_t c)
+{
+	struct ls_thread *t;
+	ls_new_fn real;
+	void *p;
+	int e;
+
+	if (ls_unlikely(!ready()))
+		return ls_boot_alloc(a, aligned ? b : 16);
+	real = (ls_new_fn)cxx_real(field, name);
+	if (!cxx_records(slot, tracked, (void *)real))
+		return real(a, b, c);
+	e = errno;
+	t = tracking(LS_FN_MALLOC);
+	if (ls_likely(real != NULL))
+		p = real(a, b, c);
+	else
+		p = aligned ? ls_real.memalign(b, a) : ls_real.malloc(a);
+	ls_thread_keep_errno(&errno, e, p);
+	if (t && p)
+		note_alloc(t, p, a);
+	return p;
+}
+
+/*
+ * As malloc's slow path: a thread in the common case, with the real
+ * function decided on before, goes by a tail call to ls_track_new, in
+ * whose frame the block is recorded.
+ */
+static inline __attribute__((always_inline))
+void *cxx_new(void *(*rare)(uint64_t, uint64_t, uint64_t), void **tracked,
+	      void **field, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct ls_thread *t = ls_thread_tls;
+	void *real = __atomic_load_n(field, __ATOMIC_RELAXED);
+
+	if (real && __atomic_load_n(tracked, __ATOMIC_RELAXED) == real &&
+	    common_case(t))
+		return ls_track_new(a, b, c, t, (ls_new_fn)real);
+	return rare(a, b, c);
+}
+
+static void release_free(void *p, uint64_t b, uint64_t c)
+{
+	ls_real.free(p);
+}
+
+static inline __attribute__((always_inline))
+void cxx_delete(void **slot, void **tracked, void **field, const char *name,
+		uint64_t a, uint64_t b, uint64_t c)
+{
+	void *p = (void *)(uintptr_t)a;
+	struct ls_thread *t;
+	ls_release_fn real;
+
+	if (ls_unlikely(ls_boot_owns(p)) || ls_unlikely(!ready()))
+		return;
+	real = (ls_release_fn)cxx_real(field, name);
+	if (real && __atomic_load_n(tracked, __ATOMIC_RELAXED) == real &&
+	    p && !ls_sample_rate && common_case(t = ls_thread_tls)) {
+		/* full tracking's common case, as free_slow's */
+		ls_thread_count(t, LS_FN_FREE);
+		ls_track_delete(p, t, real, b, c);	/* and real */
+		return;
+	}
+	if (!cxx_records(slot, tracked, (void *)real)) {
+		real(p, b, c);
+		return;
+	}
+	if (ls_unlikely(!real))
+		real = release_free;
+	t = tracking(LS_FN_FREE);
+	if (!t || !p || (ls_sample_rate && !ls_sample_maybe(a)))
+		real(p, b, c);
+	else
+		ls_track_delete(p, t, real, b, c);	/* and real */
+}
+
+#define CXX_HOOK(sym, field, body)					\
+	extern __attribute__((visibility("hidden")))			\
+		void *ls_cxx_slot_##field;				\
+	static void *cxx_tracked_##field;				\
+	static __attribute__((noinline)) body				\
+	void *ls_cxx_slot_##field __attribute__((used)) =		\
+		(void *)cxx_hook_##field;				\
+	CXX_ENTRY(sym, field);
+/* operator new: its rare path, then the hook */
+#define CXX_NEW(sym, field, kind)					\
+	static void *cxx_tracked_##field;				\
+	extern __attribute__((visibility("hidden")))			\
+		void *ls_cxx_slot_##field;				\
+	static __attribute__((noinline))				\
+	void *cxx_rare_##field(uint64_t a, uint64_t b, uint64_t c)	\
+	{								\
+		return cxx_new_rare(&ls_cxx_slot_##field,		\
+				    &cxx_tracked_##field,		\
+				    (void **)&ls_real.field, #sym,	\
+				    LS_IP_ALIGNED_##kind, a, b, c);	\
+	}								\
+	static __attribute__((noinline))				\
+	void *cxx_hook_##field(uint64_t a, uint64_t b, uint64_t c)	\
+	{								\
+		return cxx_new(cxx_rare_##field, &cxx_tracked_##field,	\
+			       (void **)&ls_real.field, a, b, c);	\
+	}								\
+	void *ls_cxx_slot_##field __attribute__((used)) =		\
+		(void *)cxx_hook_##field;				\
+	CXX_ENTRY(sym, field);
+#define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
+	LS_IP_NEW_##kind(CXX_NEW(sym, field, kind))			\
+	LS_IP_DELETE_##kind(CXX_HOOK(sym, field,			\
+		void cxx_hook_##field(uint64_t a, uint64_t b, uint64_t c) { \
+			cxx_delete(&ls_cxx_slot_##field,		\
+				   &cxx_tracked_##field,		\
+				   (void **)&ls_real.field, #sym, a, b, c); \
+		}))
+#include "../common/interpose.def"
+
 /* --- mappings ---------------------------------------------------------- */
 
 /* Mapping bookkeeping: rare and a syscall anyway, always under the guard. */

@@ -21,10 +21,11 @@
  * pointer to a value allocated since keeps it reachable, and a stale
  * word there may hide a leak, never make one up.
  *
- * A block that jemalloc hands out without malloc (mallocx, and C++'s
- * operator new, which jemalloc defines too) is not tracked: when a
- * loaded object refers to one that resolves into jemalloc, its mappings
- * are scanned as roots again (ls_heapmodel_maps_known()).
+ * A block that jemalloc hands out without malloc (mallocx) is not
+ * tracked: when a loaded object refers to such an entry point that
+ * resolves into jemalloc, its mappings are scanned as roots again
+ * (ls_heapmodel_maps_known()).  C++'s operator new, which jemalloc
+ * defines too, is hooked (agent/hooks.c) and its blocks tracked.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -34,10 +35,6 @@
 
 const char *const ls_jeheap_bypass[] = {
 	"mallocx", "rallocx", "xallocx",
-	"_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
-	"_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
-	"_ZnwmSt11align_val_tRKSt9nothrow_t",
-	"_ZnamSt11align_val_tRKSt9nothrow_t",
 	NULL
 };
 

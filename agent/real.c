@@ -178,6 +178,60 @@ void *ls_real_lookup(const char *name)
 	return lookup_in(RTLD_DEFAULT, name);
 }
 
+void *ls_real_late(void **field, const char *name)
+{
+	void *p = lookup_in(lookup, name);
+
+	/* A library loaded RTLD_LOCAL (a C++ plugin's libstdc++) is in no
+	 * global lookup; the objects' own tables still have it. */
+	if (!p)
+		p = definition_after_program(name);
+	if (p)
+		__atomic_store_n(field, p, __ATOMIC_RELEASE);
+	return p;
+}
+
+struct runtime_find {
+	uintptr_t pc;
+	int found;
+};
+
+/* The C++ runtimes by file name: libstdc++.so.6, libc++.so.1 and
+ * libc++abi.so.1 (LLVM's, which may hold operator new). */
+static int runtime_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	static const char *const names[] = {
+		"libstdc++.so", "libc++.so", "libc++abi.so"
+	};
+	struct runtime_find *f = arg;
+	const char *base;
+	size_t i;
+
+	(void)size;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && f->pc - lo < ph->p_memsz)
+			break;
+	}
+	if (i == info->dlpi_phnum)
+		return 0;
+	base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+	base = base ? base + 1 : info->dlpi_name ? info->dlpi_name : "";
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		f->found |= !strncmp(base, names[i], strlen(names[i]));
+	return 1;
+}
+
+int ls_real_cxx_runtime(const void *fn)
+{
+	struct runtime_find f = { .pc = (uintptr_t)fn };
+
+	dl_iterate_phdr(runtime_cb, &f);
+	return f.found;
+}
+
 #define RESOLVE(field, name) \
 	__atomic_store_n((void **)&ls_real.field, lookup_in(lookup, name), \
 			 __ATOMIC_RELAXED)

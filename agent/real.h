@@ -47,6 +47,20 @@ void ls_real_rebind_default(void);
  * and dladdr take ld.so's lock.  ls_real_rebind_default() resolves so.
  */
 void *ls_real_lookup(const char *name);
+/*
+ * Resolve name into *field now, for a function that had no definition
+ * when ls_real_init() ran (libstdc++ loaded later by dlopen, maybe
+ * RTLD_LOCAL): the lookup's answer, else the first definition in the
+ * loaded objects' own tables.  NULL when none.  May run in a hook (a C++
+ * hook's first call): the loader's lock, no agent lock held.
+ */
+void *ls_real_late(void **field, const char *name);
+/*
+ * Is fn in a C++ runtime's object (libstdc++, libc++, libc++abi)?  Their
+ * operator new and delete call malloc and free, which are hooked.  Takes
+ * the loader's lock (dl_iterate_phdr); may run in a hook.
+ */
+int ls_real_cxx_runtime(const void *fn);
 /* Nonzero while ls_real_init() is resolving. */
 int ls_real_resolving(void);
 

@@ -22,8 +22,8 @@
 #include "site.h"
 #include "unwind.h"
 
-/* The counted functions (common/interpose.def, kind not NONE), in the
- * table's order. */
+/* The counted functions (common/interpose.def, kind ALLOC, FREE or MAP),
+ * in the table's order. */
 enum ls_fn {
 #define LS_INTERPOSE(sym, NAME, field, ret, params, attr, kind, real, got, export) \
 	LS_IP_COUNTED_##kind(LS_FN_##NAME,)

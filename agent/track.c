@@ -255,6 +255,19 @@ void *ls_track_calloc(size_t n, size_t m, struct ls_thread *t)
 	return record_new(t, p, n * m);
 }
 
+__attribute__((noinline))
+void *ls_track_new(uint64_t a, uint64_t b, uint64_t c, struct ls_thread *t,
+		   ls_new_fn real)
+{
+	int e = *t->err;
+	void *p;
+
+	ls_thread_count(t, LS_FN_MALLOC);
+	p = real(a, b, c);
+	ls_thread_keep_errno(t->err, e, p);
+	return record_new(t, p, a);
+}
+
 /* Take p out of the live table; in sampled mode the filter answers for
  * almost every block that was never recorded. */
 static inline __attribute__((always_inline))
@@ -283,7 +296,8 @@ int take(uint64_t addr, struct ls_live_entry *e, uint64_t rate)
  * agent.
  */
 static inline __attribute__((always_inline))
-void untrack(void *p, struct ls_thread *t, uint64_t rate)
+void untrack(void *p, struct ls_thread *t, uint64_t rate, ls_release_fn rel,
+	     uint64_t b, uint64_t c)
 {
 	int err = *t->err, got;
 	struct ls_live_entry e;
@@ -292,7 +306,10 @@ void untrack(void *p, struct ls_thread *t, uint64_t rate)
 	got = take((uint64_t)(uintptr_t)p, &e, rate);
 	ls_guard_leave();
 	*t->err = err;
-	ls_real.free(p);
+	if (rel)
+		rel(p, b, c);
+	else
+		ls_real.free(p);
 	if (got) {
 		err = *t->err;
 		ls_guard_enter();
@@ -306,9 +323,16 @@ __attribute__((noinline))
 void ls_track_free(void *p, struct ls_thread *t)
 {
 	if (ls_likely(!ls_sample_rate))
-		untrack(p, t, 0);
+		untrack(p, t, 0, NULL, 0, 0);
 	else
-		untrack(p, t, ls_sample_rate);
+		untrack(p, t, ls_sample_rate, NULL, 0, 0);
+}
+
+__attribute__((noinline))
+void ls_track_delete(void *p, struct ls_thread *t, ls_release_fn rel,
+		     uint64_t b, uint64_t c)
+{
+	untrack(p, t, ls_sample_rate, rel, b, c);
 }
 
 int ls_track_take(struct ls_thread *t, void *p, void *saved)

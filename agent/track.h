@@ -25,6 +25,16 @@
 void ls_track_alloc(struct ls_thread *t, void *p, size_t size);
 void ls_track_free(void *p, struct ls_thread *t);
 /*
+ * C++'s operator delete of any variant, as the program called it: p and
+ * up to two more integer-class arguments (a size, an alignment, a
+ * nothrow tag), which the x86-64 calling convention passes in registers
+ * whether or not the callee reads them.
+ */
+typedef void (*ls_release_fn)(void *p, uint64_t b, uint64_t c);
+/* As ls_track_free, with rel(p, b, c) instead of the real free. */
+void ls_track_delete(void *p, struct ls_thread *t, ls_release_fn rel,
+		     uint64_t b, uint64_t c);
+/*
  * malloc and calloc's common case whole, for a thread t that hooks.c's
  * common_case() cleared: count the call, call the real function, and
  * record the block (in sampled mode when a sample point falls in it).
@@ -34,6 +44,14 @@ void ls_track_free(void *p, struct ls_thread *t);
  */
 void *ls_track_malloc(size_t n, struct ls_thread *t);
 void *ls_track_calloc(size_t n, size_t m, struct ls_thread *t);
+/*
+ * The same for C++'s operator new of an allocator that defines it
+ * (agent/hooks.c): real(a, b, c), a the size.  No guard is held across
+ * real, which may throw.
+ */
+typedef void *(*ls_new_fn)(uint64_t a, uint64_t b, uint64_t c);
+void *ls_track_new(uint64_t a, uint64_t b, uint64_t c, struct ls_thread *t,
+		   ls_new_fn real);
 /* With the guard held: remove p before a realloc; fills *saved, returns
  * nonzero if tracked. */
 int ls_track_take(struct ls_thread *t, void *p, void *saved);

@@ -13,11 +13,35 @@
 #define LS_IP_COUNTED_FREE(...) __VA_ARGS__
 #define LS_IP_COUNTED_MAP(...) __VA_ARGS__
 #define LS_IP_COUNTED_NONE(...)
+#define LS_IP_COUNTED_NEW(...)
+#define LS_IP_COUNTED_ANEW(...)
+#define LS_IP_COUNTED_DELETE(...)
 /* kind: an allocation */
 #define LS_IP_ALLOC_ALLOC(...) __VA_ARGS__
 #define LS_IP_ALLOC_FREE(...)
 #define LS_IP_ALLOC_MAP(...)
 #define LS_IP_ALLOC_NONE(...)
+#define LS_IP_ALLOC_NEW(...)
+#define LS_IP_ALLOC_ANEW(...)
+#define LS_IP_ALLOC_DELETE(...)
+/* kind: C++'s operator new (either kind), operator delete */
+#define LS_IP_NEW_ALLOC(...)
+#define LS_IP_NEW_FREE(...)
+#define LS_IP_NEW_MAP(...)
+#define LS_IP_NEW_NONE(...)
+#define LS_IP_NEW_NEW(...) __VA_ARGS__
+#define LS_IP_NEW_ANEW(...) __VA_ARGS__
+#define LS_IP_NEW_DELETE(...)
+#define LS_IP_DELETE_ALLOC(...)
+#define LS_IP_DELETE_FREE(...)
+#define LS_IP_DELETE_MAP(...)
+#define LS_IP_DELETE_NONE(...)
+#define LS_IP_DELETE_NEW(...)
+#define LS_IP_DELETE_ANEW(...)
+#define LS_IP_DELETE_DELETE(...) __VA_ARGS__
+/* kind: an alignment in the second parameter (1) or not (0) */
+#define LS_IP_ALIGNED_NEW 0
+#define LS_IP_ALIGNED_ANEW 1
 
 /* real: has a pointer in struct ls_real */
 #define LS_IP_REAL_REQUIRED(...) __VA_ARGS__

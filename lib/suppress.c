@@ -63,10 +63,13 @@ static int add(struct ls_supp *s, const char *pattern, size_t len,
 	return 0;
 }
 
-/* The modules of the C and C++ runtimes and the loader, by basename. */
+/* The modules of the C and C++ runtimes and the loader, by basename; and
+ * the allocators that replace malloc and operator new, whose
+ * constructors allocate through their own new (tcmalloc's
+ * MallocExtension::Register drops a block its heap checker ignores). */
 static const char *const runtime_modules[] = {
 	"libc.so", "libstdc++.so", "libgcc_s.so", "libm.so", "ld-linux",
-	"libpthread.so", "libdl.so",
+	"libpthread.so", "libdl.so", "libjemalloc.so", "libtcmalloc",
 };
 
 static int is_runtime(const char *module)

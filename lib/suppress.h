@@ -13,8 +13,8 @@
  * one-time allocations (stdio buffers, locale data, the dynamic loader's
  * TLS and object records, libstdc++'s emergency exception pool), which no
  * program can free; among them, every stack made only of frames of the
- * C and C++ runtimes and the dynamic loader (what a runtime library's
- * constructor allocated, no program code on the stack).
+ * C and C++ runtimes, the dynamic loader, jemalloc and tcmalloc (what a
+ * runtime library's constructor allocated, no program code on the stack).
  *
  * Not thread-safe; no output, no exit (lib/ rules).
  */

@@ -2,9 +2,9 @@
  * reach-newheld.cc - a block held only by an object C++'s operator new
  * allocated, for an allocator that defines operator new itself (Debian's
  * libjemalloc.so.2, LD_PRELOADed by tests/integration/t_reach_stale.py):
- * the agent does not hook that operator new, so the object is not a
- * tracked block, and only a scan of the allocator's memory as roots keeps
- * what it holds reachable.
+ * the agent hooks that operator new too, so the object is a tracked
+ * block, reached from a global, and what it holds is reachable through
+ * it with none of the allocator's memory scanned as roots.
  *
  * Ground truth (at exit; no stdio):
  *
