@@ -67,7 +67,8 @@ def attach_as(work, scope, who):
     attach's child, under scope: (exit status, stderr, the target's
     answer to a command after it)."""
     pre = as_user(*who) if who else None
-    env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=os.path.join(work, "rt"))
+    env = dict(os.environ, LEAKSCOPE_RUNTIME_DIR=os.path.join(
+        work, "rt-user" if who else "rt-root"))
     env.pop("LD_PRELOAD", None)
     t = subprocess.Popen([os.path.join(work, "attach-target")], env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -97,19 +98,20 @@ def attach_as(work, scope, who):
 def t_yama_scopes():
     old = scope_now()
     uid, gid = user()
-    work = tempfile.mkdtemp(prefix="leakscope-yama-")
+    # where the second user can reach: the build tree may lie in a
+    # directory only root can enter
+    work = tempfile.mkdtemp(prefix="leakscope-yama-", dir="/dev/shm")
     try:
         os.chmod(work, 0o755)
         for f in (LEAKSCOPE, workload("attach-target")):
             shutil.copy(f, work)
             os.chmod(os.path.join(work, os.path.basename(f)), 0o755)
-        for lib in ("libleakscope.so",):
-            src = os.path.join(os.path.dirname(LEAKSCOPE), lib)
-            if os.path.exists(src):
-                shutil.copy(src, work)
-                os.chmod(os.path.join(work, lib), 0o755)
-        os.mkdir(os.path.join(work, "rt"), 0o700)
-        os.chown(os.path.join(work, "rt"), uid, gid)
+        shutil.copy(os.path.join(os.path.dirname(LEAKSCOPE),
+                                 "libleakscope.so"), work)
+        os.chmod(os.path.join(work, "libleakscope.so"), 0o755)
+        os.mkdir(os.path.join(work, "rt-user"), 0o700)
+        os.chown(os.path.join(work, "rt-user"), uid, gid)
+        os.mkdir(os.path.join(work, "rt-root"), 0o700)
         want = {1: ("is 1 (only a parent may trace its children)",
                     "sysctl kernel.yama.ptrace_scope=0"),
                 2: ("is 2 (only root may trace)", "CAP_SYS_PTRACE")}
