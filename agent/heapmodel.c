@@ -18,9 +18,9 @@ static struct ls_heapmodel model = {
  * The answer depends only on which objects are loaded (and the model,
  * fixed by ls_heapmodel_learn), so it is kept with the loader's counts
  * of loads and unloads, read at the walk's start: a check on a process
- * that loaded nothing since the last one walks no object.  Checks run
- * one at a time (the request thread, or the exit path with the others
- * stopped), so plain statics suffice.
+ * that loaded nothing since the last one walks no object.  adds is
+ * written last (0 while the rest changes), so a check that stopped
+ * another mid-update (the exit path) walks rather than read half of it.
  */
 static struct {
 	unsigned long long adds, subs;	/* 0, 0: nothing kept */
@@ -144,7 +144,7 @@ void ls_heapmodel_learn(void)
 		}
 	}
 	model = m;
-	last.adds = last.subs = 0;	/* a new model: walk again */
+	__atomic_store_n(&last.adds, 0, __ATOMIC_RELEASE); /* walk again */
 	ls_glibcheap_learn();	/* does nothing unless malloc is libc's */
 }
 
@@ -175,11 +175,13 @@ int ls_heapmodel_maps_known(void)
 	if (!model.own_maps)
 		return 0;
 	dl_iterate_phdr(generation, g);
-	if (g[0] && g[0] == last.adds && g[1] == last.subs)
+	if (g[0] && g[0] == __atomic_load_n(&last.adds, __ATOMIC_ACQUIRE) &&
+	    g[1] == last.subs)
 		return last.known;
+	__atomic_store_n(&last.adds, 0, __ATOMIC_RELEASE);
 	walk(&w, model.bypass);
-	last.adds = g[0];
-	last.subs = g[1];
 	last.known = !w.bypassed;
-	return last.known;
+	last.subs = g[1];
+	__atomic_store_n(&last.adds, g[0], __ATOMIC_RELEASE);
+	return !w.bypassed;
 }
