@@ -234,8 +234,7 @@ static int seize_one(struct ls_world *w, pid_t tid, char *err, size_t errlen)
 			denied(w->pid, e, err, errlen);
 			return -EPERM;
 		}
-		snprintf(err, errlen, "cannot trace pid %d: %s", (int)w->pid,
-			 strerror(e));
+		ls_world_denied_reason(w->pid, e, NULL, 0, -1, err, errlen);
 		return -e;
 	}
 	if (!w->stopped_ns)
