@@ -3,6 +3,7 @@
  * mappings may be left out of the roots (heapmodel.h).
  */
 #include <link.h>
+#include <stddef.h>
 #include <string.h>
 #include "dynamic.h"
 #include "glibcheap.h"
@@ -12,6 +13,19 @@
 static struct ls_heapmodel model = {
 	.id = LSNAP_ALLOC_GLIBC, .name = "glibc", .chunk_headers = 1,
 };
+
+/*
+ * The answer depends only on which objects are loaded (and the model,
+ * fixed by ls_heapmodel_learn), so it is kept with the loader's counts
+ * of loads and unloads, read at the walk's start: a check on a process
+ * that loaded nothing since the last one walks no object.  adds is
+ * written last (0 while the rest changes), so a check that stopped
+ * another mid-update (the exit path) walks rather than read half of it.
+ */
+static struct {
+	unsigned long long adds, subs;	/* 0, 0: nothing kept */
+	int known;
+} last;
 
 /* Objects walked for references to the allocator's entry points that
  * bypass the hooks (names: those that resolve into the allocator). */
@@ -114,6 +128,7 @@ void ls_heapmodel_learn(void)
 		}
 	}
 	model = m;
+	__atomic_store_n(&last.adds, 0, __ATOMIC_RELEASE); /* walk again */
 	ls_glibcheap_learn();	/* does nothing unless malloc is libc's */
 }
 
@@ -122,12 +137,35 @@ const struct ls_heapmodel *ls_heapmodel(void)
 	return &model;
 }
 
+/* The loader's counts of objects loaded and unloaded so far (the first
+ * object's dl_phdr_info carries them). */
+static int generation(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *g = arg;
+
+	if (size < offsetof(struct dl_phdr_info, dlpi_subs) +
+		   sizeof(info->dlpi_subs))
+		return 1;	/* too old a loader: g stays 0, never cached */
+	g[0] = info->dlpi_adds;
+	g[1] = info->dlpi_subs;
+	return 1;
+}
+
 int ls_heapmodel_maps_known(void)
 {
+	unsigned long long g[2] = { 0, 0 };
 	struct walk w;
 
 	if (!model.own_maps)
 		return 0;
+	dl_iterate_phdr(generation, g);
+	if (g[0] && g[0] == __atomic_load_n(&last.adds, __ATOMIC_ACQUIRE) &&
+	    g[1] == last.subs)
+		return last.known;
+	__atomic_store_n(&last.adds, 0, __ATOMIC_RELEASE);
 	walk(&w, model.bypass);
+	last.known = !w.bypassed;
+	last.subs = g[1];
+	__atomic_store_n(&last.adds, g[0], __ATOMIC_RELEASE);
 	return !w.bypassed;
 }

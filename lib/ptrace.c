@@ -41,51 +41,90 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Yama's ptrace_scope, or -1 when the kernel has no Yama. */
-static int yama_scope(void)
-{
-	FILE *fp = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	int v = -1;
+#define YAMA_SCOPE "/proc/sys/kernel/yama/ptrace_scope"
 
-	if (!fp)
-		return -1;
-	if (fscanf(fp, "%d", &v) != 1)
-		v = -1;
-	fclose(fp);
-	return v;
+/* The text of Yama's ptrace_scope into buf (at most a few bytes), or
+ * NULL when the kernel has no Yama. */
+static const char *yama_text(char *buf, size_t cap)
+{
+	int fd = open(YAMA_SCOPE, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n < 0)
+		return NULL;
+	buf[n] = 0;
+	return buf;
 }
 
-void ls_world_denied_reason(pid_t pid, int yama, char *err, size_t errlen)
+/* Yama's scope from the file's text: 0 to 3, or -1 (no Yama, or text
+ * that is not one of them). */
+static int yama_scope(const char *text)
 {
-	struct stat st;
-	char path[64];
+	char *end;
+	long v;
 
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	if (geteuid() != 0 && !stat(path, &st) && st.st_uid != geteuid()) {
-		snprintf(err, errlen, "cannot trace pid %d: it belongs to uid %u, "
-			 "not to you (run as that user or as root)",
-			 (int)pid, (unsigned)st.st_uid);
+	if (!text)
+		return -1;
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno || end == text || (*end && *end != '\n') || v < 0 || v > 3)
+		return -1;
+	return (int)v;
+}
+
+void ls_world_denied_reason(pid_t pid, int e, const char *yama, uid_t euid,
+			    long owner, char *err, size_t errlen)
+{
+	if (e != EPERM) {
+		snprintf(err, errlen, "cannot trace pid %d: %s", (int)pid,
+			 strerror(e));
 		return;
 	}
-	switch (yama) {
+	if (euid != 0 && owner >= 0 && (uid_t)owner != euid) {
+		snprintf(err, errlen, "cannot trace pid %d: it belongs to uid %ld, "
+			 "not to you (run as that user or as root)",
+			 (int)pid, owner);
+		return;
+	}
+	switch (yama_scope(yama)) {
 	case 1:
 		snprintf(err, errlen, "cannot trace pid %d: kernel.yama.ptrace_scope "
 			 "is 1 (only a parent may trace its children): run as root, "
-			 "or `sysctl kernel.yama.ptrace_scope=0`", (int)pid);
+			 "or `sysctl kernel.yama.ptrace_scope=0`, or start the "
+			 "program under `leakscope run`", (int)pid);
 		return;
 	case 2:
 		snprintf(err, errlen, "cannot trace pid %d: kernel.yama.ptrace_scope "
 			 "is 2 (only root may trace): run as root "
-			 "(or with CAP_SYS_PTRACE)", (int)pid);
+			 "(or with CAP_SYS_PTRACE), or start the program under "
+			 "`leakscope run`", (int)pid);
 		return;
 	case 3:
 		snprintf(err, errlen, "cannot trace pid %d: kernel.yama.ptrace_scope "
-			 "is 3 (tracing disabled until reboot)", (int)pid);
+			 "is 3 (no process may trace, not even root, until reboot): "
+			 "start the program under `leakscope run`", (int)pid);
 		return;
 	}
 	snprintf(err, errlen, "cannot trace pid %d: operation not permitted "
 		 "(a setuid program, a container without CAP_SYS_PTRACE, "
 		 "or a security module refused)", (int)pid);
+}
+
+/* ls_world_denied_reason for pid, from this machine's Yama and pid's
+ * owner. */
+static void denied(pid_t pid, int e, char *err, size_t errlen)
+{
+	char path[64], text[16];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	ls_world_denied_reason(pid, e, yama_text(text, sizeof(text)), geteuid(),
+			       stat(path, &st) ? -1 : (long)st.st_uid, err,
+			       errlen);
 }
 
 /* -ESRCH with a reason when pid is not a process we may look at. */
@@ -192,11 +231,10 @@ static int seize_one(struct ls_world *w, pid_t tid, char *err, size_t errlen)
 			 */
 			if (ls_proc_thread_gone(w->pid, tid))
 				return 0;
-			ls_world_denied_reason(w->pid, yama_scope(), err, errlen);
+			denied(w->pid, e, err, errlen);
 			return -EPERM;
 		}
-		snprintf(err, errlen, "cannot trace pid %d: %s", (int)w->pid,
-			 strerror(e));
+		ls_world_denied_reason(w->pid, e, NULL, 0, -1, err, errlen);
 		return -e;
 	}
 	if (!w->stopped_ns)

@@ -88,11 +88,14 @@ int ls_world_resume(struct ls_world *w);
 uint64_t ls_world_pause_ns(const struct ls_world *w);
 
 /*
- * The one-line reason ptrace was refused on pid, given Yama's ptrace_scope
- * (-1: no Yama): the owner when it is another user, else the scope and
- * what to do about it.  Exposed for the tests, which cannot set the scope.
+ * The one-line reason PTRACE_SEIZE of pid failed with errno e, given the
+ * text of /proc/sys/kernel/yama/ptrace_scope (NULL: the kernel has no
+ * Yama), our effective uid and pid's owner (-1: unknown): for EPERM the
+ * owner when it is another user, else Yama's scope and what to do about
+ * it.  A pure function, for the tests, which cannot set the scope.
  */
-void ls_world_denied_reason(pid_t pid, int yama, char *err, size_t errlen);
+void ls_world_denied_reason(pid_t pid, int e, const char *yama, uid_t euid,
+			    long owner, char *err, size_t errlen);
 
 /* Free what w owns (not a resume); accepts a zeroed world. */
 void ls_world_release(struct ls_world *w);

@@ -22,7 +22,7 @@ import time
 
 from harness import (cli, agent_env, ptrace_allowed, check, once, workload,
                      eq, ok, fail, need, reach_records, reap, free_port,
-                     libjemalloc, ask, check_pid_json, expect_status)
+                     libjemalloc, ask, check_pid_json, expect_status, BUILD)
 
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-jemalloc-")
 os.chmod(RUNTIME, 0o700)
@@ -162,3 +162,34 @@ def t_redis():
         ok(r[m]["reachability"]["reachable"]["blocks"] >= 1000,
            "%s: the new values among the reachable blocks" % m,
            str(r[m]["reachability"]))
+
+
+@check("jemalloc from the start: a library that calls mallocx (no hook "
+       "sees it), dlopened after a first check, makes the next check scan "
+       "jemalloc's mappings as roots; an unrelated library does not")
+def t_dlopen_bypass_after_check():
+    env = agent_env(RUNTIME, {"LD_PRELOAD": "%s %s" % (
+        os.path.join(BUILD, "libleakscope.so"), libjemalloc())})
+    p = subprocess.Popen([workload("heapmodel-dlopen")], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         start_new_session=True)
+    got = []
+    try:
+        command(p, b"a")
+        for lib in (None, "libleaky.so", "libmallocx.so", None):
+            if lib:
+                path = os.path.join(os.path.dirname(workload("basic")), lib)
+                eq(command(p, b"d " + path.encode())[-1], b"1",
+                   "dlopen " + lib)
+            hm = check_json(p.pid, "concurrent")["check"]["heap_model"]
+            eq(hm["allocator"], "jemalloc", "the heap model")
+            got.append((lib, hm["unscanned_bytes"] > 0,
+                        hm["untracked_scanned_bytes"] > 0))
+    finally:
+        reap(p, TIMEOUT)
+    # (the library loaded before the check, jemalloc's own mappings left
+    # out, some of them scanned as roots)
+    eq(got, [(None, True, False), ("libleaky.so", True, False),
+             ("libmallocx.so", False, True), (None, False, True)],
+       "each check's heap model")
+

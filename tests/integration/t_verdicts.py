@@ -13,11 +13,36 @@ stacks, threads running at exit) run 3 times under leakscope.  Where LeakSanitiz
 the same as valgrind's (clang -fsanitize=leak), its leaked bytes and
 allocations and its exit status are compared too.  The suite compares
 every case; docs/REACHABILITY.md records the figures.
+
+valgrind's own verdict is not always the same on every machine: once,
+on a fresh CI machine, it called gate 2's dropped 1 MiB block (clang -O0)
+"possibly lost" where leakscope said definitely lost.  memcheck serves
+every block from its own arena in the low addresses it gives the client
+(the block right after ld.so's and libc's mappings), and "possibly lost"
+means that some word it scans holds an address inside the block and none
+its start.  Words there that are no pointers of the program's are at
+hand: ld.so's cache_new still holds the address of /etc/ld.so.cache,
+unmapped after start-up, and ld.so's version records hold ELF hashes
+(0x0696919x, 0x09691a75) that read as addresses in the same range; where
+valgrind puts the block depends on the sizes of what was mapped before
+it (a loader cache of 10, 11 or 12 pages puts it at 0x4a41040, 0x4a42040
+or 0x4a43040).  Here it was never possibly lost in 474 runs (with and
+without ASLR, 250 environment sizes, a fresh directory per run as below,
+4 loader caches, at a load of 10): the word that did it there is not
+known.  At exit here no word points inside
+the block (vgdb's who_points_at), so the program is not changed: no word
+of its own could; when valgrind calls blocks
+possibly lost that every leakscope run calls definitely lost (the same
+bytes and blocks, everything else equal), it is asked twice more and 2
+of its 3 answers are the oracle, so a real disagreement still fails
+(VG_RERUNS; t_possibly_rule).  Every case is treated so, livethreads 1's
+2 MiB blocks too.
 """
 import concurrent.futures
 import os
 import re
 import subprocess
+import sys
 import tempfile
 
 from harness import (agent_env, check, cli, once, eq, ok, fail, need,
@@ -162,7 +187,66 @@ def results():
     out = {k: (v, [], kinds[k]) for k, v in zip(keys, vg)}
     for (k, _), r in zip(ls_jobs, ls):
         out[k][1].append(r)
+    for k, v in ask_again(out, lambda k: run_vg(bins[k[0], k[2], k[3]],
+                                                 k[1])).items():
+        out[k] = (v, out[k][1], out[k][2])
     return out
+
+
+VG_RERUNS = []	# (case, valgrind's 3 answers) where it was asked again
+
+
+def ask_again(cases, rerun):
+    """valgrind's "possibly lost" for what leakscope calls definitely
+    lost (module docstring).  cases: case -> (valgrind's summary and
+    status, [leakscope's, one per run], the kinds compared); rerun(case)
+    asks valgrind again.  For each case in that situation, valgrind is
+    asked twice more: case -> the answer 2 of its 3 give."""
+    again = [k for k, (v, runs, kinds) in cases.items()
+             if only_possibly(v[0], runs, kinds)]
+    answers = pool_map(lambda k, i: rerun(k),
+                       [(k, i) for k in again for i in range(2)])
+    settled = {}
+    for i, k in enumerate(again):
+        three = [cases[k][0]] + answers[2 * i:2 * i + 2]
+        VG_RERUNS.append((k, three))
+        settled[k] = majority(three)
+    return settled
+
+
+def log_reruns(names):
+    """Say where valgrind was asked again, on the test's output."""
+    for (name, mode, cc, opt), three in VG_RERUNS:
+        if name in names:
+            sys.stderr.write("# valgrind asked again on %s %d (%s %s): %s\n"
+                             % (name, mode, cc, opt,
+                                [(v["definitely lost"], v["possibly lost"])
+                                 for v, _ in three]))
+
+
+def only_possibly(vsum, runs, kinds=KINDS):
+    """Does valgrind's summary differ from every leakscope run's only in
+    blocks it calls possibly lost that leakscope calls definitely lost
+    (the same bytes and blocks moved between those two kinds; the other
+    kinds compared equal)?"""
+    def moved(lsum):
+        d = [a - b for a, b in zip(lsum["definitely lost"],
+                                   vsum["definitely lost"])]
+        p = [a - b for a, b in zip(vsum["possibly lost"],
+                                   lsum["possibly lost"])]
+        return (d == p and d[1] > 0 and all(
+            lsum[k] == vsum[k] for k in kinds
+            if k not in ("definitely lost", "possibly lost")))
+    return bool(runs) and all(moved(lsum) for lsum, _ in runs)
+
+
+def majority(answers):
+    """The (summary, status) that at least 2 of 3 answers give, else the
+    first (which then differs from leakscope and fails the check)."""
+    for a in answers:
+        if answers.count(a) >= 2:
+            return a
+    return answers[0]
 
 
 def differences(names):
@@ -324,9 +408,49 @@ def t_lsan():
         len(bad), same), "\n  ".join(bad))
 
 
+@check("the rule for valgrind's possibly lost: asked again only when it "
+       "moved leakscope's definite blocks (nothing else) to possibly "
+       "lost, and 2 of 3 answers decide")
+def t_possibly_rule():
+    def s(d=(0, 0), p=(0, 0), r=(0, 0), i=(0, 0)):
+        return {"definitely lost": d, "indirectly lost": i,
+                "possibly lost": p, "still reachable": r}
+    mib = (1 << 20, 1)
+    ls = [(s(d=mib, r=mib), 99)]
+    eq([only_possibly(v, ls) for v in (
+        s(p=mib, r=mib),		# the gate 2 answer: asked again
+        s(d=mib, r=mib),		# the same: not
+        s(p=mib),			# the kept block lost too: not
+        s(p=mib, r=mib, i=(8, 1)),	# another kind differs: not
+        s(p=(1 << 19, 1), r=mib))],	# other bytes: not
+       [True, False, False, False, False], "asked again")
+    eq(only_possibly(s(p=mib), [(s(d=mib), 99), (s(r=mib), 0)]), False,
+       "asked again when one leakscope run calls it reachable")
+    eq(only_possibly(s(p=mib), [(s(d=mib, r=mib), 99)], LOST), True,
+       "asked again where still reachable is not compared")
+    d, p = (s(d=mib), 42), (s(p=mib), 0)
+    eq([majority(a) for a in ([p, d, d], [p, p, d], [p, d, p])], [d, p, p],
+       "2 of 3 decide")
+    # the whole round on made-up cases: only the first is asked again
+    answers = {"a": [d, d], "b": [p, d], "c": [d, d]}
+    asked = []
+
+    def rerun(k):
+        asked.append(k)
+        return answers[k].pop()
+    held = len(VG_RERUNS)
+    got = ask_again({"a": (p, [(s(d=mib), 99)], KINDS),
+                     "b": (p, [(s(d=mib), 99)], KINDS),
+                     "c": (d, [(s(d=mib), 99)], KINDS)}, rerun)
+    del VG_RERUNS[held:]
+    eq((got, sorted(asked)), ({"a": d, "b": p}, ["a", "a", "b", "b"]),
+       "valgrind's answers settled, and the cases asked again")
+
+
 @check("suite: every case's LEAK SUMMARY (4 kinds, bytes and blocks) "
        "equals valgrind's")
 def t_suite():
+    log_reruns(PROGRAMS)
     bad, n = differences(PROGRAMS)
     eq(n, sum(len(c[1]) * len(c[2]) for c in CASES), "cases compared")
     ok(not bad, "%d of %d cases differ from valgrind" % (len(bad), n),

@@ -21,6 +21,9 @@ four LEAK SUMMARY lines and the gate must be valgrind's.  The campaign
 behind these cases ran each 10 times (docs/REACHABILITY.md, "Agreement
 with valgrind and LeakSanitizer").  Where the oracles disagree,
 docs/REACHABILITY.md says which leakscope follows, and the check says so.
+Where valgrind calls possibly lost exactly the blocks leakscope calls
+definitely lost, it is asked twice more and 2 of its 3 answers are the
+oracle, as in t_verdicts.py (whose docstring says why).
 """
 import json
 import os
@@ -32,7 +35,8 @@ import tempfile
 from harness import (agent_env, check, cli_json, once, eq, ok, need,
                      leakscope, run_process, BUILD, WORKLOAD_SRC, Failure,
                      Skip)
-from t_verdicts import summary, run_vg_args, pool_map, check_at_ready
+from t_verdicts import (summary, run_vg_args, pool_map, check_at_ready,
+                        ask_again, log_reruns, KINDS)
 
 SRC = os.path.join(WORKLOAD_SRC, "verdict")
 OUT = tempfile.mkdtemp(prefix="leakscope-verdicts-heldout-")
@@ -170,11 +174,21 @@ def results():
                                                     args(n, m)), keys)
     ls = pool_map(lambda n, m, cc, opt: run_ls(bins[n, cc, opt],
                                                args(n, m)), keys)
-    return dict(zip(keys, zip(vg, ls)))
+    out = dict(zip(keys, zip(vg, ls)))
+    # valgrind's "possibly lost" for what leakscope calls definitely
+    # lost: asked twice more, as in t_verdicts (its docstring)
+    settled = ask_again(
+        {k: (v, [l[:2]], KINDS) for k, (v, l) in out.items()
+         if not isinstance(l[0], str)},
+        lambda k: run_vg_args(bins[k[0], k[2], k[3]], args(k[0], k[1])))
+    for k, v in settled.items():
+        out[k] = (v, out[k][1])
+    return out
 
 
 def agree(names):
     bad, n, cases = [], 0, set()
+    log_reruns(names)
     for (name, mode, cc, opt), ((vsum, vrc), (lsum, lrc, _)) in \
             results().items():
         if name not in names or (name, mode, cc, opt) in APART:
