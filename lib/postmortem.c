@@ -33,7 +33,9 @@ struct pm {
 	struct lspm_header hdr;
 	const struct lspm_module *modules;	/* [nmodules] */
 	const struct lspm_site *sites;		/* [nsites] */
-	const struct lspm_site_stats *stats;	/* [nsites], version 3 */
+	const struct lspm_site_stats *stats;	/* [nsites], version 3;
+						   [wide_used], version 4 */
+	const struct lspm_site_brief *brief;	/* [nsites], version 4 */
 	const uint32_t *rows;			/* [nsites], version >= 2 */
 	const uint64_t *frames;			/* [frames_used] */
 	const int64_t *hist;			/* [nrows][hist_len] */
@@ -50,12 +52,14 @@ static void pm_free_parts(struct pm *pm)
 	free((void *)pm->modules);
 	free((void *)pm->sites);
 	free((void *)pm->stats);
+	free((void *)pm->brief);
 	free((void *)pm->rows);
 	free((void *)pm->frames);
 	free((void *)pm->hist);
 	pm->modules = NULL;
 	pm->sites = NULL;
 	pm->stats = NULL;
+	pm->brief = NULL;
 	pm->rows = NULL;
 	pm->frames = NULL;
 	pm->hist = NULL;
@@ -94,7 +98,8 @@ static int regions_aligned(const struct lspm_header *h)
 {
 	return !((h->modules_off | h->sites_off | h->frames_off | h->hist_off |
 		  (h->version >= 2 ? h->rows_off : 0) |
-		  (h->version >= 3 ? h->stats_off : 0)) & 7);
+		  (h->version >= 3 ? h->stats_off : 0) |
+		  (h->version >= 4 ? h->wide_off : 0)) & 7);
 }
 
 static int check_header(const struct pm *pm, char *err, size_t errlen)
@@ -119,8 +124,13 @@ static int check_header(const struct pm *pm, char *err, size_t errlen)
 	    !region_ok(pm, h->modules_off, h->modules_cap, sizeof(struct lspm_module)) ||
 	    !region_ok(pm, h->sites_off, h->sites_cap, sizeof(struct lspm_site)) ||
 	    !region_ok(pm, h->frames_off, h->frames_cap, 8) ||
-	    (h->version >= 3 && !region_ok(pm, h->stats_off, h->sites_cap,
-					   sizeof(struct lspm_site_stats))))
+	    (h->version == 3 && !region_ok(pm, h->stats_off, h->sites_cap,
+					   sizeof(struct lspm_site_stats))) ||
+	    (h->version >= 4 && (h->wide_used > h->wide_cap ||
+	      !region_ok(pm, h->stats_off, h->sites_cap,
+			 sizeof(struct lspm_site_brief)) ||
+	      !region_ok(pm, h->wide_off, h->wide_cap,
+			 sizeof(struct lspm_site_stats)))))
 		return snprintf(err, errlen, "corrupt post-mortem file: bad header"),
 		       -EINVAL;
 	return 0;
@@ -191,6 +201,50 @@ static void copy_stats(const struct lspm_site_stats *r, struct ls_site_stats *d)
 	memcpy(d->life_hist, r->life_hist, n * 8);
 }
 
+/* Version 4: a brief slot's stats (its histograms' buckets from its
+ * pairs, the rest 0). */
+static void copy_brief(const struct lspm_site_brief *b, struct ls_site_stats *d)
+{
+	unsigned i;
+
+	d->peak_bytes = b->peak_bytes;
+	d->peak_blocks = b->peak_blocks;
+	d->temp_bytes = b->temp_bytes;
+	d->temp_blocks = b->temp_blocks;
+	for (i = 0; i < LSPM_BRIEF_PAIRS; i++) {
+		uint64_t p = b->pair[i];
+		unsigned k = (unsigned)(p >> LSPM_PAIR_BUCKET_SHIFT);
+
+		_Static_assert(LSNAP_HIST_BUCKETS == 1 << (64 -
+			       LSPM_PAIR_BUCKET_SHIFT), "a pair's bucket bits");
+		if (p & LSPM_PAIR_LIFE)
+			d->life_hist[k] = p & LSPM_PAIR_COUNT;
+		else
+			d->size_hist[k] = p & LSPM_PAIR_COUNT;
+	}
+}
+
+/* The site's stats by the file's version; -EINVAL for a wide slot past
+ * those handed out. */
+static int copy_site_stats(const struct pm *pm, uint32_t id,
+			   struct ls_site_stats *d)
+{
+	const struct lspm_site_brief *b;
+
+	if (pm->h->version == 3)
+		copy_stats(pm->stats + id, d);
+	if (pm->h->version < 4)
+		return 0;
+	b = pm->brief + id;
+	if (!b->wide)
+		copy_brief(b, d);
+	else if (b->wide <= pm->h->wide_used)
+		copy_stats(pm->stats + (b->wide - 1), d);
+	else
+		return -EINVAL;
+	return 0;
+}
+
 static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 		     uint64_t nhist)
 {
@@ -199,9 +253,13 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 	const uint64_t *frames = pm->frames;
 	uint64_t row = id + 1, k, first = h->ticks - nhist;	/* 1 + row */
 	const int64_t *ring = NULL;
+	uint64_t since = 0;
+	int64_t live = 0;
 
 	/* Version 2: a row only for sites that held memory at a sample;
-	 * the others' samples were all 0. */
+	 * the others' samples were all 0.  Version 4: a row only for sites
+	 * whose live bytes changed after they first held memory; the others
+	 * held their live bytes from `since` on. */
 	if (h->version >= 2) {
 		row = pm->rows[id];
 		if (row > h->rows_cap)
@@ -209,6 +267,10 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 	}
 	if (row && row <= pm->nrows)	/* else taken after our header */
 		ring = pm->hist + (row - 1) * h->hist_len;
+	if (!row && h->version >= 4) {
+		since = pm->brief[id].since;
+		live = r->live_bytes;
+	}
 
 	if (r->nframes > LSNAP_MAX_FRAMES || r->frames_idx > h->frames_used ||
 	    r->nframes > h->frames_used - r->frames_idx)
@@ -226,10 +288,11 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 	if (!d->frames || !d->history)
 		return -ENOMEM;
 	memcpy(d->frames, frames + r->frames_idx, r->nframes * 8ull);
-	if (h->version >= 3)
-		copy_stats(pm->stats + id, &d->stats);
+	if (copy_site_stats(pm, id, &d->stats))
+		return -EINVAL;
 	for (k = 0; k < nhist; k++)
-		d->history[k] = ring ? ring[(first + k) % h->hist_len] : 0;
+		d->history[k] = lspm_hist_sample(ring, h->hist_len, first + k,
+						 since, live);
 	d->nhistory = (uint32_t)nhist;
 	return 0;
 }
@@ -314,7 +377,9 @@ static int pm_budget(const struct pm *pm, uint64_t *read, uint64_t *built)
 	*read = h->nmodules * (uint64_t)sizeof(struct lspm_module) +
 		n * sizeof(struct lspm_site) + h->frames_used * 8 +
 		(h->version >= 2 ? n * 4 : 0) +
-		(h->version >= 3 ? n * sizeof(struct lspm_site_stats) : 0) +
+		(h->version == 3 ? n * sizeof(struct lspm_site_stats) : 0) +
+		(h->version >= 4 ? n * sizeof(struct lspm_site_brief) +
+		 h->wide_used * (uint64_t)sizeof(struct lspm_site_stats) : 0) +
 		nrows * h->hist_len * 8;
 	*built = *read + n * (sizeof(struct ls_site) + nhist * 8);
 	if (*read > LS_POSTMORTEM_READ_MAX || *built > LS_POSTMORTEM_BUILD_MAX ||
@@ -342,11 +407,18 @@ static int pm_read_parts(struct pm *pm)
 	pm->frames = read_part(pm->fd, h->frames_off, h->frames_used * 8);
 	pm->rows = h->version < 2 ? malloc(1) :
 		   read_part(pm->fd, h->rows_off, n * 4);
-	pm->stats = h->version < 3 ? malloc(1) :
-		    read_part(pm->fd, h->stats_off, n * sizeof(*pm->stats));
+	if (h->version >= 4) {
+		pm->brief = read_part(pm->fd, h->stats_off, n * sizeof(*pm->brief));
+		pm->stats = read_part(pm->fd, h->wide_off, h->wide_used *
+				      (uint64_t)sizeof(*pm->stats));
+	} else {
+		pm->brief = malloc(1);
+		pm->stats = h->version < 3 ? malloc(1) :
+			    read_part(pm->fd, h->stats_off, n * sizeof(*pm->stats));
+	}
 	pm->hist = read_part(pm->fd, h->hist_off, pm->nrows * h->hist_len * 8);
 	if (!pm->modules || !pm->sites || !pm->frames || !pm->rows ||
-	    !pm->stats || !pm->hist)
+	    !pm->stats || !pm->brief || !pm->hist)
 		return errno == ENOMEM ? -ENOMEM : -EINVAL;
 	return 0;
 }
