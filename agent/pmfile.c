@@ -34,7 +34,7 @@
  * what the file could not hold is counted in its header's `dropped`.
  */
 enum { R_MODULES, R_SITES, R_FRAMES, R_ROWS, R_HIST, R_STATS, R_WIDE,
-       R_COUNT };
+       R_TAILS, R_COUNT };
 
 #define REGION_FIRST (16u << 10)	/* mapped at open, per region */
 #define REGION_STEP (64u << 10)		/* at least this much more */
@@ -175,6 +175,7 @@ static uint64_t lay_out(uint32_t hist_len)
 		[R_HIST] = (uint64_t)SITES_CAP * hist_len * 8,
 		[R_STATS] = SITES_CAP * (uint64_t)sizeof(struct lspm_site_brief),
 		[R_WIDE] = SITES_CAP * (uint64_t)sizeof(struct lspm_site_stats),
+		[R_TAILS] = SITES_CAP * (uint64_t)sizeof(struct lspm_tail),
 	};
 	uint64_t off = LSPM_HEADER_SIZE;
 	int i;
@@ -279,6 +280,7 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 	hdr->stats_off = reg[R_STATS].off;
 	hdr->wide_off = reg[R_WIDE].off;
 	hdr->wide_cap = SITES_CAP;
+	hdr->tails_off = reg[R_TAILS].off;
 	n = ls_agent.cmdline_len < LSPM_CMDLINE_MAX ? (int)ls_agent.cmdline_len
 						   : LSPM_CMDLINE_MAX;
 	memcpy(hdr->cmdline, ls_agent.cmdline, (size_t)n);
@@ -329,6 +331,7 @@ static uint32_t sites_fit(uint32_t n)
 		{ R_SITES, sizeof(struct lspm_site) },
 		{ R_ROWS, 4 },
 		{ R_STATS, sizeof(struct lspm_site_brief) },
+		{ R_TAILS, sizeof(struct lspm_tail) },
 	};
 	unsigned i;
 
@@ -341,21 +344,44 @@ static uint32_t sites_fit(uint32_t n)
 	return n;
 }
 
-/* Sites created since the last sample: record and frames, once.  Sites
- * the file cannot hold wait for a later sample (counted as dropped). */
+/* How many outer frames s shares with p (its last ones), and from which
+ * of p's frames on. */
+static uint32_t shared_tail(const struct ls_site_rec *s,
+			    const struct ls_site_rec *p, uint32_t *skip)
+{
+	uint32_t n = 0;
+
+	while (n < s->nframes && n < p->nframes &&
+	       s->frames[s->nframes - 1 - n] == p->frames[p->nframes - 1 - n])
+		n++;
+	*skip = p->nframes - n;
+	return n;
+}
+
+/* Sites created since the last sample: record and frames, once, the
+ * frames a site shares with the site before it as a tail (lspm.h).
+ * Sites the file cannot hold wait for a later sample (counted as
+ * dropped). */
 static void copy_new_sites(uint32_t n)
 {
 	struct lspm_site *d;
+	struct lspm_tail *tails;
+	const struct ls_site_rec *p;
 	uint64_t *frames;
-	uint32_t id;
+	uint32_t id, own, skip = 0;
 
 	n = sites_fit(n);
 	d = at(R_SITES);
+	tails = at(R_TAILS);
 	for (id = hdr->nsites; id < n; id++) {
 		struct ls_site_rec *s = ls_site_get(id);
 
-		if (!s || hdr->frames_used + s->nframes > hdr->frames_cap ||
-		    !region_fit(R_FRAMES, (hdr->frames_used + s->nframes) * 8))
+		if (!s)
+			break;
+		p = id ? ls_site_get(id - 1) : NULL;
+		own = s->nframes - (p ? shared_tail(s, p, &skip) : 0);
+		if (hdr->frames_used + own > hdr->frames_cap ||
+		    !region_fit(R_FRAMES, (hdr->frames_used + own) * 8))
 			break;
 		frames = at(R_FRAMES);
 		d[id].id = id;
@@ -363,8 +389,10 @@ static void copy_new_sites(uint32_t n)
 		d[id].gen = s->gen;
 		d[id].nframes = s->nframes;
 		d[id].frames_idx = hdr->frames_used;
-		memcpy(frames + hdr->frames_used, s->frames, s->nframes * 8ull);
-		hdr->frames_used += s->nframes;
+		if (own < s->nframes)
+			tails[id] = (struct lspm_tail){ .site = id, .skip = skip };
+		memcpy(frames + hdr->frames_used, s->frames, own * 8ull);
+		hdr->frames_used += own;
 	}
 	hdr->nsites = id;
 }

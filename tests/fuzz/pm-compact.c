@@ -57,10 +57,15 @@ static int copy_regions(int in, FILE *out, const struct lspm_header *h,
 	long w = h->version < 4 ? 0 :
 		copy_region(in, out, h->wide_off, (uint64_t)h->wide_used *
 			    sizeof(struct lspm_site_stats));
+	long t = h->version < 4 ? 0 :
+		copy_region(in, out, h->tails_off, (uint64_t)h->nsites *
+			    sizeof(struct lspm_tail));
 
-	if (m < 0 || s < 0 || f < 0 || r < 0 || hi < 0 || st < 0 || w < 0)
+	if (m < 0 || s < 0 || f < 0 || r < 0 || hi < 0 || st < 0 || w < 0 ||
+	    t < 0)
 		return -1;
 	o->wide_off = (uint64_t)w;
+	o->tails_off = (uint64_t)t;
 	o->modules_off = (uint64_t)m;
 	o->sites_off = (uint64_t)s;
 	o->frames_off = (uint64_t)f;

@@ -1,7 +1,8 @@
 """The post-mortem file's compact parts (common/lspm.h, version 4): a
 site's stats in a brief slot (up to three histogram buckets that are not
-0) or a wide one, and a history row only for a site whose live bytes
-changed after it first held memory, the samples before the row filled in.
+0) or a wide one, a history row only for a site whose live bytes changed
+after it first held memory, the samples before the row filled in, and a
+stack's outer frames as the tail of the site before it.
 
 Ground truth: the exit snapshot of the same run, written from the agent's
 counters and live tables (agent/snapwrite.c), not from the file; and
@@ -10,6 +11,7 @@ comment gives.  The phases run 0.4 s apart with a sample every
 20 ms, so each value stands for several samples whatever the load."""
 
 import os
+import struct
 import subprocess
 import tempfile
 import time
@@ -69,13 +71,21 @@ def growth():
     return traced("growth", ["1", "7"])
 
 
-@check("post-mortem slots: every site's peak, temporaries, totals and histograms read from the file equal the exit snapshot's, from brief and from wide slots")
+@check("post-mortem slots: every site's stack, peak, temporaries, totals and histograms read from the file equal the exit snapshot's, from brief and from wide slots, stacks stored once per outer part")
 def t_stats():
     prog, snap, pm = growth()
     args = ("report", "--histogram", "--by", "allocated", "--format", "json")
     a = by_stack(cli_json(args + (snap,)))
     b = by_stack(cli_json(args + (pm,)))
     eq(sorted(b), sorted(a), "the sites with allocations, by stack")
+    with open(pm, "rb") as f:
+        head = f.read(128)
+    # common/lspm.h: nsites at byte 104, frames_used at 120.
+    nsites, frames_used = struct.unpack_from("<I", head, 104)[0], \
+        struct.unpack_from("<Q", head, 120)[0]
+    eq(nsites, len(a), "sites in the file")
+    ok(frames_used < sum(len(k) for k in a), "frames stored: fewer than the "
+       "stacks have (outer frames shared)", (frames_used, sum(len(k) for k in a)))
     for k, s in a.items():
         eq({f: b[k].get(f) for f in STATS}, {f: s.get(f) for f in STATS},
            "figures of the site of %s" % site_function(s, prog))

@@ -1,7 +1,7 @@
 /*
  * t-lib-postmortem.c - post-mortem files (common/lspm.h) read back:
  * version 4 (brief stats slots, history rows only for sites whose bytes
- * changed), version 2 (history rows only for sites that held memory) and
+ * changed, stacks ending as an earlier site's), version 2 (history rows only for sites that held memory) and
  * version 1 (a row per site), and the inconsistent files the reader must
  * refuse.
  */
@@ -43,7 +43,8 @@ static void build(struct layout *l, uint32_t version)
 		  SITES_CAP * sizeof(struct lspm_site) + 16 * 8 +
 		  SITES_CAP * 4 + SITES_CAP * HIST_LEN * 8 +
 		  SITES_CAP * sizeof(struct lspm_site_brief) +
-		  2 * sizeof(struct lspm_site_stats);
+		  2 * sizeof(struct lspm_site_stats) +
+		  SITES_CAP * sizeof(struct lspm_tail);
 	l->buf = calloc(1, l->size);
 	l->h = (struct lspm_header *)(void *)l->buf;
 	memcpy(l->h->magic, LSPM_MAGIC, sizeof(LSPM_MAGIC));
@@ -73,6 +74,8 @@ static void build(struct layout *l, uint32_t version)
 	off += SITES_CAP * sizeof(struct lspm_site_brief);
 	l->h->wide_off = off;
 	l->h->wide_cap = 2;
+	off += 2 * sizeof(struct lspm_site_stats);
+	l->h->tails_off = off;
 	memcpy(l->h->cmdline, "prog", 5);
 	l->h->cmdline_len = 5;
 	sites = (struct lspm_site *)(void *)(l->buf + l->h->sites_off);
@@ -120,13 +123,32 @@ static int load(const struct layout *l, struct ls_snapshot *s, char *err,
  * bytes since sample 4, so of ticks 2..5 it shows 0, 0, 14, 14.  Site 0's
  * stats in its brief slot: size bucket 5 x 9, lifetime bucket 0 x 2, a
  * count of 2^58 - 1 in lifetime bucket 31; site 1's in wide slot 1.
+ * Stacks: site 0 0x400000 0x500001 0x500002, all in the frames region;
+ * site 1 0x400001 and site 0's from its second frame on; site 2 0x400002
+ * and site 1's from its third.
  */
 static void build_v4(struct layout *l)
 {
+	static const uint64_t region[] = { 0x400000, 0x500001, 0x500002,
+					   0x400001, 0x400002 };
 	struct lspm_site_brief *b;
 	struct lspm_site_stats *w;
+	struct lspm_site *sites;
+	struct lspm_tail *t;
 
 	build(l, 4);
+	sites = (struct lspm_site *)(void *)(l->buf + l->h->sites_off);
+	t = (struct lspm_tail *)(void *)(l->buf + l->h->tails_off);
+	memcpy(l->buf + l->h->frames_off, region, sizeof(region));
+	l->h->frames_used = 5;
+	sites[0].nframes = 3;
+	sites[0].frames_idx = 0;
+	sites[1].nframes = 3;
+	sites[1].frames_idx = 3;
+	t[1] = (struct lspm_tail){ .site = 1, .skip = 1 };
+	sites[2].nframes = 2;
+	sites[2].frames_idx = 4;
+	t[2] = (struct lspm_tail){ .site = 2, .skip = 2 };
 	b = (struct lspm_site_brief *)(void *)(l->buf + l->h->stats_off);
 	w = (struct lspm_site_stats *)(void *)(l->buf + l->h->wide_off);
 	b[0].peak_bytes = 100;
@@ -146,6 +168,13 @@ static void build_v4(struct layout *l)
 	w[0].size_hist[7] = 77;
 	w[0].life_hist[30] = 1;
 	l->h->wide_used = 1;
+}
+
+static int stack_is(const struct ls_site *s, uint32_t n, uint64_t a,
+		    uint64_t b, uint64_t c)
+{
+	return s->nframes == n && s->frames[0] == a && s->frames[1] == b &&
+	       (n < 3 || s->frames[2] == c);
 }
 
 static int history_is(const struct ls_site *s, int64_t a, int64_t b,
@@ -190,6 +219,10 @@ static void test_v4(void)
 	ok(history_is(&s.sites[1], 0, 0, 14, 14),
 	   "site 1: no row, 0 before its `since`, its live bytes from it on");
 	ok(history_is(&s.sites[2], 30, 40, 10, 20), "site 2: row 0");
+	ok(stack_is(&s.sites[0], 3, 0x400000, 0x500001, 0x500002) &&
+	   stack_is(&s.sites[1], 3, 0x400001, 0x500001, 0x500002) &&
+	   stack_is(&s.sites[2], 2, 0x400002, 0x500002, 0),
+	   "stacks: their own frames, then the tail of an earlier site's");
 	a = &s.sites[0].stats;
 	ok(a->peak_bytes == 100 && a->peak_blocks == 3 && a->temp_bytes == 55 &&
 	   a->temp_blocks == 5, "site 0: peak and temporaries from its brief slot");
@@ -310,6 +343,15 @@ static void test_bad(void)
 	build_v4(&l);
 	l.h->wide_off = l.size - 8;
 	refused(&l, "wide slots past the end of the file", "corrupt");
+	build_v4(&l);
+	((struct lspm_tail *)(void *)(l.buf + l.h->tails_off))[1].site = 2;
+	refused(&l, "a stack ending as its own", "corrupt");
+	build_v4(&l);
+	((struct lspm_tail *)(void *)(l.buf + l.h->tails_off))[2].skip = 4;
+	refused(&l, "a tail from past the earlier stack's end", "corrupt");
+	build_v4(&l);
+	((struct lspm_site *)(void *)(l.buf + l.h->sites_off))[2].nframes = 7;
+	refused(&l, "own frames past the frames in use", "corrupt");
 	build(&l, 1);
 	l.h->hist_off = l.size;
 	refused(&l, "version 1 history past the end", "corrupt");
