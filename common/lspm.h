@@ -101,7 +101,6 @@ struct lspm_site_stats {
 #define LSPM_PAIR_LIFE (1ull << 58)
 #define LSPM_PAIR_COUNT (LSPM_PAIR_LIFE - 1)
 #define LSPM_PAIR_BUCKET_SHIFT 59
-#define LSPM_SINCE_NONE UINT32_MAX
 
 struct lspm_site_brief {
 	int64_t peak_bytes, peak_blocks;
