@@ -33,7 +33,8 @@
  * grow (an exhausted RLIMIT_AS, a full file system) keeps what it has;
  * what the file could not hold is counted in its header's `dropped`.
  */
-enum { R_MODULES, R_SITES, R_FRAMES, R_ROWS, R_HIST, R_STATS, R_COUNT };
+enum { R_MODULES, R_SITES, R_FRAMES, R_ROWS, R_HIST, R_STATS, R_WIDE,
+       R_TAILS, R_COUNT };
 
 #define REGION_FIRST (16u << 10)	/* mapped at open, per region */
 #define REGION_STEP (64u << 10)		/* at least this much more */
@@ -172,7 +173,9 @@ static uint64_t lay_out(uint32_t hist_len)
 		[R_FRAMES] = FRAMES_CAP * 8ull,
 		[R_ROWS] = SITES_CAP * 4ull,
 		[R_HIST] = (uint64_t)SITES_CAP * hist_len * 8,
-		[R_STATS] = SITES_CAP * (uint64_t)sizeof(struct lspm_site_stats),
+		[R_STATS] = SITES_CAP * (uint64_t)sizeof(struct lspm_site_brief),
+		[R_WIDE] = SITES_CAP * (uint64_t)sizeof(struct lspm_site_stats),
+		[R_TAILS] = SITES_CAP * (uint64_t)sizeof(struct lspm_tail),
 	};
 	uint64_t off = LSPM_HEADER_SIZE;
 	int i;
@@ -275,6 +278,9 @@ int ls_pm_open(const char *dir, uint32_t period_ms, uint32_t hist_len)
 	hdr->rows_off = reg[R_ROWS].off;
 	hdr->hist_off = reg[R_HIST].off;
 	hdr->stats_off = reg[R_STATS].off;
+	hdr->wide_off = reg[R_WIDE].off;
+	hdr->wide_cap = SITES_CAP;
+	hdr->tails_off = reg[R_TAILS].off;
 	n = ls_agent.cmdline_len < LSPM_CMDLINE_MAX ? (int)ls_agent.cmdline_len
 						   : LSPM_CMDLINE_MAX;
 	memcpy(hdr->cmdline, ls_agent.cmdline, (size_t)n);
@@ -324,7 +330,8 @@ static uint32_t sites_fit(uint32_t n)
 	static const struct { int r; uint64_t size; } per[] = {
 		{ R_SITES, sizeof(struct lspm_site) },
 		{ R_ROWS, 4 },
-		{ R_STATS, sizeof(struct lspm_site_stats) },
+		{ R_STATS, sizeof(struct lspm_site_brief) },
+		{ R_TAILS, sizeof(struct lspm_tail) },
 	};
 	unsigned i;
 
@@ -337,21 +344,44 @@ static uint32_t sites_fit(uint32_t n)
 	return n;
 }
 
-/* Sites created since the last sample: record and frames, once.  Sites
- * the file cannot hold wait for a later sample (counted as dropped). */
+/* How many outer frames s shares with p (its last ones), and from which
+ * of p's frames on. */
+static uint32_t shared_tail(const struct ls_site_rec *s,
+			    const struct ls_site_rec *p, uint32_t *skip)
+{
+	uint32_t n = 0;
+
+	while (n < s->nframes && n < p->nframes &&
+	       s->frames[s->nframes - 1 - n] == p->frames[p->nframes - 1 - n])
+		n++;
+	*skip = p->nframes - n;
+	return n;
+}
+
+/* Sites created since the last sample: record and frames, once, the
+ * frames a site shares with the site before it as a tail (lspm.h).
+ * Sites the file cannot hold wait for a later sample (counted as
+ * dropped). */
 static void copy_new_sites(uint32_t n)
 {
 	struct lspm_site *d;
+	struct lspm_tail *tails;
+	const struct ls_site_rec *p;
 	uint64_t *frames;
-	uint32_t id;
+	uint32_t id, own, skip = 0;
 
 	n = sites_fit(n);
 	d = at(R_SITES);
+	tails = at(R_TAILS);
 	for (id = hdr->nsites; id < n; id++) {
 		struct ls_site_rec *s = ls_site_get(id);
 
-		if (!s || hdr->frames_used + s->nframes > hdr->frames_cap ||
-		    !region_fit(R_FRAMES, (hdr->frames_used + s->nframes) * 8))
+		if (!s)
+			break;
+		p = id ? ls_site_get(id - 1) : NULL;
+		own = s->nframes - (p ? shared_tail(s, p, &skip) : 0);
+		if (hdr->frames_used + own > hdr->frames_cap ||
+		    !region_fit(R_FRAMES, (hdr->frames_used + own) * 8))
 			break;
 		frames = at(R_FRAMES);
 		d[id].id = id;
@@ -359,8 +389,10 @@ static void copy_new_sites(uint32_t n)
 		d[id].gen = s->gen;
 		d[id].nframes = s->nframes;
 		d[id].frames_idx = hdr->frames_used;
-		memcpy(frames + hdr->frames_used, s->frames, s->nframes * 8ull);
-		hdr->frames_used += s->nframes;
+		if (own < s->nframes)
+			tails[id] = (struct lspm_tail){ .site = id, .skip = skip };
+		memcpy(frames + hdr->frames_used, s->frames, own * 8ull);
+		hdr->frames_used += own;
 	}
 	hdr->nsites = id;
 }
@@ -410,27 +442,87 @@ static void add_pending_stats(const struct ls_pending *p, void *arg)
 	ls_stats_add_pending(ls_stats_shared(), p);
 }
 
+/*
+ * r and its histograms h in a brief slot b (its wide and since kept);
+ * 0 when they do not fit one: more buckets than pairs, or a count past
+ * the pair's bits.
+ */
+static int brief_pack(const struct lsnap_site_stats *r, const uint64_t *h,
+		      struct lspm_site_brief *b)
+{
+	unsigned i, n = 0;
+
+	memset(b->pair, 0, sizeof(b->pair));
+	for (i = 0; i < 2 * LS_HIST_BUCKETS; i++) {
+		if (!h[i])
+			continue;
+		if (n == LSPM_BRIEF_PAIRS || h[i] > LSPM_PAIR_COUNT)
+			return 0;
+		b->pair[n++] = h[i] | (i >= LS_HIST_BUCKETS ? LSPM_PAIR_LIFE : 0) |
+			       (uint64_t)(i % LS_HIST_BUCKETS) <<
+			       LSPM_PAIR_BUCKET_SHIFT;
+	}
+	b->peak_bytes = r->peak_bytes;
+	b->peak_blocks = r->peak_blocks;
+	b->temp_bytes = r->temp_bytes;
+	b->temp_blocks = r->temp_blocks;
+	return 1;
+}
+
+/* Room for one more wide slot. */
+static int wide_fit(void)
+{
+	return hdr->wide_used < hdr->wide_cap &&
+	       region_fit(R_WIDE, (hdr->wide_used + 1ull) *
+			  sizeof(struct lspm_site_stats));
+}
+
+/*
+ * Site id's stats into its slot: the brief one while they fit, else a
+ * wide one, kept from then on.  A slot is written only when its contents
+ * change: most sites' stats stop changing soon, and a page never written
+ * takes no memory.  With no room for a wide slot the brief one keeps its
+ * last figures.
+ */
+static void put_stats(uint32_t id, const struct lsnap_site_stats *r,
+		      const uint64_t *h)
+{
+	struct lspm_site_brief *d = (struct lspm_site_brief *)at(R_STATS) + id;
+	struct lspm_site_brief b = *d;
+	struct lspm_site_stats *w;
+
+	if (!b.wide && !brief_pack(r, h, &b)) {
+		if (!wide_fit())
+			return;
+		b.wide = ++hdr->wide_used;
+	}
+	if (b.wide) {
+		w = (struct lspm_site_stats *)at(R_WIDE) + (b.wide - 1);
+		w->s = *r;
+		memcpy(w->size_hist, h, sizeof(w->size_hist) + sizeof(w->life_hist));
+	}
+	if (memcmp(&b, d, sizeof(b)))
+		*d = b;
+}
+
 /* Peak, temporaries and histograms of every site (a sampled site keeps
  * its last figures if the sums could not grow). */
 static void sample_stats(void)
 {
-	struct lspm_site_stats *d = at(R_STATS);
+	const struct lspm_site_stats *w = at(R_WIDE);
 	uint64_t h[2 * LS_HIST_BUCKETS];
 	struct lsnap_site_stats r;
 	int64_t sum_b = 0, sum_k = 0;
 	uint32_t id;
 
-	_Static_assert(sizeof(h) == sizeof(d->size_hist) * 2, "histograms");
+	_Static_assert(sizeof(h) == sizeof(w->size_hist) * 2, "histograms");
 	for (id = 0; id < hdr->nsites; id++) {
 		struct ls_site_rec *s = ls_site_get(id);
 
 		if (!s)
 			continue;
-		if (ls_stats_site(ls_stats_shared(), s, &r, h) ||
-		    d[id].s.nbuckets) {
-			d[id].s = r;
-			memcpy(d[id].size_hist, h, sizeof(h));
-		}
+		ls_stats_site(ls_stats_shared(), s, &r, h);
+		put_stats(id, &r, h);
 		sum_b += r.peak_bytes;
 		sum_k += r.peak_blocks;
 	}
@@ -448,17 +540,45 @@ static int row_fit(void)
 }
 
 /*
- * A site gets a history row the first time it holds memory at a sample:
- * before that its samples were all 0, which an untouched (sparse, zero)
- * row says as well.  Most sites of a big program never hold anything at a
- * sample (a Python run: 19k sites, 8k holding memory at its end), and a
- * row costs hist_len * 8 bytes of shared memory.
+ * Sample t of site id's history: lb, its live bytes now, old, what its
+ * record in the file says (the last sample's).  A site gets a history row
+ * only when its live bytes change after it first held memory: until then
+ * its history is 0 before `since` and its record's live bytes from it on
+ * (lspm_hist_sample()), which the row takes over.  Most sites never get
+ * one (python-hold: 8.6k of 8.7k holding memory at a sample held the
+ * same bytes at every sample), and a row costs hist_len * 8 bytes of
+ * shared memory.
  */
-static void sample_sites(uint32_t n, uint64_t slot, struct lsnap_totals *t)
+static void put_sample(uint32_t id, uint64_t t, int64_t old, int64_t lb)
+{
+	struct lspm_site_brief *b = (struct lspm_site_brief *)at(R_STATS) + id;
+	uint32_t *rows = at(R_ROWS), len = hdr->hist_len;
+	int64_t *ring;
+	uint64_t k;
+
+	if (!rows[id]) {
+		if (lb == old)
+			return;
+		if (!old && t < UINT32_MAX) {	/* its first bytes */
+			b->since = (uint32_t)t;
+			return;
+		}
+		if (!row_fit())
+			return;
+		rows[id] = ++hdr->rows_used;
+		ring = (int64_t *)at(R_HIST) + (uint64_t)(rows[id] - 1) * len;
+		for (k = t >= len ? t - len + 1 : 0; k < t; k++)
+			ring[k % len] = lspm_hist_sample(NULL, len, k, b->since,
+							 old);
+	}
+	ring = (int64_t *)at(R_HIST) + (uint64_t)(rows[id] - 1) * len;
+	ring[t % len] = lb;
+}
+
+static void sample_sites(uint32_t n, uint64_t tick, struct lsnap_totals *t)
 {
 	struct lspm_site *d = at(R_SITES);
-	uint32_t *rows = at(R_ROWS);
-	uint32_t id, row;
+	uint32_t id;
 	uint64_t missing = 0;
 
 	for (id = 0; id < n; id++) {
@@ -475,6 +595,7 @@ static void sample_sites(uint32_t n, uint64_t slot, struct lsnap_totals *t)
 			missing += (uint64_t)(lk > 0 ? lk : 0);
 			continue;
 		}
+		put_sample(id, tick, d[id].live_bytes, lb);
 		d[id].live_bytes = lb;
 		d[id].live_blocks = lk;
 		d[id].allocated_bytes = (uint64_t)ls_sample_unscale((int64_t)
@@ -483,12 +604,6 @@ static void sample_sites(uint32_t n, uint64_t slot, struct lsnap_totals *t)
 		d[id].allocated_blocks = (uint64_t)ls_sample_unscale((int64_t)
 			__atomic_load_n(&s->alloc_blocks, __ATOMIC_RELAXED) +
 			scratch.alloc_k[id]);
-		row = rows[id];
-		if (!row && lb && row_fit())
-			rows[id] = row = ++hdr->rows_used;
-		if (row)
-			((int64_t *)at(R_HIST))[(uint64_t)(row - 1) * hdr->hist_len +
-						slot] = lb;
 		if (!lsnap_kind_live(s->kind))
 			continue;	/* apart, as in snapshots */
 		t->live_bytes += (uint64_t)(lb > 0 ? lb : 0);
@@ -517,7 +632,6 @@ static void tick(int full)
 {
 	struct lsnap_totals t = { 0 };
 	uint32_t n;
-	uint64_t slot;
 
 	if (!hdr || owner != getpid())
 		return;
@@ -535,8 +649,7 @@ static void tick(int full)
 		copy_modules();
 	copy_new_sites(n);
 	ls_thread_each_pending(full ? add_pending_stats : add_pending, NULL);
-	slot = hdr->ticks % hdr->hist_len;
-	sample_sites(n, slot, &t);
+	sample_sites(n, hdr->ticks, &t);
 	if (full) {
 		sample_stats();
 		sample_process(&t);
@@ -567,11 +680,21 @@ int ls_pm_exit_sampled(void)
 
 void ls_pm_restart(void)
 {
+	struct lspm_site_brief *b;
+	const uint32_t *rows;
+	uint32_t id;
+
 	if (!hdr || owner != getpid())
 		return;
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
 	memset(at(R_HIST), 0,
 	       (uint64_t)hdr->rows_used * hdr->hist_len * 8);
+	/* A site without a row holds from the reset on what it held. */
+	b = at(R_STATS);
+	rows = at(R_ROWS);
+	for (id = 0; id < hdr->nsites; id++)
+		if (!rows[id] && b[id].since)
+			b[id].since = 0;
 	hdr->ticks = 0;
 	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
 }
@@ -604,17 +727,21 @@ const struct lspm_header *ls_pm_header(void)
 	return owner == getpid() ? hdr : NULL;
 }
 
-const int64_t *ls_pm_history(const struct lspm_header *h, uint32_t site)
+int ls_pm_history(const struct lspm_header *h, uint32_t site,
+		  struct ls_pm_hist *o)
 {
 	uint32_t row;
 
+	memset(o, 0, sizeof(*o));
 	if (!h || h != hdr || site >= hdr->nsites)
-		return NULL;
+		return 0;
 	row = ((const uint32_t *)at(R_ROWS))[site];
-	if (!row)
-		return NULL;	/* never held memory at a sample */
-	return (const int64_t *)at(R_HIST) +
-	       (uint64_t)(row - 1) * hdr->hist_len;
+	if (row)
+		o->ring = (const int64_t *)at(R_HIST) +
+			  (uint64_t)(row - 1) * hdr->hist_len;
+	o->since = ((const struct lspm_site_brief *)at(R_STATS))[site].since;
+	o->live = ((const struct lspm_site *)at(R_SITES))[site].live_bytes;
+	return o->ring || o->live;
 }
 
 /* The header and the mapped part of each region. */

@@ -51,10 +51,18 @@ int ls_pm_move(int dfd, uid_t uid, gid_t gid);
 
 /* The header, or NULL when there is no file. */
 const struct lspm_header *ls_pm_header(void);
-/* Site id's ring of hist_len samples (slot k % hist_len), or NULL.  h
- * is what ls_pm_header() returned: its check of the owner (getpid(), a
- * system call) once for all the sites, not per site. */
-const int64_t *ls_pm_history(const struct lspm_header *h, uint32_t site);
+/* Site id's history: its ring of hist_len samples (slot k % hist_len),
+ * or without one where its constant live bytes start (lspm_hist_sample()
+ * reads either).  0 when it never held memory at a sample.  h is what
+ * ls_pm_header() returned: its check of the owner (getpid(), a system
+ * call) once for all the sites, not per site. */
+struct ls_pm_hist {
+	const int64_t *ring;
+	uint64_t since;
+	int64_t live;
+};
+int ls_pm_history(const struct lspm_header *h, uint32_t site,
+		  struct ls_pm_hist *o);
 /* Milliseconds between samples. */
 uint32_t ls_pm_period_ms(void);
 /* Bytes of the file's mapping, and of them in RAM (0 without a file). */

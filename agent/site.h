@@ -22,6 +22,7 @@
  * within the same tick".
  */
 #define LS_HIST_BUCKETS 32
+#define LS_SITE_PAIRS 4		/* counters kept in the site record */
 static inline unsigned ls_hist_bucket(uint64_t v)
 {
 	unsigned b = v ? 64u - (unsigned)__builtin_clzll(v) : 0;
@@ -45,10 +46,37 @@ struct ls_site_rec {
 	int64_t peak_bytes, peak_blocks;	/* live at the peak */
 	uint64_t temp_bytes, temp_blocks;	/* freed before the thread's
 						   next allocation */
-	uint64_t size_hist[LS_HIST_BUCKETS];	/* allocations by size */
-	uint64_t life_hist[LS_HIST_BUCKETS];	/* frees by lifetime */
+	/* The size histogram (allocations by size, counters 0-31) and
+	 * the lifetime one (frees by lifetime, 32-63): the first counters
+	 * that are not 0 in hist_pair (thread.c, ls_site_hist()), the rest
+	 * in hist_more, mapped when a site needs it (most have one to
+	 * three buckets that are not 0). */
+	uint64_t hist_pair[LS_SITE_PAIRS];
+	uint64_t *hist_more;		/* NULL, or [2 * LS_HIST_BUCKETS] */
 	uint64_t frames[];
 };
+
+/* A hist_pair word: the counter's index in bits 58-63, its count in bits
+ * 0-57 (a count past them goes on in hist_more); 0 when unused. */
+#define LS_PAIR_SHIFT 58
+#define LS_PAIR_COUNT ((1ull << LS_PAIR_SHIFT) - 1)
+
+/* The site's 2 * LS_HIST_BUCKETS counters (size, then lifetime), read
+ * racily as the threads add to them. */
+static inline void ls_site_hist(const struct ls_site_rec *s, uint64_t *h)
+{
+	const uint64_t *more = __atomic_load_n(&s->hist_more, __ATOMIC_ACQUIRE);
+	unsigned i;
+	uint64_t w;
+
+	for (i = 0; i < 2 * LS_HIST_BUCKETS; i++)
+		h[i] = more ? __atomic_load_n(&more[i], __ATOMIC_RELAXED) : 0;
+	for (i = 0; i < LS_SITE_PAIRS; i++) {
+		w = __atomic_load_n(&s->hist_pair[i], __ATOMIC_RELAXED);
+		if (w)
+			h[w >> LS_PAIR_SHIFT] += w & LS_PAIR_COUNT;
+	}
+}
 
 uint64_t ls_site_hash(const uint64_t *pcs, uint32_t n, uint32_t kind);
 

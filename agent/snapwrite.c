@@ -675,15 +675,6 @@ static void put_ring(struct writer *w, const int64_t *ring, uint64_t len,
 	put(w, ring, (n - k) * 8);
 }
 
-static void put_zeros(struct writer *w, uint64_t len)
-{
-	static const uint64_t zero[64];
-
-	for (; len > sizeof(zero); len -= sizeof(zero))
-		put(w, zero, sizeof(zero));
-	put(w, zero, len);
-}
-
 /* Site id's live bytes as its SITE record says them. */
 static int64_t site_live_bytes(const struct sums *s, uint32_t id)
 {
@@ -721,21 +712,29 @@ static void put_history(struct writer *w, const struct sums *s, int last)
 	put(w, &hh, sizeof(hh));
 	nsites = last ? ls_site_count() : h->nsites;
 	for (id = 0; id < nsites; id++) {
-		const int64_t *ring = ls_pm_history(h, id);
-		int64_t final = last ? site_live_bytes(s, id) : 0;
+		struct ls_pm_hist ph;
+		int any = ls_pm_history(h, id, &ph);
+		int64_t final = last ? site_live_bytes(s, id) : 0, v;
 		struct lsnap_site_history sh = { .site = id, .n = (uint32_t)n };
-		uint64_t old = n - !!last;	/* samples from the ring */
+		uint64_t old = n - !!last;	/* samples from the file */
 
-		for (k = 0; ring && k < old && !ring[(first + k) % h->hist_len]; k++)
+		for (k = 0; any && k < old &&
+		     !lspm_hist_sample(ph.ring, h->hist_len, first + k, ph.since,
+				       ph.live); k++)
 			;
-		if (!final && (!ring || k == old))
+		if (!final && (!any || k == old))
 			continue;	/* never held anything at a sample */
 		record(w, LSNAP_SITE_HISTORY, sizeof(sh) + n * 8);
 		put(w, &sh, sizeof(sh));
-		if (ring)
-			put_ring(w, ring, h->hist_len, first, old);
-		else
-			put_zeros(w, old * 8);
+		if (ph.ring) {
+			put_ring(w, ph.ring, h->hist_len, first, old);
+		} else {
+			for (k = 0; k < old; k++) {
+				v = lspm_hist_sample(NULL, h->hist_len, first + k,
+						     ph.since, ph.live);
+				put(w, &v, 8);
+			}
+		}
 		if (last)
 			put(w, &final, 8);
 	}

@@ -141,12 +141,11 @@ int ls_stats_site(const struct ls_stats_sums *s, const struct ls_site_rec *site,
 		(load(&site->temp_bytes) + (p ? p->temp_b : 0)));
 	r->temp_blocks = (uint64_t)ls_sample_unscale((int64_t)
 		(load(&site->temp_blocks) + (p ? p->temp_k : 0)));
+	ls_site_hist(site, hist);
 	for (i = 0; i < LS_HIST_BUCKETS; i++) {
-		hist[i] = load(&site->size_hist[i]) +
-			(p && i < LS_PENDING_SIZE_HIST ? p->hist[i] : 0);
-		hist[LS_HIST_BUCKETS + i] = load(&site->life_hist[i]) +
-			(p && i < LS_PENDING_LIFE_HIST ?
-			 p->hist[LS_PENDING_SIZE_HIST + i] : 0);
+		hist[i] += p && i < LS_PENDING_SIZE_HIST ? p->hist[i] : 0;
+		hist[LS_HIST_BUCKETS + i] += p && i < LS_PENDING_LIFE_HIST ?
+			p->hist[LS_PENDING_SIZE_HIST + i] : 0;
 		any |= hist[i] | hist[LS_HIST_BUCKETS + i];
 	}
 	return any || r->peak_bytes || r->peak_blocks || r->temp_blocks;

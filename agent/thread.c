@@ -66,15 +66,55 @@ void ls_site_at_peak(const struct ls_site_rec *s, int64_t *bytes,
 				  __ATOMIC_RELAXED);
 }
 
-void ls_pending_event_far(struct ls_site_rec *site, unsigned ev)
+/*
+ * Add n (at least 1) to the site's histogram counter c (site.h): in its
+ * pair if it has one, else in a free pair (taken with a compare-and-swap:
+ * threads add at once), else in hist_more, mapped on first need from the
+ * arena (a thread that loses the race to publish it leaves its copy
+ * unused).  Without memory the event is counted as dropped.
+ */
+static void site_hist_add(struct ls_site_rec *s, unsigned c, uint64_t n)
 {
-	uint64_t *h = ev & 0x100u ? site->size_hist : site->life_hist;
+	const uint64_t key = (uint64_t)c << LS_PAIR_SHIFT;
+	uint64_t w, *more, *mine;
+	unsigned i;
 
-	__atomic_add_fetch(&h[ev & 0xffu], 1, __ATOMIC_RELAXED);
+	for (i = 0; i < LS_SITE_PAIRS; i++) {
+		w = __atomic_load_n(&s->hist_pair[i], __ATOMIC_RELAXED);
+		while (!w || (w & ~LS_PAIR_COUNT) == key) {
+			if (w && (w & LS_PAIR_COUNT) > LS_PAIR_COUNT - n)
+				goto more;
+			if (__atomic_compare_exchange_n(&s->hist_pair[i], &w,
+							w ? w + n : key | n, 0,
+							__ATOMIC_RELAXED,
+							__ATOMIC_RELAXED))
+				return;
+		}
+	}
+more:
+	more = __atomic_load_n(&s->hist_more, __ATOMIC_ACQUIRE);
+	if (!more) {
+		mine = ls_arena_alloc(2 * LS_HIST_BUCKETS * sizeof(*mine));
+		if (!mine) {
+			ls_agent_drop();
+			return;
+		}
+		more = __atomic_compare_exchange_n(&s->hist_more, &more, mine, 0,
+						   __ATOMIC_ACQ_REL,
+						   __ATOMIC_ACQUIRE) ? mine : more;
+	}
+	__atomic_add_fetch(&more[c], n, __ATOMIC_RELAXED);
 }
 
-/* Add n byte counts into to[]: eight at a time, since most are 0. */
-static inline void add_hist(uint64_t *to, const uint8_t *from, unsigned n)
+void ls_pending_event_far(struct ls_site_rec *site, unsigned ev)
+{
+	site_hist_add(site, (ev & 0x100u ? 0 : LS_HIST_BUCKETS) + (ev & 0xffu), 1);
+}
+
+/* Add n byte counts into the site's counters from c on: eight at a time,
+ * since most are 0. */
+static inline void add_hist(struct ls_site_rec *s, unsigned c,
+			    const uint8_t *from, unsigned n)
 {
 	unsigned i, j;
 	uint64_t w;
@@ -84,8 +124,7 @@ static inline void add_hist(uint64_t *to, const uint8_t *from, unsigned n)
 		memcpy(&w, from + i, n - i < 8 ? n - i : 8);
 		for (j = i; w; j++, w >>= 8)
 			if (w & 0xff)
-				__atomic_add_fetch(&to[j], w & 0xff,
-						   __ATOMIC_RELAXED);
+				site_hist_add(s, c + j, w & 0xff);
 	}
 }
 
@@ -121,8 +160,8 @@ static void flush_entry(struct ls_pending *p)
 		__atomic_add_fetch(&s->temp_bytes, p->temp_bytes,
 				   __ATOMIC_RELAXED);
 	}
-	add_hist(s->size_hist, p->size_hist, LS_PENDING_SIZE_HIST);
-	add_hist(s->life_hist, p->life_hist, LS_PENDING_LIFE_HIST);
+	add_hist(s, 0, p->size_hist, LS_PENDING_SIZE_HIST);
+	add_hist(s, LS_HIST_BUCKETS, p->life_hist, LS_PENDING_LIFE_HIST);
 	/* Everything but key and site: peak_gen 0 with zero deltas reads
 	 * as "zero at the peak", which it is. */
 	memset(&p->peak_gen, 0, offsetof(struct ls_pending, site) -

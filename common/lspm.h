@@ -17,8 +17,11 @@
 #include "lsnap.h"
 
 #define LSPM_MAGIC "LSPMORT"
-#define LSPM_VERSION 3		/* 1: a history row for every site, by id;
-				   2: no peak, temporaries, histograms */
+#define LSPM_VERSION 4		/* 1: a history row for every site, by id;
+				   2: no peak, temporaries, histograms;
+				   3: a wide stats slot for every site and a
+				   history row for every site that held
+				   memory at a sample */
 #define LSPM_HEADER_SIZE 65536
 #define LSPM_CMDLINE_MAX 16384
 #define LSPM_PATH_MAX 984	/* module entry = 1024 bytes */
@@ -66,6 +69,16 @@ struct lspm_header {
 	 * (its regions are mapped as they fill, and can run out of address
 	 * space).  0 in files written before it existed. */
 	uint64_t dropped;
+	/* Version 4: stats_off holds struct lspm_site_brief[sites_cap], by
+	 * site id, instead of lspm_site_stats; wide_off holds struct
+	 * lspm_site_stats[wide_cap], wide slots handed out in order, never
+	 * reused, for sites whose histograms do not fit a brief slot.  A
+	 * history row only for a site whose live bytes changed after it
+	 * first held memory (lspm_hist_sample()).  tails_off holds struct
+	 * lspm_tail[sites_cap], by site id. */
+	uint64_t wide_off;
+	uint32_t wide_used, wide_cap;
+	uint64_t tails_off;
 } __attribute__((packed));
 
 /* A site's peak, temporaries and histograms (lsnap.h), fixed size. */
@@ -73,6 +86,43 @@ struct lspm_site_stats {
 	struct lsnap_site_stats s;	/* s.nbuckets = LSNAP_HIST_BUCKETS */
 	uint64_t size_hist[LSNAP_HIST_BUCKETS];
 	uint64_t life_hist[LSNAP_HIST_BUCKETS];
+} __attribute__((packed));
+
+/*
+ * Version 4: a site's stats in 64 bytes, and when it has no history row,
+ * where its history starts.  Each used pair is a histogram bucket that is
+ * not 0: bits 59-63 the bucket, bit 58 set for the lifetime histogram
+ * (else the size histogram), bits 0-57 the count; an unused pair is 0.
+ * A site with more buckets than pairs, or a count from 2^58, has a wide
+ * slot (wide = 1 + its index), which then holds all its stats; the
+ * brief slot's stats fields are not used.
+ */
+#define LSPM_BRIEF_PAIRS 3
+#define LSPM_PAIR_LIFE (1ull << 58)
+#define LSPM_PAIR_COUNT (LSPM_PAIR_LIFE - 1)
+#define LSPM_PAIR_BUCKET_SHIFT 59
+
+struct lspm_site_brief {
+	int64_t peak_bytes, peak_blocks;
+	uint64_t temp_bytes, temp_blocks;
+	uint64_t pair[LSPM_BRIEF_PAIRS];
+	uint32_t wide;		/* 0, or 1 + its slot in the wide region */
+	uint32_t since;		/* without a history row: the sample from
+				   which its live bytes have been what the
+				   site record says (0 before it) */
+} __attribute__((packed));
+
+/*
+ * Version 4: where a site's stack ends as an earlier site's does.  site 0:
+ * the frames region holds all of its nframes frames; else the region
+ * holds its first nframes - (n - skip) frames at frames_idx, and the rest
+ * are the frames from index skip on of site `site - 1` (a smaller id),
+ * whose stack has n frames: deep stacks share their outer frames (python3:
+ * 735k frames in 19.7k stacks, 108k of them not the previous site's).
+ */
+struct lspm_tail {
+	uint32_t site;		/* 0, or 1 + the earlier site's id */
+	uint32_t skip;
 } __attribute__((packed));
 
 struct lspm_module {
@@ -89,5 +139,20 @@ struct lspm_site {
 
 /* history: int64_t live_bytes[rows_cap][hist_len] at hist_off (version
  * 1: [sites_cap][hist_len], row = site id) */
+
+/*
+ * Sample t (counted from the first after start or reset, so slot
+ * t % hist_len of a row) of a site's history in version 4: its row's if
+ * it has one, else 0 before `since` and the site record's live bytes from
+ * it on (a site gets a row when its live bytes change after it first
+ * held memory: most hold what they got at start for good).
+ */
+static inline int64_t lspm_hist_sample(const int64_t *ring, uint32_t hist_len,
+				       uint64_t t, uint64_t since, int64_t live)
+{
+	if (ring)
+		return ring[t % hist_len];
+	return t < since ? 0 : live;
+}
 
 #endif

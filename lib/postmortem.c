@@ -33,7 +33,10 @@ struct pm {
 	struct lspm_header hdr;
 	const struct lspm_module *modules;	/* [nmodules] */
 	const struct lspm_site *sites;		/* [nsites] */
-	const struct lspm_site_stats *stats;	/* [nsites], version 3 */
+	const struct lspm_site_stats *stats;	/* [nsites], version 3;
+						   [wide_used], version 4 */
+	const struct lspm_site_brief *brief;	/* [nsites], version 4 */
+	const struct lspm_tail *tails;		/* [nsites], version 4 */
 	const uint32_t *rows;			/* [nsites], version >= 2 */
 	const uint64_t *frames;			/* [frames_used] */
 	const int64_t *hist;			/* [nrows][hist_len] */
@@ -50,12 +53,16 @@ static void pm_free_parts(struct pm *pm)
 	free((void *)pm->modules);
 	free((void *)pm->sites);
 	free((void *)pm->stats);
+	free((void *)pm->brief);
+	free((void *)pm->tails);
 	free((void *)pm->rows);
 	free((void *)pm->frames);
 	free((void *)pm->hist);
 	pm->modules = NULL;
 	pm->sites = NULL;
 	pm->stats = NULL;
+	pm->brief = NULL;
+	pm->tails = NULL;
 	pm->rows = NULL;
 	pm->frames = NULL;
 	pm->hist = NULL;
@@ -94,7 +101,8 @@ static int regions_aligned(const struct lspm_header *h)
 {
 	return !((h->modules_off | h->sites_off | h->frames_off | h->hist_off |
 		  (h->version >= 2 ? h->rows_off : 0) |
-		  (h->version >= 3 ? h->stats_off : 0)) & 7);
+		  (h->version >= 3 ? h->stats_off : 0) |
+		  (h->version >= 4 ? h->wide_off | h->tails_off : 0)) & 7);
 }
 
 static int check_header(const struct pm *pm, char *err, size_t errlen)
@@ -119,8 +127,15 @@ static int check_header(const struct pm *pm, char *err, size_t errlen)
 	    !region_ok(pm, h->modules_off, h->modules_cap, sizeof(struct lspm_module)) ||
 	    !region_ok(pm, h->sites_off, h->sites_cap, sizeof(struct lspm_site)) ||
 	    !region_ok(pm, h->frames_off, h->frames_cap, 8) ||
-	    (h->version >= 3 && !region_ok(pm, h->stats_off, h->sites_cap,
-					   sizeof(struct lspm_site_stats))))
+	    (h->version == 3 && !region_ok(pm, h->stats_off, h->sites_cap,
+					   sizeof(struct lspm_site_stats))) ||
+	    (h->version >= 4 && (h->wide_used > h->wide_cap ||
+	      !region_ok(pm, h->stats_off, h->sites_cap,
+			 sizeof(struct lspm_site_brief)) ||
+	      !region_ok(pm, h->wide_off, h->wide_cap,
+			 sizeof(struct lspm_site_stats)) ||
+	      !region_ok(pm, h->tails_off, h->sites_cap,
+			 sizeof(struct lspm_tail)))))
 		return snprintf(err, errlen, "corrupt post-mortem file: bad header"),
 		       -EINVAL;
 	return 0;
@@ -191,17 +206,103 @@ static void copy_stats(const struct lspm_site_stats *r, struct ls_site_stats *d)
 	memcpy(d->life_hist, r->life_hist, n * 8);
 }
 
-static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
+/* Version 4: a brief slot's stats (its histograms' buckets from its
+ * pairs, the rest 0). */
+static void copy_brief(const struct lspm_site_brief *b, struct ls_site_stats *d)
+{
+	unsigned i;
+
+	d->peak_bytes = b->peak_bytes;
+	d->peak_blocks = b->peak_blocks;
+	d->temp_bytes = b->temp_bytes;
+	d->temp_blocks = b->temp_blocks;
+	for (i = 0; i < LSPM_BRIEF_PAIRS; i++) {
+		uint64_t p = b->pair[i];
+		unsigned k = (unsigned)(p >> LSPM_PAIR_BUCKET_SHIFT);
+
+		_Static_assert(LSNAP_HIST_BUCKETS == 1 << (64 -
+			       LSPM_PAIR_BUCKET_SHIFT), "a pair's bucket bits");
+		if (p & LSPM_PAIR_LIFE)
+			d->life_hist[k] = p & LSPM_PAIR_COUNT;
+		else
+			d->size_hist[k] = p & LSPM_PAIR_COUNT;
+	}
+}
+
+/* The site's stats by the file's version; -EINVAL for a wide slot past
+ * those handed out. */
+static int copy_site_stats(const struct pm *pm, uint32_t id,
+			   struct ls_site_stats *d)
+{
+	const struct lspm_site_brief *b;
+
+	if (pm->h->version == 3)
+		copy_stats(pm->stats + id, d);
+	if (pm->h->version < 4)
+		return 0;
+	b = pm->brief + id;
+	if (!b->wide)
+		copy_brief(b, d);
+	else if (b->wide <= pm->h->wide_used)
+		copy_stats(pm->stats + (b->wide - 1), d);
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * Site id's stack into d->frames: its frames in the region, then in
+ * version 4 the tail it shares with an earlier site, from that site's
+ * stack as built (sites[j], j < id).  -EINVAL when they are not in the
+ * file or the tail is not the earlier site's.
+ */
+static int copy_frames(const struct pm *pm, uint32_t id,
+		       const struct ls_site *sites, struct ls_site *d)
+{
+	const struct lspm_site *r = pm->sites + id;
+	const struct lspm_tail *t = pm->tails ? pm->tails + id : NULL;
+	const struct ls_site *from = NULL;
+	uint64_t own = r->nframes, used = pm->h->frames_used;
+
+	if (r->nframes > LSNAP_MAX_FRAMES)
+		return -EINVAL;
+	if (t && t->site) {
+		if (t->site > id)
+			return -EINVAL;
+		from = &sites[t->site - 1];
+		if (t->skip > from->nframes ||
+		    from->nframes - t->skip > r->nframes)
+			return -EINVAL;
+		own = r->nframes - (from->nframes - t->skip);
+	}
+	if (r->frames_idx > used || own > used - r->frames_idx)
+		return -EINVAL;
+	d->frames = malloc((r->nframes + 1) * 8);
+	if (!d->frames)
+		return -ENOMEM;
+	memcpy(d->frames, pm->frames + r->frames_idx, own * 8);
+	if (from)
+		memcpy(d->frames + own, from->frames + t->skip,
+		       (r->nframes - own) * 8);
+	return 0;
+}
+
+static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *sites,
 		     uint64_t nhist)
 {
+	struct ls_site *d = &sites[id];
 	const struct lspm_header *h = pm->h;
 	const struct lspm_site *r = pm->sites + id;
-	const uint64_t *frames = pm->frames;
 	uint64_t row = id + 1, k, first = h->ticks - nhist;	/* 1 + row */
 	const int64_t *ring = NULL;
+	uint64_t since = 0;
+	int64_t live = 0;
+	int e;
 
 	/* Version 2: a row only for sites that held memory at a sample;
-	 * the others' samples were all 0. */
+	 * the others' samples were all 0.  Version 4: a row only for sites
+	 * whose live bytes changed after they first held memory; the others
+	 * held their live bytes from `since` on. */
 	if (h->version >= 2) {
 		row = pm->rows[id];
 		if (row > h->rows_cap)
@@ -209,10 +310,11 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 	}
 	if (row && row <= pm->nrows)	/* else taken after our header */
 		ring = pm->hist + (row - 1) * h->hist_len;
+	if (!row && h->version >= 4) {
+		since = pm->brief[id].since;
+		live = r->live_bytes;
+	}
 
-	if (r->nframes > LSNAP_MAX_FRAMES || r->frames_idx > h->frames_used ||
-	    r->nframes > h->frames_used - r->frames_idx)
-		return -EINVAL;
 	d->id = id;
 	d->kind = r->kind;
 	d->gen = r->gen;
@@ -221,15 +323,17 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 	d->live_blocks = r->live_blocks;
 	d->allocated_bytes = r->allocated_bytes;
 	d->allocated_blocks = r->allocated_blocks;
-	d->frames = malloc((r->nframes + 1) * 8);
+	e = copy_frames(pm, id, sites, d);
+	if (e)
+		return e;
 	d->history = malloc((nhist + 1) * 8);
-	if (!d->frames || !d->history)
+	if (!d->history)
 		return -ENOMEM;
-	memcpy(d->frames, frames + r->frames_idx, r->nframes * 8ull);
-	if (h->version >= 3)
-		copy_stats(pm->stats + id, &d->stats);
+	if (copy_site_stats(pm, id, &d->stats))
+		return -EINVAL;
 	for (k = 0; k < nhist; k++)
-		d->history[k] = ring ? ring[(first + k) % h->hist_len] : 0;
+		d->history[k] = lspm_hist_sample(ring, h->hist_len, first + k,
+						 since, live);
 	d->nhistory = (uint32_t)nhist;
 	return 0;
 }
@@ -291,7 +395,7 @@ static int copy_all(const struct pm *pm, struct ls_snapshot *s)
 		return -ENOMEM;
 	for (id = 0; id < n; id++) {
 		s->nsites = id + 1;	/* release() frees what was copied */
-		r = copy_site(pm, id, &s->sites[id], nhist);
+		r = copy_site(pm, id, s->sites, nhist);
 		if (r)
 			return r;
 	}
@@ -314,7 +418,10 @@ static int pm_budget(const struct pm *pm, uint64_t *read, uint64_t *built)
 	*read = h->nmodules * (uint64_t)sizeof(struct lspm_module) +
 		n * sizeof(struct lspm_site) + h->frames_used * 8 +
 		(h->version >= 2 ? n * 4 : 0) +
-		(h->version >= 3 ? n * sizeof(struct lspm_site_stats) : 0) +
+		(h->version == 3 ? n * sizeof(struct lspm_site_stats) : 0) +
+		(h->version >= 4 ? n * (sizeof(struct lspm_site_brief) +
+					sizeof(struct lspm_tail)) +
+		 h->wide_used * (uint64_t)sizeof(struct lspm_site_stats) : 0) +
 		nrows * h->hist_len * 8;
 	*built = *read + n * (sizeof(struct ls_site) + nhist * 8);
 	if (*read > LS_POSTMORTEM_READ_MAX || *built > LS_POSTMORTEM_BUILD_MAX ||
@@ -342,11 +449,21 @@ static int pm_read_parts(struct pm *pm)
 	pm->frames = read_part(pm->fd, h->frames_off, h->frames_used * 8);
 	pm->rows = h->version < 2 ? malloc(1) :
 		   read_part(pm->fd, h->rows_off, n * 4);
-	pm->stats = h->version < 3 ? malloc(1) :
-		    read_part(pm->fd, h->stats_off, n * sizeof(*pm->stats));
+	pm->tails = h->version < 4 ? NULL :
+		    read_part(pm->fd, h->tails_off, n * sizeof(*pm->tails));
+	if (h->version >= 4) {
+		pm->brief = read_part(pm->fd, h->stats_off, n * sizeof(*pm->brief));
+		pm->stats = read_part(pm->fd, h->wide_off, h->wide_used *
+				      (uint64_t)sizeof(*pm->stats));
+	} else {
+		pm->brief = malloc(1);
+		pm->stats = h->version < 3 ? malloc(1) :
+			    read_part(pm->fd, h->stats_off, n * sizeof(*pm->stats));
+	}
 	pm->hist = read_part(pm->fd, h->hist_off, pm->nrows * h->hist_len * 8);
 	if (!pm->modules || !pm->sites || !pm->frames || !pm->rows ||
-	    !pm->stats || !pm->hist)
+	    !pm->stats || !pm->brief || !pm->hist ||
+	    (h->version >= 4 && !pm->tails))
 		return errno == ENOMEM ? -ENOMEM : -EINVAL;
 	return 0;
 }
@@ -360,6 +477,28 @@ static uint64_t pm_seq(const struct pm *pm)
 	    (ssize_t)sizeof(seq))
 		return 1;
 	return seq;
+}
+
+/* Bytes of the stacks built beyond the frames read: the tails that
+ * version 4 sites share with earlier ones (each stack is checked against
+ * LSNAP_MAX_FRAMES as it is built; one past it counts as that). */
+static uint64_t pm_tail_bytes(const struct pm *pm)
+{
+	uint64_t n = 0;
+	uint32_t id;
+
+	for (id = 0; pm->tails && id < pm->h->nsites; id++)
+		n += pm->sites[id].nframes < LSNAP_MAX_FRAMES ?
+		     pm->sites[id].nframes : LSNAP_MAX_FRAMES;
+	return n > pm->h->frames_used ? (n - pm->h->frames_used) * 8 : 0;
+}
+
+static int budget_taken(char *err, size_t errlen)
+{
+	snprintf(err, errlen, "the memory budget (%llu MiB) is taken by the "
+		 "replies in progress: try again",
+		 (unsigned long long)(ls_snapshot_budget(NULL) >> 20));
+	return -ENOBUFS;
 }
 
 /* One consistent copy: header, parts, snapshot. */
@@ -385,11 +524,22 @@ static int pm_load_once(struct pm *pm, struct ls_snapshot *snap, uint64_t *seq,
 				(unsigned long long)pm->stored), -EFBIG;
 	/* What it reads and builds, held until the snapshot is released. */
 	if (ls_snapshot_charge(snap, built))
-		return snprintf(err, errlen, "the memory budget (%llu MiB) is "
-				"taken by the replies in progress: try again",
-				(unsigned long long)(ls_snapshot_budget(NULL) >> 20)),
-		       -ENOBUFS;
+		return budget_taken(err, errlen);
 	r = pm_read_parts(pm);
+	if (!r) {
+		/* The shared tails, now that the sites say how long. */
+		uint64_t tails = pm_tail_bytes(pm);
+
+		if (built + tails > LS_POSTMORTEM_BUILD_MAX ||
+		    built + tails > (pm->stored + LS_POSTMORTEM_SPARSE_SLACK) *
+				    LS_POSTMORTEM_BUILD_RATIO) {
+			snprintf(err, errlen, "post-mortem file too large: its "
+				 "stacks need %llu bytes built (lib/postmortem.h's "
+				 "caps)", (unsigned long long)(built + tails));
+			r = -EFBIG;
+		} else if (ls_snapshot_charge(snap, tails))
+			r = budget_taken(err, errlen);
+	}
 	if (!r)
 		r = copy_all(pm, snap);
 	pm_free_parts(pm);

@@ -11,7 +11,7 @@
  *   pm-compact IN.pm OUT.pm
  *
  * Exit status: 0, 1 on a read or write error, 2 on a file this does not
- * understand (not version 2 or 3).
+ * understand (not version 2, 3 or 4).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,10 +52,20 @@ static int copy_regions(int in, FILE *out, const struct lspm_header *h,
 			      h->hist_len * 8);
 	long st = h->version < 3 ? 0 :
 		copy_region(in, out, h->stats_off, (uint64_t)h->nsites *
+			    (h->version == 3 ? sizeof(struct lspm_site_stats) :
+			     sizeof(struct lspm_site_brief)));
+	long w = h->version < 4 ? 0 :
+		copy_region(in, out, h->wide_off, (uint64_t)h->wide_used *
 			    sizeof(struct lspm_site_stats));
+	long t = h->version < 4 ? 0 :
+		copy_region(in, out, h->tails_off, (uint64_t)h->nsites *
+			    sizeof(struct lspm_tail));
 
-	if (m < 0 || s < 0 || f < 0 || r < 0 || hi < 0 || st < 0)
+	if (m < 0 || s < 0 || f < 0 || r < 0 || hi < 0 || st < 0 || w < 0 ||
+	    t < 0)
 		return -1;
+	o->wide_off = (uint64_t)w;
+	o->tails_off = (uint64_t)t;
 	o->modules_off = (uint64_t)m;
 	o->sites_off = (uint64_t)s;
 	o->frames_off = (uint64_t)f;
@@ -80,8 +90,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pm-compact: cannot read '%s'\n", argv[1]);
 		return 1;
 	}
-	if (memcmp(h.magic, LSPM_MAGIC, sizeof(LSPM_MAGIC)) || h.version < 2) {
-		fprintf(stderr, "pm-compact: '%s' is not a version 2 or 3 "
+	if (memcmp(h.magic, LSPM_MAGIC, sizeof(LSPM_MAGIC)) || h.version < 2 ||
+	    h.version > LSPM_VERSION) {
+		fprintf(stderr, "pm-compact: '%s' is not a version 2, 3 or 4 "
 			"post-mortem file\n", argv[1]);
 		return 2;
 	}
@@ -97,6 +108,7 @@ int main(int argc, char **argv)
 	o.sites_cap = h.nsites;
 	o.frames_cap = h.frames_used;
 	o.rows_cap = h.rows_used;
+	o.wide_cap = h.wide_used;
 	bad = fwrite(&o, sizeof(o), 1, out) != 1 ||
 	      copy_regions(in, out, &h, &o) ||
 	      fseek(out, 0, SEEK_SET) || fwrite(&o, sizeof(o), 1, out) != 1;

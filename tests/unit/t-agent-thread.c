@@ -123,8 +123,8 @@ static void check_entry(const struct ls_pending *p, void *arg)
 		torn++;
 }
 
-/* Add f's figures to the truth w: f is a pending entry or a site record,
- * which name them alike; their histograms have size_n and life_n buckets. */
+/* Add pending entry f's figures to the truth w; its histograms have
+ * size_n and life_n buckets. */
 #define ADD_FIGURES(w, f, size_n, life_n)					\
 	do {								\
 		unsigned i_;						\
@@ -140,6 +140,26 @@ static void check_entry(const struct ls_pending *p, void *arg)
 		for (i_ = 0; i_ < (life_n); i_++)			\
 			(w)->life_hist[i_] += (f)->life_hist[i_];	\
 	} while (0)
+
+/* Add site record s's figures to the truth w: its histograms' counters in
+ * its pairs and its overflow block, as ls_site_hist() reads them. */
+static void add_site(struct truth *w, const struct ls_site_rec *s)
+{
+	uint64_t h[2 * LS_HIST_BUCKETS];
+	unsigned i;
+
+	w->live_b += s->live_bytes;
+	w->live_k += s->live_blocks;
+	w->alloc_b += s->alloc_bytes;
+	w->alloc_k += s->alloc_blocks;
+	w->temp_b += s->temp_bytes;
+	w->temp_k += s->temp_blocks;
+	ls_site_hist(s, h);
+	for (i = 0; i < LS_HIST_BUCKETS; i++) {
+		w->size_hist[i] += h[i];
+		w->life_hist[i] += h[LS_HIST_BUCKETS + i];
+	}
+}
 
 static void add_entry(const struct ls_pending *p, void *arg)
 {
@@ -174,7 +194,7 @@ static unsigned wrong_sites(int with_pending)
 				want.life_hist[j] += truth[n][i].life_hist[j];
 			}
 		}
-		ADD_FIGURES(w, s, LS_HIST_BUCKETS, LS_HIST_BUCKETS);
+		add_site(w, s);
 		bad += memcmp(w, &want, sizeof(want)) != 0;
 	}
 	return bad;
@@ -280,9 +300,18 @@ int main(void)
 	   "per site, flushed plus pending (%u sites wrong)", i);
 	ok(wrong_sites(0) > 0, "and some of it still pending (a reader that "
 	   "skipped the entries would be wrong)");
-	for (i = 0; i < SITES; i++)
-		far += site[i]->size_hist[ls_hist_bucket(9 << 20)] != 0;
+	for (i = 0; i < SITES; i++) {
+		uint64_t h[2 * LS_HIST_BUCKETS];
+
+		ls_site_hist(site[i], h);
+		far += h[ls_hist_bucket(9 << 20)] != 0;
+	}
 	ok(far > 0, "sizes beyond the entry's buckets went to %u sites", far);
+	for (i = far = 0; i < SITES; i++)
+		far += site[i]->hist_more != NULL;
+	ok(far > 0, "%u of %u sites needed counters beyond their record's "
+	   "%u pairs, taken by threads at once (the exact figures above read "
+	   "both)", far, SITES, LS_SITE_PAIRS);
 	pthread_barrier_wait(&go_on);
 	for (i = 0; i < THREADS; i++)
 		pthread_join(th[i], NULL);

@@ -1,7 +1,9 @@
 /*
  * t-lib-postmortem.c - post-mortem files (common/lspm.h) read back:
- * version 2 (history rows only for sites that held memory) and version 1
- * (a row per site), and the inconsistent files the reader must refuse.
+ * version 4 (brief stats slots, history rows only for sites whose bytes
+ * changed, stacks ending as an earlier site's), version 2 (history rows only for sites that held memory) and
+ * version 1 (a row per site), and the inconsistent files the reader must
+ * refuse.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,7 +41,10 @@ static void build(struct layout *l, uint32_t version)
 
 	l->size = off + sizeof(struct lspm_module) +
 		  SITES_CAP * sizeof(struct lspm_site) + 16 * 8 +
-		  SITES_CAP * 4 + SITES_CAP * HIST_LEN * 8;
+		  SITES_CAP * 4 + SITES_CAP * HIST_LEN * 8 +
+		  SITES_CAP * sizeof(struct lspm_site_brief) +
+		  2 * sizeof(struct lspm_site_stats) +
+		  SITES_CAP * sizeof(struct lspm_tail);
 	l->buf = calloc(1, l->size);
 	l->h = (struct lspm_header *)(void *)l->buf;
 	memcpy(l->h->magic, LSPM_MAGIC, sizeof(LSPM_MAGIC));
@@ -64,6 +69,13 @@ static void build(struct layout *l, uint32_t version)
 	l->h->rows_cap = SITES_CAP;
 	off += SITES_CAP * 4;
 	l->h->hist_off = off;
+	off += SITES_CAP * HIST_LEN * 8;
+	l->h->stats_off = off;
+	off += SITES_CAP * sizeof(struct lspm_site_brief);
+	l->h->wide_off = off;
+	l->h->wide_cap = 2;
+	off += 2 * sizeof(struct lspm_site_stats);
+	l->h->tails_off = off;
 	memcpy(l->h->cmdline, "prog", 5);
 	l->h->cmdline_len = 5;
 	sites = (struct lspm_site *)(void *)(l->buf + l->h->sites_off);
@@ -106,6 +118,65 @@ static int load(const struct layout *l, struct ls_snapshot *s, char *err,
 	return r;
 }
 
+/*
+ * Version 4 on top of version 2's rows: site 1 (no row) has held its 14
+ * bytes since sample 4, so of ticks 2..5 it shows 0, 0, 14, 14.  Site 0's
+ * stats in its brief slot: size bucket 5 x 9, lifetime bucket 0 x 2, a
+ * count of 2^58 - 1 in lifetime bucket 31; site 1's in wide slot 1.
+ * Stacks: site 0 0x400000 0x500001 0x500002, all in the frames region;
+ * site 1 0x400001 and site 0's from its second frame on; site 2 0x400002
+ * and site 1's from its third.
+ */
+static void build_v4(struct layout *l)
+{
+	static const uint64_t region[] = { 0x400000, 0x500001, 0x500002,
+					   0x400001, 0x400002 };
+	struct lspm_site_brief *b;
+	struct lspm_site_stats *w;
+	struct lspm_site *sites;
+	struct lspm_tail *t;
+
+	build(l, 4);
+	sites = (struct lspm_site *)(void *)(l->buf + l->h->sites_off);
+	t = (struct lspm_tail *)(void *)(l->buf + l->h->tails_off);
+	memcpy(l->buf + l->h->frames_off, region, sizeof(region));
+	l->h->frames_used = 5;
+	sites[0].nframes = 3;
+	sites[0].frames_idx = 0;
+	sites[1].nframes = 3;
+	sites[1].frames_idx = 3;
+	t[1] = (struct lspm_tail){ .site = 1, .skip = 1 };
+	sites[2].nframes = 2;
+	sites[2].frames_idx = 4;
+	t[2] = (struct lspm_tail){ .site = 2, .skip = 2 };
+	b = (struct lspm_site_brief *)(void *)(l->buf + l->h->stats_off);
+	w = (struct lspm_site_stats *)(void *)(l->buf + l->h->wide_off);
+	b[0].peak_bytes = 100;
+	b[0].peak_blocks = 3;
+	b[0].temp_bytes = 55;
+	b[0].temp_blocks = 5;
+	b[0].pair[0] = 9 | 5ull << LSPM_PAIR_BUCKET_SHIFT;
+	b[0].pair[1] = 2 | LSPM_PAIR_LIFE;
+	b[0].pair[2] = LSPM_PAIR_COUNT | LSPM_PAIR_LIFE |
+		       31ull << LSPM_PAIR_BUCKET_SHIFT;
+	b[0].since = 3;		/* not read: site 0 has a row */
+	b[1].since = 4;
+	b[1].wide = 1;
+	b[1].peak_bytes = 999;	/* not read: the wide slot has them */
+	w[0].s.nbuckets = LSNAP_HIST_BUCKETS;
+	w[0].s.peak_bytes = 14;
+	w[0].size_hist[7] = 77;
+	w[0].life_hist[30] = 1;
+	l->h->wide_used = 1;
+}
+
+static int stack_is(const struct ls_site *s, uint32_t n, uint64_t a,
+		    uint64_t b, uint64_t c)
+{
+	return s->nframes == n && s->frames[0] == a && s->frames[1] == b &&
+	       (n < 3 || s->frames[2] == c);
+}
+
 static int history_is(const struct ls_site *s, int64_t a, int64_t b,
 		      int64_t c, int64_t d)
 {
@@ -129,6 +200,40 @@ static void test_v2(void)
 	ok(history_is(&s.sites[2], 30, 40, 10, 20), "site 2: row 0");
 	ok(s.sites[2].live_bytes == 21 && s.sites[2].frames[0] == 0x400002,
 	   "site records and frames as written");
+	ls_snapshot_release(&s);
+	free(l.buf);
+}
+
+static void test_v4(void)
+{
+	struct layout l;
+	struct ls_snapshot s;
+	const struct ls_site_stats *a, *b;
+	char err[256] = "";
+	unsigned k, nz = 0;
+
+	build_v4(&l);
+	ok(load(&l, &s, err, sizeof(err)) == 0, "version 4 loads (%s)", err);
+	ok(s.nsites == SITES && s.has_peak, "three sites, with peaks");
+	ok(history_is(&s.sites[0], 3, 4, 1, 2), "site 0: its row");
+	ok(history_is(&s.sites[1], 0, 0, 14, 14),
+	   "site 1: no row, 0 before its `since`, its live bytes from it on");
+	ok(history_is(&s.sites[2], 30, 40, 10, 20), "site 2: row 0");
+	ok(stack_is(&s.sites[0], 3, 0x400000, 0x500001, 0x500002) &&
+	   stack_is(&s.sites[1], 3, 0x400001, 0x500001, 0x500002) &&
+	   stack_is(&s.sites[2], 2, 0x400002, 0x500002, 0),
+	   "stacks: their own frames, then the tail of an earlier site's");
+	a = &s.sites[0].stats;
+	ok(a->peak_bytes == 100 && a->peak_blocks == 3 && a->temp_bytes == 55 &&
+	   a->temp_blocks == 5, "site 0: peak and temporaries from its brief slot");
+	for (k = 0; k < LSNAP_HIST_BUCKETS; k++)
+		nz += !!a->size_hist[k] + !!a->life_hist[k];
+	ok(nz == 3 && a->size_hist[5] == 9 && a->life_hist[0] == 2 &&
+	   a->life_hist[31] == LSPM_PAIR_COUNT,
+	   "site 0: its three buckets from the pairs, the rest 0");
+	b = &s.sites[1].stats;
+	ok(b->peak_bytes == 14 && b->size_hist[7] == 77 && b->life_hist[30] == 1,
+	   "site 1: its stats from its wide slot");
 	ls_snapshot_release(&s);
 	free(l.buf);
 }
@@ -227,8 +332,26 @@ static void test_bad(void)
 	l.h->rows_cap = 1u << 30;
 	refused(&l, "rows past the end of the file", "corrupt");
 	build(&l, 2);
-	l.h->version = 4;
-	refused(&l, "version 4", "version 4 is not supported");
+	l.h->version = 5;
+	refused(&l, "version 5", "version 5 is not supported");
+	build_v4(&l);
+	((struct lspm_site_brief *)(void *)(l.buf + l.h->stats_off))[2].wide = 2;
+	refused(&l, "a wide slot past those handed out", "");
+	build_v4(&l);
+	l.h->wide_used = 3;
+	refused(&l, "more wide slots used than there are", "corrupt");
+	build_v4(&l);
+	l.h->wide_off = l.size - 8;
+	refused(&l, "wide slots past the end of the file", "corrupt");
+	build_v4(&l);
+	((struct lspm_tail *)(void *)(l.buf + l.h->tails_off))[1].site = 2;
+	refused(&l, "a stack ending as its own", "corrupt");
+	build_v4(&l);
+	((struct lspm_tail *)(void *)(l.buf + l.h->tails_off))[2].skip = 4;
+	refused(&l, "a tail from past the earlier stack's end", "corrupt");
+	build_v4(&l);
+	((struct lspm_site *)(void *)(l.buf + l.h->sites_off))[2].nframes = 7;
+	refused(&l, "own frames past the frames in use", "corrupt");
 	build(&l, 1);
 	l.h->hist_off = l.size;
 	refused(&l, "version 1 history past the end", "corrupt");
@@ -289,6 +412,7 @@ static void test_fifo(void)
 int main(void)
 {
 	test_v2();
+	test_v4();
 	test_dropped();
 	test_v1();
 	test_bad();
