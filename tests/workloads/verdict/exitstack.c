@@ -28,6 +28,9 @@
  *      call exit() is a block scanned whole, dead frames included, by
  *      memcheck and LeakSanitizer alike: 256 KiB + 630 + 640 still
  *      reachable
+ *   5  mode 1 on a 64 KiB anonymous mapping (a guard page below it):
+ *      main holds 650 and sprayed 660, the handler holds 670 and sprays
+ *      680: 660 and 680 definitely lost; 650 + 670 still reachable
  */
 #include <pthread.h>
 #include <sched.h>
@@ -100,6 +103,33 @@ __attribute__((noinline)) static void on_altstack(void)
 	v_use(held);
 }
 
+static void on_usr1_mapped(int sig)
+{
+	hold_spray_leave(670, 680);
+}
+
+static void *mapped_stack(size_t size);
+
+__attribute__((noinline)) static void on_mapped_altstack(void)
+{
+	void *volatile held = v_alloc(650);
+	struct sigaction sa;
+	stack_t ss;
+
+	spray(660);
+	ss.ss_sp = mapped_stack(V_STACK);
+	ss.ss_size = V_STACK;
+	ss.ss_flags = 0;
+	if (sigaltstack(&ss, NULL))
+		abort();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1_mapped;
+	sa.sa_flags = SA_ONSTACK;
+	sigaction(SIGUSR1, &sa, NULL);
+	raise(SIGUSR1);
+	v_use(held);
+}
+
 static void *thread_body(void *arg)
 {
 	hold_spray_leave((size_t)arg, (size_t)arg + 10);
@@ -154,9 +184,10 @@ __attribute__((noinline)) static void on_own_stack(void *stack, size_t main_n,
 	v_use(held);
 }
 
-static void *mapped_stack(void)
+/* size bytes of an anonymous mapping above a guard page. */
+static void *mapped_stack(size_t size)
 {
-	char *m = mmap(NULL, T_STACK + 4096, PROT_READ | PROT_WRITE,
+	char *m = mmap(NULL, size + 4096, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (m == MAP_FAILED || mprotect(m, 4096, PROT_NONE))
@@ -173,8 +204,9 @@ int main(int argc, char **argv)
 		stack_block = v_alloc(T_STACK);
 		on_own_stack(stack_block, 570, 580);
 		break;
-	case 3: on_own_stack(mapped_stack(), 600, 610); break;
+	case 3: on_own_stack(mapped_stack(T_STACK), 600, 610); break;
 	case 4: leave_waiter(); break;
+	case 5: on_mapped_altstack(); break;
 	}
 	return 0;
 }
