@@ -47,15 +47,18 @@ static ucontext_t main_uc, co_uc;
 /* A block whose only pointer is in this frame, dead once it returns:
  * the pointer fills the lower half of a 16 KiB array, below where the
  * frames of the calls that follow (raise(), the exit path) reach, so
- * only a cut at the stack pointer can tell those words dead. */
+ * only a cut at the stack pointer can tell those words dead.  The local
+ * that held it is cleared: at -O0 it sits at the top of the frame,
+ * where the next call's frame may leave a slot unwritten. */
 __attribute__((noinline)) static void spray(size_t n)
 {
 	void *volatile slot[2 * SLOTS];
-	void *p = v_alloc(n);
+	void *volatile p = v_alloc(n);
 	int i;
 
 	for (i = 0; i < SLOTS; i++)
 		slot[i] = p;
+	p = NULL;
 	v_use((void *)slot);
 }
 
@@ -113,20 +116,9 @@ static void *mapped_stack(size_t size);
 __attribute__((noinline)) static void on_mapped_altstack(void)
 {
 	void *volatile held = v_alloc(650);
-	struct sigaction sa;
-	stack_t ss;
 
 	spray(660);
-	ss.ss_sp = mapped_stack(V_STACK);
-	ss.ss_size = V_STACK;
-	ss.ss_flags = 0;
-	if (sigaltstack(&ss, NULL))
-		abort();
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_usr1_mapped;
-	sa.sa_flags = SA_ONSTACK;
-	sigaction(SIGUSR1, &sa, NULL);
-	raise(SIGUSR1);
+	v_raise_on(mapped_stack(V_STACK), on_usr1_mapped);
 	v_use(held);
 }
 
