@@ -59,7 +59,9 @@ struct span {
 
 #define WIN_BYTES (64u << 10)	/* the safe reader's window */
 #define MAX_GRABS 256
-#define SCAN_CUTS 2	/* stacks in blocks: the exiting thread's, the one its signal interrupted */
+/* Stacks in blocks cut at exit: the exiting thread's, and the one its
+ * signal handler interrupted. */
+#define SCAN_CUTS 2
 
 struct nb_slot {
 	uint64_t addr;		/* 0 = empty */
