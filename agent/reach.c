@@ -646,11 +646,29 @@ void ls_scan_on_fault(int sig)
 }
 
 
+/* Block i's live words [*a, *b): a stack the exiting thread runs on is
+ * dead below its cut (sc->cut_blk). */
+static void block_live(const struct scan *sc, uint32_t i, uint64_t *a,
+		       uint64_t *b)
+{
+	uint32_t k;
+
+	for (k = 0; k < sc->ncut; k++)
+		if (sc->cut_blk[k] == i) {
+			*a = sc->cut_at[k];
+			*b = sc->cut_end[k];
+			return;
+		}
+}
+
 void ls_scan_scan_block(struct scan *sc, uint32_t i,
 		       void (*fn)(struct scan *, uint64_t, uint32_t), uint32_t arg)
 {
 	uint64_t a = sc->blk[i].addr, b = a + sc->blk[i].size, r;
 	const uint64_t *w, *e;
+
+	if (sc->ncut)
+		block_live(sc, i, &a, &b);
 
 	if (sc->safe) {		/* the reader skips what went away */
 		sc->heap_bytes += b - a;
@@ -663,7 +681,7 @@ void ls_scan_scan_block(struct scan *sc, uint32_t i,
 	if (b <= a)
 		return;
 	sc->heap_bytes += b - a;
-	w = (const uint64_t *)a;	/* blocks are 16-byte aligned */
+	w = (const uint64_t *)a;	/* blocks and cuts are 8-byte aligned */
 	e = (const uint64_t *)(b & ~7ull);
 	for (; w < e; w++)
 		if (*w >= sc->lo && *w < sc->hi)

@@ -74,8 +74,10 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	} else if (reason == LSNAP_REASON_EXIT && ls_scan_exit.frame > self_sp &&
 		   ls_scan_exit.frame - self_sp < (8ull << 20))
 		self_sp = ls_scan_exit.frame;
-	if (reason != LSNAP_REASON_EXIT)
+	if (reason != LSNAP_REASON_EXIT) {
 		ls_scan_exit.nregs = 0;
+		ls_scan_exit.intr_sp = ls_scan_exit.fp_lo = ls_scan_exit.fp_hi = 0;
+	}
 	r = ls_scan_run_scan(&ls_scan_child, th, nth, self_sp, self_red, &res);
 	if (!r) {
 		res.totals.flags = flags | (res.torn ? LSNAP_REACH_TORN : 0) |
@@ -299,6 +301,58 @@ static uint64_t exit_caller_sp(uint64_t frame)
 	return 0;
 }
 
+/*
+ * exit() called on the alternate signal stack: the stack pointer of the
+ * context the outermost signal frame on it interrupted, or 0.  The
+ * kernel pushed that frame above the handler's (rt_sigframe: the
+ * restorer's address, then a ucontext_t), and the ucontext records the
+ * alternate stack itself (uc_stack): a ucontext is recognised by
+ * uc_flags (a few bits), uc_link 0, and uc_stack naming this alternate
+ * stack; the outermost is the highest whose saved rsp lies off it.
+ * [*fp_lo, *fp_hi): where its fpregs points, the floating-point and
+ * vector registers the kernel saved above the frame, to the stack's
+ * top (0, 0 if it points elsewhere).  Read through the kernel from
+ * from up: a miss ends at a fault.
+ */
+static uint64_t interrupted_sp(uint64_t from, uint64_t *fp_lo, uint64_t *fp_hi)
+{
+	enum { UC_WORDS = 5 + 23 };	/* flags, link, uc_stack, gregs */
+	static struct scan sc;		/* as in exit_caller_sp() */
+	uint64_t buf[512 + UC_WORDS + 1], a, lo, hi, got, j, rsp, found = 0;
+	stack_t ss;
+
+	if (sigaltstack(NULL, &ss) || !(ss.ss_flags & SS_ONSTACK))
+		return 0;
+	lo = (uint64_t)(uintptr_t)ss.ss_sp;
+	hi = lo + ss.ss_size;
+	if (from < lo || from >= hi)
+		from = lo;
+	sc.self = getpid();
+	for (a = from & ~7ull; a < hi; a += 512 * 8) {
+		got = ls_scan_read_safe(&sc, a, buf, sizeof(buf)) / 8;
+		for (j = 0; j + UC_WORDS < got && j < 512; j++) {
+			const uint64_t *u = buf + j;
+			uint32_t fl = (uint32_t)u[3] & ~(1u << 31);	/* SS_AUTODISARM */
+
+			if (u[0] >= 16 || u[1] || u[2] != lo || u[4] != ss.ss_size ||
+			    fl > SS_DISABLE)
+				continue;
+			rsp = u[5 + REG_RSP];
+			if (rsp < lo || rsp >= hi) {
+				found = rsp;
+				/* uc_mcontext.fpregs, after the gregs: the
+				 * kernel put that state above the frame. */
+				*fp_lo = u[UC_WORDS] > a + j * 8 && u[UC_WORDS] < hi ?
+					 u[UC_WORDS] : 0;
+				*fp_hi = *fp_lo ? hi : 0;
+			}
+		}
+		if (got < 512 + UC_WORDS + 1)
+			break;
+	}
+	return found;
+}
+
 void ls_reach_note_exit_frame(const void *frame)
 {
 	uint64_t f = (uint64_t)(uintptr_t)frame, b = exit_caller_sp(f);
@@ -314,6 +368,9 @@ void ls_reach_note_exit_frame(const void *frame)
 		memcpy(ls_scan_exit.regs, ls_scan_exit.call_regs, sizeof(ls_scan_exit.regs));
 		ls_scan_exit.nregs = ls_scan_exit.call_nregs;
 	}
+	ls_scan_exit.fp_lo = ls_scan_exit.fp_hi = 0;
+	ls_scan_exit.intr_sp = interrupted_sp(ls_scan_exit.live ? ls_scan_exit.live : f,
+					      &ls_scan_exit.fp_lo, &ls_scan_exit.fp_hi);
 }
 
 /* The six argument registers of thread tid's system call (rdi, rsi,

@@ -59,6 +59,9 @@ struct span {
 
 #define WIN_BYTES (64u << 10)	/* the safe reader's window */
 #define MAX_GRABS 256
+/* Stacks in blocks cut at exit: the exiting thread's, and the one its
+ * signal handler interrupted. */
+#define SCAN_CUTS 2
 
 struct nb_slot {
 	uint64_t addr;		/* 0 = empty */
@@ -147,6 +150,13 @@ struct scan {
 	struct vec dirty;
 	uint64_t deadline;
 	int overrun;
+	/* Tracked blocks the exiting thread runs on (a coroutine's stack,
+	 * an alternate signal stack, a pthread_attr_setstack stack): block
+	 * cut_blk[k] is live in [cut_at[k], cut_end[k]) only, as a root and
+	 * as contents (ls_scan_mark_roots(), ls_scan_scan_block()). */
+	uint32_t ncut;
+	uint32_t cut_blk[SCAN_CUTS];
+	uint64_t cut_at[SCAN_CUTS], cut_end[SCAN_CUTS];
 };
 
 /* How the current check runs (struct lsnap_reach_how): set by the
@@ -180,6 +190,11 @@ struct reach_at_exit {
 	uint64_t live;
 	uint64_t regs[LS_REACH_EXIT_REGS];
 	uint32_t nregs;
+	/* exit() from a signal handler on an alternate stack: the stack
+	 * pointer of the context the signal interrupted, from the frame
+	 * the kernel pushed (0: none), and [fp_lo, fp_hi) the frame's
+	 * saved floating-point and vector registers, not scanned. */
+	uint64_t intr_sp, fp_lo, fp_hi;
 	/* ls_reach_note_exit_call(): the first call of the process. */
 	pid_t call_pid, call_claim, call_tid;
 	uint64_t call_cfa, call_regs[LS_REACH_EXIT_REGS];

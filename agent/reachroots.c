@@ -284,7 +284,11 @@ static uint64_t thread_desc(struct scan *sc, const struct region *g)
 /*
  * Where the roots of region g begin.  A stack from its thread's stack
  * pointer less the red zone (the exiting thread's at exit: exactly from
- * where its live frames begin, self_red 0).  The stack of a thread that
+ * where its live frames begin, self_red 0; the context a signal handler
+ * that called exit() on an alternate stack interrupted: from its stack
+ * pointer, no red zone: that context never resumes, and what lies below
+ * its stack pointer is the words of frames that returned, the agent's
+ * own malloc hooks' among them).  The stack of a thread that
  * has ended (glibc keeps it mapped, in its stack cache or until a join;
  * the kernel cleared the descriptor's tid): only its descriptor, which
  * glibc reuses (its DTV, and through it the dynamic TLS blocks glibc
@@ -296,15 +300,18 @@ uint64_t ls_scan_root_start(struct scan *sc, const struct region *g,
 			   const struct lsnap_check_thread *th, uint32_t nth,
 			   uint64_t self_sp, uint64_t self_red)
 {
-	uint64_t s = g->start, sp, red, pd, tid;
+	uint64_t s = g->start, sp, red, pd, tid, low = 0;
 	size_t k;
 
-	for (k = 0; k <= nth; k++) {
-		sp = k < nth ? th[k].sp : self_sp;
-		red = k < nth ? RED_ZONE : self_red;
-		if (sp >= s && sp < g->end && sp - red > s)
-			return sp - red;
+	/* The lowest, when the kernel merged two stacks into one region. */
+	for (k = 0; k <= nth + 1; k++) {
+		sp = k < nth ? th[k].sp : k == nth ? self_sp : ls_scan_exit.intr_sp;
+		red = k < nth ? RED_ZONE : k == nth ? self_red : 0;
+		if (sp >= s && sp < g->end && sp - red > s && (!low || sp - red < low))
+			low = sp - red;
 	}
+	if (low)
+		return low;
 	pd = thread_desc(sc, g);
 	if (pd && !ls_scan_peek(sc, pd + ls_scan_prep.tid_off, &tid) && (int32_t)tid <= 0)
 		s = pd;
@@ -316,9 +323,71 @@ static void mark_root_region(struct scan *sc, const struct region *g,
 			     const struct lsnap_check_thread *th, uint32_t nth,
 			     uint64_t self_sp, uint64_t self_red)
 {
+	uint64_t s, lo = ls_scan_exit.fp_lo, hi = ls_scan_exit.fp_hi;
+	struct region piece = *g;
+
 	if (!sc->safe && sigsetjmp(ls_scan_fault_jmp, 0))
 		return;
-	ls_scan_mark_region(sc, g, ls_scan_root_start(sc, g, th, nth, self_sp, self_red));
+	s = ls_scan_root_start(sc, g, th, nth, self_sp, self_red);
+	/* An alternate stack the program mapped: less a signal frame's
+	 * saved vector registers (cut_block_stack()). */
+	if (lo > s && lo < g->end && hi <= g->end) {
+		piece.end = lo;
+		ls_scan_mark_region(sc, &piece, s);
+		piece.start = hi;
+		piece.end = g->end;
+		if (hi < g->end)
+			ls_scan_mark_region(sc, &piece, hi);
+		return;
+	}
+	ls_scan_mark_region(sc, g, s);
+}
+
+static void mark_piece_guarded(struct scan *sc, uint64_t s, uint64_t e)
+{
+	if (!sc->safe && sigsetjmp(ls_scan_fault_jmp, 0))
+		return;
+	ls_scan_mark_piece(sc, s, e);
+}
+
+/*
+ * A stack pointer sp in a tracked block (a stack the program allocated
+ * with malloc): the block is live from sp less red up, a root now and,
+ * once reached, its contents from there only; below lie the words of
+ * frames that have returned (docs/REACHABILITY.md, "Stacks the program
+ * allocated").  The lowest cut of a block counts.
+ */
+static void cut_block_stack(struct scan *sc, uint64_t sp, uint64_t red)
+{
+	uint64_t a, e, cut;
+	uint32_t k;
+	int start;
+	int64_t i = sp ? ls_scan_lookup(sc, sp, &start) : -1;
+
+	if (i < 0)
+		return;
+	a = sc->blk[i].addr;
+	e = a + sc->blk[i].size;
+	cut = sp - a > red ? (sp - red) & ~7ull : a;
+	/* A signal frame's saved vector registers, at the top of the
+	 * alternate stack: memcheck scans no register but the general
+	 * ones. */
+	if (ls_scan_exit.fp_lo > cut && ls_scan_exit.fp_lo < e &&
+	    ls_scan_exit.fp_hi == e)
+		e = ls_scan_exit.fp_lo;
+	for (k = 0; k < sc->ncut && sc->cut_blk[k] != (uint32_t)i; k++)
+		;
+	if (k == sc->ncut) {
+		if (k == SCAN_CUTS)
+			return;		/* never: two calls */
+		sc->ncut++;
+		sc->cut_blk[k] = (uint32_t)i;
+		sc->cut_at[k] = cut;
+		sc->cut_end[k] = e;
+	} else if (cut < sc->cut_at[k]) {
+		sc->cut_at[k] = cut;
+	}
+	mark_piece_guarded(sc, cut, e);
 }
 
 void ls_scan_mark_roots(struct scan *sc, const struct lsnap_check_thread *th,
@@ -327,6 +396,11 @@ void ls_scan_mark_roots(struct scan *sc, const struct lsnap_check_thread *th,
 	const struct region *g = sc->regions.p;
 	size_t i, k;
 
+	/* The exiting thread's only: another thread's stack in a block is
+	 * scanned whole once reached, as memcheck and LeakSanitizer both
+	 * scan it (docs/REACHABILITY.md, "Stacks the program allocated"). */
+	cut_block_stack(sc, self_sp, self_red);
+	cut_block_stack(sc, ls_scan_exit.intr_sp, 0);
 	for (i = 0; i < sc->regions.len; i++) {
 		if (!ls_scan_root_region(&g[i]))
 			continue;

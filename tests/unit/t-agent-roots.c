@@ -7,8 +7,10 @@
  *
  * A stack with a known stack pointer is scanned from that pointer less
  * the 128-byte red zone (the exiting thread's from its live frames,
- * exactly); one without is scanned whole, unless its descriptor says the
- * thread has ended (the kernel cleared the tid): then only the
+ * exactly, and the one its signal interrupted from that context's stack
+ * pointer, exactly; the lowest, when a region holds several); one
+ * without is scanned whole, unless its descriptor says the thread has
+ * ended (the kernel cleared the tid): then only the
  * descriptor and above.
  */
 #include <stdint.h>
@@ -55,6 +57,14 @@ int main(void)
 	       "the exiting thread's: exactly from its live frames");
 	is_u64(start_of(&g, th, 1, base + 90000, 128), base + 90000 - 128,
 	       "the caller's own stack: its red zone too");
+	th[1].sp = base + 100000;
+	is_u64(start_of(&g, th, 2, base + 90000, 0), base + 90000,
+	       "two stack pointers in one region (stacks merged): the lowest");
+	ls_scan_exit.intr_sp = base + 80000;
+	is_u64(start_of(&g, th, 2, base + 90000, 0), base + 80000,
+	       "the context a signal handler that exits interrupted: exactly "
+	       "from its sp, no red zone");
+	ls_scan_exit.intr_sp = 0;
 	th[1].sp = base + 64;
 	is_u64(start_of(&g, th, 2, 0, 0), base,
 	       "an sp within the red zone of the mapping's start: whole");

@@ -11,16 +11,13 @@
 
 #define V_STACK 65536
 
-/* Runs handler for SIGUSR1 on a malloc'ed alternate stack, kept in
- * *keep first. */
-__attribute__((noinline)) static void v_altstack_raise(void (*handler)(int),
-						       void **keep)
+/* Runs handler for SIGUSR1 on the V_STACK bytes at stack. */
+__attribute__((noinline)) static void v_raise_on(void *stack,
+						 void (*handler)(int))
 {
-	void *stack = v_alloc(V_STACK);
 	struct sigaction sa;
 	stack_t ss;
 
-	*keep = stack;
 	ss.ss_sp = stack;
 	ss.ss_size = V_STACK;
 	ss.ss_flags = 0;
@@ -31,6 +28,17 @@ __attribute__((noinline)) static void v_altstack_raise(void (*handler)(int),
 	sa.sa_flags = SA_ONSTACK;
 	sigaction(SIGUSR1, &sa, NULL);
 	raise(SIGUSR1);
+}
+
+/* Runs handler for SIGUSR1 on a malloc'ed alternate stack, kept in
+ * *keep first. */
+__attribute__((noinline)) static void v_altstack_raise(void (*handler)(int),
+						       void **keep)
+{
+	void *stack = v_alloc(V_STACK);
+
+	*keep = stack;
+	v_raise_on(stack, handler);
 }
 
 /* Makes co a coroutine running body(arg) on a malloc'ed stack, kept in

@@ -1,0 +1,133 @@
+/*
+ * t-agent-stackcut.c - a stack the program allocated, at exit
+ * (ls_scan_mark_roots, agent/reachroots.c, and the block scan of
+ * agent/reach.c), on a synthetic memory image: 1 KiB "blocks" S and T
+ * standing for a coroutine's stack and a signal handler's alternate
+ * stack, 64-byte blocks below them, carved in a buffer of this process
+ * and read in place (the fork image's way).
+ *
+ * The exiting thread's stack pointer in S: S is live from it up (no red
+ * zone), a root, and its words below are dead, whether or not S is
+ * reached from elsewhere.  The context a signal interrupted (its stack
+ * pointer in T): live from exactly that pointer; the kernel's copy of
+ * the vector registers at T's top is not scanned.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../../agent/reachint.h"
+#include "tap.h"
+
+enum { S, T, LIVE, DEAD, INTR_LIVE, INTR_DEAD, VEC, NB };
+
+static struct scan sc;	/* static: 270 KiB */
+static uint64_t heap_mem[8192] __attribute__((aligned(4096)));
+static uint64_t root[2];
+
+static const uint64_t size_of[NB] = { 1024, 1024, 64, 64, 64, 64, 64 };
+
+static uint64_t at(int k)
+{
+	return (uint64_t)(uintptr_t)&heap_mem[(k + 1) * 256];	/* 2 KiB apart */
+}
+
+static void put(uint64_t a, uint64_t v)
+{
+	memcpy((void *)(uintptr_t)a, &v, 8);
+}
+
+/* The state of block k after the scan. */
+static int state(int k)
+{
+	int start;
+	int64_t i = ls_scan_lookup(&sc, at(k), &start);
+
+	return i < 0 ? -1 : sc.st[i];
+}
+
+/* The exiting thread's stack pointer self_sp; roots: the root words
+ * only (no maps). */
+static int scan_image(uint64_t self_sp)
+{
+	static struct ls_live_entry blk[NB];
+	/* The maps the reader trusts: the buffer, readable; not writable,
+	 * so that it is no root region (only the root words are). */
+	struct region heap_region = {
+		.start = (uint64_t)(uintptr_t)heap_mem,
+		.end = (uint64_t)(uintptr_t)(heap_mem + 8192),
+		.readable = 1,
+	};
+	int i;
+
+	ls_scan_drop_all(&sc);
+	memset(&sc, 0, sizeof(sc));
+	for (i = 0; i < NB; i++) {
+		memset(&blk[i], 0, sizeof(blk[i]));
+		blk[i].addr = at(i);
+		blk[i].size = size_of[i];
+	}
+	sc.blk = blk;
+	sc.n = NB;
+	sc.stack.elem = sizeof(uint32_t);
+	sc.regions.elem = sizeof(struct region);
+	if (ls_scan_radix_sort(&sc, sc.blk, sc.n) || ls_scan_index_blocks(&sc) ||
+	    ls_scan_vec_push(&sc, &sc.regions, &heap_region))
+		return -1;
+	ls_scan_mark_range(&sc, (uint64_t)(uintptr_t)root,
+			   (uint64_t)(uintptr_t)(root + 2), 1);
+	ls_scan_mark_roots(&sc, NULL, 0, self_sp, 0);
+	ls_scan_mark_all(&sc);
+	return ls_scan_cliques(&sc);
+}
+
+int main(void)
+{
+	uint64_t sp = at(S) + 512, isp = at(T) + 256;
+
+	put(sp + 64, at(LIVE));		/* a live frame's word */
+	put(sp - 8, at(DEAD));		/* right below: a returned frame's */
+	put(isp, at(INTR_LIVE));
+	put(isp - 8, at(INTR_DEAD));
+	put(at(T) + 1024 - 64, at(VEC));
+
+	ok(!scan_image(sp), "the scan ran (S reached from nothing)");
+	is_u64(state(LIVE), ST_REACHABLE,
+	       "a word above the exit point of a stack in a block: a root");
+	is_u64(state(DEAD), ST_UNREACHED,
+	       "a word below it: dead, its block definitely lost (not in "
+	       "S's clique)");
+	is_u64(state(S), ST_UNREACHED, "S itself: held by nothing");
+
+	root[0] = at(S);
+	ok(!scan_image(sp), "the scan ran (S held by a root)");
+	is_u64(state(S), ST_REACHABLE, "S, held by the root: reachable");
+	is_u64(state(DEAD), ST_UNREACHED,
+	       "S's scan as a block skips its dead part: still definitely lost");
+	root[0] = 0;
+	ok(!scan_image(0), "the scan ran without the cut");
+	is_u64(state(DEAD), ST_INDIRECT,
+	       "no cut: the dead word puts its block in S's clique");
+	is_u64(state(LIVE), ST_INDIRECT, "and the live word's block too");
+	root[0] = at(S);
+	ok(!scan_image(0), "the scan ran with S held, no cut");
+	is_u64(state(DEAD), ST_REACHABLE,
+	       "without a cut S is scanned whole: the dead word holds");
+
+	root[0] = at(T);
+	ls_scan_exit.intr_sp = isp;
+	ls_scan_exit.fp_lo = at(T) + 1024 - 128;
+	ls_scan_exit.fp_hi = at(T) + 1024;
+	ok(!scan_image(sp), "the scan ran with an interrupted context in T");
+	is_u64(state(INTR_LIVE), ST_REACHABLE,
+	       "the word at the interrupted stack pointer: live");
+	is_u64(state(INTR_DEAD), ST_UNREACHED,
+	       "the word below it (no red zone): dead");
+	is_u64(state(VEC), ST_UNREACHED,
+	       "the signal frame's vector registers: not scanned");
+	ls_scan_exit.fp_lo = ls_scan_exit.fp_hi = 0;
+	ok(!scan_image(sp), "the scan ran without the frame's registers known");
+	is_u64(state(VEC), ST_REACHABLE, "then T's top is scanned");
+	ls_scan_exit.intr_sp = 0;
+	ls_scan_drop_all(&sc);
+	return tap_done();
+}
