@@ -179,19 +179,22 @@ static int copy_modules(const struct pm *pm, struct ls_snapshot *s)
 
 /* Version 3: the site's peak, temporaries and histograms (all zero for a
  * site never sampled). */
-static void copy_stats(const struct lspm_site_stats *r, struct ls_site_stats *d)
+static int copy_stats(struct ls_snapshot *s, const struct lspm_site_stats *r,
+		      struct ls_site *d)
 {
 	unsigned n = r->s.nbuckets <= LSNAP_HIST_BUCKETS ? r->s.nbuckets : 0;
+	uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];
 
-	d->peak_bytes = r->s.peak_bytes;
-	d->peak_blocks = r->s.peak_blocks;
-	d->temp_bytes = r->s.temp_bytes;
-	d->temp_blocks = r->s.temp_blocks;
-	memcpy(d->size_hist, r->size_hist, n * 8);
-	memcpy(d->life_hist, r->life_hist, n * 8);
+	memcpy(size, r->size_hist, sizeof(size));	/* packed */
+	memcpy(life, r->life_hist, sizeof(life));
+	d->stats.peak_bytes = r->s.peak_bytes;
+	d->stats.peak_blocks = r->s.peak_blocks;
+	d->stats.temp_bytes = r->s.temp_bytes;
+	d->stats.temp_blocks = r->s.temp_blocks;
+	return ls_snapshot_set_hist(s, d, size, life, n);
 }
 
-static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
+static int copy_site(const struct pm *pm, uint32_t id, struct ls_snapshot *s,
 		     uint64_t nhist)
 {
 	const struct lspm_header *h = pm->h;
@@ -199,6 +202,8 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 	const uint64_t *frames = pm->frames;
 	uint64_t row = id + 1, k, first = h->ticks - nhist;	/* 1 + row */
 	const int64_t *ring = NULL;
+	struct ls_site *d = &s->sites[id];
+	int ret;
 
 	/* Version 2: a row only for sites that held memory at a sample;
 	 * the others' samples were all 0. */
@@ -226,8 +231,8 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *d,
 	if (!d->frames || !d->history)
 		return -ENOMEM;
 	memcpy(d->frames, frames + r->frames_idx, r->nframes * 8ull);
-	if (h->version >= 3)
-		copy_stats(pm->stats + id, &d->stats);
+	if (h->version >= 3 && (ret = copy_stats(s, pm->stats + id, d)))
+		return ret;
 	for (k = 0; k < nhist; k++)
 		d->history[k] = ring ? ring[(first + k) % h->hist_len] : 0;
 	d->nhistory = (uint32_t)nhist;
@@ -291,7 +296,7 @@ static int copy_all(const struct pm *pm, struct ls_snapshot *s)
 		return -ENOMEM;
 	for (id = 0; id < n; id++) {
 		s->nsites = id + 1;	/* release() frees what was copied */
-		r = copy_site(pm, id, &s->sites[id], nhist);
+		r = copy_site(pm, id, s, nhist);
 		if (r)
 			return r;
 	}

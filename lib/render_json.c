@@ -431,6 +431,7 @@ static void put_site_stats(struct ls_json *j, const struct ls_render_ctx *c,
 			   const struct ls_site *s)
 {
 	const struct ls_snapshot *snap = c->rep->snap;
+	uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];
 
 	ls_json_i64(j, "peak_bytes", s->stats.peak_bytes);
 	ls_json_i64(j, "peak_blocks", s->stats.peak_blocks);
@@ -440,8 +441,9 @@ static void put_site_stats(struct ls_json *j, const struct ls_render_ctx *c,
 		    ls_report_per_second(snap, s->allocated_blocks), 1);
 	ls_json_u64(j, "temporary_bytes", s->stats.temp_bytes);
 	ls_json_u64(j, "temporary_blocks", s->stats.temp_blocks);
-	put_hist(j, "size_histogram", s->stats.size_hist);
-	put_hist(j, "lifetime_histogram", s->stats.life_hist);
+	ls_site_hist(snap, s, size, life);
+	put_hist(j, "size_histogram", size);
+	put_hist(j, "lifetime_histogram", life);
 }
 
 /* When the process peaked, and the whole process's histograms. */

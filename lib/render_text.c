@@ -296,8 +296,11 @@ static int put_site(const struct ls_render_ctx *c,
 			r->trend.bytes_per_second);
 	fputc('\n', c->out);
 	if (c->opts->histogram) {
-		put_hist(c, "\t\t", "sizes", r->site->stats.size_hist, 0);
-		put_hist(c, "\t\t", "lifetimes", r->site->stats.life_hist, 1);
+		uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];
+
+		ls_site_hist(c->rep->snap, r->site, size, life);
+		put_hist(c, "\t\t", "sizes", size, 0);
+		put_hist(c, "\t\t", "lifetimes", life, 1);
 	}
 	put_blocks(c, r);
 	ret = ls_render_stack(c, r->site, st);

@@ -291,7 +291,7 @@ static void keep_kinds(const struct ls_snapshot *snap,
 			r->live_bytes = r->live_blocks = 0;
 		return;
 	}
-	r->reach = r->site->reach;
+	r->reach = *ls_site_reach(r->site);
 	for (k = 0; k < LSNAP_REACH_KINDS; k++) {
 		if (!(keep & 1u << k)) {
 			r->reach.bytes[k] = r->reach.blocks[k] = 0;
@@ -403,9 +403,9 @@ static int agg_to_sites(const struct ls_snapshot *snap, const struct agg *a,
 		r->reach = a[i].reach;
 		/* What a lost block holds is the check's, not filtered. */
 		if (r->reach.blocks[LSNAP_REACH_DEFINITE] ==
-		    snap->sites[i].reach.blocks[LSNAP_REACH_DEFINITE]) {
-			r->reach.indirect_bytes = snap->sites[i].reach.indirect_bytes;
-			r->reach.indirect_blocks = snap->sites[i].reach.indirect_blocks;
+		    ls_site_reach(r->site)->blocks[LSNAP_REACH_DEFINITE]) {
+			r->reach.indirect_bytes = ls_site_reach(r->site)->indirect_bytes;
+			r->reach.indirect_blocks = ls_site_reach(r->site)->indirect_blocks;
 		}
 	}
 	return 0;
@@ -529,14 +529,17 @@ static void apply_top(struct ls_report *rep, size_t top)
 /* The whole process's histograms: every site's, kept by filters or not. */
 static void sum_histograms(const struct ls_snapshot *snap, struct ls_report *rep)
 {
+	uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];
 	size_t i, b;
 
 	rep->has_histogram = snap->has_peak;
-	for (i = 0; i < snap->nsites; i++)
+	for (i = 0; i < snap->nsites; i++) {
+		ls_site_hist(snap, &snap->sites[i], size, life);
 		for (b = 0; b < LSNAP_HIST_BUCKETS; b++) {
-			rep->size_hist[b] += snap->sites[i].stats.size_hist[b];
-			rep->life_hist[b] += snap->sites[i].stats.life_hist[b];
+			rep->size_hist[b] += size[b];
+			rep->life_hist[b] += life[b];
 		}
+	}
 }
 
 static int cmp_u32(const void *a, const void *b)
