@@ -513,6 +513,77 @@ static int cmp_report_site(const void *a, const void *b)
 	return x->site->id < y->site->id ? -1 : x->site->id > y->site->id;
 }
 
+/* Sift the heap's root down: the heap's root is its last site in
+ * cmp_report_site's order, the first that --top would drop. */
+static void heap_down(const struct ls_report_site *sites, size_t *h, size_t n,
+		      size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i, t;
+
+		if (l < n && cmp_report_site(&sites[h[l]], &sites[h[m]]) > 0)
+			m = l;
+		if (l + 1 < n &&
+		    cmp_report_site(&sites[h[l + 1]], &sites[h[m]]) > 0)
+			m = l + 1;
+		if (m == i)
+			return;
+		t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Sort the sites; with --top, only the first top of them: those are
+ * picked with a heap of top (each other site costs one comparison with
+ * its root), moved to the front and sorted there; the others follow in
+ * no particular order (only sums and counts read them).  cmp_report_site
+ * is a total order (site ids are unique), so the first top are the same
+ * as a whole sort's.
+ */
+static void sort_sites(struct ls_report *rep, size_t top)
+{
+	struct ls_report_site *s = rep->sites, t;
+	size_t n = rep->nsites, i, *h;
+
+	if (!n)			/* never qsort(NULL, 0) */
+		return;
+	/* Without the heap's memory, the whole sort. */
+	if (!top || top >= n / 2 || !(h = malloc(top * sizeof(*h)))) {
+		qsort(s, n, sizeof(*s), cmp_report_site);
+		return;
+	}
+	for (i = 0; i < top; i++)
+		h[i] = i;
+	for (i = top / 2; i-- > 0;)
+		heap_down(s, h, top, i);
+	for (i = top; i < n; i++)
+		if (cmp_report_site(&s[i], &s[h[0]]) < 0) {
+			h[0] = i;
+			heap_down(s, h, top, 0);
+		}
+	/* Ascending, h[i] >= i: each swap takes a site from a place no
+	 * earlier swap touched. */
+	qsort(h, top, sizeof(*h), cmp_size);
+	for (i = 0; i < top; i++)
+		if (h[i] != i) {
+			t = s[i];
+			s[i] = s[h[i]];
+			s[h[i]] = t;
+		}
+	free(h);
+	qsort(s, top, sizeof(*s), cmp_report_site);
+}
+
 static void apply_top(struct ls_report *rep, size_t top)
 {
 	size_t i;
@@ -673,8 +744,7 @@ int ls_report_build(const struct ls_snapshot *snap,
 		ls_report_release(rep);
 		return ret;
 	}
-	if (rep->nsites)	/* never qsort(NULL, 0) */
-		qsort(rep->sites, rep->nsites, sizeof(*rep->sites), cmp_report_site);
+	sort_sites(rep, opts->top);
 	rep->nsites_total = rep->nsites;
 	for (i = 0; i < rep->nsites; i++) {
 		const struct ls_reach_figs *f = &rep->sites[i].reach;
