@@ -490,7 +490,7 @@ static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 	if (c->rep->snap->has_peak)
 		put_site_stats(j, c, r->site);
 	if (c->rep->snap->has_reach && r->site->kind != LSNAP_KIND_MMAP)
-		put_reach_figs(j, "reachability", &r->reach);
+		put_reach_figs(j, "reachability", r->reach);
 	if (r->has_trend) {
 		ls_json_object(j, "trend");
 		ls_json_str(j, "label", ls_trend_name(r->trend.label));

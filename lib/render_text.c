@@ -453,9 +453,9 @@ static struct loss_record *loss_records(const struct ls_report *rep, size_t *n)
 		return NULL;
 	for (i = 0; i < rep->nsites; i++)
 		for (k = 0; k < LSNAP_REACH_KINDS; k++) {
-			const struct ls_reach_figs *f = &rep->sites[i].reach;
+			const struct ls_reach_figs *f = rep->sites[i].reach;
 
-			if (!f->blocks[k])
+			if (!f || !f->blocks[k])
 				continue;
 			v[*n] = (struct loss_record){
 				.r = &rep->sites[i], .kind = k,

@@ -266,9 +266,27 @@ static int site_has_live(const struct ls_site *s)
 	return ls_report_site_listed(s, LS_BY_LIVE);
 }
 
-static void fill_site(struct ls_report_site *r, const struct ls_site *s)
+/* Room for n sites, and for their reachability figures when the
+ * snapshot has them: -ENOMEM, or 0. */
+static int alloc_sites(const struct ls_snapshot *snap, struct ls_report *rep,
+		       size_t n)
+{
+	rep->sites = calloc(n ? n : 1, sizeof(*rep->sites));
+	if (snap->has_reach)
+		rep->site_reach = calloc(n ? n : 1, sizeof(*rep->site_reach));
+	return !rep->sites || (snap->has_reach && !rep->site_reach) ?
+		-ENOMEM : 0;
+}
+
+/* The report's site r (at its place in rep->sites) from snapshot site s. */
+static void fill_site(struct ls_report *rep, struct ls_report_site *r,
+		      const struct ls_site *s)
 {
 	memset(r, 0, sizeof(*r));
+	if (rep->site_reach) {
+		r->reach = &rep->site_reach[r - rep->sites];
+		memset(r->reach, 0, sizeof(*r->reach));
+	}
 	r->site = s;
 	r->live_bytes = s->live_bytes;
 	r->live_blocks = s->live_blocks;
@@ -291,17 +309,17 @@ static void keep_kinds(const struct ls_snapshot *snap,
 			r->live_bytes = r->live_blocks = 0;
 		return;
 	}
-	r->reach = *ls_site_reach(r->site);
+	*r->reach = *ls_site_reach(r->site);
 	for (k = 0; k < LSNAP_REACH_KINDS; k++) {
 		if (!(keep & 1u << k)) {
-			r->reach.bytes[k] = r->reach.blocks[k] = 0;
+			r->reach->bytes[k] = r->reach->blocks[k] = 0;
 			continue;
 		}
-		bytes = ls_add_sat_u(bytes, r->reach.bytes[k]);
-		blocks = ls_add_sat_u(blocks, r->reach.blocks[k]);
+		bytes = ls_add_sat_u(bytes, r->reach->bytes[k]);
+		blocks = ls_add_sat_u(blocks, r->reach->blocks[k]);
 	}
 	if (!(keep & 1u << LSNAP_REACH_DEFINITE))
-		r->reach.indirect_bytes = r->reach.indirect_blocks = 0;
+		r->reach->indirect_bytes = r->reach->indirect_blocks = 0;
 	if (o->only) {
 		r->live_bytes = bytes;
 		r->live_blocks = blocks;
@@ -315,8 +333,7 @@ static int from_sites(const struct ls_snapshot *snap,
 
 	for (i = 0; i < snap->nsites; i++)
 		n += ls_report_site_listed(&snap->sites[i], o->by);
-	rep->sites = calloc(n ? n : 1, sizeof(*rep->sites));
-	if (!rep->sites)
+	if (alloc_sites(snap, rep, n))
 		return -ENOMEM;
 	for (i = 0; i < snap->nsites; i++) {
 		struct ls_report_site *r;
@@ -324,7 +341,7 @@ static int from_sites(const struct ls_snapshot *snap,
 		if (!ls_report_site_listed(&snap->sites[i], o->by))
 			continue;
 		r = &rep->sites[rep->nsites];
-		fill_site(r, &snap->sites[i]);
+		fill_site(rep, r, &snap->sites[i]);
 		keep_kinds(snap, o, r);
 		rep->nsites += o->by != LS_BY_LIVE ||
 			       r->live_blocks > 0 || r->live_bytes > 0;
@@ -385,8 +402,7 @@ static int agg_to_sites(const struct ls_snapshot *snap, const struct agg *a,
 
 	for (i = 0; i < snap->nsites; i++)
 		n += a[i].nblk > 0 && lsnap_kind_live(snap->sites[i].kind);
-	rep->sites = calloc(n ? n : 1, sizeof(*rep->sites));
-	if (!rep->sites)
+	if (alloc_sites(snap, rep, n))
 		return -ENOMEM;
 	for (i = 0; i < snap->nsites; i++) {
 		struct ls_report_site *r;
@@ -396,16 +412,18 @@ static int agg_to_sites(const struct ls_snapshot *snap, const struct agg *a,
 			continue;
 		slot[i] = (long)rep->nsites;
 		r = &rep->sites[rep->nsites++];
-		fill_site(r, &snap->sites[i]);
+		fill_site(rep, r, &snap->sites[i]);
 		r->live_bytes = sampled ? llround(a[i].est_bytes) : a[i].bytes;
 		r->live_blocks = sampled ? llround(a[i].est_blocks) : a[i].blocks;
 		r->nblocks = a[i].nblk;
-		r->reach = a[i].reach;
+		if (!r->reach)
+			continue;
+		*r->reach = a[i].reach;
 		/* What a lost block holds is the check's, not filtered. */
-		if (r->reach.blocks[LSNAP_REACH_DEFINITE] ==
+		if (r->reach->blocks[LSNAP_REACH_DEFINITE] ==
 		    ls_site_reach(r->site)->blocks[LSNAP_REACH_DEFINITE]) {
-			r->reach.indirect_bytes = ls_site_reach(r->site)->indirect_bytes;
-			r->reach.indirect_blocks = ls_site_reach(r->site)->indirect_blocks;
+			r->reach->indirect_bytes = ls_site_reach(r->site)->indirect_bytes;
+			r->reach->indirect_blocks = ls_site_reach(r->site)->indirect_blocks;
 		}
 	}
 	return 0;
@@ -651,12 +669,12 @@ static void suppress_held(struct ls_report *rep, const uint32_t *ids,
 		if (!bsearch(&h->leader_site, ids, n, sizeof(*ids), cmp_u32) ||
 		    !(r = kept_site(rep, h->site)))
 			continue;
-		b = h->bytes < r->reach.bytes[LSNAP_REACH_INDIRECT] ?
-		    h->bytes : r->reach.bytes[LSNAP_REACH_INDIRECT];
-		c = h->blocks < r->reach.blocks[LSNAP_REACH_INDIRECT] ?
-		    h->blocks : r->reach.blocks[LSNAP_REACH_INDIRECT];
-		r->reach.bytes[LSNAP_REACH_INDIRECT] -= b;
-		r->reach.blocks[LSNAP_REACH_INDIRECT] -= c;
+		b = h->bytes < r->reach->bytes[LSNAP_REACH_INDIRECT] ?
+		    h->bytes : r->reach->bytes[LSNAP_REACH_INDIRECT];
+		c = h->blocks < r->reach->blocks[LSNAP_REACH_INDIRECT] ?
+		    h->blocks : r->reach->blocks[LSNAP_REACH_INDIRECT];
+		r->reach->bytes[LSNAP_REACH_INDIRECT] -= b;
+		r->reach->blocks[LSNAP_REACH_INDIRECT] -= c;
 		r->live_bytes -= (int64_t)b;
 		r->live_blocks -= (int64_t)c;
 		rep->supp_bytes += b;
@@ -747,7 +765,9 @@ int ls_report_build(const struct ls_snapshot *snap,
 	sort_sites(rep, opts->top);
 	rep->nsites_total = rep->nsites;
 	for (i = 0; i < rep->nsites; i++) {
-		const struct ls_reach_figs *f = &rep->sites[i].reach;
+		static const struct ls_reach_figs none;
+		const struct ls_reach_figs *f = rep->sites[i].reach ?
+			rep->sites[i].reach : &none;
 		unsigned k;
 
 		rep->live_bytes = ls_add_sat(rep->live_bytes,
@@ -782,6 +802,7 @@ void ls_report_release(struct ls_report *rep)
 	for (i = 0; rep->sites && i < n; i++)
 		free(rep->sites[i].blocks);
 	free(rep->sites);
+	free(rep->site_reach);
 	memset(rep, 0, sizeof(*rep));
 }
 
@@ -824,8 +845,8 @@ void ls_report_gate(const struct ls_report *rep, unsigned kinds,
 		}
 		for (k = 0; k < LSNAP_REACH_KINDS; k++)
 			if (kinds & 1u << k) {
-				b += r->reach.bytes[k];
-				n += r->reach.blocks[k];
+				b += r->reach->bytes[k];
+				n += r->reach->blocks[k];
 			}
 		g->bytes += b;
 		g->blocks += n;
