@@ -491,12 +491,12 @@ static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 		put_site_stats(j, c, r->site);
 	if (c->rep->snap->has_reach && r->site->kind != LSNAP_KIND_MMAP)
 		put_reach_figs(j, "reachability", r->reach);
-	if (r->has_trend) {
+	if (r->trend) {
 		ls_json_object(j, "trend");
-		ls_json_str(j, "label", ls_trend_name(r->trend.label));
-		ls_json_f64(j, "bytes_per_second", r->trend.bytes_per_second, 1);
-		ls_json_f64(j, "confidence", r->trend.confidence, 3);
-		ls_json_u64(j, "samples", r->trend.nsamples);
+		ls_json_str(j, "label", ls_trend_name(r->trend->label));
+		ls_json_f64(j, "bytes_per_second", r->trend->bytes_per_second, 1);
+		ls_json_f64(j, "confidence", r->trend->confidence, 3);
+		ls_json_u64(j, "samples", r->trend->nsamples);
 		ls_json_end(j);
 	}
 	ls_json_array(j, "frames");

@@ -291,9 +291,9 @@ static int put_site(const struct ls_render_ctx *c,
 
 	fputc('\t', c->out);
 	put_key(c, r);
-	if (r->has_trend && r->trend.label != LS_TREND_UNKNOWN)
-		fprintf(c->out, " [%s, %+.0f B/s]", ls_trend_name(r->trend.label),
-			r->trend.bytes_per_second);
+	if (r->trend && r->trend->label != LS_TREND_UNKNOWN)
+		fprintf(c->out, " [%s, %+.0f B/s]", ls_trend_name(r->trend->label),
+			r->trend->bytes_per_second);
 	fputc('\n', c->out);
 	if (c->opts->histogram) {
 		uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];

@@ -483,8 +483,11 @@ static int classify(const struct ls_snapshot *snap, struct ls_report *rep)
 	size_t i;
 	int ret;
 
-	if (!snap->has_history || !snap->history.period_ms)
+	if (!snap->has_history || !snap->history.period_ms || !rep->nsites)
 		return 0;
+	rep->site_trend = calloc(rep->nsites, sizeof(*rep->site_trend));
+	if (!rep->site_trend)
+		return -ENOMEM;
 	for (i = 0; i < rep->nsites; i++) {
 		struct ls_report_site *r = &rep->sites[i];
 
@@ -492,18 +495,19 @@ static int classify(const struct ls_snapshot *snap, struct ls_report *rep)
 			continue;
 		ret = ls_trend_classify(r->site->history, r->site->nhistory,
 					snap->history.period_ms / 1000.0,
-					&r->trend);
+					&rep->site_trend[i]);
 		if (ret == -ENOMEM)
 			return ret;
-		r->has_trend = !ret;
+		if (!ret)
+			r->trend = &rep->site_trend[i];
 	}
 	return 0;
 }
 
 static int grows(const struct ls_report_site *r)
 {
-	return r->has_trend && (r->trend.label == LS_TREND_LINEAR ||
-				r->trend.label == LS_TREND_EXPONENTIAL);
+	return r->trend && (r->trend->label == LS_TREND_LINEAR ||
+			    r->trend->label == LS_TREND_EXPONENTIAL);
 }
 
 /* --growing: keep the sites whose history keeps rising. */
@@ -803,6 +807,7 @@ void ls_report_release(struct ls_report *rep)
 		free(rep->sites[i].blocks);
 	free(rep->sites);
 	free(rep->site_reach);
+	free(rep->site_trend);
 	memset(rep, 0, sizeof(*rep));
 }
 
