@@ -637,8 +637,8 @@ int ls_tmodel_combined(struct ls_tmodel *m, const uint64_t *ips, uint32_t n,
 
 /* Peak, temporaries, histograms; the snapshot's moment is the peak when
  * the live total passed the last one since (a mapping grown in place). */
-static void snap_stats(const struct ls_tmodel *m, const struct tsite *s,
-		       struct ls_site *d)
+static int snap_stats(const struct ls_tmodel *m, const struct tsite *s,
+		      struct ls_snapshot *snap, struct ls_site *d)
 {
 	int at_peak = s->peak_gen == m->peak_gen && m->live_est <= m->peak_est;
 
@@ -647,8 +647,8 @@ static void snap_stats(const struct ls_tmodel *m, const struct tsite *s,
 				       s->live_blocks);
 	d->stats.temp_bytes = s->temp_bytes;
 	d->stats.temp_blocks = s->temp_blocks;
-	memcpy(d->stats.size_hist, s->size_hist, sizeof(s->size_hist));
-	memcpy(d->stats.life_hist, s->life_hist, sizeof(s->life_hist));
+	return ls_snapshot_set_hist(snap, d, s->size_hist, s->life_hist,
+				    LSNAP_HIST_BUCKETS);
 }
 
 /* The peak record: the sites' sums (none with kernel-counted sites). */
@@ -686,7 +686,8 @@ static int snap_sites(const struct ls_tmodel *m, struct ls_snapshot *snap)
 		d->live_blocks = llround(s->live_blocks);
 		d->allocated_bytes = s->alloc_bytes;
 		d->allocated_blocks = s->alloc_blocks;
-		snap_stats(m, s, d);
+		if (snap_stats(m, s, snap, d))
+			return -ENOMEM;
 		d->frames = malloc((s->nframes ? s->nframes : 1) * 8);
 		if (!d->frames)
 			return -ENOMEM;

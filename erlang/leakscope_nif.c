@@ -435,8 +435,8 @@ static int by_rate(const void *a, const void *b)
 {
 	const struct ls_report_site *x = a, *y = b;
 
-	return x->trend.bytes_per_second < y->trend.bytes_per_second ? 1 :
-	       x->trend.bytes_per_second > y->trend.bytes_per_second ? -1 : 0;
+	return x->trend->bytes_per_second < y->trend->bytes_per_second ? 1 :
+	       x->trend->bytes_per_second > y->trend->bytes_per_second ? -1 : 0;
 }
 
 static ERL_NIF_TERM growing_site(ErlNifEnv *env, struct ls_symbolizer *sym,
@@ -445,11 +445,11 @@ static ERL_NIF_TERM growing_site(ErlNifEnv *env, struct ls_symbolizer *sym,
 {
 	ERL_NIF_TERM m = enif_make_new_map(env);
 
-	put(env, &m, "trend", mk_atom(env, ls_trend_name(r->trend.label)));
+	put(env, &m, "trend", mk_atom(env, ls_trend_name(r->trend->label)));
 	put(env, &m, "bytes_per_second",
-	    enif_make_double(env, r->trend.bytes_per_second));
-	put(env, &m, "confidence", enif_make_double(env, r->trend.confidence));
-	put_u64(env, &m, "samples", r->trend.nsamples);
+	    enif_make_double(env, r->trend->bytes_per_second));
+	put(env, &m, "confidence", enif_make_double(env, r->trend->confidence));
+	put_u64(env, &m, "samples", r->trend->nsamples);
 	put(env, &m, "live_bytes", enif_make_int64(env, r->live_bytes));
 	put(env, &m, "live_blocks", enif_make_int64(env, r->live_blocks));
 	put_u64(env, &m, "allocated_bytes", r->allocated_bytes);

@@ -118,9 +118,9 @@ static void site_figures(struct ls_metrics_site *m,
 	m->kind = ls_site_kind_name(r->site->kind);
 	m->live_bytes = r->live_bytes;
 	m->live_blocks = r->live_blocks;
-	m->has_trend = r->has_trend;
-	m->bytes_per_second = r->has_trend ? r->trend.bytes_per_second : 0;
-	m->trend = ls_trend_name(r->has_trend ? r->trend.label :
+	m->has_trend = r->trend != NULL;
+	m->bytes_per_second = r->trend ? r->trend->bytes_per_second : 0;
+	m->trend = ls_trend_name(r->trend ? r->trend->label :
 				 LS_TREND_UNKNOWN);
 }
 
@@ -128,8 +128,8 @@ static void site_figures(struct ls_metrics_site *m,
 
 static int growing(const struct ls_report_site *r)
 {
-	return r->has_trend && (r->trend.label == LS_TREND_LINEAR ||
-				r->trend.label == LS_TREND_EXPONENTIAL);
+	return r->trend && (r->trend->label == LS_TREND_LINEAR ||
+			    r->trend->label == LS_TREND_EXPONENTIAL);
 }
 
 /* Growing sites first, fastest first; then by live bytes, as the report
@@ -142,8 +142,9 @@ static int by_interest(const void *x, const void *y)
 
 	if (ga != gb)
 		return gb - ga;
-	if (ga && a->trend.bytes_per_second != b->trend.bytes_per_second)
-		return a->trend.bytes_per_second < b->trend.bytes_per_second ? 1 : -1;
+	if (ga && a->trend->bytes_per_second != b->trend->bytes_per_second)
+		return a->trend->bytes_per_second < b->trend->bytes_per_second ?
+			1 : -1;
 	return a < b ? -1 : a > b;
 }
 

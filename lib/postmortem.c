@@ -192,30 +192,38 @@ static int copy_modules(const struct pm *pm, struct ls_snapshot *s)
 	return 0;
 }
 
+/* A site's stats and histograms as the file holds them, before they go
+ * into the snapshot (ls_snapshot_set_hist packs the histograms). */
+struct pm_stats {
+	struct ls_site_stats s;
+	uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];
+	unsigned n;
+};
+
 /* Version 3: the site's peak, temporaries and histograms (all zero for a
  * site never sampled). */
-static void copy_stats(const struct lspm_site_stats *r, struct ls_site_stats *d)
+static void copy_stats(const struct lspm_site_stats *r, struct pm_stats *d)
 {
-	unsigned n = r->s.nbuckets <= LSNAP_HIST_BUCKETS ? r->s.nbuckets : 0;
-
-	d->peak_bytes = r->s.peak_bytes;
-	d->peak_blocks = r->s.peak_blocks;
-	d->temp_bytes = r->s.temp_bytes;
-	d->temp_blocks = r->s.temp_blocks;
-	memcpy(d->size_hist, r->size_hist, n * 8);
-	memcpy(d->life_hist, r->life_hist, n * 8);
+	d->n = r->s.nbuckets <= LSNAP_HIST_BUCKETS ? r->s.nbuckets : 0;
+	d->s.peak_bytes = r->s.peak_bytes;
+	d->s.peak_blocks = r->s.peak_blocks;
+	d->s.temp_bytes = r->s.temp_bytes;
+	d->s.temp_blocks = r->s.temp_blocks;
+	memcpy(d->size, r->size_hist, d->n * 8);
+	memcpy(d->life, r->life_hist, d->n * 8);
 }
 
 /* Version 4: a brief slot's stats (its histograms' buckets from its
  * pairs, the rest 0). */
-static void copy_brief(const struct lspm_site_brief *b, struct ls_site_stats *d)
+static void copy_brief(const struct lspm_site_brief *b, struct pm_stats *d)
 {
 	unsigned i;
 
-	d->peak_bytes = b->peak_bytes;
-	d->peak_blocks = b->peak_blocks;
-	d->temp_bytes = b->temp_bytes;
-	d->temp_blocks = b->temp_blocks;
+	d->s.peak_bytes = b->peak_bytes;
+	d->s.peak_blocks = b->peak_blocks;
+	d->s.temp_bytes = b->temp_bytes;
+	d->s.temp_blocks = b->temp_blocks;
+	d->n = LSNAP_HIST_BUCKETS;
 	for (i = 0; i < LSPM_BRIEF_PAIRS; i++) {
 		uint64_t p = b->pair[i];
 		unsigned k = (unsigned)(p >> LSPM_PAIR_BUCKET_SHIFT);
@@ -223,31 +231,36 @@ static void copy_brief(const struct lspm_site_brief *b, struct ls_site_stats *d)
 		_Static_assert(LSNAP_HIST_BUCKETS == 1 << (64 -
 			       LSPM_PAIR_BUCKET_SHIFT), "a pair's bucket bits");
 		if (p & LSPM_PAIR_LIFE)
-			d->life_hist[k] = p & LSPM_PAIR_COUNT;
+			d->life[k] = p & LSPM_PAIR_COUNT;
 		else
-			d->size_hist[k] = p & LSPM_PAIR_COUNT;
+			d->size[k] = p & LSPM_PAIR_COUNT;
 	}
 }
 
-/* The site's stats by the file's version; -EINVAL for a wide slot past
- * those handed out. */
+/* Site d's stats by the file's version, into the snapshot; -EINVAL for a
+ * wide slot past those handed out. */
 static int copy_site_stats(const struct pm *pm, uint32_t id,
-			   struct ls_site_stats *d)
+			   struct ls_snapshot *s, struct ls_site *d)
 {
 	const struct lspm_site_brief *b;
+	struct pm_stats st;
 
-	if (pm->h->version == 3)
-		copy_stats(pm->stats + id, d);
-	if (pm->h->version < 4)
+	memset(&st, 0, sizeof(st));
+	if (pm->h->version < 3)
 		return 0;
-	b = pm->brief + id;
-	if (!b->wide)
-		copy_brief(b, d);
-	else if (b->wide <= pm->h->wide_used)
-		copy_stats(pm->stats + (b->wide - 1), d);
-	else
-		return -EINVAL;
-	return 0;
+	if (pm->h->version == 3) {
+		copy_stats(pm->stats + id, &st);
+	} else {
+		b = pm->brief + id;
+		if (!b->wide)
+			copy_brief(b, &st);
+		else if (b->wide <= pm->h->wide_used)
+			copy_stats(pm->stats + (b->wide - 1), &st);
+		else
+			return -EINVAL;
+	}
+	d->stats = st.s;
+	return ls_snapshot_set_hist(s, d, st.size, st.life, st.n);
 }
 
 /*
@@ -287,10 +300,10 @@ static int copy_frames(const struct pm *pm, uint32_t id,
 	return 0;
 }
 
-static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *sites,
+static int copy_site(const struct pm *pm, uint32_t id, struct ls_snapshot *s,
 		     uint64_t nhist)
 {
-	struct ls_site *d = &sites[id];
+	struct ls_site *sites = s->sites, *d = &sites[id];
 	const struct lspm_header *h = pm->h;
 	const struct lspm_site *r = pm->sites + id;
 	uint64_t row = id + 1, k, first = h->ticks - nhist;	/* 1 + row */
@@ -329,8 +342,9 @@ static int copy_site(const struct pm *pm, uint32_t id, struct ls_site *sites,
 	d->history = malloc((nhist + 1) * 8);
 	if (!d->history)
 		return -ENOMEM;
-	if (copy_site_stats(pm, id, &d->stats))
-		return -EINVAL;
+	e = copy_site_stats(pm, id, s, d);
+	if (e)
+		return e;
 	for (k = 0; k < nhist; k++)
 		d->history[k] = lspm_hist_sample(ring, h->hist_len, first + k,
 						 since, live);
@@ -395,7 +409,7 @@ static int copy_all(const struct pm *pm, struct ls_snapshot *s)
 		return -ENOMEM;
 	for (id = 0; id < n; id++) {
 		s->nsites = id + 1;	/* release() frees what was copied */
-		r = copy_site(pm, id, s->sites, nhist);
+		r = copy_site(pm, id, s, nhist);
 		if (r)
 			return r;
 	}

@@ -431,6 +431,7 @@ static void put_site_stats(struct ls_json *j, const struct ls_render_ctx *c,
 			   const struct ls_site *s)
 {
 	const struct ls_snapshot *snap = c->rep->snap;
+	uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];
 
 	ls_json_i64(j, "peak_bytes", s->stats.peak_bytes);
 	ls_json_i64(j, "peak_blocks", s->stats.peak_blocks);
@@ -440,8 +441,9 @@ static void put_site_stats(struct ls_json *j, const struct ls_render_ctx *c,
 		    ls_report_per_second(snap, s->allocated_blocks), 1);
 	ls_json_u64(j, "temporary_bytes", s->stats.temp_bytes);
 	ls_json_u64(j, "temporary_blocks", s->stats.temp_blocks);
-	put_hist(j, "size_histogram", s->stats.size_hist);
-	put_hist(j, "lifetime_histogram", s->stats.life_hist);
+	ls_site_hist(snap, s, size, life);
+	put_hist(j, "size_histogram", size);
+	put_hist(j, "lifetime_histogram", life);
 }
 
 /* When the process peaked, and the whole process's histograms. */
@@ -488,13 +490,13 @@ static int put_site(struct ls_json *j, const struct ls_render_ctx *c,
 	if (c->rep->snap->has_peak)
 		put_site_stats(j, c, r->site);
 	if (c->rep->snap->has_reach && r->site->kind != LSNAP_KIND_MMAP)
-		put_reach_figs(j, "reachability", &r->reach);
-	if (r->has_trend) {
+		put_reach_figs(j, "reachability", r->reach);
+	if (r->trend) {
 		ls_json_object(j, "trend");
-		ls_json_str(j, "label", ls_trend_name(r->trend.label));
-		ls_json_f64(j, "bytes_per_second", r->trend.bytes_per_second, 1);
-		ls_json_f64(j, "confidence", r->trend.confidence, 3);
-		ls_json_u64(j, "samples", r->trend.nsamples);
+		ls_json_str(j, "label", ls_trend_name(r->trend->label));
+		ls_json_f64(j, "bytes_per_second", r->trend->bytes_per_second, 1);
+		ls_json_f64(j, "confidence", r->trend->confidence, 3);
+		ls_json_u64(j, "samples", r->trend->nsamples);
 		ls_json_end(j);
 	}
 	ls_json_array(j, "frames");

@@ -291,13 +291,16 @@ static int put_site(const struct ls_render_ctx *c,
 
 	fputc('\t', c->out);
 	put_key(c, r);
-	if (r->has_trend && r->trend.label != LS_TREND_UNKNOWN)
-		fprintf(c->out, " [%s, %+.0f B/s]", ls_trend_name(r->trend.label),
-			r->trend.bytes_per_second);
+	if (r->trend && r->trend->label != LS_TREND_UNKNOWN)
+		fprintf(c->out, " [%s, %+.0f B/s]", ls_trend_name(r->trend->label),
+			r->trend->bytes_per_second);
 	fputc('\n', c->out);
 	if (c->opts->histogram) {
-		put_hist(c, "\t\t", "sizes", r->site->stats.size_hist, 0);
-		put_hist(c, "\t\t", "lifetimes", r->site->stats.life_hist, 1);
+		uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];
+
+		ls_site_hist(c->rep->snap, r->site, size, life);
+		put_hist(c, "\t\t", "sizes", size, 0);
+		put_hist(c, "\t\t", "lifetimes", life, 1);
 	}
 	put_blocks(c, r);
 	ret = ls_render_stack(c, r->site, st);
@@ -450,9 +453,9 @@ static struct loss_record *loss_records(const struct ls_report *rep, size_t *n)
 		return NULL;
 	for (i = 0; i < rep->nsites; i++)
 		for (k = 0; k < LSNAP_REACH_KINDS; k++) {
-			const struct ls_reach_figs *f = &rep->sites[i].reach;
+			const struct ls_reach_figs *f = rep->sites[i].reach;
 
-			if (!f->blocks[k])
+			if (!f || !f->blocks[k])
 				continue;
 			v[*n] = (struct loss_record){
 				.r = &rep->sites[i], .kind = k,

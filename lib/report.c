@@ -266,9 +266,27 @@ static int site_has_live(const struct ls_site *s)
 	return ls_report_site_listed(s, LS_BY_LIVE);
 }
 
-static void fill_site(struct ls_report_site *r, const struct ls_site *s)
+/* Room for n sites, and for their reachability figures when the
+ * snapshot has them: -ENOMEM, or 0. */
+static int alloc_sites(const struct ls_snapshot *snap, struct ls_report *rep,
+		       size_t n)
+{
+	rep->sites = calloc(n ? n : 1, sizeof(*rep->sites));
+	if (snap->has_reach)
+		rep->site_reach = calloc(n ? n : 1, sizeof(*rep->site_reach));
+	return !rep->sites || (snap->has_reach && !rep->site_reach) ?
+		-ENOMEM : 0;
+}
+
+/* The report's site r (at its place in rep->sites) from snapshot site s. */
+static void fill_site(struct ls_report *rep, struct ls_report_site *r,
+		      const struct ls_site *s)
 {
 	memset(r, 0, sizeof(*r));
+	if (rep->site_reach) {
+		r->reach = &rep->site_reach[r - rep->sites];
+		memset(r->reach, 0, sizeof(*r->reach));
+	}
 	r->site = s;
 	r->live_bytes = s->live_bytes;
 	r->live_blocks = s->live_blocks;
@@ -291,17 +309,17 @@ static void keep_kinds(const struct ls_snapshot *snap,
 			r->live_bytes = r->live_blocks = 0;
 		return;
 	}
-	r->reach = r->site->reach;
+	*r->reach = *ls_site_reach(r->site);
 	for (k = 0; k < LSNAP_REACH_KINDS; k++) {
 		if (!(keep & 1u << k)) {
-			r->reach.bytes[k] = r->reach.blocks[k] = 0;
+			r->reach->bytes[k] = r->reach->blocks[k] = 0;
 			continue;
 		}
-		bytes = ls_add_sat_u(bytes, r->reach.bytes[k]);
-		blocks = ls_add_sat_u(blocks, r->reach.blocks[k]);
+		bytes = ls_add_sat_u(bytes, r->reach->bytes[k]);
+		blocks = ls_add_sat_u(blocks, r->reach->blocks[k]);
 	}
 	if (!(keep & 1u << LSNAP_REACH_DEFINITE))
-		r->reach.indirect_bytes = r->reach.indirect_blocks = 0;
+		r->reach->indirect_bytes = r->reach->indirect_blocks = 0;
 	if (o->only) {
 		r->live_bytes = bytes;
 		r->live_blocks = blocks;
@@ -315,8 +333,7 @@ static int from_sites(const struct ls_snapshot *snap,
 
 	for (i = 0; i < snap->nsites; i++)
 		n += ls_report_site_listed(&snap->sites[i], o->by);
-	rep->sites = calloc(n ? n : 1, sizeof(*rep->sites));
-	if (!rep->sites)
+	if (alloc_sites(snap, rep, n))
 		return -ENOMEM;
 	for (i = 0; i < snap->nsites; i++) {
 		struct ls_report_site *r;
@@ -324,7 +341,7 @@ static int from_sites(const struct ls_snapshot *snap,
 		if (!ls_report_site_listed(&snap->sites[i], o->by))
 			continue;
 		r = &rep->sites[rep->nsites];
-		fill_site(r, &snap->sites[i]);
+		fill_site(rep, r, &snap->sites[i]);
 		keep_kinds(snap, o, r);
 		rep->nsites += o->by != LS_BY_LIVE ||
 			       r->live_blocks > 0 || r->live_bytes > 0;
@@ -385,8 +402,7 @@ static int agg_to_sites(const struct ls_snapshot *snap, const struct agg *a,
 
 	for (i = 0; i < snap->nsites; i++)
 		n += a[i].nblk > 0 && lsnap_kind_live(snap->sites[i].kind);
-	rep->sites = calloc(n ? n : 1, sizeof(*rep->sites));
-	if (!rep->sites)
+	if (alloc_sites(snap, rep, n))
 		return -ENOMEM;
 	for (i = 0; i < snap->nsites; i++) {
 		struct ls_report_site *r;
@@ -396,16 +412,18 @@ static int agg_to_sites(const struct ls_snapshot *snap, const struct agg *a,
 			continue;
 		slot[i] = (long)rep->nsites;
 		r = &rep->sites[rep->nsites++];
-		fill_site(r, &snap->sites[i]);
+		fill_site(rep, r, &snap->sites[i]);
 		r->live_bytes = sampled ? llround(a[i].est_bytes) : a[i].bytes;
 		r->live_blocks = sampled ? llround(a[i].est_blocks) : a[i].blocks;
 		r->nblocks = a[i].nblk;
-		r->reach = a[i].reach;
+		if (!r->reach)
+			continue;
+		*r->reach = a[i].reach;
 		/* What a lost block holds is the check's, not filtered. */
-		if (r->reach.blocks[LSNAP_REACH_DEFINITE] ==
-		    snap->sites[i].reach.blocks[LSNAP_REACH_DEFINITE]) {
-			r->reach.indirect_bytes = snap->sites[i].reach.indirect_bytes;
-			r->reach.indirect_blocks = snap->sites[i].reach.indirect_blocks;
+		if (r->reach->blocks[LSNAP_REACH_DEFINITE] ==
+		    ls_site_reach(r->site)->blocks[LSNAP_REACH_DEFINITE]) {
+			r->reach->indirect_bytes = ls_site_reach(r->site)->indirect_bytes;
+			r->reach->indirect_blocks = ls_site_reach(r->site)->indirect_blocks;
 		}
 	}
 	return 0;
@@ -465,8 +483,11 @@ static int classify(const struct ls_snapshot *snap, struct ls_report *rep)
 	size_t i;
 	int ret;
 
-	if (!snap->has_history || !snap->history.period_ms)
+	if (!snap->has_history || !snap->history.period_ms || !rep->nsites)
 		return 0;
+	rep->site_trend = calloc(rep->nsites, sizeof(*rep->site_trend));
+	if (!rep->site_trend)
+		return -ENOMEM;
 	for (i = 0; i < rep->nsites; i++) {
 		struct ls_report_site *r = &rep->sites[i];
 
@@ -474,18 +495,19 @@ static int classify(const struct ls_snapshot *snap, struct ls_report *rep)
 			continue;
 		ret = ls_trend_classify(r->site->history, r->site->nhistory,
 					snap->history.period_ms / 1000.0,
-					&r->trend);
+					&rep->site_trend[i]);
 		if (ret == -ENOMEM)
 			return ret;
-		r->has_trend = !ret;
+		if (!ret)
+			r->trend = &rep->site_trend[i];
 	}
 	return 0;
 }
 
 static int grows(const struct ls_report_site *r)
 {
-	return r->has_trend && (r->trend.label == LS_TREND_LINEAR ||
-				r->trend.label == LS_TREND_EXPONENTIAL);
+	return r->trend && (r->trend->label == LS_TREND_LINEAR ||
+			    r->trend->label == LS_TREND_EXPONENTIAL);
 }
 
 /* --growing: keep the sites whose history keeps rising. */
@@ -513,6 +535,77 @@ static int cmp_report_site(const void *a, const void *b)
 	return x->site->id < y->site->id ? -1 : x->site->id > y->site->id;
 }
 
+/* Sift the heap's root down: the heap's root is its last site in
+ * cmp_report_site's order, the first that --top would drop. */
+static void heap_down(const struct ls_report_site *sites, size_t *h, size_t n,
+		      size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i, t;
+
+		if (l < n && cmp_report_site(&sites[h[l]], &sites[h[m]]) > 0)
+			m = l;
+		if (l + 1 < n &&
+		    cmp_report_site(&sites[h[l + 1]], &sites[h[m]]) > 0)
+			m = l + 1;
+		if (m == i)
+			return;
+		t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Sort the sites; with --top, only the first top of them: those are
+ * picked with a heap of top (each other site costs one comparison with
+ * its root), moved to the front and sorted there; the others follow in
+ * no particular order (only sums and counts read them).  cmp_report_site
+ * is a total order (site ids are unique), so the first top are the same
+ * as a whole sort's.
+ */
+static void sort_sites(struct ls_report *rep, size_t top)
+{
+	struct ls_report_site *s = rep->sites, t;
+	size_t n = rep->nsites, i, *h;
+
+	if (!n)			/* never qsort(NULL, 0) */
+		return;
+	/* Without the heap's memory, the whole sort. */
+	if (!top || top >= n / 2 || !(h = malloc(top * sizeof(*h)))) {
+		qsort(s, n, sizeof(*s), cmp_report_site);
+		return;
+	}
+	for (i = 0; i < top; i++)
+		h[i] = i;
+	for (i = top / 2; i-- > 0;)
+		heap_down(s, h, top, i);
+	for (i = top; i < n; i++)
+		if (cmp_report_site(&s[i], &s[h[0]]) < 0) {
+			h[0] = i;
+			heap_down(s, h, top, 0);
+		}
+	/* Ascending, h[i] >= i: each swap takes a site from a place no
+	 * earlier swap touched. */
+	qsort(h, top, sizeof(*h), cmp_size);
+	for (i = 0; i < top; i++)
+		if (h[i] != i) {
+			t = s[i];
+			s[i] = s[h[i]];
+			s[h[i]] = t;
+		}
+	free(h);
+	qsort(s, top, sizeof(*s), cmp_report_site);
+}
+
 static void apply_top(struct ls_report *rep, size_t top)
 {
 	size_t i;
@@ -529,14 +622,17 @@ static void apply_top(struct ls_report *rep, size_t top)
 /* The whole process's histograms: every site's, kept by filters or not. */
 static void sum_histograms(const struct ls_snapshot *snap, struct ls_report *rep)
 {
+	uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];
 	size_t i, b;
 
 	rep->has_histogram = snap->has_peak;
-	for (i = 0; i < snap->nsites; i++)
+	for (i = 0; i < snap->nsites; i++) {
+		ls_site_hist(snap, &snap->sites[i], size, life);
 		for (b = 0; b < LSNAP_HIST_BUCKETS; b++) {
-			rep->size_hist[b] += snap->sites[i].stats.size_hist[b];
-			rep->life_hist[b] += snap->sites[i].stats.life_hist[b];
+			rep->size_hist[b] += size[b];
+			rep->life_hist[b] += life[b];
 		}
+	}
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -577,12 +673,12 @@ static void suppress_held(struct ls_report *rep, const uint32_t *ids,
 		if (!bsearch(&h->leader_site, ids, n, sizeof(*ids), cmp_u32) ||
 		    !(r = kept_site(rep, h->site)))
 			continue;
-		b = h->bytes < r->reach.bytes[LSNAP_REACH_INDIRECT] ?
-		    h->bytes : r->reach.bytes[LSNAP_REACH_INDIRECT];
-		c = h->blocks < r->reach.blocks[LSNAP_REACH_INDIRECT] ?
-		    h->blocks : r->reach.blocks[LSNAP_REACH_INDIRECT];
-		r->reach.bytes[LSNAP_REACH_INDIRECT] -= b;
-		r->reach.blocks[LSNAP_REACH_INDIRECT] -= c;
+		b = h->bytes < r->reach->bytes[LSNAP_REACH_INDIRECT] ?
+		    h->bytes : r->reach->bytes[LSNAP_REACH_INDIRECT];
+		c = h->blocks < r->reach->blocks[LSNAP_REACH_INDIRECT] ?
+		    h->blocks : r->reach->blocks[LSNAP_REACH_INDIRECT];
+		r->reach->bytes[LSNAP_REACH_INDIRECT] -= b;
+		r->reach->blocks[LSNAP_REACH_INDIRECT] -= c;
 		r->live_bytes -= (int64_t)b;
 		r->live_blocks -= (int64_t)c;
 		rep->supp_bytes += b;
@@ -670,11 +766,12 @@ int ls_report_build(const struct ls_snapshot *snap,
 		ls_report_release(rep);
 		return ret;
 	}
-	if (rep->nsites)	/* never qsort(NULL, 0) */
-		qsort(rep->sites, rep->nsites, sizeof(*rep->sites), cmp_report_site);
+	sort_sites(rep, opts->top);
 	rep->nsites_total = rep->nsites;
 	for (i = 0; i < rep->nsites; i++) {
-		const struct ls_reach_figs *f = &rep->sites[i].reach;
+		static const struct ls_reach_figs none;
+		const struct ls_reach_figs *f = rep->sites[i].reach ?
+			rep->sites[i].reach : &none;
 		unsigned k;
 
 		rep->live_bytes = ls_add_sat(rep->live_bytes,
@@ -709,6 +806,8 @@ void ls_report_release(struct ls_report *rep)
 	for (i = 0; rep->sites && i < n; i++)
 		free(rep->sites[i].blocks);
 	free(rep->sites);
+	free(rep->site_reach);
+	free(rep->site_trend);
 	memset(rep, 0, sizeof(*rep));
 }
 
@@ -751,8 +850,8 @@ void ls_report_gate(const struct ls_report *rep, unsigned kinds,
 		}
 		for (k = 0; k < LSNAP_REACH_KINDS; k++)
 			if (kinds & 1u << k) {
-				b += r->reach.bytes[k];
-				n += r->reach.blocks[k];
+				b += r->reach->bytes[k];
+				n += r->reach->blocks[k];
 			}
 		g->bytes += b;
 		g->blocks += n;

@@ -64,18 +64,20 @@ struct ls_report_site {
 	const struct ls_block **blocks;	/* owned array, oldest first; only
 					   with show_allocs */
 	size_t nblocks;
-	int has_trend;		/* the snapshot had a growth history */
-	struct ls_trend trend;
+	const struct ls_trend *trend;	/* its growth, from the snapshot's
+					   history; NULL without one */
 	/* The figure opts->by names (live_bytes/blocks for LS_BY_LIVE):
 	 * what the site is sorted by and what flame graphs measure. */
 	int64_t key_bytes, key_blocks;
-	struct ls_reach_figs reach;	/* after filters, when the
+	struct ls_reach_figs *reach;	/* after filters; NULL unless the
 					   snapshot has_reach */
 };
 
 struct ls_report {
 	const struct ls_snapshot *snap;
 	struct ls_report_site *sites;	/* sorted: live bytes desc */
+	struct ls_reach_figs *site_reach;	/* what their reach point to */
+	struct ls_trend *site_trend;	/* what their trend point to */
 	size_t nsites;		/* after --top */
 	size_t nsites_total;	/* sites with outstanding memory, before --top */
 	int64_t live_bytes, live_blocks;	/* of the sites kept by filters */

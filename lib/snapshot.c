@@ -443,6 +443,28 @@ static int check_site(struct parse *p, const struct lsnap_site *r,
 	return 0;
 }
 
+/* Room for n <= LSNAP_MAX_FRAMES words in the snapshot's frame chunks,
+ * which never move; NULL without memory. */
+#define CHUNK_WORDS (128 * 1024)
+_Static_assert(CHUNK_WORDS > LSNAP_MAX_FRAMES + 1, "a stack fits a chunk");
+static uint64_t *chunk_words(struct ls_snapshot *s, size_t n)
+{
+	uint64_t *c;
+
+	if (!s->frame_chunks || s->chunk_cap - s->chunk_used < n) {
+		c = malloc(CHUNK_WORDS * sizeof(*c));
+		if (!c)
+			return NULL;
+		c[0] = (uint64_t)(uintptr_t)s->frame_chunks;
+		s->frame_chunks = c;
+		s->chunk_used = 1;
+		s->chunk_cap = CHUNK_WORDS;
+	}
+	c = s->frame_chunks + s->chunk_used;
+	s->chunk_used += n;
+	return c;
+}
+
 static int parse_site(struct parse *p, uint32_t len)
 {
 	struct ls_snapshot *s = p->snap;
@@ -462,7 +484,7 @@ static int parse_site(struct parse *p, uint32_t len)
 	o = &s->sites[s->nsites];
 	memset(o, 0, sizeof(*o));
 	if (r.nframes) {
-		o->frames = malloc(r.nframes * sizeof(uint64_t));
+		o->frames = chunk_words(s, r.nframes);
 		if (!o->frames)
 			return -ENOMEM;
 		memcpy(o->frames, p->payload + sizeof(r),
@@ -547,6 +569,7 @@ static int parse_site_stats(struct parse *p, uint32_t len)
 	struct lsnap_site_stats r;
 	struct ls_site *site;
 	const unsigned char *h;
+	uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];
 
 	if (len < sizeof(r))
 		return bad_len(p, LSNAP_SITE_STATS, len, sizeof(r));
@@ -568,10 +591,9 @@ static int parse_site_stats(struct parse *p, uint32_t len)
 	site->stats.temp_bytes = r.temp_bytes;
 	site->stats.temp_blocks = r.temp_blocks;
 	h = p->payload + sizeof(r);
-	memcpy(site->stats.size_hist, h, 8 * (size_t)r.nbuckets);
-	memcpy(site->stats.life_hist, h + 8 * (size_t)r.nbuckets,
-	       8 * (size_t)r.nbuckets);
-	return 0;
+	memcpy(size, h, 8 * (size_t)r.nbuckets);
+	memcpy(life, h + 8 * (size_t)r.nbuckets, 8 * (size_t)r.nbuckets);
+	return ls_snapshot_set_hist(s, site, size, life, r.nbuckets);
 }
 
 /* A fixed-size record of tag, appended to the array *arr of *n (room
@@ -832,19 +854,26 @@ static int attach_reach(struct parse *p)
 			    "categories for %zu blocks", p->ncats, s->nblocks);
 	for (i = 0; i < p->ncats; i++)
 		s->blocks[i].reach = p->cats[i];
+	if (p->nrsites) {
+		s->site_reach = calloc(p->nrsites, sizeof(*s->site_reach));
+		if (!s->site_reach)
+			return -ENOMEM;
+	}
 	for (i = 0; i < p->nrsites; i++) {
 		const struct lsnap_reach_site *r = &p->rsites[i];
 		struct ls_site *site = (struct ls_site *)
 			ls_snapshot_site(s, r->site);
+		struct ls_reach_figs *f = &s->site_reach[i];
 
 		if (!site)
 			continue;	/* created after the image was taken */
 		for (k = 0; k < LSNAP_REACH_KINDS; k++) {
-			site->reach.bytes[k] = r->bytes[k];
-			site->reach.blocks[k] = r->blocks[k];
+			f->bytes[k] = r->bytes[k];
+			f->blocks[k] = r->blocks[k];
 		}
-		site->reach.indirect_bytes = r->indirect_bytes;
-		site->reach.indirect_blocks = r->indirect_blocks;
+		f->indirect_bytes = r->indirect_bytes;
+		f->indirect_blocks = r->indirect_blocks;
+		site->reach = f;
 	}
 	return 0;
 }
@@ -869,7 +898,7 @@ static int ufigure_add(uint64_t *sum, uint64_t v)
 static int site_figures_ok(const struct ls_site *s, uint64_t *sum)
 {
 	const struct ls_site_stats *st = &s->stats;
-	const struct ls_reach_figs *r = &s->reach;
+	const struct ls_reach_figs *r = ls_site_reach(s);
 	int bad = figure_add(&sum[0], s->live_bytes) ||
 		  figure_add(&sum[1], s->live_blocks) ||
 		  ufigure_add(&sum[2], s->allocated_bytes) ||
@@ -910,6 +939,32 @@ int ls_snapshot_check_figures(const struct ls_snapshot *snap, char *err,
 	return 0;
 }
 
+/* Give back an array's room beyond its n elements of size el (up to
+ * half of it, grown by doubling); it stays as it is if realloc fails. */
+static void trim_array(void *arr, size_t *cap, size_t n, size_t el)
+{
+	void **a = arr, *q;
+
+	if (!n || *cap <= n)
+		return;
+	q = realloc(*a, n * el);
+	if (!q)
+		return;
+	*a = q;
+	*cap = n;
+}
+
+/* The snapshot is whole: its arrays to their sizes. */
+static void trim(struct parse *p)
+{
+	struct ls_snapshot *s = p->snap;
+
+	trim_array(&s->sites, &p->cap_sites, s->nsites, sizeof(*s->sites));
+	trim_array(&s->blocks, &p->cap_blocks, s->nblocks, sizeof(*s->blocks));
+	trim_array(&s->hist_counts, &s->cap_hist_counts, s->nhist_counts,
+		   sizeof(*s->hist_counts));
+}
+
 static int read_end(struct parse *p, uint32_t len)
 {
 	struct lsnap_end e;
@@ -933,6 +988,7 @@ static int read_end(struct parse *p, uint32_t len)
 	if (e.hash != hash_end(p))
 		return fail(p, -EINVAL, "corrupt snapshot: checksum mismatch "
 			    "(damaged or altered)");
+	trim(p);
 	ret = check_site_ids(p);
 	if (!ret)
 		ret = attach_histories(p);
@@ -1096,10 +1152,19 @@ void ls_snapshot_release(struct ls_snapshot *snap)
 		free(snap->jit[i].name);
 	free(snap->jit);
 	for (i = 0; i < snap->nsites; i++) {
-		free(snap->sites[i].frames);
+		if (!snap->frame_chunks)
+			free(snap->sites[i].frames);
 		free(snap->sites[i].history);
 	}
+	while (snap->frame_chunks) {
+		uint64_t *next = (uint64_t *)(uintptr_t)snap->frame_chunks[0];
+
+		free(snap->frame_chunks);
+		snap->frame_chunks = next;
+	}
 	free(snap->sites);
+	free(snap->hist_counts);
+	free(snap->site_reach);
 	free(snap->blocks);
 	free(snap->notes);
 	free(snap->reach_held);
@@ -1127,6 +1192,76 @@ const struct ls_site *ls_snapshot_site(const struct ls_snapshot *snap,
 		if (snap->sites[i].id == id)
 			return &snap->sites[i];
 	return NULL;
+}
+
+_Static_assert(LSNAP_HIST_BUCKETS <= 32, "a bucket mask is 32 bits");
+
+void ls_site_hist(const struct ls_snapshot *snap, const struct ls_site *s,
+		  uint64_t *size, uint64_t *life)
+{
+	const uint64_t *c = s->size_mask | s->life_mask ?
+		snap->hist_counts + s->hist_at : NULL;
+	unsigned b;
+
+	for (b = 0; b < LSNAP_HIST_BUCKETS; b++)
+		size[b] = s->size_mask >> b & 1 ? *c++ : 0;
+	for (b = 0; b < LSNAP_HIST_BUCKETS; b++)
+		life[b] = s->life_mask >> b & 1 ? *c++ : 0;
+}
+
+/* The nonzero values of v[0..n) to out, their bits to the mask
+ * returned; *k counts them.  Most of a site's buckets are 0: four at a
+ * time are passed over with one test. */
+static uint32_t pack_hist(const uint64_t *v, unsigned n, uint64_t *out,
+			  size_t *k)
+{
+	uint32_t mask = 0;
+	unsigned b = 0, e;
+
+	while (b < n) {
+		e = n - b < 4 ? n : b + 4;
+		if (e == b + 4 && !(v[b] | v[b + 1] | v[b + 2] | v[b + 3])) {
+			b = e;
+			continue;
+		}
+		for (; b < e; b++)
+			if (v[b]) {
+				out[(*k)++] = v[b];
+				mask |= 1u << b;
+			}
+	}
+	return mask;
+}
+
+int ls_snapshot_set_hist(struct ls_snapshot *snap, struct ls_site *s,
+			 const uint64_t *size, const uint64_t *life,
+			 unsigned n)
+{
+	size_t at = snap->nhist_counts;
+	int ret;
+
+	if (n > LSNAP_HIST_BUCKETS)
+		n = LSNAP_HIST_BUCKETS;
+	/* Room for every bucket; what stays unused is taken by the next. */
+	if (at + 2 * n > UINT32_MAX)
+		return -EFBIG;
+	ret = ls_grow(&snap->hist_counts, &snap->cap_hist_counts, at + 2 * n,
+		      sizeof(*snap->hist_counts));
+	if (ret)
+		return ret;
+	s->hist_at = (uint32_t)at;
+	s->size_mask = pack_hist(size, n, snap->hist_counts,
+				 &snap->nhist_counts);
+	s->life_mask = pack_hist(life, n, snap->hist_counts,
+				 &snap->nhist_counts);
+	return 0;
+}
+
+const struct ls_reach_figs *ls_site_reach(const struct ls_site *s)
+{
+	static const struct ls_reach_figs none;
+
+	return s->reach ? s->reach : &none;
 }
 
 uint64_t ls_block_age_ns(const struct ls_snapshot *snap,

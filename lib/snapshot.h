@@ -31,13 +31,11 @@ struct ls_module {
 				   lead to it (another mount namespace) */
 };
 
-/* A site's peak, temporaries and histograms (lsnap_site_stats). */
+/* A site's peak and temporaries (lsnap_site_stats; its histograms are
+ * kept apart, ls_site_hist()). */
 struct ls_site_stats {
 	int64_t peak_bytes, peak_blocks;	/* live at the process's peak */
 	uint64_t temp_bytes, temp_blocks;	/* temporary allocations */
-	uint64_t size_hist[LSNAP_HIST_BUCKETS];	/* allocations by log2 size */
-	uint64_t life_hist[LSNAP_HIST_BUCKETS];	/* frees by log2 lifetime,
-						   in 1/256 s */
 };
 
 /* A site's blocks by reachability category (enum lsnap_reach_kind),
@@ -49,6 +47,12 @@ struct ls_reach_figs {
 	uint64_t indirect_blocks;
 };
 
+/*
+ * A site.  What only some reports read is kept out of it: the histograms
+ * (their nonzero buckets, in the snapshot's hist_counts) and the
+ * reachability figures (in the snapshot's site_reach): a snapshot of a
+ * hundred thousand sites holds them once, at a few bytes a site.
+ */
 struct ls_site {
 	uint32_t id;
 	uint32_t kind;		/* enum lsnap_site_kind */
@@ -58,12 +62,20 @@ struct ls_site {
 	int64_t live_blocks;
 	uint64_t allocated_bytes;
 	uint64_t allocated_blocks;
-	uint64_t *frames;	/* owned; frames[0] = allocating caller */
+	uint64_t *frames;	/* owned, or in the snapshot's frame_chunks;
+				   frames[0] = allocating caller */
 	int64_t *history;	/* owned; live bytes per growth sample,
 				   oldest first; NULL if none */
 	uint32_t nhistory;
+	/* Allocations by log2 size and frees by log2 lifetime (in 1/256 s),
+	 * LSNAP_HIST_BUCKETS each: a bit per nonzero bucket, their counts
+	 * in snap->hist_counts from hist_at on, size buckets first.  Read
+	 * with ls_site_hist(), set with ls_snapshot_set_hist(). */
+	uint32_t size_mask, life_mask;
+	uint32_t hist_at;
 	struct ls_site_stats stats;	/* zero when the snapshot has none */
-	struct ls_reach_figs reach;	/* zero unless the snapshot has_reach */
+	const struct ls_reach_figs *reach;	/* NULL unless the snapshot
+						   has_reach: ls_site_reach() */
 };
 
 struct ls_block {
@@ -134,6 +146,15 @@ struct ls_snapshot {
 
 	struct ls_site *sites;	/* in file order */
 	size_t nsites;
+	uint64_t *hist_counts;	/* the sites' nonzero histogram buckets */
+	size_t nhist_counts, cap_hist_counts;
+	struct ls_reach_figs *site_reach;	/* what sites' reach point to */
+	/* The snapshot reader keeps the sites' frames in chunks of a
+	 * megabyte or so, a list linked by their first word: a malloc()
+	 * less a site, and its 16 bytes of overhead.  NULL: each site owns
+	 * its frames. */
+	uint64_t *frame_chunks;
+	size_t chunk_used, chunk_cap;	/* words, of the first chunk */
 
 	struct ls_block *blocks;
 	size_t nblocks;
@@ -202,6 +223,17 @@ void ls_snapshot_release(struct ls_snapshot *snap);
  * when they are sorted by id (the agent writes them so), else linearly. */
 const struct ls_site *ls_snapshot_site(const struct ls_snapshot *snap,
 				       uint32_t id);
+
+/* Site s's histograms, LSNAP_HIST_BUCKETS each, into size and life. */
+void ls_site_hist(const struct ls_snapshot *snap, const struct ls_site *s,
+		  uint64_t *size, uint64_t *life);
+/* Give site s (of snap) these histograms of n <= LSNAP_HIST_BUCKETS
+ * buckets: 0, or -ENOMEM (-EFBIG past 2^32 nonzero buckets in all). */
+int ls_snapshot_set_hist(struct ls_snapshot *snap, struct ls_site *s,
+			 const uint64_t *size, const uint64_t *life,
+			 unsigned n);
+/* Site s's reachability figures: all zero without a check. */
+const struct ls_reach_figs *ls_site_reach(const struct ls_site *s);
 
 /* Age of a block at snapshot time, 0 for a clock that went backwards. */
 uint64_t ls_block_age_ns(const struct ls_snapshot *snap,

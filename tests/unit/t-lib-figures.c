@@ -14,6 +14,7 @@
 #define MAX ((int64_t)LS_FIGURES_MAX)
 
 static struct ls_site sites[3];
+static struct ls_reach_figs reach[3];
 static struct ls_block blocks[2];
 static struct ls_snapshot snap = { .sites = sites, .nsites = 3,
 				   .blocks = blocks, .nblocks = 2 };
@@ -29,6 +30,7 @@ static int check(void)
 static void reset(void)
 {
 	memset(sites, 0, sizeof(sites));
+	memset(reach, 0, sizeof(reach));
 	memset(blocks, 0, sizeof(blocks));
 	sites[0].id = 1;
 	sites[1].id = 2;
@@ -55,10 +57,12 @@ int main(void)
 	sites[0].stats.temp_blocks = (uint64_t)MAX + 1;
 	ok(check() == -EINVAL, "temporary blocks over 2^60: -EINVAL");
 	reset();
-	sites[1].reach.bytes[2] = (uint64_t)MAX / 2 + 1;
-	sites[2].reach.bytes[2] = (uint64_t)MAX / 2;
+	sites[1].reach = &reach[1];
+	sites[2].reach = &reach[2];
+	reach[1].bytes[2] = (uint64_t)MAX / 2 + 1;
+	reach[2].bytes[2] = (uint64_t)MAX / 2;
 	ok(check() == -EINVAL, "a category's bytes over 2^60 in all: -EINVAL");
-	sites[2].reach.bytes[2]--;
+	reach[2].bytes[2]--;
 	ok(!check(), "... and exactly 2^60: passes");
 	reset();
 	blocks[0].size = (uint64_t)MAX;

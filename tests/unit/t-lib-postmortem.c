@@ -209,6 +209,7 @@ static void test_v4(void)
 	struct layout l;
 	struct ls_snapshot s;
 	const struct ls_site_stats *a, *b;
+	uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];
 	char err[256] = "";
 	unsigned k, nz = 0;
 
@@ -226,13 +227,15 @@ static void test_v4(void)
 	a = &s.sites[0].stats;
 	ok(a->peak_bytes == 100 && a->peak_blocks == 3 && a->temp_bytes == 55 &&
 	   a->temp_blocks == 5, "site 0: peak and temporaries from its brief slot");
+	ls_site_hist(&s, &s.sites[0], size, life);
 	for (k = 0; k < LSNAP_HIST_BUCKETS; k++)
-		nz += !!a->size_hist[k] + !!a->life_hist[k];
-	ok(nz == 3 && a->size_hist[5] == 9 && a->life_hist[0] == 2 &&
-	   a->life_hist[31] == LSPM_PAIR_COUNT,
+		nz += !!size[k] + !!life[k];
+	ok(nz == 3 && size[5] == 9 && life[0] == 2 &&
+	   life[31] == LSPM_PAIR_COUNT,
 	   "site 0: its three buckets from the pairs, the rest 0");
 	b = &s.sites[1].stats;
-	ok(b->peak_bytes == 14 && b->size_hist[7] == 77 && b->life_hist[30] == 1,
+	ls_site_hist(&s, &s.sites[1], size, life);
+	ok(b->peak_bytes == 14 && size[7] == 77 && life[30] == 1,
 	   "site 1: its stats from its wide slot");
 	ls_snapshot_release(&s);
 	free(l.buf);

@@ -600,6 +600,53 @@ static void test_write_error(const struct ls_snapshot *s)
 	fclose(full);
 }
 
+/* --top N picks its sites apart from the whole sort: the same N, in the
+ * same order, for every N, over sites whose bytes and blocks tie often
+ * (the site id decides), and the sums still over all of them. */
+static void test_top_select(void)
+{
+	enum { N = 600 };
+	static const uint64_t frame = 0x1000;
+	static const size_t tops[] = { 1, 2, 7, 100, 299, 300, 301, 599, 600,
+				       1000 };
+	struct ls_snapshot s = { 0 };
+	struct ls_report_opts o = { 0 };
+	struct ls_report all, top;
+	uint32_t x = 12345;
+	size_t i, k, wrong = 0, sums = 0;
+
+	s.sites = xcalloc(N, sizeof(*s.sites));
+	for (i = 0; i < N; i++) {
+		x = x * 1103515245u + 12345u;
+		/* ids out of order, bytes from 10 values, blocks from 3 */
+		add_site(&s, (uint32_t)((i * 7919) % N) + 1, LSNAP_KIND_HEAP,
+			 (int64_t)(x >> 16) % 10 * 64 + 64,
+			 (int64_t)(x >> 8) % 3 + 1, 0, 0, &frame, 1);
+	}
+	ok(!ls_report_build(&s, &o, &all) && all.nsites == N,
+	   "the whole sort of %d sites", N);
+	for (k = 0; k < sizeof(tops) / sizeof(tops[0]); k++) {
+		o.top = tops[k];
+		if (ls_report_build(&s, &o, &top)) {
+			wrong++;
+			continue;
+		}
+		if (top.nsites != (tops[k] < N ? tops[k] : N) ||
+		    top.nsites_total != N)
+			wrong++;
+		for (i = 0; i < top.nsites; i++)
+			wrong += top.sites[i].site != all.sites[i].site;
+		sums += top.live_bytes != all.live_bytes ||
+			top.live_blocks != all.live_blocks;
+		ls_report_release(&top);
+	}
+	ok(!wrong, "--top 1 to 1000 of %d: the whole sort's first sites, in "
+	   "its order (%zu wrong)", N, wrong);
+	ok(!sums, "--top: the totals over every site (%zu wrong)", sums);
+	ls_report_release(&all);
+	ls_snapshot_release(&s);
+}
+
 int main(void)
 {
 	struct selfmap self = { 0 };
@@ -614,6 +661,7 @@ int main(void)
 	test_no_blocks(&s);
 	test_sampled_blocks();
 	test_growing();
+	test_top_select();
 	test_leaks_over(&s);
 	test_text(&s, ls_sym_basename(self.exe));
 	test_text_allocs(&s);

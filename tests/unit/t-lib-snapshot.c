@@ -572,6 +572,60 @@ static void test_bad_history(void)
 	free(w.p);
 }
 
+/* Sites whose frames fill several of the reader's frame chunks (1 MB
+ * each): every frame read back at its site, stacks of every depth from
+ * 0 to the most a site may have, and a histogram for each. */
+static void test_many_frames(void)
+{
+	enum { NSITES = 1200 };
+	static uint64_t frames[LSNAP_MAX_FRAMES];
+	struct { struct lsnap_site_stats s; uint64_t h[64]; }
+		__attribute__((packed)) st = { { .nbuckets = 32 }, { 0 } };
+	struct ls_snapshot s;
+	struct wbuf w = { 0 };
+	char err[256] = "";
+	size_t wrong = 0, words = 0;
+	uint32_t i, k;
+	int ret;
+
+	w_header(&w);
+	for (i = 0; i < NSITES; i++) {
+		uint32_t n = i % (LSNAP_MAX_FRAMES + 1);
+
+		for (k = 0; k < n; k++)
+			frames[k] = 0x400000 + (uint64_t)i * 4096 + k;
+		w_site(&w, i + 1, n, 64, frames);
+		st.s.site = i + 1;
+		memset(st.h, 0, sizeof(st.h));
+		st.h[i % 32] = i + 1;			/* a size bucket */
+		st.h[32 + (i * 7) % 32] = 2 * i + 1;	/* a lifetime */
+		w_rec(&w, LSNAP_SITE_STATS, &st, sizeof(st));
+		words += n;
+	}
+	w_end(&w);
+	ret = read_buf(w.p, w.len, &s, err, sizeof(err));
+	ok(!ret && s.nsites == NSITES, "%d sites, %zu frames (%zu KB) read "
+	   "(%d %s)", NSITES, words, words * 8 / 1024, ret, err);
+	for (i = 0; !ret && i < s.nsites; i++) {
+		const struct ls_site *t = &s.sites[i];
+		uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];
+
+		wrong += t->id != i + 1 ||
+			 t->nframes != i % (LSNAP_MAX_FRAMES + 1);
+		for (k = 0; k < t->nframes; k++)
+			wrong += t->frames[k] != 0x400000 + (uint64_t)i * 4096 + k;
+		ls_site_hist(&s, t, size, life);
+		for (k = 0; k < LSNAP_HIST_BUCKETS; k++)
+			wrong += size[k] != (k == i % 32 ? i + 1 : 0) ||
+				 life[k] != (k == (i * 7) % 32 ? 2 * i + 1 : 0);
+	}
+	ok(!ret && !wrong, "every frame and histogram back at its site, "
+	   "across frame chunks (%zu wrong)", wrong);
+	if (!ret)
+		ls_snapshot_release(&s);
+	free(w.p);
+}
+
 struct stats4 {
 	struct lsnap_site_stats s;
 	uint64_t h[8];
@@ -604,11 +658,25 @@ static void test_peak_records(void)
 	   s.sites[0].stats.peak_blocks == 5 &&
 	   s.sites[0].stats.temp_bytes == 300 &&
 	   s.sites[0].stats.temp_blocks == 3 &&
-	   s.sites[0].stats.size_hist[3] == 3 &&
-	   s.sites[0].stats.size_hist[4] == 0 &&
-	   s.sites[0].stats.life_hist[0] == 10 &&
-	   s.sites[0].stats.life_hist[3] == 13 &&
 	   !s.sites[1].stats.peak_bytes, "site stats read back");
+	{
+		uint64_t size[LSNAP_HIST_BUCKETS], life[LSNAP_HIST_BUCKETS];
+		uint64_t size2[LSNAP_HIST_BUCKETS], life2[LSNAP_HIST_BUCKETS];
+		unsigned b, wrong = 1;
+
+		if (!ret && s.nsites == 2) {
+			ls_site_hist(&s, &s.sites[0], size, life);
+			ls_site_hist(&s, &s.sites[1], size2, life2);
+			for (b = wrong = 0; b < LSNAP_HIST_BUCKETS; b++)
+				wrong += size[b] != (b < 4 ? b : 0) ||
+					 life[b] != (b < 4 ? 10 + b : 0) ||
+					 size2[b] || life2[b];
+		}
+		/* The zero bucket is not stored: 3 sizes and 4 lifetimes. */
+		ok(!wrong && s.nhist_counts == 7,
+		   "site histograms read back, nonzero buckets only (%u "
+		   "wrong, %zu stored)", wrong, s.nhist_counts);
+	}
 	ls_snapshot_release(&s);
 
 	w.len = w.nrec = 0;
@@ -928,10 +996,10 @@ static void test_reach(void)
 	ret = read_buf(w.p, w.len, &s, err, sizeof(err));
 	ok(ret == 0 && s.has_reach && s.reach.nthreads == 2 &&
 	   s.reach.bytes[LSNAP_REACH_POSSIBLE] == 300, "REACH read (%s)", err);
-	ok(ret == 0 && s.nsites == 1 &&
-	   s.sites[0].reach.bytes[LSNAP_REACH_DEFINITE] == 64 &&
-	   s.sites[0].reach.indirect_bytes == 144 &&
-	   s.sites[0].reach.indirect_blocks == 3, "REACH_SITE to its site");
+	ok(ret == 0 && s.nsites == 1 && s.sites[0].reach &&
+	   s.sites[0].reach->bytes[LSNAP_REACH_DEFINITE] == 64 &&
+	   s.sites[0].reach->indirect_bytes == 144 &&
+	   s.sites[0].reach->indirect_blocks == 3, "REACH_SITE to its site");
 	ok(ret == 0 && s.nblocks == 2 &&
 	   s.blocks[0].reach == LSNAP_REACH_DEFINITE &&
 	   s.blocks[1].reach == LSNAP_REACH_REACHABLE,
@@ -1044,6 +1112,7 @@ int main(void)
 	test_jit(1);
 	test_jit(LSNAP_VERSION);
 	test_roundtrip();
+	test_many_frames();
 	test_capped();
 	test_budget();
 	test_truncations();
