@@ -230,6 +230,30 @@ static void mark_other(struct scan *sc, const struct region *g, uint64_t s)
 }
 
 /*
+ * An ended thread's descriptor (struct pthread) still holds the pointer
+ * its start routine was given and the one it returned: stale words, not
+ * roots, where valgrind and LeakSanitizer call what only they hold lost
+ * (an ended thread's argument it did not free, the result a join took).
+ * Their offsets in glibc's x86-64 layout (result, the scheduling
+ * parameters, start routine, argument, in that order), measured on
+ * glibc 2.36; only where the tid's offset is the one learn_threads()
+ * checked.
+ */
+#define PD_RESULT 0x628u
+#define PD_ARG 0x640u
+
+static uint64_t thread_desc(struct scan *sc, const struct region *g);
+
+static int ended_desc(struct scan *sc, const struct region *g, uint64_t s)
+{
+	uint64_t tid;
+
+	return ls_scan_prep.tid_off == 0x2d0 && s > g->start &&
+	       s + PD_ARG + 8 <= g->end && thread_desc(sc, g) == s &&
+	       !ls_scan_peek(sc, s + ls_scan_prep.tid_off, &tid) && (int32_t)tid <= 0;
+}
+
+/*
  * Region g from s: glibc's heaps in it (the main arena's [heap], and
  * thread arenas' heaps at every 64 MiB boundary whose heap_info makes
  * sense) are walked chunk by chunk; the rest is scanned as a root, less
@@ -239,8 +263,14 @@ static void mark_other(struct scan *sc, const struct region *g, uint64_t s)
 void ls_scan_mark_region(struct scan *sc, const struct region *g, uint64_t s)
 {
 	struct ls_gh_heap h;
-	uint64_t cur = s, a;
+	uint64_t cur, a;
 
+	if (ended_desc(sc, g, s)) {
+		mark_plain(sc, g, s, s + PD_RESULT);
+		mark_plain(sc, g, s + PD_RESULT + 8, s + PD_ARG);
+		s += PD_ARG + 8;
+	}
+	cur = s;
 	if (!ls_heapmodel()->chunk_headers) {	/* not glibc's heaps */
 		mark_other(sc, g, s);
 		return;

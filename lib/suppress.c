@@ -241,6 +241,17 @@ static int frame_matches(const char *tmpl, const struct ls_symframe *f)
 	       ls_supp_template_match(tmpl, f->file);
 }
 
+/*
+ * glibc's start_thread allocates nothing itself: a stack whose first
+ * frame is it is a thread's start routine that tail-called the allocator
+ * (`return malloc(n);` at -O2), which left no frame of its own.  The
+ * program's block, not the runtime's.
+ */
+static int tail_called(const struct ls_stack *st)
+{
+	return st->f[0].function && !strcmp(st->f[0].function, "start_thread");
+}
+
 struct ls_supp_entry *ls_supp_match(struct ls_supp *s,
 				    struct ls_symbolizer *sym,
 				    const struct ls_site *site)
@@ -255,7 +266,7 @@ struct ls_supp_entry *ls_supp_match(struct ls_supp *s,
 		if (s->e[i].runtime_only) {
 			for (k = 0; k < st.n && is_runtime(st.f[k].module); k++)
 				;
-			if (st.n && k == st.n)
+			if (st.n && k == st.n && !tail_called(&st))
 				hit = &s->e[i];
 			continue;
 		}

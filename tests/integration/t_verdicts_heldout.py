@@ -10,8 +10,10 @@ spins, abort(); exit() on stacks the program allocated, a leak in a
 dead frame there; a block held by a dlopen'ed library's static; C++
 exceptions, std::thread, static and thread_local objects, shared_ptr
 cycles, new[]; Rust's Box::leak, mem::forget, an Rc cycle and an ended
-thread (tests/workloads/verdict/: libcbufs.c, roots.c, exits.c,
-exitstack.c, dlhold.c, cxx.cc, rs.rs; each documents its truth).
+thread; the argument and result an ended thread's descriptor still
+holds, and a thread's start routine that tail-calls malloc
+(tests/workloads/verdict/: libcbufs.c, roots.c, exits.c, exitstack.c,
+dlhold.c, cxx.cc, rs.rs, thrdesc.c; each documents its truth).
 
 Each case is built with gcc at -O0 and clang at -O2 (g++ and clang++;
 exits.c at all four; libcbufs.c with clang at -O2, dlhold.c with gcc
@@ -53,6 +55,7 @@ CASES = (
     ("cxx", range(6), TWO),
     ("rs", range(3), (("rustc", "-O2"),)),
     ("exitstack", range(6), TWO),
+    ("thrdesc", range(4), TWO),
 )
 
 # exit() from a coroutine: the stack main left is scanned whole, and a
@@ -107,6 +110,10 @@ TRUTHS = {
     ("rs", 0): {"definitely lost": (310, 1)},
     ("rs", 1): {"definitely lost": (64, 1), "indirectly lost": (64, 1)},
     ("rs", 2): {"definitely lost": (320, 1)},
+    ("thrdesc", 0): {"definitely lost": (780, 6), "still reachable": (0, 0)},
+    ("thrdesc", 1): {"definitely lost": (840, 6), "still reachable": (0, 0)},
+    ("thrdesc", 2): {"definitely lost": (900, 6), "still reachable": (0, 0)},
+    ("thrdesc", 3): {"definitely lost": (0, 0), "still reachable": (960, 6)},
 }
 
 
@@ -349,6 +356,15 @@ def t_cxx():
     agree(("cxx",))
 
 
+@check("ended threads: the argument and the result their descriptors "
+       "(kept in glibc's stack cache) still hold are no roots, and a "
+       "start routine's `return malloc(n)` (a tail call, no frame of the "
+       "program) is the program's block, not the runtime's: valgrind's "
+       "summary and gate")
+def t_thread_descriptors():
+    agree(("thrdesc",))
+
+
 @check("Rust: Box::leak kept in a static, mem::forget, an Rc cycle, an "
        "ended thread's forgotten Vec: valgrind's summary and gate")
 def t_rust():
@@ -431,11 +447,11 @@ def t_lsan():
         len(bad), same), "\n  ".join(bad))
 
 
-# Of the 28 clang -O2 cases LeakSanitizer checks, 15 are valgrind's.
+# Of the 32 clang -O2 cases LeakSanitizer checks, 19 are valgrind's.
 # The rest: it scans no mapping but the globals, stacks and TLS (roots
 # 0, 1, 5, 6: lost), runs no check at quick_exit (exits 0), and calls
 # reachable the aligned_alloc block, the ended coroutine's block, the
 # shared_ptr cycles and the block left in a dead frame of the stack the
 # program allocated that exit() was called on (libcbufs 4, roots 3, cxx
 # 4, exitstack 0 to 3 and 5) that memcheck and leakscope call lost.
-LSAN_SAME = 15
+LSAN_SAME = 19
