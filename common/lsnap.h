@@ -369,6 +369,9 @@ enum lsnap_reach_flags {
 	LSNAP_REACH_CONCURRENT = 16,	/* marked while the program ran, then
 					   finished with the threads stopped
 					   (docs/REACHABILITY.md) */
+	LSNAP_REACH_LOADER_HELD = 32,	/* another thread held the loader's
+					   lock: objects loaded or unloaded
+					   since the last walk were not seen */
 };
 
 struct lsnap_reach {
