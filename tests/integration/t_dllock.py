@@ -46,6 +46,8 @@ def t_exit():
            "%s: the callback's live block is not lost" % mode, str(recs))
         eq(rep["check"]["loader_lock_held"], True,
            "%s: the report says the loader's lock was held" % mode)
+        eq(rep["check"]["loader_lock_thread"], holder(r.stdout),
+           "%s: the thread that held it" % mode)
 
 
 @check("without a thread in the loader the report does not say it was "
@@ -56,6 +58,8 @@ def t_free():
     eq(r.returncode, 0, "exit status")
     eq(root_report(r)["check"]["loader_lock_held"], False,
        "loader_lock_held")
+    eq(root_report(r)["check"]["loader_lock_thread"], None,
+       "loader_lock_thread")
 
 
 @check("valgrind on the same program: the same leak record")
@@ -63,6 +67,14 @@ def t_oracle():
     vg = need("valgrind")
     got = valgrind_run(vg, [workload("dl-held"), "stay"], timeout=60)
     eq(got, TRUTH, "valgrind")
+
+
+def holder(out):
+    """The holder's thread id the workload wrote ("holder TID")."""
+    for line in out.decode("utf-8", "replace").splitlines():
+        if line.startswith("holder "):
+            return int(line.split()[1])
+    fail("the workload's holder line", "holder TID", out)
 
 
 def live(mode, held):
@@ -73,6 +85,7 @@ def live(mode, held):
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          start_new_session=True)
     try:
+        tid = holder(p.stdout.readline())
         line = p.stdout.readline()
         if not line.startswith(b"ready"):
             fail("dl-held ready", "ready", line)
@@ -86,6 +99,8 @@ def live(mode, held):
                TRUTH["site_dl_leak"], "check --method %s: the leak" % m)
             eq(rep["check"]["loader_lock_held"], held,
                "check --method %s: the lock said held" % m)
+            eq(rep["check"]["loader_lock_thread"], tid if held else None,
+               "check --method %s: the thread that held it" % m)
     finally:
         p.stdin.close()
         try:

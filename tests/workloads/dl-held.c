@@ -6,8 +6,9 @@
  * whose constructor never returns (argv[1] "dlopen=PATH", PATH
  * libctorwait.so).  Natively the process exits at once.
  *
- * argv[2]: "exit" (the default) leak, then exit(0); "wait" leak, write
- * "ready", wait for the end of fd 0 (check PID), then exit(0).
+ * It writes "holder TID" (the thread's id) first.  argv[2]: "exit" (the
+ * default) leak, then exit(0); "wait" leak, write "ready", wait for the
+ * end of fd 0 (check PID), then exit(0).
  *
  * Ground truth:
  *
@@ -20,11 +21,13 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include "wl.h"
 
 static int churn;
 static const char *lib;
 static volatile int inside;
+static volatile pid_t holder_tid;
 
 WL_SITE static void *site_churn(void)
 {
@@ -62,6 +65,7 @@ static int loaded(struct dl_phdr_info *info, size_t size, void *arg)
 static void *holder(void *arg)
 {
 	(void)arg;
+	holder_tid = (pid_t)syscall(SYS_gettid);
 	if (lib)
 		dlopen(lib, RTLD_NOW);
 	else
@@ -88,6 +92,7 @@ int main(int argc, char **argv)
 	while (lib ? !dl_iterate_phdr(loaded, NULL) :
 	       !__atomic_load_n(&inside, __ATOMIC_ACQUIRE))
 		usleep(1000);
+	wl_say(1, "holder %d\n", (int)holder_tid);
 	site_dl_leak();
 	if (argc > 2 && !strcmp(argv[2], "wait")) {
 		wl_say(1, "ready\n");
