@@ -17,6 +17,7 @@
 #include "arena.h"
 #include "attach.h"
 #include "control.h"
+#include "dllock.h"
 #include "exec.h"
 #include "figures.h"
 #include "../common/cfi.h"
@@ -316,6 +317,8 @@ static void ls_agent_start(void)
 	ls_guard_enter();
 	ls_modules_refresh();	/* what loaded since an early start */
 	ls_heapmodel_learn();
+	ls_dllock_learn();
+	ls_reach_learn_segments();
 	ls_exec_init();
 	/* quick_exit ends through libc's own _exit, which no hook sees:
 	 * this handler, registered before the program's, runs after them. */

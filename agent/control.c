@@ -656,6 +656,9 @@ static int open_socket(void)
 
 static int start_thread(void)
 {
+	/* Looked up here: dlvsym waits for the loader's lock, which a
+	 * thread of the program inside dlopen may hold for ever. */
+	nptl_nthreads();
 	return ls_sys_thread_start(control_main, 256 << 10);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "dynamic.h"
 #include "glibcheap.h"
+#include "dllock.h"
 #include "heapmodel.h"
 #include "real.h"
 
@@ -158,7 +159,10 @@ int ls_heapmodel_maps_known(void)
 
 	if (!model.own_maps)
 		return 0;
-	dl_iterate_phdr(generation, g);
+	/* Another thread in the loader: what the last walk found. */
+	if (ls_dl_iterate(generation, g) < 0)
+		return __atomic_load_n(&last.adds, __ATOMIC_ACQUIRE) ?
+		       last.known : 0;
 	if (g[0] && g[0] == __atomic_load_n(&last.adds, __ATOMIC_ACQUIRE) &&
 	    g[1] == last.subs)
 		return last.known;

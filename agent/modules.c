@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "arena.h"
+#include "dllock.h"
 #include "lockrank.h"
 #include "modules.h"
 #include "sys.h"
@@ -158,7 +159,12 @@ unsigned ls_modules_refresh(void)
 	}
 	memset(seen, 0, nmods);
 	changed = 0;
-	dl_iterate_phdr(visit, NULL);
+	/* Another thread in the loader: the table stays as it was. */
+	if (ls_dl_iterate(visit, NULL) < 0) {
+		n = nmods;
+		ls_unlock_ranked(&mod_lock, LS_RANK_MODULES);
+		return n;
+	}
 	for (i = 0; i < nmods; i++)
 		if (mods[i].m.gen_to == LSNAP_GEN_LOADED && !seen[i]) {
 			mods[i].m.gen_to = gen + 1;
@@ -192,7 +198,7 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
 void ls_modules_self_range(uint64_t *lo, uint64_t *hi)
 {
 	if (!self_hi)
-		dl_iterate_phdr(find_self, (void *)(uintptr_t)&ls_modules_self_range);
+		ls_dl_iterate(find_self, (void *)(uintptr_t)&ls_modules_self_range);
 	*lo = self_lo;
 	*hi = self_hi;
 }

@@ -34,6 +34,9 @@
  */
 int ls_reach_prepare(void);
 
+/* The agent's own writable segments, found once (at start). */
+void ls_reach_learn_segments(void);
+
 /*
  * After ls_reach_prepare(), for a `check` request: the method asked for
  * (1 fork) and the concurrent method's pause budget (0: none).  The

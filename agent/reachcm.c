@@ -23,6 +23,7 @@
 #include "../common/contract.h"
 #include "state.h"
 #include "exitstop.h"
+#include "dllock.h"
 #include "figures.h"
 #include "glibcheap.h"
 #include "heapmodel.h"
@@ -1089,7 +1090,9 @@ int ls_reach_cm_finish(int fd, int with_blocks)
 	if (!r) {
 		res.totals.flags = LSNAP_REACH_CONCURRENT |
 				   (res.torn ? LSNAP_REACH_TORN : 0) |
-				   (sc->partial ? LSNAP_REACH_PARTIAL : 0);
+				   (sc->partial ? LSNAP_REACH_PARTIAL : 0) |
+				   (ls_dllock_missed() ?
+				    LSNAP_REACH_LOADER_HELD : 0);
 		ls_snapwrite_lock();
 		r = ls_snapwrite_reach(fd, LSNAP_REASON_REQUEST, with_blocks,
 				       &res);

@@ -22,6 +22,7 @@
 #include "../common/contract.h"
 #include "state.h"
 #include "exitstop.h"
+#include "dllock.h"
 #include "figures.h"
 #include "glibcheap.h"
 #include "heapmodel.h"
@@ -81,7 +82,8 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	r = ls_scan_run_scan(&ls_scan_child, th, nth, self_sp, self_red, &res);
 	if (!r) {
 		res.totals.flags = flags | (res.torn ? LSNAP_REACH_TORN : 0) |
-				   (ls_scan_child.partial ? LSNAP_REACH_PARTIAL : 0);
+				   (ls_scan_child.partial ? LSNAP_REACH_PARTIAL : 0) |
+				   (ls_dllock_missed() ? LSNAP_REACH_LOADER_HELD : 0);
 		r = ls_snapwrite_reach(fd, reason, with_blocks, &res);
 	}
 	syscall(SYS_exit_group, r ? 1 : 0);
@@ -181,6 +183,14 @@ static int own_segments(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/* The agent's own writable segments, which do not change: walked until
+ * found (at start, before any thread can hold the loader's lock). */
+void ls_reach_learn_segments(void)
+{
+	if (!ls_scan_prep.nseg)
+		ls_dl_iterate(own_segments, NULL);
+}
+
 /*
  * glibc's thread descriptor, checked on the calling thread: the offset
  * of the tid in struct pthread (2.26 to 2.38 on x86-64; with another
@@ -208,10 +218,11 @@ int ls_reach_prepare(void)
 	ls_scan_how.asked = 1;
 	if (ls_agent.sample_rate)
 		return -ENOTSUP;
+	ls_dllock_clear();
 	ls_modules_refresh();
 	ls_scan_prep.pid = getpid();
 	ls_scan_prep.ppid = getppid();
-	dl_iterate_phdr(own_segments, NULL);
+	ls_reach_learn_segments();
 	ls_figures_mallinfo(&ls_scan_prep.mallinfo);
 	ls_scan_prep.alloc_maps = ls_heapmodel_maps_known();
 	learn_threads();

@@ -15,7 +15,9 @@
 #include "agent.h"
 #include "attach.h"
 #include "control.h"
+#include "dllock.h"
 #include "figures.h"
+#include "reach.h"
 #include "heapmodel.h"
 #include "guard.h"
 #include "modules.h"
@@ -132,6 +134,8 @@ int ls_agent_start_attached(char *err, size_t errlen)
 	ls_cfi_init();
 	ls_modules_refresh();
 	ls_heapmodel_learn();
+	ls_dllock_learn();
+	ls_reach_learn_segments();
 	ls_agent.pid = getpid();
 	ls_agent.start_mono = ls_now_ns(CLOCK_MONOTONIC);
 	ls_agent.attach_wall_ns = ls_now_ns(CLOCK_REALTIME);

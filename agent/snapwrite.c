@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "state.h"
 #include "arena.h"
+#include "dllock.h"
 #include "live.h"
 #include "mmaps.h"
 #include "modules.h"
@@ -551,6 +552,12 @@ static void put_reach(struct writer *w, const struct ls_reach_result *res)
 	put(w, &res->heur, sizeof(res->heur));
 	record(w, LSNAP_REACH_HOW, sizeof(res->how));
 	put(w, &res->how, sizeof(res->how));
+	if (res->totals.flags & LSNAP_REACH_LOADER_HELD) {
+		struct lsnap_reach_loader l = { .tid = (uint32_t)ls_dllock_missed() };
+
+		record(w, LSNAP_REACH_LOADER, sizeof(l));
+		put(w, &l, sizeof(l));
+	}
 	record(w, LSNAP_REACH, sizeof(res->totals));
 	put(w, &res->totals, sizeof(res->totals));
 }

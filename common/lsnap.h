@@ -82,6 +82,9 @@ enum lsnap_tag {
 				   sites, with LSNAP_REACH */
 	LSNAP_NAMESPACES = 33,	/* struct lsnap_namespaces, at most once:
 				   the namespaces the process ran in */
+	LSNAP_REACH_LOADER = 34,	/* struct lsnap_reach_loader, at most
+					   once, with LSNAP_REACH: who held the
+					   loader's lock at the check */
 	LSNAP_END = 0xffff,	/* struct lsnap_end, last */
 };
 
@@ -194,6 +197,12 @@ struct lsnap_attach {
 struct lsnap_namespaces {
 	uint64_t pid_ns;
 	uint64_t mnt_ns;
+} __attribute__((packed));
+
+/* The thread that held the loader's lock at a check (LSNAP_REACH_LOADER_HELD). */
+struct lsnap_reach_loader {
+	uint32_t tid;
+	uint32_t pad;		/* 0 */
 } __attribute__((packed));
 
 #define LSNAP_BUILD_ID_MAX 32
@@ -369,6 +378,9 @@ enum lsnap_reach_flags {
 	LSNAP_REACH_CONCURRENT = 16,	/* marked while the program ran, then
 					   finished with the threads stopped
 					   (docs/REACHABILITY.md) */
+	LSNAP_REACH_LOADER_HELD = 32,	/* another thread held the loader's
+					   lock: objects loaded or unloaded
+					   since the last walk were not seen */
 };
 
 struct lsnap_reach {

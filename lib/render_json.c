@@ -347,6 +347,12 @@ static void put_check(struct ls_json *j, const struct ls_render_ctx *c)
 	ls_json_bool(j, "all_registers", !(r->flags & LSNAP_REACH_NO_REGS));
 	ls_json_bool(j, "torn", !!(r->flags & LSNAP_REACH_TORN));
 	ls_json_bool(j, "partial", !!(r->flags & LSNAP_REACH_PARTIAL));
+	ls_json_bool(j, "loader_lock_held",
+		     !!(r->flags & LSNAP_REACH_LOADER_HELD));
+	if (s->has_reach_loader)
+		ls_json_u64(j, "loader_lock_thread", s->reach_loader.tid);
+	else
+		ls_json_null(j, "loader_lock_thread");
 	ls_json_u64(j, "threads_stopped", r->nthreads);
 	if (s->reach_pause_ns) {
 		ls_json_f64(j, "pause_ms", (double)s->reach_pause_ns / 1e6, 3);

@@ -520,6 +520,14 @@ static void put_check(const struct ls_render_ctx *c)
 		fputs("Warning: the check ran out of memory: some blocks were "
 		      "not scanned, and some blocks reported lost may not be\n",
 		      c->out);
+	if ((r->flags & LSNAP_REACH_LOADER_HELD) && s->has_reach_loader)
+		fprintf(c->out, "Note: thread %u held the loader's lock at the "
+			"check: objects loaded or unloaded since were not "
+			"seen\n", s->reach_loader.tid);
+	else if (r->flags & LSNAP_REACH_LOADER_HELD)
+		fputs("Note: another thread held the loader's lock at the "
+		      "check: objects loaded or unloaded since were not seen\n",
+		      c->out);
 	if (r->flags & LSNAP_REACH_TORN)
 		fputs("Note: a thread was stopped inside the agent's tables: "
 		      "a block being allocated or freed may be misfiled\n",

@@ -87,6 +87,7 @@ struct parse {
 	int seen_header, seen_command, seen_totals, seen_peak, seen_mallinfo;
 	int seen_attach, seen_reach, seen_dropped, seen_agent_memory;
 	int seen_namespaces;
+	int seen_reach_loader;
 	int seen_reach_heur, seen_reach_how;
 	int seen_history, seen_unwind, seen_notes;
 	struct lsnap_reach_site *rsites;	/* attached after END */
@@ -200,6 +201,7 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_UNWIND: return "unwind";
 	case LSNAP_ATTACH: return "attach";
 	case LSNAP_NAMESPACES: return "namespaces";
+	case LSNAP_REACH_LOADER: return "loader lock";
 	case LSNAP_REACH: return "reachability";
 	case LSNAP_REACH_SITE: return "site reachability";
 	case LSNAP_REACH_HEUR: return "heuristics";
@@ -685,6 +687,10 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 		return parse_fixed(p, tag, len, &p->seen_attach,
 				   &s->has_attach, &s->attach,
 				   sizeof(s->attach));
+	case LSNAP_REACH_LOADER:
+		return parse_fixed(p, tag, len, &p->seen_reach_loader,
+				   &s->has_reach_loader, &s->reach_loader,
+				   sizeof(s->reach_loader));
 	case LSNAP_NAMESPACES:
 		return parse_fixed(p, tag, len, &p->seen_namespaces,
 				   &s->has_namespaces, &s->namespaces,

@@ -117,6 +117,8 @@ struct ls_snapshot {
 	struct lsnap_attach attach;
 	int has_namespaces;	/* the writer's PID and mount namespaces */
 	struct lsnap_namespaces namespaces;
+	int has_reach_loader;	/* the check names who held the loader's lock */
+	struct lsnap_reach_loader reach_loader;
 	int has_reach;		/* from a reachability check */
 	struct lsnap_reach reach;
 	int has_reach_heur;	/* ... that says what valgrind's heuristics

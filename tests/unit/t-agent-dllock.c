@@ -1,0 +1,112 @@
+/*
+ * t-agent-dllock.c - the loader's lock (agent/dllock.h): the finder keeps
+ * the only mutex held by the caller inside a callback and free after it,
+ * and refuses none or several; on this glibc it finds the lock
+ * dl_iterate_phdr takes, so a walk while another thread sits in a
+ * callback is refused at once and names that thread, a walk from inside
+ * our own callback (the lock is recursive) and after the other thread
+ * left are done.
+ */
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stddef.h>
+#include <unistd.h>
+#include "../../agent/dllock.h"
+#include "../../agent/sys.h"
+#include "tap.h"
+
+struct fake {
+	char pad[24];
+	pthread_mutex_t m[4];
+};
+
+static struct fake f;
+static sem_t entered, leave;
+static pid_t holder_tid;
+static int walked, nested_r = 1;
+
+static int counting(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	walked++;
+	return 1;
+}
+
+static int nested(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	nested_r = ls_dl_iterate(counting, NULL);
+	return 1;
+}
+
+static int sit(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	holder_tid = ls_gettid();
+	sem_post(&entered);
+	sem_wait(&leave);
+	return 1;
+}
+
+static void *holder(void *arg)
+{
+	dl_iterate_phdr(sit, NULL);
+	return NULL;
+}
+
+int main(void)
+{
+	pthread_mutexattr_t a;
+	pthread_t t;
+	ptrdiff_t want;
+	int i, r;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	for (i = 0; i < 4; i++)
+		pthread_mutex_init(&f.m[i], &a);
+
+	/* m[1] held once, m[2] twice: two candidates; m[1] free after. */
+	pthread_mutex_lock(&f.m[1]);
+	pthread_mutex_lock(&f.m[2]);
+	pthread_mutex_lock(&f.m[2]);
+	is_u64(ls_dllock_scan(&f, sizeof(f), ls_gettid(), 0), 2,
+	       "two mutexes held by this thread");
+	pthread_mutex_unlock(&f.m[1]);
+	want = offsetof(struct fake, m[1]);
+	ok(ls_dllock_scan(&f, sizeof(f), 0, 1) == want,
+	   "the one free again after is kept, at its offset");
+	/* Both free after: not telling which. */
+	pthread_mutex_lock(&f.m[1]);
+	ls_dllock_scan(&f, sizeof(f), ls_gettid(), 0);
+	pthread_mutex_unlock(&f.m[1]);
+	pthread_mutex_unlock(&f.m[2]);
+	pthread_mutex_unlock(&f.m[2]);
+	ok(ls_dllock_scan(&f, sizeof(f), 0, 1) == -1,
+	   "two free after: no answer");
+	/* None held by the caller: none kept. */
+	is_u64(ls_dllock_scan(&f, sizeof(f), ls_gettid(), 0), 0,
+	       "nothing held: no candidate");
+	ok(ls_dllock_scan(&f, sizeof(f), 0, 1) == -1, "nothing held: no answer");
+
+	ok(ls_dllock_learn() == 1, "the loader's lock found in _rtld_global");
+	walked = 0;
+	ok(ls_dl_iterate(nested, NULL) == 0 && nested_r == 0 && walked == 1,
+	   "a walk from inside our own callback is done");
+
+	sem_init(&entered, 0, 0);
+	sem_init(&leave, 0, 0);
+	pthread_create(&t, NULL, holder, NULL);
+	sem_wait(&entered);
+	ls_dllock_clear();
+	walked = 0;
+	r = ls_dl_iterate(counting, NULL);
+	ok(r == -EBUSY && walked == 0,
+	   "another thread in a callback: the walk is refused (%d)", r);
+	is_u64(ls_dllock_missed(), holder_tid, "the holder named by its tid");
+	sem_post(&leave);
+	pthread_join(t, NULL);
+	ls_dllock_clear();
+	ok(ls_dl_iterate(counting, NULL) == 0 && walked == 1 &&
+	   ls_dllock_missed() == 0, "after it left: the walk is done");
+	return tap_done();
+}
