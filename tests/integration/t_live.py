@@ -339,8 +339,12 @@ def t_top_tty():
     session = "leakscope-test-%d" % os.getpid()
     done = os.path.join(RUNTIME, "top-status")
     try:
-        cmd = "LEAKSCOPE_RUNTIME_DIR=%s %s top %d --interval 0.5; echo $? > %s" % (
-            RUNTIME, LEAKSCOPE, p.pid, done)
+        # The status goes in under another name, then is renamed: `echo $?
+        # > done` creates the file before it writes, and a reader between
+        # the two read nothing.
+        cmd = ("LEAKSCOPE_RUNTIME_DIR=%s %s top %d --interval 0.5; "
+               "echo $? > %s.tmp && mv %s.tmp %s" % (
+                   RUNTIME, LEAKSCOPE, p.pid, done, done, done))
         subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "150",
                         "-y", "30", cmd], check=True, env=env())
         screen = ""
