@@ -21,6 +21,12 @@
  *      call) holding a 420-byte block in its frame and main waits to
  *      join: the exiting thread's frame holds a 430-byte block, both
  *      still reachable; a 440-byte block dropped (definitely lost)
+ *   6  exit(0) from a makecontext coroutine on a malloc'ed stack kept in a
+ *      global, its frame holding nothing: the frame that called
+ *      swapcontext, the lowest live one on main's stack, holds the only
+ *      pointer to a 450-byte block (still reachable), used after the
+ *      switch in code that never runs; a 460-byte block dropped before
+ *      (definitely lost)
  */
 #include <pthread.h>
 #include <sched.h>
@@ -81,6 +87,26 @@ __attribute__((noinline)) static void on_coroutine(void)
 
 	drop(360);
 	v_coroutine(&co_uc, &main_uc, co_body, 0, &stack_block);
+	v_use(held);
+}
+
+static void co_exit(int unused)
+{
+	exit(0);
+}
+
+__attribute__((noinline)) static void switch_holding(void)
+{
+	void *volatile held = v_alloc(450);
+
+	drop(460);
+	stack_block = v_alloc(V_STACK);
+	getcontext(&co_uc);
+	co_uc.uc_stack.ss_sp = stack_block;
+	co_uc.uc_stack.ss_size = V_STACK;
+	co_uc.uc_link = &main_uc;
+	makecontext(&co_uc, (void (*)(void))co_exit, 1, 0);
+	swapcontext(&main_uc, &co_uc);
 	v_use(held);
 }
 
@@ -151,6 +177,7 @@ int main(int argc, char **argv)
 	case 3: on_altstack(); break;
 	case 4: aborts(); break;
 	case 5: from_thread(); break;
+	case 6: switch_holding(); break;
 	}
 	return 0;
 }
