@@ -965,15 +965,19 @@ static void hooks_init(void)
  * Whether sp lies on the calling thread's own stack, the one glibc or
  * the kernel gave it: below its top (main's __libc_stack_end, another
  * thread's descriptor, which glibc puts at the top of its stack) by less
- * than LS_OWN_STACK_MAX.  A guess made cheaply in a hook; the exit path
- * checks the mapping (agent/reachfork.c).
+ * than its span: 1 GiB for main's (nothing is mapped between it and
+ * the mappings far below), glibc's default 8 MiB for another thread's
+ * (its arena's heap may lie a few MiB below its stack).  A guess made
+ * cheaply in a hook: a larger thread stack gets no record, and the exit
+ * path checks the record against the mapping (agent/reachfork.c).
  */
 extern void *__libc_stack_end;
-#define LS_OWN_STACK_MAX (1ull << 30)
+#define LS_MAIN_STACK_SPAN (1ull << 30)
+#define LS_THREAD_STACK_SPAN (8ull << 20)
 
-static inline int own_stack(uint64_t top, uint64_t sp)
+static inline int own_stack(const struct ls_thread *t, uint64_t sp)
 {
-	return sp < top && top - sp < LS_OWN_STACK_MAX;
+	return sp < t->co_top && t->co_top - sp < t->co_span;
 }
 
 /*
@@ -990,13 +994,16 @@ static inline void note_switch(uint64_t sp, const ucontext_t *from,
 
 	if (!t || !to)
 		return;
-	if (ls_unlikely(!t->co_top))
-		t->co_top = t->tid == ls_agent.pid ?
-			    (uint64_t)(uintptr_t)__libc_stack_end :
+	if (ls_unlikely(!t->co_top)) {
+		int main_thread = t->tid == ls_agent.pid;
+
+		t->co_top = main_thread ? (uint64_t)(uintptr_t)__libc_stack_end :
 			    (uint64_t)pthread_self();
-	if (own_stack(t->co_top, (uint64_t)to->uc_mcontext.gregs[REG_RSP])) {
+		t->co_span = main_thread ? LS_MAIN_STACK_SPAN : LS_THREAD_STACK_SPAN;
+	}
+	if (own_stack(t, (uint64_t)to->uc_mcontext.gregs[REG_RSP])) {
 		t->co_sp = 0;
-	} else if (own_stack(t->co_top, sp)) {
+	} else if (own_stack(t, sp)) {
 		t->co_ucp = (uint64_t)(uintptr_t)from;
 		t->co_sp = sp;
 	}

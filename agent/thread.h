@@ -128,8 +128,9 @@ struct ls_thread {
 	 * swapcontext() or setcontext() (agent/hooks.c): the stack pointer
 	 * there (0: none, or it came back) and the context swapcontext()
 	 * saved it in (0: setcontext(), nothing saved); co_top the top of
-	 * the own stack, found at the first switch. */
-	uint64_t co_sp, co_ucp, co_top;
+	 * the own stack, found at the first switch, co_span how far below
+	 * it a hook takes the own stack to reach. */
+	uint64_t co_sp, co_ucp, co_top, co_span;
 	struct ls_pending pending[LS_PENDING];
 	struct ls_site_rec *stack_cache[LS_STACK_CACHE];
 };
