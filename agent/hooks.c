@@ -965,14 +965,16 @@ static void hooks_init(void)
  * Whether sp lies on the calling thread's own stack, the one glibc or
  * the kernel gave it: below its top (main's __libc_stack_end, another
  * thread's descriptor, which glibc puts at the top of its stack) by less
- * than its span: 1 GiB for main's (nothing is mapped between it and
- * the mappings far below), glibc's default 8 MiB for another thread's
- * (its arena's heap may lie a few MiB below its stack).  A guess made
- * cheaply in a hook: a larger thread stack gets no record, and the exit
- * path checks the record against the mapping (agent/reachfork.c).
+ * than its span: 64 MiB for main's (the kernel keeps at least 128 MiB
+ * between the stack's top and the first mapping below it, where a
+ * coroutine's mmap'ed stack may lie when addresses are not randomized),
+ * glibc's default 8 MiB for another thread's (its arena's heap, where a
+ * coroutine's stack is often malloc'ed, may lie not far below).  A guess
+ * made cheaply in a hook: a switch from deeper gets no record, and the
+ * exit path checks the record against the mapping (agent/reachfork.c).
  */
 extern void *__libc_stack_end;
-#define LS_MAIN_STACK_SPAN (1ull << 30)
+#define LS_MAIN_STACK_SPAN (64ull << 20)
 #define LS_THREAD_STACK_SPAN (8ull << 20)
 
 static inline int own_stack(const struct ls_thread *t, uint64_t sp)
