@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -956,4 +957,77 @@ static void hooks_init(void)
 
 	if (p > 0)
 		page_size = (size_t)p;
+}
+
+/* --- coroutines ----------------------------------------------------------- */
+
+/*
+ * Whether sp lies on the calling thread's own stack, the one glibc or
+ * the kernel gave it: below its top (main's __libc_stack_end, another
+ * thread's descriptor, which glibc puts at the top of its stack) by less
+ * than its span: 64 MiB for main's (the kernel keeps at least 128 MiB
+ * between the stack's top and the first mapping below it, where a
+ * coroutine's mmap'ed stack may lie when addresses are not randomized),
+ * glibc's default 8 MiB for another thread's (its arena's heap, where a
+ * coroutine's stack is often malloc'ed, may lie not far below).  A guess
+ * made cheaply in a hook: a switch from deeper gets no record, and the
+ * exit path checks the record against the mapping (agent/reachfork.c).
+ */
+extern void *__libc_stack_end;
+#define LS_MAIN_STACK_SPAN (64ull << 20)
+#define LS_THREAD_STACK_SPAN (8ull << 20)
+
+static inline int own_stack(const struct ls_thread *t, uint64_t sp)
+{
+	return sp < t->co_top && t->co_top - sp < t->co_span;
+}
+
+/*
+ * A switch from sp (the hook's entry: the return address's slot, the
+ * lowest word of the caller's live frames) to the context to, the
+ * current one saved in from (0: setcontext()).  Leaving the own stack
+ * records where its live frames begin; going back to it forgets that.
+ * Reads only the program's own argument, which libc reads next.
+ */
+static inline void note_switch(uint64_t sp, const ucontext_t *from,
+			       const ucontext_t *to)
+{
+	struct ls_thread *t = ls_thread_tls;
+
+	if (!t || !to)
+		return;
+	if (ls_unlikely(!t->co_top)) {
+		int main_thread = t->tid == ls_agent.pid;
+
+		t->co_top = main_thread ? (uint64_t)(uintptr_t)__libc_stack_end :
+			    (uint64_t)pthread_self();
+		t->co_span = main_thread ? LS_MAIN_STACK_SPAN : LS_THREAD_STACK_SPAN;
+	}
+	if (own_stack(t, (uint64_t)to->uc_mcontext.gregs[REG_RSP])) {
+		t->co_sp = 0;
+	} else if (own_stack(t, sp)) {
+		t->co_ucp = (uint64_t)(uintptr_t)from;
+		t->co_sp = sp;
+	}
+}
+
+/*
+ * Transparent: the record, then a tail call with the program's own
+ * arguments, return address and callee-saved registers, so that what
+ * swapcontext() saves in oucp is what the program's call would have.
+ */
+LS_EXPORT int swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
+{
+	note_switch((uint64_t)(uintptr_t)__builtin_dwarf_cfa() - 8, oucp, ucp);
+	if (ls_unlikely(!ls_real.swapcontext))
+		ls_real_init();
+	return ls_real.swapcontext(oucp, ucp);
+}
+
+LS_EXPORT int setcontext(const ucontext_t *ucp)
+{
+	note_switch((uint64_t)(uintptr_t)__builtin_dwarf_cfa() - 8, NULL, ucp);
+	if (ls_unlikely(!ls_real.setcontext))
+		ls_real_init();
+	return ls_real.setcontext(ucp);
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <ucontext.h>
 #include "../common/interpose.h"
 
 /* Every function of common/interpose.def whose real column is not NONE,

@@ -342,6 +342,7 @@ struct ls_thread *ls_thread_claim(void)
 	t->sample_left = 0;
 	t->rng = 0;
 	t->last_addr = 0;	/* a reused record: not this thread's block */
+	t->co_sp = t->co_ucp = t->co_top = t->co_span = 0;	/* nor its stack */
 	t->ordinal = __atomic_add_fetch(&ls_threads_seen, 1, __ATOMIC_RELAXED);
 	ls_thread_tls = t;
 	/* The destructor folds this record back when the thread exits.

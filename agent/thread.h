@@ -124,6 +124,13 @@ struct ls_thread {
 	 * stack walk starts; sp 0 when none (the walk then starts where
 	 * the capture is). */
 	struct ls_unwind_start start;
+	/* The program's last switch off this thread's own stack by
+	 * swapcontext() or setcontext() (agent/hooks.c): the stack pointer
+	 * there (0: none, or it came back) and the context swapcontext()
+	 * saved it in (0: setcontext(), nothing saved); co_top the top of
+	 * the own stack, found at the first switch, co_span how far below
+	 * it a hook takes the own stack to reach. */
+	uint64_t co_sp, co_ucp, co_top, co_span;
 	struct ls_pending pending[LS_PENDING];
 	struct ls_site_rec *stack_cache[LS_STACK_CACHE];
 };

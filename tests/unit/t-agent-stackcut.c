@@ -10,7 +10,11 @@
  * zone), a root, and its words below are dead, whether or not S is
  * reached from elsewhere.  The context a signal interrupted (its stack
  * pointer in T): live from exactly that pointer; the kernel's copy of
- * the vector registers at T's top is not scanned.
+ * the vector registers at T's top is not scanned.  The thread's own
+ * stack, a mapping (O, a writable region of this image) that it left by
+ * swapcontext: live from the switch's stack pointer, no red zone, when
+ * the exit path found one (ls_scan_exit.intr_sp, agent/reachfork.c),
+ * else scanned whole.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,13 +22,14 @@
 #include "../../agent/reachint.h"
 #include "tap.h"
 
-enum { S, T, LIVE, DEAD, INTR_LIVE, INTR_DEAD, VEC, NB };
+enum { S, T, LIVE, DEAD, INTR_LIVE, INTR_DEAD, VEC, OWN_LIVE, OWN_DEAD, NB };
 
 static struct scan sc;	/* static: 270 KiB */
 static uint64_t heap_mem[8192] __attribute__((aligned(4096)));
 static uint64_t root[2];
 
-static const uint64_t size_of[NB] = { 1024, 1024, 64, 64, 64, 64, 64 };
+static const uint64_t size_of[NB] = { 1024, 1024, 64, 64, 64, 64, 64, 64, 64 };
+static uint64_t own_mem[512] __attribute__((aligned(4096)));
 
 static uint64_t at(int k)
 {
@@ -57,7 +62,19 @@ static int scan_image(uint64_t self_sp)
 		.end = (uint64_t)(uintptr_t)(heap_mem + 8192),
 		.readable = 1,
 	};
+	/* The own stack O: writable, a root region. */
+	struct region own_region = {
+		.start = (uint64_t)(uintptr_t)own_mem,
+		.end = (uint64_t)(uintptr_t)(own_mem + 512),
+		.readable = 1, .writable = 1,
+	};
+	struct region *first = &heap_region, *second = &own_region;
 	int i;
+
+	if (own_region.start < heap_region.start) {
+		first = &own_region;
+		second = &heap_region;
+	}
 
 	ls_scan_drop_all(&sc);
 	memset(&sc, 0, sizeof(sc));
@@ -71,7 +88,8 @@ static int scan_image(uint64_t self_sp)
 	sc.stack.elem = sizeof(uint32_t);
 	sc.regions.elem = sizeof(struct region);
 	if (ls_scan_radix_sort(&sc, sc.blk, sc.n) || ls_scan_index_blocks(&sc) ||
-	    ls_scan_vec_push(&sc, &sc.regions, &heap_region))
+	    ls_scan_vec_push(&sc, &sc.regions, first) ||
+	    ls_scan_vec_push(&sc, &sc.regions, second))
 		return -1;
 	ls_scan_mark_range(&sc, (uint64_t)(uintptr_t)root,
 			   (uint64_t)(uintptr_t)(root + 2), 1);
@@ -127,6 +145,21 @@ int main(void)
 	ls_scan_exit.fp_lo = ls_scan_exit.fp_hi = 0;
 	ok(!scan_image(sp), "the scan ran without the frame's registers known");
 	is_u64(state(VEC), ST_REACHABLE, "then T's top is scanned");
+	ls_scan_exit.intr_sp = 0;
+
+	/* O, the own stack the thread left by swapcontext at osp. */
+	root[0] = 0;
+	own_mem[256] = at(OWN_LIVE);
+	own_mem[255] = at(OWN_DEAD);
+	ok(!scan_image(sp), "the scan ran, the own stack's switch unknown");
+	is_u64(state(OWN_DEAD), ST_REACHABLE,
+	       "no switch known: O scanned whole, its dead word holds");
+	ls_scan_exit.intr_sp = (uint64_t)(uintptr_t)&own_mem[256];
+	ok(!scan_image(sp), "the scan ran, the own stack left at the switch");
+	is_u64(state(OWN_LIVE), ST_REACHABLE,
+	       "the word at the switch's stack pointer: live");
+	is_u64(state(OWN_DEAD), ST_UNREACHED,
+	       "the word right below it (no red zone): dead");
 	ls_scan_exit.intr_sp = 0;
 	ls_scan_drop_all(&sc);
 	return tap_done();

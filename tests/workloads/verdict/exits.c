@@ -21,6 +21,22 @@
  *      call) holding a 420-byte block in its frame and main waits to
  *      join: the exiting thread's frame holds a 430-byte block, both
  *      still reachable; a 440-byte block dropped (definitely lost)
+ *   6  exit(0) from a makecontext coroutine on a malloc'ed stack kept in a
+ *      global, its frame holding nothing: the frame that called
+ *      swapcontext, the lowest live one on main's stack, holds the only
+ *      pointer to a 450-byte block (still reachable), used after the
+ *      switch in code that never runs; a 460-byte block dropped before
+ *      (definitely lost)
+ *   7  mode 2 on a second thread while main waits to join it: exit(0)
+ *      from the thread's makecontext coroutine; the coroutine's frame
+ *      holds a 340-byte block, the thread's frame (suspended in
+ *      swapcontext) a 350-byte block, both still reachable; a 360-byte
+ *      block dropped (definitely lost)
+ *   8  main leaves its stack by setcontext (nothing saved) for a
+ *      makecontext coroutine that calls exit(0): the frame that called
+ *      setcontext holds a 470-byte block (still reachable: memcheck
+ *      keeps the words above the stack pointer it left), a 480-byte
+ *      block dropped before (definitely lost)
  */
 #include <pthread.h>
 #include <sched.h>
@@ -81,6 +97,56 @@ __attribute__((noinline)) static void on_coroutine(void)
 
 	drop(360);
 	v_coroutine(&co_uc, &main_uc, co_body, 0, &stack_block);
+	v_use(held);
+}
+
+static void co_exit(int unused)
+{
+	exit(0);
+}
+
+/* co_uc: co_exit() on a malloc'ed stack kept in stack_block. */
+__attribute__((noinline)) static void exit_context(void)
+{
+	stack_block = v_alloc(V_STACK);
+	getcontext(&co_uc);
+	co_uc.uc_stack.ss_sp = stack_block;
+	co_uc.uc_stack.ss_size = V_STACK;
+	co_uc.uc_link = NULL;
+	makecontext(&co_uc, (void (*)(void))co_exit, 1, 0);
+}
+
+__attribute__((noinline)) static void switch_holding(void)
+{
+	void *volatile held = v_alloc(450);
+
+	drop(460);
+	exit_context();
+	swapcontext(&main_uc, &co_uc);
+	v_use(held);
+}
+
+static void *coroutine_thread(void *arg)
+{
+	on_coroutine();
+	return arg;
+}
+
+__attribute__((noinline)) static void from_thread_coroutine(void)
+{
+	pthread_t t;
+
+	pthread_create(&t, NULL, coroutine_thread, NULL);
+	pthread_join(t, NULL);
+}
+
+__attribute__((noinline)) static void set_holding(void)
+{
+	void *volatile held = v_alloc(470);
+
+	drop(480);
+	exit_context();
+	setcontext(&co_uc);
 	v_use(held);
 }
 
@@ -151,6 +217,9 @@ int main(int argc, char **argv)
 	case 3: on_altstack(); break;
 	case 4: aborts(); break;
 	case 5: from_thread(); break;
+	case 6: switch_holding(); break;
+	case 7: from_thread_coroutine(); break;
+	case 8: set_holding(); break;
 	}
 	return 0;
 }
