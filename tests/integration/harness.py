@@ -17,6 +17,7 @@ levels up, the binaries are the ones `make tests` builds under build/.
 import functools
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -138,6 +139,30 @@ def need(program):
     if not path:
         raise Skip("%s is not installed" % program)
     return path
+
+
+def system_user(name, why):
+    """The (uid, gid) of system user name, created if absent (no home, no
+    shell); skips the check unless root, saying why it needed the user."""
+    if os.geteuid() != 0:
+        raise Skip("needs root to %s" % why)
+    try:
+        pw = pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run([need("useradd"), "-M", "-r", "-s",
+                        "/usr/sbin/nologin", name], check=True,
+                       capture_output=True)
+        pw = pwd.getpwnam(name)
+    return pw.pw_uid, pw.pw_gid
+
+
+def as_user(uid, gid):
+    """A preexec_fn that makes the child user uid, group gid only."""
+    def become():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    return become
 
 
 def need_user_reaches(uid, *paths):

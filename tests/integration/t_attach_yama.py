@@ -12,13 +12,12 @@ checked.  A kernel without Yama skips, saying so: the lines themselves,
 from the file's text and errno, are checked by tests/unit/t-lib-ptrace.c.
 """
 import os
-import pwd
 import shutil
 import subprocess
 import tempfile
 
-from harness import (check, once, workload, eq, ok, contains, need,
-                     LEAKSCOPE, Skip)
+from harness import (check, once, workload, eq, ok, contains,
+                     system_user, as_user, LEAKSCOPE, Skip)
 
 SCOPE = "/proc/sys/kernel/yama/ptrace_scope"
 USER = "leakscope-yama"
@@ -42,24 +41,7 @@ def set_scope(v):
 @once
 def user():
     """The second user's (uid, gid), created if absent."""
-    if os.geteuid() != 0:
-        raise Skip("needs root to set ptrace_scope and act as another user")
-    try:
-        pw = pwd.getpwnam(USER)
-    except KeyError:
-        subprocess.run([need("useradd"), "-M", "-r", "-s",
-                        "/usr/sbin/nologin", USER], check=True,
-                       capture_output=True)
-        pw = pwd.getpwnam(USER)
-    return pw.pw_uid, pw.pw_gid
-
-
-def as_user(uid, gid):
-    def become():
-        os.setgroups([])
-        os.setgid(gid)
-        os.setuid(uid)
-    return become
+    return system_user(USER, "set ptrace_scope and act as another user")
 
 
 def attach_as(work, scope, who):

@@ -7,7 +7,6 @@ fix.  tests/security/run-agent-attacks runs them at full length."""
 
 import fcntl
 import os
-import pwd
 import shutil
 import signal
 import socket
@@ -16,7 +15,8 @@ import tempfile
 import time
 
 from harness import (check, workload, eq, ok, ge, fail, contains, run_process,
-                     need, ptrace_allowed, BUILD, LEAKSCOPE, Skip)
+                     need, ptrace_allowed, system_user, as_user, BUILD,
+                     LEAKSCOPE, Skip)
 
 AGENT = os.path.join(BUILD, "libleakscope.so")
 ATTACKER = "leakscope-attacker"
@@ -24,23 +24,7 @@ ATTACKER = "leakscope-attacker"
 
 def attacker():
     """The attacker's (uid, gid), the user created if absent."""
-    if os.geteuid() != 0:
-        raise Skip("needs root to create and act as another user")
-    try:
-        pw = pwd.getpwnam(ATTACKER)
-    except KeyError:
-        subprocess.run([need("useradd"), "-M", "-r", "-s", "/usr/sbin/nologin",
-                        ATTACKER], check=True, capture_output=True)
-        pw = pwd.getpwnam(ATTACKER)
-    return pw.pw_uid, pw.pw_gid
-
-
-def as_user(uid, gid):
-    def become():
-        os.setgroups([])
-        os.setgid(gid)
-        os.setuid(uid)
-    return become
+    return system_user(ATTACKER, "create and act as another user")
 
 
 def own_runtime_dir(uid, gid):
