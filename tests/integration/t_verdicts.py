@@ -214,6 +214,25 @@ def ask_again(cases, rerun):
     return settled
 
 
+def lsan_settle(answers, agrees, rerun):
+    """LeakSanitizer runs once per case; where its answer is not
+    valgrind's (agrees(case, answer) is false), it is asked twice more
+    and 2 of 3 decide: on a loaded machine a thread can end after its
+    check.  answers: case -> (leaked, status); rerun(case) asks again.
+    Every changed answer is printed on the test's output."""
+    again = [k for k, a in answers.items() if not agrees(k, a)]
+    more = pool_map(lambda k, i: rerun(k),
+                    [(k, i) for k in again for i in range(2)])
+    out = dict(answers)
+    for i, k in enumerate(again):
+        three = [answers[k]] + more[2 * i:2 * i + 2]
+        if three.count(three[0]) < 3:
+            sys.stderr.write("# LeakSanitizer asked again on %s: %s\n"
+                             % (" ".join(map(str, k)), three))
+        out[k] = majority(three)
+    return out
+
+
 def log_reruns(names):
     """Say where valgrind was asked again, on the test's output."""
     for (name, mode, cc, opt), three in VG_RERUNS:
@@ -376,25 +395,35 @@ def lsan_results():
               for opt in ("-O0", "-O2")]
     bins = dict(zip([b[:3] for b in builds], pool_map(build, builds)))
     keys = [k for k in results() if k[0] in LSAN and k[2] == "clang"]
-    return dict(zip(keys, pool_map(
-        lambda n, m, cc, opt: run_lsan(bins[n, cc, opt], m), keys)))
+    rerun = lambda k: run_lsan(bins[k[0], k[2], k[3]], k[1])
+    return lsan_settle(dict(zip(keys, pool_map(lambda *k: rerun(k), keys))),
+                       lambda k, a: lsan_is_valgrinds(k, *a), rerun)
+
+
+def lsan_is_valgrinds(key, leaked, rc):
+    """Is LeakSanitizer's answer valgrind's (definitely + indirectly lost,
+    and the gate)?"""
+    vsum, vrc = results()[key][0]
+    vg = tuple(a + b for a, b in zip(vsum["definitely lost"],
+                                     vsum["indirectly lost"]))
+    if key[:2] == ("gate", 0) and leaked[1]:
+        leaked = (0, leaked[1])	# it counts a malloc(0) as 1 byte
+    return vg == leaked and (vrc == 42) == (rc == 23)
 
 
 @check("LeakSanitizer (clang -fsanitize=leak), where its verdict is "
        "valgrind's: its leaked bytes and allocations are leakscope's "
        "definitely + indirectly lost, its failure leakscope's gate")
 def t_lsan():
-    bad, same = [], 0
-    for key, (leaked, rc) in lsan_results().items():
-        (vsum, vrc), runs, _ = results()[key]
-        vg = tuple(a + b for a, b in zip(vsum["definitely lost"],
-                                         vsum["indirectly lost"]))
+    bad, same, differ = [], 0, []
+    for key, (leaked, rc) in sorted(lsan_results().items()):
         if key[:2] == ("gate", 0) and leaked[1]:
             leaked = (0, leaked[1])	# it counts a malloc(0) as 1 byte
-        if vg != leaked or (vrc == 42) != (rc == 23):
+        if not lsan_is_valgrinds(key, leaked, rc):
+            differ.append("%s %d clang %s" % (key[0], key[1], key[3]))
             continue		# the oracles differ: valgrind's case only
         same += 1
-        for lsum, lrc in runs:
+        for lsum, lrc in results()[key][1]:
             ours = tuple(a + b for a, b in zip(lsum["definitely lost"],
                                                lsum["indirectly lost"]))
             if ours != leaked or (lrc == 99) != (rc == 23):
@@ -403,9 +432,16 @@ def t_lsan():
                                key[0], key[1], key[3], ours, lrc, leaked,
                                rc))
                 break
-    eq(same, 26, "cases where LeakSanitizer and valgrind agree")
+    ok(same == LSAN_SAME, "cases where LeakSanitizer and valgrind agree: "
+       "%d, expected %d" % (same, LSAN_SAME),
+       "where they differ: " + ", ".join(differ))
     ok(not bad, "%d of %d cases differ from LeakSanitizer" % (
         len(bad), same), "\n  ".join(bad))
+
+
+# Of the 40 cases LeakSanitizer checks here, 26 are valgrind's (the rest:
+# the comment above LSAN).
+LSAN_SAME = 26
 
 
 @check("the rule for valgrind's possibly lost: asked again only when it "
