@@ -68,7 +68,7 @@ static int shdr(int fd, const Elf64_Ehdr *eh, unsigned i, Elf64_Shdr *sh)
 }
 
 static int find_in(int fd, const Elf64_Shdr *sym, const Elf64_Shdr *str,
-		   const char *name, uint64_t *value)
+		   const char *name, uint64_t *value, uint64_t *size)
 {
 	size_t nl = strlen(name) + 1, n = sym->sh_size / sizeof(Elf64_Sym), i;
 	char *strs = malloc(str->sh_size + 1);
@@ -87,6 +87,8 @@ static int find_in(int fd, const Elf64_Shdr *sym, const Elf64_Shdr *str,
 		    syms[i].st_shndx == SHN_UNDEF || !syms[i].st_value)
 			continue;
 		*value = syms[i].st_value;
+		if (size)
+			*size = syms[i].st_size;
 		r = 0;
 		break;
 	}
@@ -97,6 +99,12 @@ out:
 }
 
 int ls_elf_dynsym(const char *path, const char *name, uint64_t *value)
+{
+	return ls_elf_dynsym_sized(path, name, value, NULL);
+}
+
+int ls_elf_dynsym_sized(const char *path, const char *name, uint64_t *value,
+			uint64_t *size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
 	Elf64_Ehdr eh;
@@ -114,7 +122,7 @@ int ls_elf_dynsym(const char *path, const char *name, uint64_t *value)
 			continue;
 		if (shdr(fd, &eh, sym.sh_link, &str))
 			break;
-		r = find_in(fd, &sym, &str, name, value);
+		r = find_in(fd, &sym, &str, name, value, size);
 		break;
 	}
 out:

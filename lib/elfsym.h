@@ -30,4 +30,8 @@ int ls_elf_kind(const char *path, struct ls_elf_kind *k);
  */
 int ls_elf_dynsym(const char *path, const char *name, uint64_t *value);
 
+/* The same, with its st_size into *size. */
+int ls_elf_dynsym_sized(const char *path, const char *name, uint64_t *value,
+			uint64_t *size);
+
 #endif

@@ -6,6 +6,7 @@
 #include <linux/magic.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -76,6 +77,8 @@ struct ctx {
 
 /* The signal that interrupted the attach (worker side), 0 if none. */
 static volatile sig_atomic_t interrupted;
+
+static int interrupted_fail(struct ctx *c);
 
 static uint64_t now_ns(void)
 {
@@ -206,8 +209,10 @@ static int read_maps(struct ctx *c)
 }
 
 /* Address of a dynamic symbol of a mapped module. */
-static int sym(struct ctx *c, const struct mod *m, const char *local_path,
-	       const char *name, uint64_t *addr)
+/* Where name lies in the target (and its size when size is not NULL):
+ * 0 or -ENOENT, no message. */
+static int sym_at(struct ctx *c, const struct mod *m, const char *local_path,
+		  const char *name, uint64_t *addr, uint64_t *size)
 {
 	char file[4200];
 	struct ls_elf_kind k;
@@ -218,12 +223,20 @@ static int sym(struct ctx *c, const struct mod *m, const char *local_path,
 		snprintf(file, sizeof(file), "%s", local_path);
 	else
 		fd = target_file(c, m, m->path, file, sizeof(file));
-	r = ls_elf_kind(file, &k) || ls_elf_dynsym(file, name, &v);
+	r = ls_elf_kind(file, &k) || ls_elf_dynsym_sized(file, name, &v, size);
 	if (fd >= 0)
 		close(fd);
 	if (r)
-		return FAIL(c, -ENOENT, "%s not found in %s", name, m->path);
+		return -ENOENT;
 	*addr = m->base - k.first_load + v;
+	return 0;
+}
+
+static int sym(struct ctx *c, const struct mod *m, const char *local_path,
+	       const char *name, uint64_t *addr)
+{
+	if (sym_at(c, m, local_path, name, addr, NULL))
+		return FAIL(c, -ENOENT, "%s not found in %s", name, m->path);
 	return 0;
 }
 
@@ -852,10 +865,79 @@ static int deliver_memfd(struct ctx *c, const char *agent, char *out,
 	return 0;
 }
 
+/* --- the loader's lock --------------------------------------------------------- */
+
+#define RTLD_GLOBAL_MAX 65536
+
+/*
+ * A thread other than the safe one that holds one of the loader's locks
+ * (it is inside dlopen, dl_iterate_phdr or a library's constructor), or
+ * 0.  They are the recursive mutexes in ld.so's _rtld_global (size bytes
+ * at at, read into buf): locked, counted, and owned by a thread.
+ */
+static pid_t loader_lock_holder(struct ctx *c, uint64_t at, size_t size,
+				char *buf)
+{
+	size_t off;
+
+	if (mem_read(c, at, buf, size))
+		return 0;
+	for (off = 0; off + sizeof(pthread_mutex_t) <= size;
+	     off += _Alignof(pthread_mutex_t)) {
+		pthread_mutex_t m;
+
+		memcpy(&m, buf + off, sizeof(m));
+		if (m.__data.__lock && m.__data.__count >= 1 &&
+		    m.__data.__kind == PTHREAD_MUTEX_RECURSIVE_NP &&
+		    m.__data.__owner > 0 && m.__data.__owner != c->safe)
+			return m.__data.__owner;
+	}
+	return 0;
+}
+
+/*
+ * The agent's dlopen would wait for a thread holding the loader's lock,
+ * for ever if that thread never lets go, and a call given up midway
+ * leaves the loader's per-thread state pointing into a dead frame.  So
+ * it waits here instead, up to timeout_ms, before anything runs in the
+ * target: giving up leaves the process as it was.  A loader whose
+ * _rtld_global cannot be read (musl) is not waited for.
+ */
+static int wait_loader_lock(struct ctx *c, int timeout_ms)
+{
+	uint64_t at, size, end = now_ns() + (uint64_t)timeout_ms * 1000000u;
+	pid_t owner;
+	char *buf;
+
+	if (c->musl[0] || sym_at(c, &c->ldso, NULL, "_rtld_global", &at, &size) ||
+	    size < sizeof(pthread_mutex_t) || size > RTLD_GLOBAL_MAX ||
+	    !(buf = malloc(size)))
+		return 0;
+	while ((owner = loader_lock_holder(c, at, size, buf))) {
+		if (interrupted) {
+			free(buf);
+			return interrupted_fail(c);
+		}
+		if (now_ns() >= end) {
+			free(buf);
+			return FAIL(c, -EBUSY, "thread %d of pid %d holds the "
+				    "loader's lock (inside dlopen, dl_iterate_phdr "
+				    "or a library's constructor) and did not let go "
+				    "within %.1f s: the agent cannot be loaded "
+				    "before it does; nothing in the process was "
+				    "changed", (int)owner, (int)c->pid,
+				    timeout_ms / 1000.0);
+		}
+		nap();
+	}
+	free(buf);
+	return 0;
+}
+
 /* dlopen the agent in the target: at path (ours, the same file there),
  * or, when path is empty, delivered as a memfd (local: our agent). */
 static int load_agent(struct ctx *c, const char *path_there, const char *local,
-		      struct ls_inject_result *res)
+		      int timeout_ms, struct ls_inject_result *res)
 {
 	uint64_t dlopen_fn, dlerror_fn, close_fn, handle = 0, msg = 0, path, ign;
 	char why[256], memfd_path[64];
@@ -864,6 +946,8 @@ static int load_agent(struct ctx *c, const char *path_there, const char *local,
 	res->reused = c->agent.base != 0;
 	if (res->reused)
 		return 0;
+	if ((r = wait_loader_lock(c, timeout_ms)))
+		return r;
 	if ((r = sym(c, &c->libc, NULL, "dlopen", &dlopen_fn)) ||
 	    (r = sym(c, &c->libc, NULL, "dlerror", &dlerror_fn)) ||
 	    (r = sym(c, &c->libc, NULL, "close", &close_fn)))
@@ -1294,7 +1378,7 @@ static int attach_here(pid_t pid, const struct ls_inject_opts *opts,
 	/* From here on the calls are bounded (CALL_TIMEOUT_MS each): an
 	 * interruption is seen between them. */
 	r = interrupted ? interrupted_fail(&c) :
-	    load_agent(&c, in_target, opts->agent, res);
+	    load_agent(&c, in_target, opts->agent, timeout, res);
 	if (!r)
 		r = start_agent(&c, opts->agent, opts->settings, &ar, res);
 	if (!r) {

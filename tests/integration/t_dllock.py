@@ -16,6 +16,7 @@ import shutil
 import atexit
 import signal
 import json
+import time
 
 from harness import (check, eq, ok, fail, need, leakscope, root_report,
                      reach_records, agent_env, cli, ptrace_allowed,
@@ -77,6 +78,22 @@ def holder(out):
     fail("the workload's holder line", "holder TID", out)
 
 
+def finish(p, wait_s):
+    """End of input for p, then its exit status within wait_s (None:
+    still running); its process group killed either way."""
+    p.stdin.close()
+    try:
+        rc = p.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        rc = None
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+    return rc
+
+
 def live(mode, held):
     ptrace_allowed()
     agent = {"LD_PRELOAD": os.path.join(BUILD, "libleakscope.so")}
@@ -102,17 +119,7 @@ def live(mode, held):
             eq(rep["check"]["loader_lock_thread"], tid if held else None,
                "check --method %s: the thread that held it" % m)
     finally:
-        p.stdin.close()
-        try:
-            p.wait(timeout=TIMEOUT if held else 0.2)
-            stalled = False
-        except subprocess.TimeoutExpired:
-            stalled = True
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
+        stalled = finish(p, TIMEOUT if held else 0.2) is None
     # In dlopen for good, its exit waits natively too (glibc's _dl_fini
     # takes the load lock): only the callback's case must exit.
     if held and stalled:
@@ -130,3 +137,54 @@ def t_live():
        "returns, the leak found; the loader's list lock is free")
 def t_live_dlopen():
     live("dlopen=" + workload("libctorwait.so"), False)
+
+
+@check("attach to the program while a thread holds the loader's lock for "
+       "good (in the callback; inside dlopen): the agent loads when that "
+       "thread is the one attach calls on, else attach waits --timeout for "
+       "the lock and says which thread holds it (status 1), nothing "
+       "loaded, never a dlopen given up midway; the program exits after "
+       "as natively (3 runs each)")
+def t_attach():
+    ptrace_allowed()
+    for mode in ("stay", "dlopen=" + workload("libctorwait.so")):
+        for _ in range(3):
+            attach_held(mode)
+
+
+def attach_held(mode):
+    p = subprocess.Popen([workload("dl-held"), mode, "wait"],
+                         env=agent_env(RUNTIME), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        tid = holder(p.stdout.readline())
+        line = p.stdout.readline()
+        if not line.startswith(b"ready"):
+            fail("dl-held ready", "ready", line)
+        t0 = time.monotonic()
+        r = cli(("attach", "--timeout", "1", p.pid), agent_env(RUNTIME),
+                timeout=TIMEOUT)
+        took = time.monotonic() - t0
+        said = (r.stdout + r.stderr).decode("utf-8", "replace")
+        with open("/proc/%d/maps" % p.pid) as f:
+            loaded = "libleakscope" in f.read()
+        if r.returncode == 0:
+            ok("attached to pid %d (thread %d " % (p.pid, tid) in said,
+               "%s: attached only on the holder's thread" % mode, said)
+            ok(loaded, "%s: the agent mapped once attached" % mode)
+        else:
+            eq(said.strip(), "leakscope: thread %d of pid %d holds the "
+               "loader's lock (inside dlopen, dl_iterate_phdr or a "
+               "library's constructor) and did not let go within 1.0 s: "
+               "the agent cannot be loaded before it does; nothing in the "
+               "process was changed" % (tid, p.pid),
+               "%s: attach's one line (status %d)" % (mode, r.returncode))
+            eq(r.returncode, 1, "%s: attach's status" % mode)
+            ok(took < 4, "%s: attach gave up after its 1 s timeout, "
+               "took %.1f s" % (mode, took))
+            ok(not loaded, "%s: nothing loaded" % mode)
+    finally:
+        rc = finish(p, TIMEOUT if mode == "stay" else 0.2)
+    # In dlopen for good, the exit waits natively too (glibc's _dl_fini).
+    if mode == "stay":
+        eq(rc, 0, "dl-held stay: exit status after the attach")
