@@ -322,40 +322,66 @@ static uint64_t exit_caller_sp(uint64_t frame)
  * alternate stack itself (uc_stack): a ucontext is recognised by
  * uc_flags (a few bits), uc_link 0, and uc_stack naming this alternate
  * stack; the outermost is the highest whose saved rsp lies off it.
+ * A stack installed with SS_AUTODISARM reads as disabled while its
+ * handler runs (the kernel disarmed it when it pushed the frame): its
+ * bounds are then the ones the frame's uc_stack names, with that flag,
+ * for a frame above from that lies within them, from in them too (the
+ * search goes up at most ALT_SEARCH bytes to find the first).
  * [*fp_lo, *fp_hi): where its fpregs points, the floating-point and
  * vector registers the kernel saved above the frame, to the stack's
  * top (0, 0 if it points elsewhere).  Read through the kernel from
  * from up: a miss ends at a fault.
  */
+#define ALT_SEARCH (8ull << 20)
+#define UC_AUTODISARM (1u << 31)	/* SS_AUTODISARM, linux/signal.h */
 static uint64_t interrupted_sp(uint64_t from, uint64_t *fp_lo, uint64_t *fp_hi)
 {
 	enum { UC_WORDS = 5 + 23 };	/* flags, link, uc_stack, gregs */
 	static struct scan sc;		/* as in exit_caller_sp() */
-	uint64_t buf[512 + UC_WORDS + 1], a, lo, hi, got, j, rsp, found = 0;
+	uint64_t buf[512 + UC_WORDS + 1], a, lo = 0, hi, got, j, rsp, at,
+		 size = 0, found = 0;
 	stack_t ss;
 
-	if (sigaltstack(NULL, &ss) || !(ss.ss_flags & SS_ONSTACK))
+	if (sigaltstack(NULL, &ss))
 		return 0;
-	lo = (uint64_t)(uintptr_t)ss.ss_sp;
-	hi = lo + ss.ss_size;
-	if (from < lo || from >= hi)
-		from = lo;
+	if (ss.ss_flags & SS_ONSTACK) {
+		lo = (uint64_t)(uintptr_t)ss.ss_sp;
+		size = ss.ss_size;
+		hi = lo + size;
+		if (from < lo || from >= hi)
+			from = lo;
+	} else if (ss.ss_flags & SS_DISABLE) {
+		hi = from + ALT_SEARCH;		/* disarmed: the frame says */
+	} else {
+		return 0;
+	}
 	sc.self = getpid();
 	for (a = from & ~7ull; a < hi; a += 512 * 8) {
 		got = ls_scan_read_safe(&sc, a, buf, sizeof(buf)) / 8;
 		for (j = 0; j + UC_WORDS < got && j < 512; j++) {
 			const uint64_t *u = buf + j;
-			uint32_t fl = (uint32_t)u[3] & ~(1u << 31);	/* SS_AUTODISARM */
+			uint32_t fl = (uint32_t)u[3] & ~UC_AUTODISARM;
 
-			if (u[0] >= 16 || u[1] || u[2] != lo || u[4] != ss.ss_size ||
-			    fl > SS_DISABLE)
+			at = a + j * 8;
+			if (u[0] >= 16 || u[1] || fl > SS_DISABLE)
+				continue;
+			if (!size && (!((uint32_t)u[3] & UC_AUTODISARM) ||
+				      u[2] > from || u[4] > ALT_SEARCH ||
+				      at + UC_WORDS * 8 > u[2] + u[4]))
+				continue;
+			if (!size) {
+				lo = u[2];
+				size = u[4];
+				hi = lo + size;
+			}
+			if (u[2] != lo || u[4] != size)
 				continue;
 			rsp = u[5 + REG_RSP];
 			if (rsp < lo || rsp >= hi) {
 				found = rsp;
 				/* uc_mcontext.fpregs, after the gregs: the
 				 * kernel put that state above the frame. */
-				*fp_lo = u[UC_WORDS] > a + j * 8 && u[UC_WORDS] < hi ?
+				*fp_lo = u[UC_WORDS] > at && u[UC_WORDS] < hi ?
 					 u[UC_WORDS] : 0;
 				*fp_hi = *fp_lo ? hi : 0;
 			}
