@@ -80,6 +80,7 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	if (reason != LSNAP_REASON_EXIT) {
 		ls_scan_exit.nregs = 0;
 		ls_scan_exit.intr_sp = ls_scan_exit.fp_lo = ls_scan_exit.fp_hi = 0;
+		ls_scan_exit.co_sp = 0;
 	}
 	r = ls_scan_run_scan(&ls_scan_child, th, nth, self_sp, self_red, &res);
 	if (!r) {
@@ -394,66 +395,31 @@ static uint64_t interrupted_sp(uint64_t from, uint64_t *fp_lo, uint64_t *fp_hi)
 
 /*
  * exit() called off the thread's own stack after the program switched
- * away from it with swapcontext() or setcontext() (a makecontext
- * coroutine's stack, usually): where the own stack's live frames begin,
- * or 0 when in doubt.  The context left there is suspended or abandoned
- * (the current stack pointer, live, is not on that stack), so its live
- * frames begin at the switch's stack pointer, or lower at the stack
- * pointer swapcontext() saved in the program's ucontext, no red zone
- * (docs/REACHABILITY.md, "Stacks the program allocated").  The own
- * stack is the mapping /proc/self/maps names around the thread's top
- * (the hook's co_top: main's __libc_stack_end, another thread's
- * descriptor).  No record, a record off that mapping, live on it, or a
- * ucontext that cannot be read or names another stack: 0, and the
- * stack is scanned whole.
+ * away from it with swapcontext() or setcontext(): the hooks' record of
+ * the switch, for the scan to cut the own stack with the maps it reads
+ * (ls_scan_switched_sp()).  The stack pointer swapcontext() saved in the
+ * program's ucontext is read now; one that cannot be read leaves no
+ * record, and the stack is scanned whole.
  */
-static uint64_t switched_sp(uint64_t live)
+static void note_switch(uint64_t live)
 {
 	static struct scan sc;		/* as in exit_caller_sp() */
 	const struct ls_thread *t = ls_thread_tls;
-	uint64_t top, lo = 0, hi = 0, a, b, rsp, sp;
-	char buf[4096], *p, *nl;
-	size_t have = 0;
-	ssize_t n;
-	int fd, found = 0;
+	uint64_t rsp = 0;
 
+	ls_scan_exit.co_sp = 0;
 	if (!t || !t->co_sp || !live)
-		return 0;
-	sp = t->co_sp;
-	top = t->co_top;
-	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	while (!found && (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
-		have += (size_t)n;
-		buf[have] = 0;
-		for (p = buf; !found && (nl = strchr(p, '\n')); p = nl + 1) {
-			a = strtoull(p, &p, 16);
-			b = *p == '-' ? strtoull(p + 1, NULL, 16) : 0;
-			if (top >= a && top < b) {
-				lo = a;
-				hi = b;
-				found = 1;
-			}
-		}
-		have -= (size_t)(p - buf);
-		memmove(buf, p, have);
-		if (have == sizeof(buf) - 1)
-			break;		/* a line longer than the buffer */
-	}
-	close(fd);
-	if (!found || sp < lo || sp >= hi || (live >= lo && live < hi))
-		return 0;
+		return;
 	if (t->co_ucp) {
 		sc.self = getpid();
 		if (ls_scan_read_safe(&sc, t->co_ucp + offsetof(ucontext_t,
-			    uc_mcontext.gregs[REG_RSP]), &rsp, 8) != 8 ||
-		    rsp < lo || rsp >= hi)
-			return 0;
-		if (rsp < sp)
-			sp = rsp;
+			    uc_mcontext.gregs[REG_RSP]), &rsp, 8) != 8 || !rsp)
+			return;
 	}
-	return sp & ~7ull;
+	ls_scan_exit.co_sp = t->co_sp;
+	ls_scan_exit.co_top = t->co_top;
+	ls_scan_exit.co_rsp = rsp;
+	ls_scan_exit.co_live = live;
 }
 
 void ls_reach_note_exit_frame(const void *frame)
@@ -474,9 +440,7 @@ void ls_reach_note_exit_frame(const void *frame)
 	ls_scan_exit.fp_lo = ls_scan_exit.fp_hi = 0;
 	ls_scan_exit.intr_sp = interrupted_sp(ls_scan_exit.live ? ls_scan_exit.live : f,
 					      &ls_scan_exit.fp_lo, &ls_scan_exit.fp_hi);
-	if (!ls_scan_exit.intr_sp)
-		ls_scan_exit.intr_sp = switched_sp(ls_scan_exit.live ?
-						   ls_scan_exit.live : f);
+	note_switch(ls_scan_exit.live ? ls_scan_exit.live : f);
 }
 
 /* The six argument registers of thread tid's system call (rdi, rsi,
