@@ -16,25 +16,29 @@ static pid_t missed;
 static ptrdiff_t cand[MAX_CAND];
 static unsigned ncand;
 
-ptrdiff_t ls_dllock_scan(const void *base, size_t size, pid_t tid, int after)
+unsigned ls_dllock_collect(const void *base, size_t size, pid_t tid)
 {
 	const char *p = base;
 	size_t off, step = _Alignof(pthread_mutex_t);
+
+	ncand = 0;
+	for (off = 0; off + sizeof(pthread_mutex_t) <= size; off += step) {
+		const pthread_mutex_t *m = (const void *)(p + off);
+
+		if (m->__data.__owner != tid || m->__data.__count < 1)
+			continue;
+		if (ncand == MAX_CAND)
+			return ncand = 0;	/* not telling */
+		cand[ncand++] = (ptrdiff_t)off;
+	}
+	return ncand;
+}
+
+ptrdiff_t ls_dllock_pick(const void *base)
+{
+	const char *p = base;
 	unsigned i, kept = 0;
 
-	if (!after) {
-		ncand = 0;
-		for (off = 0; off + sizeof(pthread_mutex_t) <= size; off += step) {
-			const pthread_mutex_t *m = (const void *)(p + off);
-
-			if (m->__data.__owner != tid || m->__data.__count < 1)
-				continue;
-			if (ncand == MAX_CAND)
-				return ncand = 0;	/* not telling */
-			cand[ncand++] = (ptrdiff_t)off;
-		}
-		return ncand;
-	}
 	for (i = 0; i < ncand; i++) {
 		const pthread_mutex_t *m = (const void *)(p + cand[i]);
 
@@ -56,7 +60,7 @@ static int learn_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 	(void)info;
 	(void)size;
-	ls_dllock_scan(l->base, l->size, ls_gettid(), 0);
+	ls_dllock_collect(l->base, l->size, ls_gettid());
 	return 1;
 }
 
@@ -75,7 +79,7 @@ int ls_dllock_learn(void)
 		return 0;
 	l.size = sym->st_size;
 	dl_iterate_phdr(learn_cb, &l);
-	off = ls_dllock_scan(l.base, l.size, 0, 1);
+	off = ls_dllock_pick(l.base);
 	if (off < 0)
 		return 0;
 	lock_owner = &((const pthread_mutex_t *)

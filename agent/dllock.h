@@ -28,12 +28,14 @@ int ls_dllock_learn(void);
 /*
  * The mutex in [base, base + size) that a callback running on thread
  * tid sees held by tid (owner tid, count >= 1) and that is free again
- * after: pass 0 while inside the callback to collect candidates
- * (returns their number), 1 after it returned to keep those free
- * again (returns the offset of the only one left, or -1).  Exposed for
- * the unit test.
+ * after, in two steps.  ls_dllock_collect(), inside the callback: the
+ * candidates, how many (0 when more than 16: not telling).
+ * ls_dllock_pick(), after the callback returned: of the candidates at
+ * the same base, those free again; the offset of the only one left, or
+ * -1; the candidates are forgotten.  Exposed for the unit test.
  */
-ptrdiff_t ls_dllock_scan(const void *base, size_t size, pid_t tid, int after);
+unsigned ls_dllock_collect(const void *base, size_t size, pid_t tid);
+ptrdiff_t ls_dllock_pick(const void *base);
 
 /* Walk the loaded objects as dl_iterate_phdr(cb, arg), unless another
  * thread holds the loader's lock: then -EBUSY, cb not called, and the

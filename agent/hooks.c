@@ -111,6 +111,7 @@ void note_alloc(struct ls_thread *t, void *p, size_t size)
 		return;
 	t->start = LS_UNWIND_HERE();	/* the program's call into the hook */
 	ls_track_alloc(t, p, size);
+	ls_track_clear_red_zone();
 }
 
 /* A block is going: recorded and freed, or (in sampled mode the filter

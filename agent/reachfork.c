@@ -80,6 +80,7 @@ void child_main(int fd, const struct lsnap_check_thread *th, uint32_t nth,
 	if (reason != LSNAP_REASON_EXIT) {
 		ls_scan_exit.nregs = 0;
 		ls_scan_exit.intr_sp = ls_scan_exit.fp_lo = ls_scan_exit.fp_hi = 0;
+		ls_scan_exit.co_sp = 0;
 	}
 	r = ls_scan_run_scan(&ls_scan_child, th, nth, self_sp, self_red, &res);
 	if (!r) {
@@ -322,40 +323,66 @@ static uint64_t exit_caller_sp(uint64_t frame)
  * alternate stack itself (uc_stack): a ucontext is recognised by
  * uc_flags (a few bits), uc_link 0, and uc_stack naming this alternate
  * stack; the outermost is the highest whose saved rsp lies off it.
+ * A stack installed with SS_AUTODISARM reads as disabled while its
+ * handler runs (the kernel disarmed it when it pushed the frame): its
+ * bounds are then the ones the frame's uc_stack names, with that flag,
+ * for a frame above from that lies within them, from in them too (the
+ * search goes up at most ALT_SEARCH bytes to find the first).
  * [*fp_lo, *fp_hi): where its fpregs points, the floating-point and
  * vector registers the kernel saved above the frame, to the stack's
  * top (0, 0 if it points elsewhere).  Read through the kernel from
  * from up: a miss ends at a fault.
  */
+#define ALT_SEARCH (8ull << 20)
+#define UC_AUTODISARM (1u << 31)	/* SS_AUTODISARM, linux/signal.h */
 static uint64_t interrupted_sp(uint64_t from, uint64_t *fp_lo, uint64_t *fp_hi)
 {
 	enum { UC_WORDS = 5 + 23 };	/* flags, link, uc_stack, gregs */
 	static struct scan sc;		/* as in exit_caller_sp() */
-	uint64_t buf[512 + UC_WORDS + 1], a, lo, hi, got, j, rsp, found = 0;
+	uint64_t buf[512 + UC_WORDS + 1], a, lo = 0, hi, got, j, rsp, at,
+		 size = 0, found = 0;
 	stack_t ss;
 
-	if (sigaltstack(NULL, &ss) || !(ss.ss_flags & SS_ONSTACK))
+	if (sigaltstack(NULL, &ss))
 		return 0;
-	lo = (uint64_t)(uintptr_t)ss.ss_sp;
-	hi = lo + ss.ss_size;
-	if (from < lo || from >= hi)
-		from = lo;
+	if (ss.ss_flags & SS_ONSTACK) {
+		lo = (uint64_t)(uintptr_t)ss.ss_sp;
+		size = ss.ss_size;
+		hi = lo + size;
+		if (from < lo || from >= hi)
+			from = lo;
+	} else if (ss.ss_flags & SS_DISABLE) {
+		hi = from + ALT_SEARCH;		/* disarmed: the frame says */
+	} else {
+		return 0;
+	}
 	sc.self = getpid();
 	for (a = from & ~7ull; a < hi; a += 512 * 8) {
 		got = ls_scan_read_safe(&sc, a, buf, sizeof(buf)) / 8;
 		for (j = 0; j + UC_WORDS < got && j < 512; j++) {
 			const uint64_t *u = buf + j;
-			uint32_t fl = (uint32_t)u[3] & ~(1u << 31);	/* SS_AUTODISARM */
+			uint32_t fl = (uint32_t)u[3] & ~UC_AUTODISARM;
 
-			if (u[0] >= 16 || u[1] || u[2] != lo || u[4] != ss.ss_size ||
-			    fl > SS_DISABLE)
+			at = a + j * 8;
+			if (u[0] >= 16 || u[1] || fl > SS_DISABLE)
+				continue;
+			if (!size && (!((uint32_t)u[3] & UC_AUTODISARM) ||
+				      u[2] > from || u[4] > ALT_SEARCH ||
+				      at + UC_WORDS * 8 > u[2] + u[4]))
+				continue;
+			if (!size) {
+				lo = u[2];
+				size = u[4];
+				hi = lo + size;
+			}
+			if (u[2] != lo || u[4] != size)
 				continue;
 			rsp = u[5 + REG_RSP];
 			if (rsp < lo || rsp >= hi) {
 				found = rsp;
 				/* uc_mcontext.fpregs, after the gregs: the
 				 * kernel put that state above the frame. */
-				*fp_lo = u[UC_WORDS] > a + j * 8 && u[UC_WORDS] < hi ?
+				*fp_lo = u[UC_WORDS] > at && u[UC_WORDS] < hi ?
 					 u[UC_WORDS] : 0;
 				*fp_hi = *fp_lo ? hi : 0;
 			}
@@ -368,66 +395,31 @@ static uint64_t interrupted_sp(uint64_t from, uint64_t *fp_lo, uint64_t *fp_hi)
 
 /*
  * exit() called off the thread's own stack after the program switched
- * away from it with swapcontext() or setcontext() (a makecontext
- * coroutine's stack, usually): where the own stack's live frames begin,
- * or 0 when in doubt.  The context left there is suspended or abandoned
- * (the current stack pointer, live, is not on that stack), so its live
- * frames begin at the switch's stack pointer, or lower at the stack
- * pointer swapcontext() saved in the program's ucontext, no red zone
- * (docs/REACHABILITY.md, "Stacks the program allocated").  The own
- * stack is the mapping /proc/self/maps names around the thread's top
- * (the hook's co_top: main's __libc_stack_end, another thread's
- * descriptor).  No record, a record off that mapping, live on it, or a
- * ucontext that cannot be read or names another stack: 0, and the
- * stack is scanned whole.
+ * away from it with swapcontext() or setcontext(): the hooks' record of
+ * the switch, for the scan to cut the own stack with the maps it reads
+ * (ls_scan_switched_sp()).  The stack pointer swapcontext() saved in the
+ * program's ucontext is read now; one that cannot be read leaves no
+ * record, and the stack is scanned whole.
  */
-static uint64_t switched_sp(uint64_t live)
+static void note_switch(uint64_t live)
 {
 	static struct scan sc;		/* as in exit_caller_sp() */
 	const struct ls_thread *t = ls_thread_tls;
-	uint64_t top, lo = 0, hi = 0, a, b, rsp, sp;
-	char buf[4096], *p, *nl;
-	size_t have = 0;
-	ssize_t n;
-	int fd, found = 0;
+	uint64_t rsp = 0;
 
+	ls_scan_exit.co_sp = 0;
 	if (!t || !t->co_sp || !live)
-		return 0;
-	sp = t->co_sp;
-	top = t->co_top;
-	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	while (!found && (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0) {
-		have += (size_t)n;
-		buf[have] = 0;
-		for (p = buf; !found && (nl = strchr(p, '\n')); p = nl + 1) {
-			a = strtoull(p, &p, 16);
-			b = *p == '-' ? strtoull(p + 1, NULL, 16) : 0;
-			if (top >= a && top < b) {
-				lo = a;
-				hi = b;
-				found = 1;
-			}
-		}
-		have -= (size_t)(p - buf);
-		memmove(buf, p, have);
-		if (have == sizeof(buf) - 1)
-			break;		/* a line longer than the buffer */
-	}
-	close(fd);
-	if (!found || sp < lo || sp >= hi || (live >= lo && live < hi))
-		return 0;
+		return;
 	if (t->co_ucp) {
 		sc.self = getpid();
 		if (ls_scan_read_safe(&sc, t->co_ucp + offsetof(ucontext_t,
-			    uc_mcontext.gregs[REG_RSP]), &rsp, 8) != 8 ||
-		    rsp < lo || rsp >= hi)
-			return 0;
-		if (rsp < sp)
-			sp = rsp;
+			    uc_mcontext.gregs[REG_RSP]), &rsp, 8) != 8 || !rsp)
+			return;
 	}
-	return sp & ~7ull;
+	ls_scan_exit.co_sp = t->co_sp;
+	ls_scan_exit.co_top = t->co_top;
+	ls_scan_exit.co_rsp = rsp;
+	ls_scan_exit.co_live = live;
 }
 
 void ls_reach_note_exit_frame(const void *frame)
@@ -448,9 +440,7 @@ void ls_reach_note_exit_frame(const void *frame)
 	ls_scan_exit.fp_lo = ls_scan_exit.fp_hi = 0;
 	ls_scan_exit.intr_sp = interrupted_sp(ls_scan_exit.live ? ls_scan_exit.live : f,
 					      &ls_scan_exit.fp_lo, &ls_scan_exit.fp_hi);
-	if (!ls_scan_exit.intr_sp)
-		ls_scan_exit.intr_sp = switched_sp(ls_scan_exit.live ?
-						   ls_scan_exit.live : f);
+	note_switch(ls_scan_exit.live ? ls_scan_exit.live : f);
 }
 
 /* The six argument registers of thread tid's system call (rdi, rsi,

@@ -195,6 +195,13 @@ struct reach_at_exit {
 	 * the kernel pushed (0: none), and [fp_lo, fp_hi) the frame's
 	 * saved floating-point and vector registers, not scanned. */
 	uint64_t intr_sp, fp_lo, fp_hi;
+	/* exit() off the thread's own stack after a swapcontext() or
+	 * setcontext() away from it, for ls_scan_switched_sp(): the hooks'
+	 * record of the last switch made from it (co_sp, 0: none or not
+	 * readable), the own stack's top (co_top), the stack pointer the
+	 * program's ucontext_t saved (co_rsp, 0: setcontext(), none saved)
+	 * and where the exiting thread's live frames begin (co_live). */
+	uint64_t co_sp, co_top, co_rsp, co_live;
 	/* ls_reach_note_exit_call(): the first call of the process. */
 	pid_t call_pid, call_claim, call_tid;
 	uint64_t call_cfa, call_regs[LS_REACH_EXIT_REGS];
@@ -271,6 +278,9 @@ size_t ls_scan_blocked_sps(uint64_t *sps, size_t cap, uint64_t self_sp);
 void ls_scan_note_own(struct scan *sc);
 int ls_scan_peek(struct scan *sc, uint64_t a, uint64_t *v);
 const struct region *ls_scan_region_of(const struct scan *sc, uint64_t a);
+/* Where the own stack a coroutine switch left begins to be live, from
+ * ls_scan_exit's record and the scan's regions, or 0 (reachroots.c). */
+uint64_t ls_scan_switched_sp(const struct scan *sc);
 uint64_t ls_scan_readable_until(const struct scan *sc, uint64_t a);
 int ls_scan_is_own(const struct scan *sc, uint64_t a, uint64_t *end);
 size_t ls_scan_first_block_from(const struct scan *sc, uint64_t a);

@@ -420,11 +420,50 @@ static void cut_block_stack(struct scan *sc, uint64_t sp, uint64_t red)
 	mark_piece_guarded(sc, cut, e);
 }
 
+/*
+ * exit() called off the thread's own stack (the one glibc or the kernel
+ * gave it) after the program switched away from it with swapcontext()
+ * or setcontext() (to a makecontext coroutine's stack, usually): where
+ * the own stack's live frames begin, or 0 when in doubt.  The context
+ * left there is suspended or abandoned (the exit point, live, is not on
+ * that stack), so its live frames begin at the switch's stack pointer,
+ * or lower at the stack pointer swapcontext() saved in the program's
+ * ucontext, no red zone (docs/REACHABILITY.md, "Stacks the program
+ * allocated").  The own stack is the region of the scan's maps around
+ * the thread's top (the hook's co_top: main's __libc_stack_end, another
+ * thread's descriptor).  No record, a record off that region, the exit
+ * point on it, or a saved stack pointer elsewhere: 0, and the stack is
+ * scanned whole.
+ */
+uint64_t ls_scan_switched_sp(const struct scan *sc)
+{
+	const struct reach_at_exit *e = &ls_scan_exit;
+	const struct region *g;
+	uint64_t sp = e->co_sp;
+
+	if (!sp || !(g = ls_scan_region_of(sc, e->co_top)) ||
+	    sp < g->start || sp >= g->end ||
+	    (e->co_live >= g->start && e->co_live < g->end))
+		return 0;
+	if (e->co_rsp) {
+		if (e->co_rsp < g->start || e->co_rsp >= g->end)
+			return 0;
+		if (e->co_rsp < sp)
+			sp = e->co_rsp;
+	}
+	return sp & ~7ull;
+}
+
 void ls_scan_mark_roots(struct scan *sc, const struct lsnap_check_thread *th,
 		       uint32_t nth, uint64_t self_sp, uint64_t self_red)
 {
 	const struct region *g = sc->regions.p;
 	size_t i, k;
+
+	/* At exit: a signal's interrupted context, else the own stack a
+	 * coroutine switch left. */
+	if (!ls_scan_exit.intr_sp)
+		ls_scan_exit.intr_sp = ls_scan_switched_sp(sc);
 
 	/* The exiting thread's only: another thread's stack in a block is
 	 * scanned whole once reached, as memcheck and LeakSanitizer both

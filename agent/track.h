@@ -67,6 +67,32 @@ int ls_track_mremap(struct ls_thread *t, void *old, size_t oldlen, void *p,
 /* A successful mprotect(p, len, prot): reserved <-> program mapping. */
 void ls_track_mprotect(struct ls_thread *t, void *p, size_t len, int prot);
 
+/*
+ * Zero the 128 bytes below the stack pointer, from the frame of a hook
+ * that has recorded a block, once the bookkeeping's calls have returned.
+ * Their frames left words there (the new block's address among them,
+ * in a saved register's slot), and when the hook's frame is the one
+ * right under the program's, those words lie in the red zone of the
+ * program's frame: a check scans a stopped thread's stack from its
+ * stack pointer less that red zone, and a block the thread allocated
+ * and dropped would be held by the agent's word (docs/REACHABILITY.md,
+ * "Other threads at exit").  Nothing live lies there: the hook calls
+ * functions, so the compiler keeps nothing below its stack pointer, and
+ * the kernel puts a signal frame below the red zone.
+ */
+static inline __attribute__((always_inline)) void ls_track_clear_red_zone(void)
+{
+	__asm__ volatile("movq $0, -8(%%rsp)\n\tmovq $0, -16(%%rsp)\n\t"
+			 "movq $0, -24(%%rsp)\n\tmovq $0, -32(%%rsp)\n\t"
+			 "movq $0, -40(%%rsp)\n\tmovq $0, -48(%%rsp)\n\t"
+			 "movq $0, -56(%%rsp)\n\tmovq $0, -64(%%rsp)\n\t"
+			 "movq $0, -72(%%rsp)\n\tmovq $0, -80(%%rsp)\n\t"
+			 "movq $0, -88(%%rsp)\n\tmovq $0, -96(%%rsp)\n\t"
+			 "movq $0, -104(%%rsp)\n\tmovq $0, -112(%%rsp)\n\t"
+			 "movq $0, -120(%%rsp)\n\tmovq $0, -128(%%rsp)"
+			 ::: "memory");
+}
+
 /* Size of a live-table entry passed through ls_track_take(). */
 #define LS_TRACK_SAVED 24
 

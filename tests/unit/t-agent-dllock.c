@@ -69,24 +69,24 @@ int main(void)
 	pthread_mutex_lock(&f.m[1]);
 	pthread_mutex_lock(&f.m[2]);
 	pthread_mutex_lock(&f.m[2]);
-	is_u64(ls_dllock_scan(&f, sizeof(f), ls_gettid(), 0), 2,
+	is_u64(ls_dllock_collect(&f, sizeof(f), ls_gettid()), 2,
 	       "two mutexes held by this thread");
 	pthread_mutex_unlock(&f.m[1]);
 	want = offsetof(struct fake, m[1]);
-	ok(ls_dllock_scan(&f, sizeof(f), 0, 1) == want,
+	ok(ls_dllock_pick(&f) == want,
 	   "the one free again after is kept, at its offset");
 	/* Both free after: not telling which. */
 	pthread_mutex_lock(&f.m[1]);
-	ls_dllock_scan(&f, sizeof(f), ls_gettid(), 0);
+	ls_dllock_collect(&f, sizeof(f), ls_gettid());
 	pthread_mutex_unlock(&f.m[1]);
 	pthread_mutex_unlock(&f.m[2]);
 	pthread_mutex_unlock(&f.m[2]);
-	ok(ls_dllock_scan(&f, sizeof(f), 0, 1) == -1,
+	ok(ls_dllock_pick(&f) == -1,
 	   "two free after: no answer");
 	/* None held by the caller: none kept. */
-	is_u64(ls_dllock_scan(&f, sizeof(f), ls_gettid(), 0), 0,
+	is_u64(ls_dllock_collect(&f, sizeof(f), ls_gettid()), 0,
 	       "nothing held: no candidate");
-	ok(ls_dllock_scan(&f, sizeof(f), 0, 1) == -1, "nothing held: no answer");
+	ok(ls_dllock_pick(&f) == -1, "nothing held: no answer");
 
 	ok(ls_dllock_learn() == 1, "the loader's lock found in _rtld_global");
 	walked = 0;

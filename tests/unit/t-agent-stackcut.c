@@ -14,9 +14,11 @@
  * stack, a mapping (O, a writable region of this image) that it left by
  * swapcontext: live from the switch's stack pointer, no red zone, when
  * the exit path found one (ls_scan_exit.intr_sp, agent/reachfork.c),
- * else scanned whole.
+ * else scanned whole; the hooks' record of the switch (ls_scan_exit's
+ * co_*) cut against the scan's own regions (ls_scan_switched_sp).
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../../agent/reachint.h"
@@ -98,6 +100,20 @@ static int scan_image(uint64_t self_sp)
 	return ls_scan_cliques(&sc);
 }
 
+/* After a scan that cut O at the switch (own_mem[256]), how: the cut
+ * given to the scan, or found from the hooks' record. */
+static void cut_at_switch(const char *how)
+{
+	char what[128];
+
+	snprintf(what, sizeof(what), "%s: the word at the switch's stack "
+		 "pointer, live", how);
+	is_u64(state(OWN_LIVE), ST_REACHABLE, what);
+	snprintf(what, sizeof(what), "%s: the word right below it (no red "
+		 "zone), dead", how);
+	is_u64(state(OWN_DEAD), ST_UNREACHED, what);
+}
+
 int main(void)
 {
 	uint64_t sp = at(S) + 512, isp = at(T) + 256;
@@ -156,10 +172,40 @@ int main(void)
 	       "no switch known: O scanned whole, its dead word holds");
 	ls_scan_exit.intr_sp = (uint64_t)(uintptr_t)&own_mem[256];
 	ok(!scan_image(sp), "the scan ran, the own stack left at the switch");
-	is_u64(state(OWN_LIVE), ST_REACHABLE,
-	       "the word at the switch's stack pointer: live");
-	is_u64(state(OWN_DEAD), ST_UNREACHED,
-	       "the word right below it (no red zone): dead");
+	cut_at_switch("given");
+	ls_scan_exit.intr_sp = 0;
+
+	/* The same from the hooks' record, O being the region around the
+	 * recorded top, the exit point (sp) in S. */
+	ls_scan_exit.co_sp = (uint64_t)(uintptr_t)&own_mem[256];
+	ls_scan_exit.co_top = (uint64_t)(uintptr_t)&own_mem[511];
+	ls_scan_exit.co_rsp = 0;
+	ls_scan_exit.co_live = sp;
+	ok(!scan_image(sp), "the scan ran, the switch recorded");
+	is_u64(ls_scan_exit.intr_sp, (uint64_t)(uintptr_t)&own_mem[256],
+	       "the recorded switch, on the region around the top: the cut");
+	cut_at_switch("recorded");
+	ls_scan_exit.intr_sp = 0;
+	ls_scan_exit.co_rsp = (uint64_t)(uintptr_t)&own_mem[250];
+	ok(!scan_image(sp), "the scan ran, swapcontext's saved rsp lower");
+	is_u64(state(OWN_DEAD), ST_REACHABLE,
+	       "the saved stack pointer below the switch's: the cut is there");
+	ls_scan_exit.intr_sp = 0;
+	ls_scan_exit.co_rsp = at(S);
+	ok(!scan_image(sp), "the scan ran, the saved rsp off the own stack");
+	is_u64(ls_scan_exit.intr_sp, 0, "a saved rsp elsewhere: no cut");
+	is_u64(state(OWN_DEAD), ST_REACHABLE, "and O is scanned whole");
+	ls_scan_exit.co_rsp = 0;
+	ls_scan_exit.co_live = (uint64_t)(uintptr_t)&own_mem[300];
+	ok(!scan_image(sp), "the scan ran, the exit point on the own stack");
+	is_u64(ls_scan_exit.intr_sp, 0, "exit() on the own stack: no cut");
+	ls_scan_exit.co_live = sp;
+	ls_scan_exit.co_top = at(S);
+	ok(!scan_image(sp), "the scan ran, the top off the switch's region");
+	is_u64(ls_scan_exit.intr_sp, 0,
+	       "a switch off the region around the top: no cut");
+	is_u64(state(OWN_DEAD), ST_REACHABLE, "O scanned whole");
+	ls_scan_exit.co_sp = 0;
 	ls_scan_exit.intr_sp = 0;
 	ls_scan_drop_all(&sc);
 	return tap_done();

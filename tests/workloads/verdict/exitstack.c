@@ -31,6 +31,14 @@
  *   5  mode 1 on a 64 KiB anonymous mapping (a guard page below it):
  *      main holds 650 and sprayed 660, the handler holds 670 and sprays
  *      680: 660 and 680 definitely lost; 650 + 670 still reachable
+ *   6  mode 1 with the alternate stack installed with SS_AUTODISARM
+ *      (sigaltstack() reads it as disabled while the handler runs):
+ *      main holds 690 and sprayed 700, the handler holds 710 and sprays
+ *      720: 700 and 720 definitely lost; 64 KiB + 690 + 710 still
+ *      reachable
+ *   7  mode 5 with SS_AUTODISARM: main holds 730 and sprayed 740, the
+ *      handler holds 750 and sprays 760: 740 and 760 definitely lost;
+ *      730 + 750 still reachable
  */
 #include <pthread.h>
 #include <sched.h>
@@ -112,6 +120,30 @@ static void on_usr1_mapped(int sig)
 }
 
 static void *mapped_stack(size_t size);
+
+static void on_usr1_disarmed(int sig)
+{
+	hold_spray_leave(710, 720);
+}
+
+static void on_usr1_disarmed_mapped(int sig)
+{
+	hold_spray_leave(750, 760);
+}
+
+/* Modes 6 and 7: modes 1 and 5 with SS_AUTODISARM. */
+__attribute__((noinline)) static void on_disarmed_altstack(int mapped)
+{
+	void *volatile held = v_alloc(mapped ? 730 : 690);
+
+	spray(mapped ? 740 : 700);
+	if (!mapped)
+		stack_block = v_alloc(V_STACK);
+	v_raise_on_flags(mapped ? mapped_stack(V_STACK) : stack_block,
+			 mapped ? on_usr1_disarmed_mapped : on_usr1_disarmed,
+			 SS_AUTODISARM);
+	v_use(held);
+}
 
 __attribute__((noinline)) static void on_mapped_altstack(void)
 {
@@ -199,6 +231,8 @@ int main(int argc, char **argv)
 	case 3: on_own_stack(mapped_stack(T_STACK), 600, 610); break;
 	case 4: leave_waiter(); break;
 	case 5: on_mapped_altstack(); break;
+	case 6: on_disarmed_altstack(0); break;
+	case 7: on_disarmed_altstack(1); break;
 	}
 	return 0;
 }
