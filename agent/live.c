@@ -578,8 +578,8 @@ size_t ls_live_shard_wide(unsigned idx)
 /*
  * The general cases, with the shard's lock held (they release it): a
  * table to grow or rebuild, a probe that goes past its first group, an
- * entry for the wide table or a shard that has any, a check's change log
- * to append to.  Out of line and reached by a tail call, so that the
+ * entry for the wide table or an address that is in it, a check's change
+ * log to append to.  Out of line and reached by a tail call, so that the
  * fast paths below make no call and keep few values live across one.
  * c is e packed, or NULL when it does not fit a compact slot.
  * An insert first takes the address out of the other table (an entry
@@ -626,12 +626,19 @@ int remove_locked(struct shard *s, uint64_t addr, struct ls_live_entry *out,
 	return found;
 }
 
-/* Whether addr is in the compact table: find() out of line, so that the
- * inline insert keeps its registers for the common case. */
+/* Whether addr is in the compact table, or in the wide table of shard
+ * s: find() out of line, so that the inline insert keeps its registers
+ * for the common case. */
 static __attribute__((noinline)) int in_compact(const struct shard *s,
 						uint64_t addr, uint64_t h)
 {
 	return find(s, addr, h, 0) >= 0;
+}
+
+static __attribute__((noinline)) int in_wide(const struct shard *s,
+					     uint64_t addr, uint64_t h)
+{
+	return find(&wide[s - shards], addr, h, 1) >= 0;
 }
 
 /*
@@ -697,7 +704,10 @@ void prefetch_group(const struct shard *s, uint64_t g)
 
 /*
  * The common insert: an entry that fits a compact slot, no check
- * running, no wide entry in the shard, room in it, and an empty slot in
+ * running, its address not in the shard's wide table (one test when that
+ * table is empty; python3 with PYTHONMALLOC=malloc keeps a few blocks of
+ * 256 KiB or more in some shards, and a tenth of its inserts go to
+ * those), room in it, and an empty slot in
  * the address's first group, which place() would take, counting no
  * group.  One compare with CTRL_EMPTY says whether there is one and
  * whether the group's count is 0.  When it is, the probe ends there:
@@ -719,8 +729,13 @@ int ls_live_insert(const struct ls_live_entry *e, struct ls_live_entry *old)
 	if (ls_unlikely(!try_lock(s)))
 		return insert_wait(s, e, old, h, fits);
 	/* limit is 0 while the shard has no arrays. */
-	if (ls_unlikely(!fits || s->count >= s->limit || s->nwide ||
+	if (ls_unlikely(!fits || s->count >= s->limit ||
 			__atomic_load_n(&log_buf, __ATOMIC_RELAXED)))
+		return insert_locked(s, e, old, h, fits);
+	/* A shard with wide entries (blocks of 256 KiB or more, say) keeps
+	 * the inline path for the rest: only an entry of the same address
+	 * there, to be replaced, needs the general one. */
+	if (ls_unlikely(s->nwide) && in_wide(s, e->addr, h))
 		return insert_locked(s, e, old, h, fits);
 	g = group_of(h, s->ngroups);
 	v = group_ctrl(s, g);

@@ -745,6 +745,59 @@ static void test_cross(void)
 }
 
 /*
+ * A shard that holds a wide entry, no check running: the compact inserts
+ * around it take the inline path, which must look in the wide table for
+ * their address too.  12 small blocks in the shard of a large one (its
+ * compact table one group, which 13 entries fit: every insert below has
+ * room in its first group and no count to follow) all come back and
+ * leave the large one there; a small one at the large one's address
+ * (freed through a path the agent does not see) replaces it: the large
+ * one is returned, out of the wide table, and a removal finds only the
+ * small one.
+ */
+static void test_wide_shard(void)
+{
+	enum { SMALL = 12 };
+	uint64_t seed = 17, next = 0x4c0000000000ULL, addrs[SMALL];
+	unsigned shard = unused_shard(&next);
+	struct ls_live_entry big = { .size = 1ULL << 20, .tid = 5, .site = 11,
+				     .birth = 7 }, e, old, out;
+	size_t i, errors = 0, n0 = ls_live_count();
+
+	big.addr = fresh_in(shard, &next, &seed);
+	ok(ls_live_insert(&big, &old) == 0 && ls_live_shard_wide(shard) == 1,
+	   "a block of 1 MiB: wide");
+	for (i = 0; i < SMALL; i++) {
+		memset(&e, 0, sizeof(e));
+		e.addr = addrs[i] = fresh_in(shard, &next, &seed);
+		e.size = i + 1;
+		e.tid = 5;
+		e.site = 12;
+		errors += ls_live_insert(&e, &old) != 0 || !copied(&e);
+	}
+	/* One compact group and one wide group (15 entries of 24 bytes). */
+	ok(errors == 0 && ls_live_shard_wide(shard) == 1 && copied(&big) &&
+	   ls_live_count() == n0 + SMALL + 1 &&
+	   ls_live_shard_mapped(shard) == MAP(1) + 16 + 15 * 24,
+	   "12 small blocks in its shard: all compact, the large one kept "
+	   "(%zu errors)", errors);
+	memset(&e, 0, sizeof(e));
+	e.addr = big.addr;
+	e.size = 48;
+	e.tid = 5;
+	e.site = 13;
+	ok(ls_live_insert(&e, &old) == 1 && same(&old, &big) &&
+	   ls_live_shard_wide(shard) == 0 && ls_live_count() == n0 + SMALL + 1,
+	   "a small one at the large one's address: the large one returned, "
+	   "out of the wide table");
+	ok(ls_live_remove(big.addr, &out) && same(&out, &e) &&
+	   !ls_live_remove(big.addr, &out), "the removal finds the small one, once");
+	for (i = 0; i < SMALL; i++)
+		errors += !ls_live_remove(addrs[i], &out) || out.size != i + 1;
+	ok(errors == 0 && ls_live_count() == n0, "and the 12 come back");
+}
+
+/*
  * Thread ids get 12288 indexes, in the order they first insert; the
  * earlier tests used eight (0 to 3, 5, 2^22 - 1, 2^22 and 2^24 - 1).
  * 17000 new ids: 12280 of them get an index, the other 4720 entries go to
@@ -827,6 +880,7 @@ int main(void)
 	test_threads();
 	test_edges();
 	test_cross();
+	test_wide_shard();
 	test_many_threads();	/* after every test that sets a thread id */
 	test_memory();
 	return tap_done();
