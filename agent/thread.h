@@ -250,7 +250,7 @@ void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
 					int64_t dblocks, uint64_t abytes,
 					uint64_t ablocks, unsigned ev)
 {
-	struct ls_pending *p = &t->pending[id & (LS_PENDING - 1)], *q;
+	struct ls_pending *p, *q;
 	uint32_t gen, seq;
 
 	/* The first decrease after growth is a local maximum of this
@@ -260,6 +260,11 @@ void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
 	    (int64_t)__atomic_load_n(&ls_peak.peak, __ATOMIC_RELAXED))
 		ls_thread_peak_check(t);
 	gen = __atomic_load_n(&ls_peak.gen, __ATOMIC_RELAXED);
+	/* The entry's address in one register: seen through, gcc folded
+	 * the offset of pending[] into each access and rebuilt the address
+	 * from the index three times (11 instructions more per allocation
+	 * with its free, docs/perf-log/hookbk.md). */
+	p = ls_pending_opaque(&t->pending[id & (LS_PENDING - 1)]);
 	if (__builtin_expect(p->key != ls_pending_key(id) ||
 			     p->events >= LS_PENDING_FLUSH - 1, 0)) {
 		ls_thread_site_delta_slow(t, id, site, dbytes, dblocks,
