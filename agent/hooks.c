@@ -136,8 +136,8 @@ static inline void note_free(struct ls_thread *t, void *p)
 static inline int common_case(const struct ls_thread *t)
 {
 	return ls_likely(t && !ls_guard_held() &&
-			 __atomic_load_n(&ls_agent.state, __ATOMIC_ACQUIRE) ==
-			 LS_ON && !ls_agent.control_pending);
+			 __atomic_load_n(&ls_agent.hook_word, __ATOMIC_ACQUIRE) ==
+			 LS_ON);
 }
 
 /*
