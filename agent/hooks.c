@@ -137,8 +137,8 @@ static inline void note_free(struct ls_thread *t, void *p)
 static inline int common_case(const struct ls_thread *t)
 {
 	return ls_likely(t && !ls_guard_held() &&
-			 __atomic_load_n(&ls_agent.state, __ATOMIC_ACQUIRE) ==
-			 LS_ON && !ls_agent.control_pending);
+			 __atomic_load_n(&ls_agent.hook_word, __ATOMIC_ACQUIRE) ==
+			 LS_ON);
 }
 
 /*
@@ -170,18 +170,19 @@ static __attribute__((noinline)) void *malloc_rare(size_t n)
 }
 
 /*
- * Both lanes are tail calls of malloc's, and ls_track_malloc one of this
- * function's, so LS_UNWIND_HERE() there and in malloc_rare sees the
- * program's call.  t is malloc's read of the thread record.  The frame
- * that does the recording then lies right under the program's frames:
- * where a check's conservative scan of a thread stopped in a shallow
- * read() found the copy of the table entry it had left, and so a block
- * the thread had allocated and dropped still referenced
+ * malloc's lanes past its sampled fast path, inline in it (a jump and a
+ * test of the record fewer than out of line): both are tail calls of
+ * malloc's, so LS_UNWIND_HERE() in ls_track_malloc and in malloc_rare
+ * sees the program's call.  t is malloc's read of the thread record.
+ * The frame that does the recording then lies right under the program's
+ * frames: where a check's conservative scan of a thread stopped in a
+ * shallow read() found the copy of the table entry it had left, and so a
+ * block the thread had allocated and dropped still referenced
  * (tests/integration/t_check.py, site_born_lost).  track.c's insert()
  * clears that copy's address once the entry is in the table.
  */
-static __attribute__((noinline)) void *malloc_slow(size_t n,
-						   struct ls_thread *t)
+static inline __attribute__((always_inline))
+void *malloc_slow(size_t n, struct ls_thread *t)
 {
 	if (!common_case(t))
 		return malloc_rare(n);
@@ -215,9 +216,10 @@ static __attribute__((noinline)) void free_rare(void *p)
 }
 
 /* Full tracking's free, and sampled mode's frees the filter does not
- * clear: only tail calls, no register to save.  t is free's read of the
- * thread record. */
-static __attribute__((noinline)) void free_slow(void *p, struct ls_thread *t)
+ * clear: only tail calls, no register to save; inline in free, as
+ * malloc_slow in malloc.  t is free's read of the thread record. */
+static inline __attribute__((always_inline))
+void free_slow(void *p, struct ls_thread *t)
 {
 	if (!common_case(t) || ls_unlikely(ls_boot_owns(p))) {
 		free_rare(p);
@@ -270,8 +272,8 @@ static __attribute__((noinline)) void *calloc_rare(size_t n, size_t m)
 }
 
 /* As malloc_slow. */
-static __attribute__((noinline)) void *calloc_slow(size_t n, size_t m,
-						   struct ls_thread *t)
+static inline __attribute__((always_inline))
+void *calloc_slow(size_t n, size_t m, struct ls_thread *t)
 {
 	if (!common_case(t))
 		return calloc_rare(n, m);

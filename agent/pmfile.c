@@ -429,8 +429,8 @@ static void add_pending(const struct ls_pending *p, void *arg)
 		return;
 	scratch.live_b[id] += p->live_bytes;
 	scratch.live_k[id] += p->live_blocks;
-	scratch.alloc_b[id] += (int64_t)p->alloc_bytes;
-	scratch.alloc_k[id] += (int64_t)p->alloc_blocks;
+	scratch.alloc_b[id] += (int64_t)ls_pending_alloc_bytes(p);
+	scratch.alloc_k[id] += (int64_t)ls_pending_alloc_blocks(p);
 }
 
 /* The same, for a sample that takes the sites' stats too. */

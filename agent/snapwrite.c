@@ -586,8 +586,8 @@ static void add_pending(const struct ls_pending *p, void *arg)
 
 	if (id >= s->nsites)
 		return;
-	s->alloc_bytes[id] += p->alloc_bytes;
-	s->alloc_blocks[id] += p->alloc_blocks;
+	s->alloc_bytes[id] += ls_pending_alloc_bytes(p);
+	s->alloc_blocks[id] += ls_pending_alloc_blocks(p);
 	ls_stats_add_pending(s->stats, p);
 }
 

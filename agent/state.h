@@ -23,7 +23,19 @@ enum ls_state {
 };
 
 struct ls_agent {
-	int state;
+	/* The state and a fork child's pending control thread, one word to
+	 * the hooks: their common case (hooks.c, common_case) is "LS_ON and
+	 * nothing pending", hook_word == LS_ON, one load and compare. */
+	union {
+		struct {
+			int state;
+			int control_pending;	/* a fork child that will
+						   start its own control
+						   thread
+						   (ls_agent_child_control) */
+		};
+		uint64_t hook_word;
+	};
 	int depth;		/* frames captured at most */
 	int follow_exec;
 	int exit_blocks;	/* block list in the exit snapshot */
@@ -33,8 +45,6 @@ struct ls_agent {
 	int all_children;	/* every fork child writes an exit snapshot */
 	uint32_t period_ms;	/* growth sampling period */
 	uint32_t hist_len;	/* growth samples kept per site */
-	int control_pending;	/* a fork child that will start its own
-				   control thread (ls_agent_child_control) */
 	uint64_t fork_mono;	/* when this child was forked; 0 in a process
 				   that started (or exec'd) with the agent */
 	uint64_t sample_rate;	/* 0 = full tracking */
@@ -50,6 +60,10 @@ struct ls_agent {
 };
 
 extern struct ls_agent ls_agent;
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ &&
+	       offsetof(struct ls_agent, control_pending) == sizeof(int),
+	       "hook_word: the state in its low half, control_pending high");
 
 /*
  * Events the agent saw but could not record, because its own memory ran

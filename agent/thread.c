@@ -151,8 +151,10 @@ static void flush_entry(struct ls_pending *p)
 	__atomic_add_fetch(&s->peak_blocks, pk, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->live_bytes, p->live_bytes, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&s->live_blocks, p->live_blocks, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&s->alloc_bytes, p->alloc_bytes, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&s->alloc_blocks, p->alloc_blocks, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->alloc_bytes, ls_pending_alloc_bytes(p),
+			   __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->alloc_blocks, ls_pending_alloc_blocks(p),
+			   __ATOMIC_RELAXED);
 	ls_unlock_ranked(l, LS_RANK_THREAD);
 	if (p->temp_blocks) {
 		__atomic_add_fetch(&s->temp_blocks, p->temp_blocks,
@@ -166,8 +168,8 @@ static void flush_entry(struct ls_pending *p)
 	 * as "zero at the peak", which it is. */
 	memset(&p->peak_gen, 0, offsetof(struct ls_pending, site) -
 	       offsetof(struct ls_pending, peak_gen));
-	memset(&p->peak_bytes, 0, sizeof(*p) -
-	       offsetof(struct ls_pending, peak_bytes));
+	memset(&p->ended_bytes, 0, sizeof(*p) -
+	       offsetof(struct ls_pending, ended_bytes));
 }
 
 /* live is a new peak (or not): record it, and start a new generation so
@@ -233,8 +235,8 @@ void ls_thread_site_delta_slow(struct ls_thread *t, uint32_t id,
 		ls_pending_event(p, ev, dbytes, dblocks);
 	p->live_bytes += dbytes;
 	p->live_blocks += dblocks;
-	p->alloc_bytes += abytes;
-	p->alloc_blocks += ablocks;
+	p->ended_bytes += abytes - (uint64_t)dbytes;
+	p->ended_blocks += ablocks - (uint64_t)dblocks;
 	if (++p->events >= LS_PENDING_FLUSH)
 		flush_entry(p);
 	ls_thread_seq_end(t, seq);

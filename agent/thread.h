@@ -71,11 +71,12 @@ static inline unsigned ls_hist_bucket_below63(uint64_t v)
 
 /*
  * One site's unflushed deltas, two cache lines.  The first holds what
- * an allocation touches (the key, the live and allocated deltas, the
- * event count, the peak generation and the size histogram): an
- * allocation writes that line only.  A free touches it and the second
- * (lifetime histogram, temporaries).  The second also holds what a
- * flush and a reader need (the site, the peak copies).
+ * an allocation touches (the key, the live deltas and their copy at the
+ * peak, the event count, the peak generation and the size histogram):
+ * an allocation writes that line only, also when it is the entry's
+ * first change since a new peak.  A free touches it and the second
+ * (lifetime histogram, ended deltas, temporaries), which also holds the
+ * site.
  *
  * key is the site id + 1 (0: empty), so that a zeroed entry matches no
  * site and the inline test is a single compare.  An entry keeps its
@@ -84,23 +85,40 @@ static inline unsigned ls_hist_bucket_below63(uint64_t v)
  * is zero.  peak_gen/peak_bytes/peak_blocks: this entry's live deltas as
  * they were when the global live total last reached its peak (valid when
  * peak_gen is the current peak generation, else the live deltas
- * themselves are that value: nothing changed since).  The histogram
- * counts fit a byte: an entry is flushed after LS_PENDING_FLUSH events.
+ * themselves are that value: nothing changed since).  The allocated
+ * deltas are not kept: they are the live deltas plus the ended ones
+ * (ls_pending_alloc_bytes), which count what left the live figures other
+ * than by an allocation's own add (frees, blocks replaced or resized;
+ * negative for a block put back after a failed realloc), so that an
+ * allocation, whose allocated and live deltas are the same, writes
+ * neither.  The histogram counts fit a byte: an entry is flushed after
+ * LS_PENDING_FLUSH events.
  */
 struct ls_pending {
 	/* line 0: every event */
 	uint32_t key;		/* site id + 1; 0 = empty */
 	uint32_t peak_gen;
 	int64_t live_bytes, live_blocks;
-	uint64_t alloc_bytes, alloc_blocks;
+	int64_t peak_bytes, peak_blocks;
 	uint8_t events;
 	uint8_t size_hist[LS_PENDING_SIZE_HIST];
 	/* line 1: frees, flushes, readers */
 	struct ls_site_rec *site;	/* set whenever key is */
-	int64_t peak_bytes, peak_blocks;
+	uint64_t ended_bytes, ended_blocks;
 	uint64_t temp_bytes, temp_blocks;	/* counter units, sample.h */
 	uint8_t life_hist[LS_PENDING_LIFE_HIST];
 } __attribute__((aligned(64)));
+
+/* The entry's allocated bytes and blocks (counter units, sample.h). */
+static inline uint64_t ls_pending_alloc_bytes(const struct ls_pending *p)
+{
+	return (uint64_t)p->live_bytes + p->ended_bytes;
+}
+
+static inline uint64_t ls_pending_alloc_blocks(const struct ls_pending *p)
+{
+	return (uint64_t)p->live_blocks + p->ended_blocks;
+}
 
 static inline uint32_t ls_pending_key(uint32_t id)
 {
@@ -250,7 +268,7 @@ void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
 					int64_t dblocks, uint64_t abytes,
 					uint64_t ablocks, unsigned ev)
 {
-	struct ls_pending *p = &t->pending[id & (LS_PENDING - 1)], *q;
+	struct ls_pending *p, *q;
 	uint32_t gen, seq;
 
 	/* The first decrease after growth is a local maximum of this
@@ -260,6 +278,11 @@ void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
 	    (int64_t)__atomic_load_n(&ls_peak.peak, __ATOMIC_RELAXED))
 		ls_thread_peak_check(t);
 	gen = __atomic_load_n(&ls_peak.gen, __ATOMIC_RELAXED);
+	/* The entry's address in one register: seen through, gcc folded
+	 * the offset of pending[] into each access and rebuilt the address
+	 * from the index three times (11 instructions more per allocation
+	 * with its free, docs/perf-log/hookbk.md). */
+	p = ls_pending_opaque(&t->pending[id & (LS_PENDING - 1)]);
 	if (__builtin_expect(p->key != ls_pending_key(id) ||
 			     p->events >= LS_PENDING_FLUSH - 1, 0)) {
 		ls_thread_site_delta_slow(t, id, site, dbytes, dblocks,
@@ -274,10 +297,10 @@ void ls_thread_site_delta(struct ls_thread *t, uint32_t id,
 		if (ev)
 			ls_pending_event(p, ev, dbytes, dblocks);
 		p->live_bytes += dbytes;
-		p->alloc_bytes += abytes;
+		p->ended_bytes += abytes - (uint64_t)dbytes;
 		q = ls_pending_opaque(p);
 		q->live_blocks += dblocks;
-		q->alloc_blocks += ablocks;
+		q->ended_blocks += ablocks - (uint64_t)dblocks;
 		q->events++;
 		ls_thread_seq_end(t, seq);
 	}

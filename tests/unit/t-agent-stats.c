@@ -36,10 +36,10 @@ static struct ls_pending pending(struct ls_site_rec *s, unsigned n,
 	p.site = s;
 	p.key = ls_pending_key(s->id);
 	p.events = (uint8_t)n;
-	p.alloc_blocks = n;
-	p.alloc_bytes = 100ull * n;
 	p.live_blocks = (int64_t)(n - t);
 	p.live_bytes = 100 * (int64_t)(n - t);
+	p.ended_blocks = t;	/* n allocated */
+	p.ended_bytes = 100ull * t;
 	p.temp_blocks = t;
 	p.temp_bytes = 100ull * t;
 	p.size_hist[7] = (uint8_t)n;

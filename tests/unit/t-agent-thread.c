@@ -109,16 +109,16 @@ static unsigned hist_sum(const uint8_t *h, unsigned n)
 static void check_entry(const struct ls_pending *p, void *arg)
 {
 	uint64_t s = size_of(p->site->id);
-	int64_t frees = (int64_t)p->alloc_blocks - p->live_blocks;
+	uint64_t allocs = ls_pending_alloc_blocks(p);
+	int64_t frees = (int64_t)allocs - p->live_blocks;
 
 	(void)arg;
 	if (p->key != ls_pending_key(p->site->id) ||
-	    p->events != p->alloc_blocks + (uint64_t)frees ||
+	    p->events != allocs + (uint64_t)frees ||
 	    p->live_bytes != (int64_t)s * p->live_blocks ||
-	    p->alloc_bytes != s * p->alloc_blocks ||
+	    ls_pending_alloc_bytes(p) != s * allocs ||
 	    p->temp_bytes != s * p->temp_blocks ||
-	    hist_sum(p->size_hist, LS_PENDING_SIZE_HIST) >
-	    p->alloc_blocks ||
+	    hist_sum(p->size_hist, LS_PENDING_SIZE_HIST) > allocs ||
 	    hist_sum(p->life_hist, LS_PENDING_LIFE_HIST) > (uint64_t)frees)
 		torn++;
 }
@@ -131,8 +131,8 @@ static void check_entry(const struct ls_pending *p, void *arg)
 									\
 		(w)->live_b += (f)->live_bytes;				\
 		(w)->live_k += (f)->live_blocks;			\
-		(w)->alloc_b += (f)->alloc_bytes;			\
-		(w)->alloc_k += (f)->alloc_blocks;			\
+		(w)->alloc_b += ls_pending_alloc_bytes(f);		\
+		(w)->alloc_k += ls_pending_alloc_blocks(f);		\
 		(w)->temp_b += (f)->temp_bytes;				\
 		(w)->temp_k += (f)->temp_blocks;			\
 		for (i_ = 0; i_ < (size_n); i_++)			\
