@@ -20,6 +20,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ static struct {
 };
 #define NFNS (sizeof(fns) / sizeof(fns[0]))
 
-static struct ls_attach_result result;
+static struct ls_attach_result result __attribute__((aligned(8)));
 static struct ls_attach_slot *slots;	/* every slot ever patched */
 static uint32_t nslots;
 static ls_lock_t slot_lock = LS_LOCK_INIT;
@@ -346,11 +347,23 @@ void ls_attach_list(void)
 	result.nslots = nslots;
 }
 
+/* The injector's switched flag.  result is packed, so an atomic load
+ * through its member would be a call into libatomic under clang; the
+ * flag lies at a multiple of 4 in a variable aligned to 8. */
+static int switched(void)
+{
+	_Static_assert(offsetof(struct ls_attach_result, switched) % 4 == 0,
+		       "the switched flag is aligned");
+	return __atomic_load_n((const uint32_t *)(const void *)
+			       ((const char *)&result +
+				offsetof(struct ls_attach_result, switched)),
+			       __ATOMIC_ACQUIRE) != 0;
+}
+
 void ls_attach_rescan(void)
 {
 	/* Before the injector's switch, writing here would race with it. */
-	if (!slots || !ls_agent_on() ||
-	    !__atomic_load_n(&result.switched, __ATOMIC_ACQUIRE))
+	if (!slots || !ls_agent_on() || !switched())
 		return;
 	dl_iterate_phdr(walk_cb, (void *)patch_slot);
 }

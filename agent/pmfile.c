@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -626,6 +627,21 @@ static void sample_process(struct lsnap_totals *t)
 	hdr->nthreads = ls_thread_seen();
 }
 
+
+/* One more in the header's seq word.  The header is packed, so an atomic
+ * store through its member would be a call into libatomic under clang;
+ * the word lies at a multiple of 8 from the mapping's start, so it is an
+ * aligned uint64_t. */
+static void seq_bump(void)
+{
+	uint64_t *seq;
+
+	_Static_assert(offsetof(struct lspm_header, seq) % 8 == 0,
+		       "the header's seq word is aligned");
+	seq = (uint64_t *)(void *)((char *)hdr +
+				   offsetof(struct lspm_header, seq));
+	__atomic_store_n(seq, *seq + 1, __ATOMIC_RELEASE);
+}
 /* A sample; full: with the modules, the sites' stats and the process's
  * figures, else the sites and their history only. */
 static void tick(int full)
@@ -644,7 +660,7 @@ static void tick(int full)
 	if (full)
 		ls_stats_fit(ls_stats_shared());
 	ls_thread_peak_settle();
-	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
+	seq_bump();
 	if (full)
 		copy_modules();
 	copy_new_sites(n);
@@ -659,7 +675,7 @@ static void tick(int full)
 	if (!hdr->ticks)
 		hdr->first_mono_ns = hdr->last_mono_ns;
 	hdr->ticks++;
-	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
+	seq_bump();
 }
 
 void ls_pm_tick(void)
@@ -686,7 +702,7 @@ void ls_pm_restart(void)
 
 	if (!hdr || owner != getpid())
 		return;
-	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
+	seq_bump();
 	memset(at(R_HIST), 0,
 	       (uint64_t)hdr->rows_used * hdr->hist_len * 8);
 	/* A site without a row holds from the reset on what it held. */
@@ -696,7 +712,7 @@ void ls_pm_restart(void)
 		if (!rows[id] && b[id].since)
 			b[id].since = 0;
 	hdr->ticks = 0;
-	__atomic_store_n(&hdr->seq, hdr->seq + 1, __ATOMIC_RELEASE);
+	seq_bump();
 }
 
 void ls_pm_close(int keep)

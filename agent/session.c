@@ -113,7 +113,11 @@ static int attach_once(char *err, size_t errlen)
 /* Out of gcc's interprocedural analysis: knowing err's size, it would
  * warn that a long runtime dir's path is cut to fit the attach result's
  * reason, which is what snprintf is for. */
+#if defined(__clang__)
+static __attribute__((noinline))
+#else
 static __attribute__((noipa))
+#endif
 int ls_agent_start_attached(char *err, size_t errlen)
 {
 	int r;
