@@ -6,8 +6,10 @@ Ground truth: python3 with PYTHONMALLOC=malloc holding 200,000 small dicts
 (each at least two malloc blocks: the dict and its keys/values storage, so
 at least 400,000 live blocks), a real program whose every object goes
 through malloc, as users trace Python leaks.  The bound asserted is the
-documented one (docs/PERFORMANCE.md): at most 64 bytes of live table per
-live block.
+documented one (docs/guide/reports.md, "What the agent itself costs in
+memory"): about 21.4 bytes of live table per live block once the shards
+are out of step, so at most 22.2 here (21.4-21.7 measured), where a
+table grown in step could stand anywhere from 19.5 to 23.4.
 """
 import json
 import os
@@ -67,7 +69,7 @@ def python_stats():
         p.wait(timeout=30)
 
 
-@check("agent memory: stats shows the live table's bytes per live block on python3 (PYTHONMALLOC=malloc), within 64")
+@check("agent memory: stats shows the live table's bytes per live block on python3 (PYTHONMALLOC=malloc), within 22.2")
 def t_per_block():
     stats, text, rss = python_stats()
     m = stats.get("agent_memory")
@@ -78,7 +80,7 @@ def t_per_block():
        "the table holds every live heap block: %d of %d live blocks (the "
        "rest are the program's mappings)" % (m["live_table_entries"], live))
     per = m["live_table_resident"] / m["live_table_entries"]
-    ok(per <= 64, "%.1f bytes of live table per live block (at most 64)" % per)
+    ok(per <= 22.2, "%.2f bytes of live table per live block (at most 22.2)" % per)
     ok(m["live_table_resident"] <= m["live_table_mapped"] + 256 * 4096,
        "resident within mapped (page rounding per shard)")
     ok("bytes a live block" in text and "agent:" in text,
