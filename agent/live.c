@@ -437,17 +437,19 @@ static inline void take_at(struct shard *s, uint64_t p, uint64_t h,
  * would all be at the emptiest point of the cycle together: the whole
  * table at 73% load, 23.4 bytes a live block.  The step that first
  * reaches STAGGER_GROUPS goes instead to STAGGER_GROUPS plus 1/80 of it
- * per index of the shard in its window (2560 to 3040 groups, nearly
- * evenly spaced in log over one step of 1.2), so that from there on the
- * 16 are spread over the cycle and the table's load stays near its
- * average (80%, 21.4 bytes a live block) at any count.  Only from 2560
- * groups (33,600 entries a shard, 537,600 in a window), where the table
- * is what the agent's memory is: spread, some shards stand fuller than
- * in step, and their probes longer; cxx-containers (tens of thousands
- * of live blocks) ran 0.4-0.5% more instructions with shards spread
- * from 640 or 1280 groups, 0.1% from 2560.
+ * per index of the shard in its window (640 to 760 groups, nearly evenly
+ * spaced in log over one step of 1.2), so that from there on the 16 are
+ * spread over the cycle and the table's load stays near its average
+ * (80%, 21.4 bytes a live block) at any count.  From 640 groups (8400
+ * entries a shard, 134,400 in a window), so that a program of a million
+ * blocks split across two windows has them spread in both unless one
+ * holds very few.  Spread, some shards stand fuller than in step would
+ * at a given count, and their probes are longer: cxx-containers ran
+ * 0.4-0.5% more instructions than with its shards in step (from 2560
+ * groups, 0.1%, but a million blocks split evenly over two windows
+ * would then be in step in both).
  */
-#define STAGGER_GROUPS 2560
+#define STAGGER_GROUPS 640
 
 static inline uint64_t grown(uint64_t n, unsigned idx)
 {

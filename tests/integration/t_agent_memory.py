@@ -8,7 +8,7 @@ at least 800,000 live blocks), a real program whose every object goes
 through malloc, as users trace Python leaks.  The bound asserted is the
 documented one (docs/guide/reports.md, "What the agent itself costs in
 memory"): about 21.4 bytes of live table per live block once the shards
-are out of step, so at most 22.2 here (20.7-21.6 measured), where a
+are out of step, so at most 22.2 here (21.4-21.5 measured), where a
 table grown in step could stand anywhere from 19.5 to 23.4 (22.3-23.1
 measured on this program).
 """

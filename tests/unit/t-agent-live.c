@@ -843,12 +843,12 @@ static void test_many_threads(void)
  * the table would be at 73% load (23.4 bytes a block) at the low point
  * of every cycle.  Spread over the cycle (live.c, grown()), it stays
  * near 80% (21.4) at every count once its shards are spread (from
- * 537,600 blocks in a window): checked every 25,000 blocks from 700,000
+ * 134,400 blocks in a window): checked every 25,000 blocks from 250,000
  * to 1,350,000, all in one 64 MiB window.
  */
 static void test_memory(void)
 {
-	enum { M = 1350000, FROM = 700000, STEP = 25000 };
+	enum { M = 1350000, FROM = 250000, STEP = 25000 };
 	uint64_t base = 0x300000000000ULL, before = ls_live_mapped();
 	struct ls_live_entry e, out;
 	size_t i, errors = 0, n0 = ls_live_count(), worst_at = 0;
