@@ -2,11 +2,11 @@
  * sys.c - raw memory and descriptors for the agent, and the register of
  * the agent's memory.
  *
- * Every mapping made here is noted in a fixed open-addressing table, so
+ * Every mapping made here is noted in a fixed table, so
  * that a reachability scan (reach.c) can leave the agent's own memory out
  * of its roots: the live tables hold the address of every block and would
- * otherwise keep them all "reachable".  Noting costs one compare-and-swap
- * on a slot; mappings are made rarely (a table rebuild, an arena chunk).
+ * otherwise keep them all "reachable".  Noting scans for the lowest free
+ * slot; mappings are made rarely (a table rebuild, an arena chunk).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,26 +21,30 @@ struct own_slot {
 	uint64_t len;		/* 0 while being noted */
 };
 
+/* Taken lowest first, so that the pages of own[] a program touches are
+ * those its mappings at their most numerous need, not every page the
+ * table spans (16384 slots, 256 KiB, one a mapping ever made). */
 static struct own_slot own[LS_SYS_OWN_SLOTS];
-
-static unsigned own_home(uint64_t start)
-{
-	return (unsigned)((start >> 12) * 0x9e3779b97f4a7c15ULL >> 50) &
-	       (LS_SYS_OWN_SLOTS - 1);
-}
+static uint32_t own_top;	/* slots from here on were never taken */
 
 static void own_note(void *p, size_t len)
 {
 	uint64_t a = (uint64_t)p, zero;
-	unsigned i = own_home(a), n;
+	uint32_t i, top;
 
-	for (n = 0; n < LS_SYS_OWN_SLOTS; n++, i = (i + 1) & (LS_SYS_OWN_SLOTS - 1)) {
+	for (i = 0; i < LS_SYS_OWN_SLOTS; i++) {
 		zero = 0;
 		if (__atomic_load_n(&own[i].start, __ATOMIC_RELAXED) == 0 &&
 		    __atomic_compare_exchange_n(&own[i].start, &zero, a, 0,
 						__ATOMIC_ACQ_REL,
 						__ATOMIC_RELAXED)) {
 			__atomic_store_n(&own[i].len, len, __ATOMIC_RELEASE);
+			top = __atomic_load_n(&own_top, __ATOMIC_RELAXED);
+			while (top <= i &&
+			       !__atomic_compare_exchange_n(&own_top, &top, i + 1,
+							    1, __ATOMIC_RELEASE,
+							    __ATOMIC_RELAXED))
+				;
 			return;
 		}
 	}
@@ -51,9 +55,9 @@ static void own_note(void *p, size_t len)
 static void own_forget(void *p)
 {
 	uint64_t a = (uint64_t)p;
-	unsigned i = own_home(a), n;
+	uint32_t i, top = __atomic_load_n(&own_top, __ATOMIC_ACQUIRE);
 
-	for (n = 0; n < LS_SYS_OWN_SLOTS; n++, i = (i + 1) & (LS_SYS_OWN_SLOTS - 1))
+	for (i = 0; i < top; i++)
 		if (__atomic_load_n(&own[i].start, __ATOMIC_RELAXED) == a) {
 			__atomic_store_n(&own[i].len, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&own[i].start, 0, __ATOMIC_RELEASE);

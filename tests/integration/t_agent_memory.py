@@ -2,12 +2,15 @@
 its mappings, resident and in all, the live-block table and its bytes per
 live block, the arena of site and thread records, the post-mortem file.
 
-Ground truth: python3 with PYTHONMALLOC=malloc holding 200,000 small dicts
+Ground truth: python3 with PYTHONMALLOC=malloc holding 400,000 small dicts
 (each at least two malloc blocks: the dict and its keys/values storage, so
-at least 400,000 live blocks), a real program whose every object goes
+at least 800,000 live blocks), a real program whose every object goes
 through malloc, as users trace Python leaks.  The bound asserted is the
-documented one (docs/PERFORMANCE.md): at most 64 bytes of live table per
-live block.
+documented one (docs/guide/reports.md, "What the agent itself costs in
+memory"): about 21.4 bytes of live table per live block once the shards
+are out of step, so at most 22.2 here (21.4-21.5 measured), where a
+table grown in step could stand anywhere from 19.5 to 23.4 (22.3-23.1
+measured on this program).
 """
 import json
 import os
@@ -21,7 +24,7 @@ from harness import (cli_json, check, once, eq, ok, ge, run_process, need,
 AGENT = os.path.join(BUILD, "libleakscope.so")
 RUNTIME = tempfile.mkdtemp(prefix="leakscope-mem-")
 os.chmod(RUNTIME, 0o700)
-DICTS = 200000
+DICTS = 400000
 SCRIPT = ("import sys, time\n"
           "x = [{'k': i, 'v': str(i)} for i in range(%d)]\n"
           "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
@@ -67,7 +70,7 @@ def python_stats():
         p.wait(timeout=30)
 
 
-@check("agent memory: stats shows the live table's bytes per live block on python3 (PYTHONMALLOC=malloc), within 64")
+@check("agent memory: stats shows the live table's bytes per live block on python3 (PYTHONMALLOC=malloc), within 22.2")
 def t_per_block():
     stats, text, rss = python_stats()
     m = stats.get("agent_memory")
@@ -78,7 +81,7 @@ def t_per_block():
        "the table holds every live heap block: %d of %d live blocks (the "
        "rest are the program's mappings)" % (m["live_table_entries"], live))
     per = m["live_table_resident"] / m["live_table_entries"]
-    ok(per <= 64, "%.1f bytes of live table per live block (at most 64)" % per)
+    ok(per <= 22.2, "%.2f bytes of live table per live block (at most 22.2)" % per)
     ok(m["live_table_resident"] <= m["live_table_mapped"] + 256 * 4096,
        "resident within mapped (page rounding per shard)")
     ok("bytes a live block" in text and "agent:" in text,
