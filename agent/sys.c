@@ -109,9 +109,9 @@ size_t ls_sys_resident(const void *p, size_t len)
 
 size_t ls_sys_own_resident(size_t *mapped)
 {
-	size_t i, in = 0, all = 0;
+	size_t i, in = 0, all = 0, top = __atomic_load_n(&own_top, __ATOMIC_ACQUIRE);
 
-	for (i = 0; i < LS_SYS_OWN_SLOTS; i++) {
+	for (i = 0; i < top; i++) {
 		uint64_t s = __atomic_load_n(&own[i].start, __ATOMIC_ACQUIRE);
 		uint64_t l = __atomic_load_n(&own[i].len, __ATOMIC_ACQUIRE);
 
@@ -127,9 +127,9 @@ size_t ls_sys_own_resident(size_t *mapped)
 
 size_t ls_sys_own_copy(uint64_t *starts, uint64_t *lens, size_t cap)
 {
-	size_t i, k = 0;
+	size_t i, k = 0, top = __atomic_load_n(&own_top, __ATOMIC_ACQUIRE);
 
-	for (i = 0; i < LS_SYS_OWN_SLOTS && k < cap; i++) {
+	for (i = 0; i < top && k < cap; i++) {
 		uint64_t s = __atomic_load_n(&own[i].start, __ATOMIC_ACQUIRE);
 		uint64_t l = __atomic_load_n(&own[i].len, __ATOMIC_ACQUIRE);
 
