@@ -627,7 +627,6 @@ static void sample_process(struct lsnap_totals *t)
 	hdr->nthreads = ls_thread_seen();
 }
 
-
 /* One more in the header's seq word.  The header is packed, so an atomic
  * store through its member would be a call into libatomic under clang;
  * the word lies at a multiple of 8 from the mapping's start, so it is an
@@ -642,6 +641,7 @@ static void seq_bump(void)
 				   offsetof(struct lspm_header, seq));
 	__atomic_store_n(seq, *seq + 1, __ATOMIC_RELEASE);
 }
+
 /* A sample; full: with the modules, the sites' stats and the process's
  * figures, else the sites and their history only. */
 static void tick(int full)
