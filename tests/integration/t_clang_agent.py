@@ -1,6 +1,7 @@
 """The agent built with clang (build/clang/libleakscope.so: `make
 agent-clang`, which `make tests` runs when clang is installed) against
-the agent built with gcc and against valgrind: it needs no symbol, symbol
+the agent built with gcc and against valgrind: the agent's unit tests
+pass linked with it; it needs no symbol, symbol
 version or library the gcc build does not (under clang an atomic access
 to a packed struct's member is a call into libatomic, which the agent
 does not link) and exports the same ones; under `leakscope run
@@ -17,7 +18,7 @@ import subprocess
 import tempfile
 
 from harness import (agent_env, at_file_end, check, once, eq, ok, need,
-                     leakscope, workload, BUILD, Failure)
+                     leakscope, run_process, workload, BUILD, Failure)
 from t_verdicts import build, summary, vg_output, pool_map, KINDS
 from t_unwind import cross_checked, PY_SCRIPT
 
@@ -122,6 +123,30 @@ def t_symbols():
     eq(needed(clang), needed(GCC_AGENT), "libraries needed (DT_NEEDED)")
     eq(sorted(dynsyms(clang, "--defined-only")),
        sorted(dynsyms(GCC_AGENT, "--defined-only")), "exported symbols")
+
+
+@check("the agent's unit tests (built with gcc) linked with the agent's "
+       "objects built with clang: every check passes")
+def t_unit():
+    clang_agent()
+    units = os.path.join(BUILD, "tests", "unit")
+    mine = os.path.join(BUILD, "clang", "tests", "unit")
+    names = sorted(n for n in os.listdir(units) if n.startswith("t-agent-"))
+    got = sorted(n for n in os.listdir(mine) if n.startswith("t-agent-")) \
+        if os.path.isdir(mine) else []
+    eq(got, names, "unit tests linked with the clang agent (make tests)")
+    bad = []
+    for n in names:
+        r = run_process([os.path.join(mine, n)], timeout=120)
+        out = r.stdout.decode("utf-8", "replace")
+        plan = re.search(r"^1\.\.(\d+)$", out, re.M)
+        oks = len(re.findall(r"^ok ", out, re.M))
+        if r.returncode or re.search(r"^not ok", out, re.M) or not plan or \
+                int(plan.group(1)) != oks or not oks:
+            bad.append("%s (exit %d): %s" % (n, r.returncode, "\n  ".join(
+                l for l in out.splitlines() if l.startswith(("not ok", "#"))
+                )[:1500]))
+    eq(bad, [], "unit tests failing with the clang agent")
 
 
 _RECORD = re.compile(r"are (definitely lost|indirectly lost|possibly lost|"
