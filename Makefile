@@ -3,6 +3,7 @@
 #   make              build/leakscope and build/libleakscope.so
 #   make check        install missing Debian packages, build, run the tests
 #   make fuzz         the fuzz targets (tests/fuzz/, docs/SECURITY.md)
+#   make agent-clang  the agent built with clang, build/clang/libleakscope.so
 #   make demo         install missing Debian packages, build, run the demo
 #   make bench        the benchmarks (not part of check)
 #   make install PREFIX=/usr/local
@@ -158,6 +159,20 @@ $(B)/gen/exports.map: agent/exports.map.in common/interpose.def common/interpose
 	@mkdir -p $(@D)
 	$(CC) -E -P -x c -o $@.tmp $< && mv $@.tmp $@
 
+# The agent built with clang as well, same sources and flags, into
+# build/clang/, with the agent's unit tests (themselves built with
+# $(CC): they rely on gcc's noipa) linked with it;
+# tests/integration/t_clang_agent.py compares it with this one.  `make
+# tests` builds it when clang is here.
+AGENT_CLANG ?= clang
+HAVE_AGENT_CLANG := $(if $(shell command -v $(AGENT_CLANG) 2>/dev/null),yes)
+AGENT_TEST_CC ?= $(CC)
+
+agent-clang:
+	@$(MAKE) --no-print-directory B=$(B)/clang CC=$(AGENT_CLANG) AGENT_TEST_CC=$(CC) agent-clang-build
+
+agent-clang-build: $(B)/libleakscope.so $(filter $(B)/tests/unit/t-agent-%,$(UNIT_BIN))
+
 $(B)/agent-core.a: $(AGENT_CORE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
@@ -264,7 +279,7 @@ $(B)/cli-lib.a: $(CLI_LIB_OBJ) $(BPF_OBJ)
 
 $(B)/tests/unit/t-agent-%: tests/unit/t-agent-%.c $(B)/agent-core.a tests/unit/tap.h tests/unit/scratch.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) -fPIC -o $@ $< $(B)/agent-core.a $(AGENT_LDLIBS)
+	$(AGENT_TEST_CC) $(CFLAGS_COMMON) -fPIC -o $@ $< $(B)/agent-core.a $(AGENT_LDLIBS)
 # The agent has its own log and expm1; this test compares them with libm's.
 $(B)/tests/unit/t-agent-fmath: AGENT_LDLIBS += -lm
 
@@ -379,7 +394,8 @@ $(B)/tests/tools/%: tests/tools/%.c $(REPORT_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CLI_CFLAGS) -o $@ $< $(REPORT_LIB) $(CLI_LDLIBS)
 
-tests: all $(UNIT_BIN) $(WL_BIN) $(TOOL_BIN) $(ERL_TEST_OUT) $(DEMO_BIN)
+tests: all $(UNIT_BIN) $(WL_BIN) $(TOOL_BIN) $(ERL_TEST_OUT) $(DEMO_BIN) \
+	$(if $(HAVE_AGENT_CLANG),agent-clang)
 
 check: deps
 	@$(MAKE) --no-print-directory tests fuzz
@@ -404,5 +420,6 @@ install: all
 clean:
 	rm -rf $(B)
 
-.PHONY: all bpf-note deps tests check demo bench install clean fuzz
+.PHONY: all bpf-note deps tests check demo bench install clean fuzz agent-clang \
+	agent-clang-build
 .SECONDARY:

@@ -347,16 +347,11 @@ void ls_attach_list(void)
 	result.nslots = nslots;
 }
 
-/* The injector's switched flag.  result is packed, so an atomic load
- * through its member would be a call into libatomic under clang; the
- * flag lies at a multiple of 4 in a variable aligned to 8. */
+/* The injector's switched flag.  result is packed and aligned to 8, so
+ * the flag is an aligned uint32_t (LS_PACKED_WORD). */
 static int switched(void)
 {
-	_Static_assert(offsetof(struct ls_attach_result, switched) % 4 == 0,
-		       "the switched flag is aligned");
-	return __atomic_load_n((const uint32_t *)(const void *)
-			       ((const char *)&result +
-				offsetof(struct ls_attach_result, switched)),
+	return __atomic_load_n(LS_PACKED_WORD(uint32_t, &result, switched),
 			       __ATOMIC_ACQUIRE) != 0;
 }
 

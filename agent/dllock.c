@@ -6,6 +6,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
+#include "../common/loaderlock.h"
 #include "dllock.h"
 #include "sys.h"
 
@@ -25,7 +26,7 @@ unsigned ls_dllock_collect(const void *base, size_t size, pid_t tid)
 	for (off = 0; off + sizeof(pthread_mutex_t) <= size; off += step) {
 		const pthread_mutex_t *m = (const void *)(p + off);
 
-		if (m->__data.__owner != tid || m->__data.__count < 1)
+		if (ls_loader_lock_owner(m) != tid)
 			continue;
 		if (ncand == MAX_CAND)
 			return ncand = 0;	/* not telling */

@@ -27,9 +27,10 @@ int ls_dllock_learn(void);
 
 /*
  * The mutex in [base, base + size) that a callback running on thread
- * tid sees held by tid (owner tid, count >= 1) and that is free again
- * after, in two steps.  ls_dllock_collect(), inside the callback: the
- * candidates, how many (0 when more than 16: not telling).
+ * tid sees held by tid (common/loaderlock.h; the injector, lib/inject.c,
+ * looks for any holder but its own thread instead) and that is free
+ * again after, in two steps.  ls_dllock_collect(), inside the callback:
+ * the candidates, how many (0 when more than 16: not telling).
  * ls_dllock_pick(), after the callback returned: of the candidates at
  * the same base, those free again; the offset of the only one left, or
  * -1; the candidates are forgotten.  Exposed for the unit test.

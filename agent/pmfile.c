@@ -627,18 +627,12 @@ static void sample_process(struct lsnap_totals *t)
 	hdr->nthreads = ls_thread_seen();
 }
 
-/* One more in the header's seq word.  The header is packed, so an atomic
- * store through its member would be a call into libatomic under clang;
- * the word lies at a multiple of 8 from the mapping's start, so it is an
- * aligned uint64_t. */
+/* One more in the header's seq word.  The header is packed and starts
+ * the mapping, so the word is an aligned uint64_t (LS_PACKED_WORD). */
 static void seq_bump(void)
 {
-	uint64_t *seq;
+	uint64_t *seq = LS_PACKED_WORD(uint64_t, hdr, seq);
 
-	_Static_assert(offsetof(struct lspm_header, seq) % 8 == 0,
-		       "the header's seq word is aligned");
-	seq = (uint64_t *)(void *)((char *)hdr +
-				   offsetof(struct lspm_header, seq));
 	__atomic_store_n(seq, *seq + 1, __ATOMIC_RELEASE);
 }
 

@@ -22,6 +22,23 @@
 #define LS_CACHELINE 64
 
 /*
+ * The member of the packed struct *ptr as a type *, for the __atomic
+ * builtins.  Through the packed member itself clang cannot assume the
+ * word aligned and makes them calls into libatomic, which the agent does
+ * not link.  The member must be a type at a multiple of its size
+ * (checked here at compile time); the caller vouches that ptr is aligned
+ * to type.
+ */
+#define LS_PACKED_WORD(type, ptr, member) (__extension__({		\
+	_Static_assert(sizeof((ptr)->member) == sizeof(type) &&		\
+		       offsetof(__typeof__(*(ptr)), member) %		\
+		       sizeof(type) == 0,					\
+		       #member " is an aligned " #type);			\
+	(type *)(void *)((char *)(ptr) +					\
+			 offsetof(__typeof__(*(ptr)), member));		\
+}))
+
+/*
  * Anonymous memory straight from the kernel.  The agent never uses the
  * traced program's allocator for itself, and calls the syscall directly
  * so that its own mappings never pass through the mmap interposer.

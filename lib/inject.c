@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include "../common/attach.h"
 #include "../common/contract.h"
+#include "../common/loaderlock.h"
 #include "client.h"
 #include "container.h"
 #include "elfsym.h"
@@ -873,7 +874,8 @@ static int deliver_memfd(struct ctx *c, const char *agent, char *out,
  * A thread other than the safe one that holds one of the loader's locks
  * (it is inside dlopen, dl_iterate_phdr or a library's constructor), or
  * 0.  They are the recursive mutexes in ld.so's _rtld_global (size bytes
- * at at, read into buf): locked, counted, and owned by a thread.
+ * at at, read into buf).  Any holder but the safe thread counts: the
+ * agent's own reader (agent/dllock.c) looks for its thread instead.
  */
 static pid_t loader_lock_holder(struct ctx *c, uint64_t at, size_t size,
 				char *buf)
@@ -885,12 +887,12 @@ static pid_t loader_lock_holder(struct ctx *c, uint64_t at, size_t size,
 	for (off = 0; off + sizeof(pthread_mutex_t) <= size;
 	     off += _Alignof(pthread_mutex_t)) {
 		pthread_mutex_t m;
+		pid_t owner;
 
 		memcpy(&m, buf + off, sizeof(m));
-		if (m.__data.__lock && m.__data.__count >= 1 &&
-		    m.__data.__kind == PTHREAD_MUTEX_RECURSIVE_NP &&
-		    m.__data.__owner > 0 && m.__data.__owner != c->safe)
-			return m.__data.__owner;
+		owner = ls_loader_lock_owner(&m);
+		if (owner && owner != c->safe)
+			return owner;
 	}
 	return 0;
 }

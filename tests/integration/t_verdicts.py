@@ -134,7 +134,9 @@ def run_ls(binary, mode):
     return summary(text, "leakscope %s %d" % (binary, mode)), r.returncode
 
 
-def run_vg_args(binary, args):
+def vg_output(binary, args, env=None):
+    """valgrind's report on binary ARGS (its loss records and LEAK
+    SUMMARY) and its exit status, 42 for leak errors."""
     supp = os.path.join(OUT, "vg.supp")
     if not os.path.exists(supp):
         with open(supp, "w") as f:
@@ -143,9 +145,13 @@ def run_vg_args(binary, args):
                      "--show-leak-kinds=all",
                      "--errors-for-leak-kinds=definite,indirect",
                      "--error-exitcode=42", "--suppressions=" + supp,
-                     binary] + list(args), timeout=120)
-    text = r.stderr.decode("utf-8", "replace")
-    return summary(text, "valgrind %s %s" % (binary, args)), r.returncode
+                     binary] + list(args), timeout=120, env=env)
+    return r.stderr.decode("utf-8", "replace"), r.returncode
+
+
+def run_vg_args(binary, args):
+    text, rc = vg_output(binary, args)
+    return summary(text, "valgrind %s %s" % (binary, args)), rc
 
 
 def run_vg(binary, mode):

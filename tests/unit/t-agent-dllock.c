@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stddef.h>
+#include <string.h>
 #include <unistd.h>
 #include "../../agent/dllock.h"
 #include "../../agent/sys.h"
@@ -56,6 +57,7 @@ static void *holder(void *arg)
 int main(void)
 {
 	pthread_mutexattr_t a;
+	pthread_mutex_t w;
 	pthread_t t;
 	ptrdiff_t want;
 	int i, r;
@@ -87,6 +89,20 @@ int main(void)
 	is_u64(ls_dllock_collect(&f, sizeof(f), ls_gettid()), 0,
 	       "nothing held: no candidate");
 	ok(ls_dllock_pick(&f) == -1, "nothing held: no answer");
+	/* Owner and count of this thread, but not locked and not of the
+	 * recursive kind: no mutex glibc holds (common/loaderlock.h). */
+	memset(&w, 0, sizeof(w));
+	w.__data.__owner = ls_gettid();
+	w.__data.__count = 1;
+	is_u64(ls_dllock_collect(&w, sizeof(w), ls_gettid()), 0,
+	       "owner and count alone, unlocked: no candidate");
+	w.__data.__lock = 1;
+	is_u64(ls_dllock_collect(&w, sizeof(w), ls_gettid()), 0,
+	       "locked, but not of the recursive kind: no candidate");
+	w.__data.__kind = PTHREAD_MUTEX_RECURSIVE_NP;
+	is_u64(ls_dllock_collect(&w, sizeof(w), ls_gettid()), 1,
+	       "locked, counted, recursive, this thread's: the candidate");
+	ls_dllock_pick(&w);
 
 	ok(ls_dllock_learn() == 1, "the loader's lock found in _rtld_global");
 	walked = 0;
