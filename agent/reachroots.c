@@ -254,6 +254,32 @@ static int ended_desc(struct scan *sc, const struct region *g, uint64_t s)
 }
 
 /*
+ * glibc's descriptor of a live thread whose stack region g holds (the
+ * descriptor scanned, at or above s) points to the thread's DTV, the
+ * dynamic TLS vector (a block glibc allocates for the thread and grows
+ * when a dlopen needs it), 16 bytes in, past the vector's length entry:
+ * taken for a pointer to its start, so that the dynamic TLS blocks the
+ * DTV points to, and what their __thread variables hold, are reachable,
+ * as LeakSanitizer has them (it takes every dynamic TLS block for a
+ * root).  memcheck calls the DTV possibly lost (only a stale register
+ * or dead word then keeps the blocks it leads to reachable).
+ */
+static void mark_dtv(struct scan *sc, const struct region *g, uint64_t s)
+{
+	uint64_t pd, tid, dtv;
+	int64_t i;
+	int start;
+
+	if (!ls_scan_prep.tid_off || s == g->start || !(pd = thread_desc(sc, g)) ||
+	    pd < s || ls_scan_peek(sc, pd + ls_scan_prep.tid_off, &tid) ||
+	    (int32_t)tid <= 0 || ls_scan_peek(sc, pd + 8, &dtv))
+		return;
+	i = ls_scan_lookup(sc, dtv, &start);
+	if (i >= 0 && dtv == sc->blk[i].addr + 16)
+		ls_scan_mark_word(sc, sc->blk[i].addr, 1);
+}
+
+/*
  * Region g from s: glibc's heaps in it (the main arena's [heap], and
  * thread arenas' heaps at every 64 MiB boundary whose heap_info makes
  * sense) are walked chunk by chunk; the rest is scanned as a root, less
@@ -265,6 +291,7 @@ void ls_scan_mark_region(struct scan *sc, const struct region *g, uint64_t s)
 	struct ls_gh_heap h;
 	uint64_t cur, a;
 
+	mark_dtv(sc, g, s);
 	if (ended_desc(sc, g, s)) {
 		mark_plain(sc, g, s, s + PD_RESULT);
 		mark_plain(sc, g, s + PD_RESULT + 8, s + PD_ARG);
