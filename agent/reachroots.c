@@ -340,18 +340,19 @@ static uint64_t thread_desc(struct scan *sc, const struct region *g)
 
 /*
  * Where the roots of region g begin.  A stack from its thread's stack
- * pointer less the red zone (the exiting thread's at exit: exactly from
- * where its live frames begin, self_red 0; the context a signal handler
- * that called exit() on an alternate stack interrupted: from its stack
- * pointer, no red zone: that context never resumes, and what lies below
- * its stack pointer is the words of frames that returned, the agent's
- * own malloc hooks' among them).  The stack of a thread that
- * has ended (glibc keeps it mapped, in its stack cache or until a join;
- * the kernel cleared the descriptor's tid): only its descriptor, which
- * glibc reuses (its DTV, and through it the dynamic TLS blocks glibc
- * frees when the stack is reused).  Not its frames, not its static TLS:
- * what only an ended thread's __thread variable holds is lost, as
- * memcheck and LeakSanitizer both say.
+ * pointer less the red zone (none below a thread waiting in a system
+ * call of the C library, ls_scan_red_zone(); the exiting thread's at
+ * exit: exactly from where its live frames begin, self_red 0; the
+ * context a signal handler that called exit() on an alternate stack
+ * interrupted: from its stack pointer, no red zone: that context never
+ * resumes, and what lies below its stack pointer is the words of frames
+ * that returned, the agent's own malloc hooks' among them).  The stack
+ * of a thread that has ended (glibc keeps it mapped, in its stack cache
+ * or until a join; the kernel cleared the descriptor's tid): only its
+ * descriptor, which glibc reuses (its DTV, and through it the dynamic
+ * TLS blocks glibc frees when the stack is reused).  Not its frames,
+ * not its static TLS: what only an ended thread's __thread variable
+ * holds is lost, as memcheck and LeakSanitizer both say.
  */
 uint64_t ls_scan_root_start(struct scan *sc, const struct region *g,
 			   const struct lsnap_check_thread *th, uint32_t nth,
@@ -363,8 +364,10 @@ uint64_t ls_scan_root_start(struct scan *sc, const struct region *g,
 	/* The lowest, when the kernel merged two stacks into one region. */
 	for (k = 0; k <= nth + 1; k++) {
 		sp = k < nth ? th[k].sp : k == nth ? self_sp : ls_scan_exit.intr_sp;
-		red = k < nth ? RED_ZONE : k == nth ? self_red : 0;
-		if (sp >= s && sp < g->end && sp - red > s && (!low || sp - red < low))
+		if (sp < s || sp >= g->end)
+			continue;
+		red = k < nth ? ls_scan_red_zone(&th[k]) : k == nth ? self_red : 0;
+		if (sp - red > s && (!low || sp - red < low))
 			low = sp - red;
 	}
 	if (low)
