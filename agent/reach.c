@@ -18,10 +18,11 @@
  *     /proc/self/maps, less the agent's own memory, less the allocator's
  *     (reachheap.c: its free chunks keep stale pointers; blocks are
  *     scanned only when reached), less each stack below its thread's
- *     stack pointer minus the 128-byte red zone; plus the stopped
- *     threads' registers.  Static TLS and the thread descriptors (with
- *     the DTV) lie in those mappings; dynamic TLS blocks are heap blocks
- *     the DTV points to;
+ *     stack pointer minus the 128-byte red zone (none below a thread
+ *     waiting in a system call of the C library, ls_scan_red_zone());
+ *     plus the stopped threads' registers.  Static TLS and the thread
+ *     descriptors (with the DTV) lie in those mappings; dynamic TLS
+ *     blocks are heap blocks the DTV points to;
  *  3. mark, as memcheck does: a pointer to a block's start from a root or
  *     a reachable block makes it reachable, any other pointer (into its
  *     inside, or from a possibly lost block) possibly lost;
@@ -49,6 +50,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/uio.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <linux/userfaultfd.h>
 #include "../common/contract.h"
@@ -1282,52 +1284,100 @@ size_t ls_scan_other_threads(pid_t *tids, size_t cap)
 	return n;
 }
 
-/* The stack pointer of thread tid when it waits in a system call (from
- * /proc: "NR args... sp pc"), or 0 when it runs; *sig (if not NULL) a
- * hash of the whole line, which changes when the thread moves. */
-uint64_t ls_scan_blocked_sp_sig(pid_t tid, uint64_t *sig)
+/* A word of struct lsnap_check_thread's regs: every stop fills them in
+ * PTRACE_GETREGS's layout, struct user_regs_struct. */
+#define REG(r) (offsetof(struct user_regs_struct, r) / 8)
+
+/*
+ * Thread tid as /proc shows it while it waits in a system call ("NR
+ * args... sp pc"): *t its record in PTRACE_GETREGS's layout, the call's
+ * number in orig_rax, its six arguments, the stack pointer and the pc,
+ * every other register 0; *sig (if not NULL) a hash of the whole line,
+ * which changes when the thread moves.  0, or -1 when it runs or is
+ * stopped outside a call ("running", "-1 sp pc").
+ */
+int ls_scan_blocked_thread(pid_t tid, struct lsnap_check_thread *t,
+			   uint64_t *sig)
 {
-	char path[64], buf[256], *p;
+	static const uint8_t arg[6] = { REG(rdi), REG(rsi), REG(rdx),
+					REG(r10), REG(r8), REG(r9) };
+	char path[64], buf[256], *p, *e;
+	uint64_t v[9];
 	ssize_t n;
+	int i;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
 	n = ls_scan_read_proc(path, buf, sizeof(buf));
 	if (sig)
 		*sig = n > 0 ? lsnap_fnv1a(0xcbf29ce484222325ULL, buf,
 					   (uint64_t)n) : 0;
-	if (n <= 0)
-		return 0;
-	if (buf[0] < '0' || buf[0] > '9')	/* "running" */
-		return 0;
-	/* The next-to-last field. */
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		buf[--n] = 0;
-	p = strrchr(buf, ' ');
-	if (!p)
-		return 0;
-	*p = 0;
-	p = strrchr(buf, ' ');
-	return p ? strtoull(p + 1, NULL, 16) : 0;
+	if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+		return -1;
+	for (i = 0, p = buf; i < 9; i++, p = e) {
+		v[i] = strtoull(p, &e, i ? 16 : 10);
+		if (e == p)
+			return -1;
+	}
+	memset(t, 0, sizeof(*t));
+	t->tid = (uint32_t)tid;
+	t->nregs = sizeof(struct user_regs_struct) / 8;
+	t->regs[REG(orig_rax)] = v[0];
+	for (i = 0; i < 6; i++)
+		t->regs[arg[i]] = v[1 + i];
+	t->regs[REG(rsp)] = t->sp = v[7];
+	t->regs[REG(rip)] = v[8];
+	return 0;
 }
 
-static uint64_t blocked_sp(pid_t tid)
+/*
+ * The bytes below stopped thread t's stack pointer that its stack's
+ * roots take in (docs/REACHABILITY.md, "The red zone").  None when it
+ * waits in a system call of the C library: orig_rax holds the call's
+ * number (not -1) and the two bytes before rip are libc's `syscall`
+ * instruction (0f 05).  Every frame of the program's then made a call,
+ * which no leaf function in the middle of using its red zone does, and
+ * libc's wrappers keep nothing of the program's below their stack
+ * pointer: what lies there is the dead words of calls that returned.
+ * Otherwise the 128-byte red zone, where a leaf function may keep live
+ * locals: a thread stopped between two instructions, a system call the
+ * program made itself (a leaf may hold a word in its red zone across
+ * it), registers not known.  libc's code is mapped for the process's
+ * life: its two bytes are read in place, in the image as in the live
+ * process.
+ */
+uint64_t ls_scan_red_zone(const struct lsnap_check_thread *t)
 {
-	return ls_scan_blocked_sp_sig(tid, NULL);
+	const uint8_t *insn;
+	uint64_t rip;
+
+	if (t->nregs <= REG(rip) || (int64_t)t->regs[REG(orig_rax)] < 0)
+		return RED_ZONE;
+	rip = t->regs[REG(rip)];
+	if (rip < ls_scan_prep.libc_lo + 2 || rip > ls_scan_prep.libc_hi)
+		return RED_ZONE;
+	insn = (const uint8_t *)(uintptr_t)(rip - 2);
+	return insn[0] == 0x0f && insn[1] == 0x05 ? 0 : RED_ZONE;
 }
 
-/* The stack pointers of the threads that wait in a system call, and
- * ours; up to cap. */
-size_t ls_scan_blocked_sps(uint64_t *sps, size_t cap, uint64_t self_sp)
+/* The stack pointers of the threads that wait in a system call and the
+ * red zone of each (ls_scan_red_zone()), and ours (with the red zone);
+ * up to cap. */
+size_t ls_scan_blocked_sps(uint64_t *sps, uint64_t *reds, size_t cap,
+			   uint64_t self_sp)
 {
+	struct lsnap_check_thread t;
 	pid_t tids[256];
 	size_t n = 0, i, nt = ls_scan_other_threads(tids, 256);
-	uint64_t sp;
 
-	if (cap)
-		sps[n++] = self_sp;
+	if (cap) {
+		sps[n] = self_sp;
+		reds[n++] = RED_ZONE;
+	}
 	for (i = 0; i < nt && n < cap; i++)
-		if ((sp = blocked_sp(tids[i])))
-			sps[n++] = sp;
+		if (!ls_scan_blocked_thread(tids[i], &t, NULL)) {
+			sps[n] = t.sp;
+			reds[n++] = ls_scan_red_zone(&t);
+		}
 	return n;
 }
 

@@ -34,7 +34,8 @@
  */
 int ls_reach_prepare(void);
 
-/* The agent's own writable segments, found once (at start). */
+/* The agent's own writable segments and the C library's code, found
+ * once (at start). */
 void ls_reach_learn_segments(void);
 
 /*

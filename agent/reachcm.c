@@ -204,7 +204,8 @@ static void phase(char c)
  * The roots, while the program runs: protected regions whole (their
  * pieces recorded for the rescan of written pages), unprotected ones
  * too (the stop scans them again whole), stacks from the stack pointer
- * of a thread waiting in a system call; the stack of a thread that runs
+ * of a thread waiting in a system call (less its red zone,
+ * ls_scan_red_zone()); the stack of a thread that runs
  * (a region above a guard page holding no known stack pointer, the main
  * stack) waits for the stop.  What a thread's stack held here but no
  * longer holds at the stop is only ever taken as reachable.
@@ -214,8 +215,9 @@ static void mark_roots_cm(struct scan *sc)
 	const struct region *g = sc->regions.p;
 	const struct span *p = sc->regd.p;
 	volatile uint64_t here = 0;
-	uint64_t sps[256], s;
-	size_t nsp = ls_scan_blocked_sps(sps, 256, (uint64_t)&here), i, j = 0, k;
+	uint64_t sps[256], reds[256], s;
+	size_t nsp = ls_scan_blocked_sps(sps, reds, 256, (uint64_t)&here), i,
+	       j = 0, k;
 	int stack_like, known;
 
 	for (i = 0; i < sc->regions.len; i++) {
@@ -228,8 +230,8 @@ static void mark_roots_cm(struct scan *sc)
 		for (k = 0; k < nsp; k++)
 			if (sps[k] >= s && sps[k] < g[i].end) {
 				known = 1;
-				if (sps[k] - RED_ZONE > s)
-					s = sps[k] - RED_ZONE;
+				if (sps[k] - reds[k] > s)
+					s = sps[k] - reds[k];
 			}
 		stack_like = g[i].stack || (i > 0 && g[i - 1].end == g[i].start &&
 					    !g[i - 1].readable && !g[i - 1].writable);
@@ -865,8 +867,8 @@ static void scan_protected_stacks(struct scan *sc,
 		g = i < sc->regd.len ? ls_scan_region_of(sc, sp) : NULL;
 		if (!g)
 			continue;
-		s = sp - RED_ZONE > g->start ? sp - RED_ZONE : g->start;
-		ls_scan_mark_region(sc, g, s);
+		s = sp - ls_scan_red_zone(&th[k]);
+		ls_scan_mark_region(sc, g, s > g->start ? s : g->start);
 	}
 }
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <dlfcn.h>
+#include <gnu/libc-version.h>
 #include <link.h>
 #include <pthread.h>
 #include <poll.h>
@@ -159,19 +160,27 @@ int ls_reach_wait(pid_t child)
 
 /* --- the parent ------------------------------------------------------------ */
 
-static int own_segments(struct dl_phdr_info *info, size_t size, void *arg)
+/* The PT_LOAD segment of info that holds address a, or NULL. */
+static const ElfW(Phdr) *segment_of(const struct dl_phdr_info *info,
+				    uint64_t a)
 {
-	uint64_t self = (uint64_t)(uintptr_t)&ls_reach_prepare;
-	int i, mine = 0;
+	int i;
 
 	for (i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uint64_t s = info->dlpi_addr + ph->p_vaddr;
 
-		if (ph->p_type == PT_LOAD && self >= s && self < s + ph->p_memsz)
-			mine = 1;
+		if (ph->p_type == PT_LOAD && a >= s && a < s + ph->p_memsz)
+			return ph;
 	}
-	if (!mine)
+	return NULL;
+}
+
+static int own_segments(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	int i;
+
+	if (!segment_of(info, (uint64_t)(uintptr_t)&ls_reach_prepare))
 		return 0;
 	ls_scan_prep.nseg = 0;
 	for (i = 0; i < info->dlpi_phnum && ls_scan_prep.nseg < 8; i++) {
@@ -186,12 +195,32 @@ static int own_segments(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-/* The agent's own writable segments, which do not change: walked until
- * found (at start, before any thread can hold the loader's lock). */
+/* The C library's code: the segment holding a function only glibc
+ * defines (ls_scan_red_zone() tells its system calls by it).  Not the
+ * main program's (a program built without PIE that takes the
+ * function's address has its own canonical entry for it): then none. */
+static int libc_code(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const ElfW(Phdr) *ph = segment_of(info, (uint64_t)(uintptr_t)
+					  &gnu_get_libc_version);
+
+	if (!ph || !(ph->p_flags & PF_X) || !info->dlpi_name ||
+	    !info->dlpi_name[0])
+		return 0;
+	ls_scan_prep.libc_lo = info->dlpi_addr + ph->p_vaddr;
+	ls_scan_prep.libc_hi = ls_scan_prep.libc_lo + ph->p_memsz;
+	return 1;
+}
+
+/* The agent's own writable segments and libc's code, which do not
+ * change: walked until found (at start, before any thread can hold the
+ * loader's lock). */
 void ls_reach_learn_segments(void)
 {
 	if (!ls_scan_prep.nseg)
 		ls_dl_iterate(own_segments, NULL);
+	if (!ls_scan_prep.libc_hi)
+		ls_dl_iterate(libc_code, NULL);
 }
 
 /*
@@ -443,57 +472,33 @@ void ls_reach_note_exit_frame(const void *frame)
 	note_switch(ls_scan_exit.live ? ls_scan_exit.live : f);
 }
 
-/* The six argument registers of thread tid's system call (rdi, rsi,
- * rdx, r10, r8, r9, whatever the call takes), from /proc, into regs:
- * how many. */
-static uint32_t syscall_regs(pid_t tid, uint64_t *regs)
-{
-	char path[64], buf[256], *p = buf, *e;
-	uint32_t n = 0;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
-	if (ls_scan_read_proc(path, buf, sizeof(buf)) <= 0)
-		return 0;
-	strtoull(p, &e, 10);	/* the call's number */
-	for (p = e; n < 6; p = e) {
-		regs[n] = strtoull(p, &e, 16);
-		if (e == p)
-			break;
-		n++;
-	}
-	return n == 6 ? n : 0;
-}
-
-/* The other threads waiting in a system call, with their stack pointers,
- * the argument registers of their calls (the kernel shows no others)
- * and a signature of where each waits. */
+/* The other threads waiting in a system call, with the registers /proc
+ * shows (ls_scan_blocked_thread(): the call's number and arguments, the
+ * stack pointer and the pc; the kernel shows no others) and a signature
+ * of where each waits. */
 static uint32_t exit_threads(void)
 {
 	pid_t tids[EXIT_THREADS];
 	size_t nt = ls_scan_other_threads(tids, EXIT_THREADS), i;
 	uint32_t n = 0;
-	uint64_t sp, regs[6];
 
 	for (i = 0; i < nt; i++)
-		if ((sp = ls_scan_blocked_sp_sig(tids[i], &ls_scan_exit.sig[n]))) {
-			memset(&ls_scan_exit.th[n], 0, sizeof(ls_scan_exit.th[n]));
-			ls_scan_exit.th[n].tid = (uint32_t)tids[i];
-			ls_scan_exit.th[n].nregs = syscall_regs(tids[i], regs);
-			memcpy(ls_scan_exit.th[n].regs, regs, sizeof(regs));
-			ls_scan_exit.th[n++].sp = sp;
-		}
+		if (!ls_scan_blocked_thread(tids[i], &ls_scan_exit.th[n],
+					    &ls_scan_exit.sig[n]))
+			n++;
 	return n;
 }
 
 /* Did one of them leave its system call meanwhile? */
 static int exit_threads_moved(uint32_t n)
 {
+	struct lsnap_check_thread t;
 	uint64_t sig;
 	uint32_t i;
 
 	for (i = 0; i < n; i++)
-		if (ls_scan_blocked_sp_sig((pid_t)ls_scan_exit.th[i].tid, &sig) !=
-		    ls_scan_exit.th[i].sp || sig != ls_scan_exit.sig[i])
+		if (ls_scan_blocked_thread((pid_t)ls_scan_exit.th[i].tid, &t,
+					   &sig) || sig != ls_scan_exit.sig[i])
 			return 1;
 	return 0;
 }
@@ -515,10 +520,12 @@ int ls_reach_at_exit(int fd, int with_blocks, unsigned agent_threads)
 	 * (another tracer, Yama, a process that is not dumpable) they run
 	 * on in the parent, and the image holds them as they were, without
 	 * their registers: the stack of one waiting in a system call is
-	 * scanned from its stack pointer (/proc's syscall file), with the
-	 * six argument registers of its call, unless it left the call
-	 * before the image was taken (the child is told through the gate,
-	 * then scans every stack whole).
+	 * scanned from its stack pointer (/proc's syscall file; less the
+	 * red zone unless the call is the C library's, ls_scan_red_zone()),
+	 * with the registers that file shows (the six arguments of its
+	 * call, its stack pointer and pc), unless it left the call before
+	 * the image was taken (the child is told through the gate, then
+	 * scans every stack whole).
 	 */
 	if (count_threads() != 1 + agent_threads) {
 		int k = ls_exitstop_stop(&es, ls_scan_exit.th, EXIT_THREADS);

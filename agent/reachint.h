@@ -173,6 +173,9 @@ struct reach_prep {
 	uint64_t tid_off;	/* of the tid in glibc's struct pthread, 0
 				   when this glibc's is not known */
 	int alloc_maps;		/* ls_heapmodel_maps_known() */
+	/* The C library's code, its executable PT_LOAD segment (0, 0: not
+	 * found), for ls_scan_red_zone(). */
+	uint64_t libc_lo, libc_hi;
 };
 LS_HIDDEN extern struct reach_prep ls_scan_prep;
 
@@ -273,8 +276,14 @@ int ls_scan_cliques(struct scan *sc);
 int ls_scan_sum_up(struct scan *sc, struct ls_reach_result *res);
 ssize_t ls_scan_read_proc(const char *path, char *buf, size_t cap);
 size_t ls_scan_other_threads(pid_t *tids, size_t cap);
-uint64_t ls_scan_blocked_sp_sig(pid_t tid, uint64_t *sig);
-size_t ls_scan_blocked_sps(uint64_t *sps, size_t cap, uint64_t self_sp);
+int ls_scan_blocked_thread(pid_t tid, struct lsnap_check_thread *t,
+			   uint64_t *sig);
+/* The red zone below stopped thread t's stack pointer that its stack's
+ * roots take in: 0 when it waits in a system call of the C library,
+ * else RED_ZONE.  The one rule of every stop (reach.c). */
+uint64_t ls_scan_red_zone(const struct lsnap_check_thread *t);
+size_t ls_scan_blocked_sps(uint64_t *sps, uint64_t *reds, size_t cap,
+			   uint64_t self_sp);
 void ls_scan_note_own(struct scan *sc);
 int ls_scan_peek(struct scan *sc, uint64_t a, uint64_t *v);
 const struct region *ls_scan_region_of(const struct scan *sc, uint64_t a);

@@ -254,6 +254,32 @@ static int ended_desc(struct scan *sc, const struct region *g, uint64_t s)
 }
 
 /*
+ * glibc's descriptor of a live thread whose stack region g holds (the
+ * descriptor scanned, at or above s) points to the thread's DTV, the
+ * dynamic TLS vector (a block glibc allocates for the thread and grows
+ * when a dlopen needs it), 16 bytes in, past the vector's length entry:
+ * taken for a pointer to its start, so that the dynamic TLS blocks the
+ * DTV points to, and what their __thread variables hold, are reachable,
+ * as LeakSanitizer has them (it takes every dynamic TLS block for a
+ * root).  memcheck calls the DTV possibly lost (only a stale register
+ * or dead word then keeps the blocks it leads to reachable).
+ */
+static void mark_dtv(struct scan *sc, const struct region *g, uint64_t s)
+{
+	uint64_t pd, tid, dtv;
+	int64_t i;
+	int start;
+
+	if (!ls_scan_prep.tid_off || s == g->start || !(pd = thread_desc(sc, g)) ||
+	    pd < s || ls_scan_peek(sc, pd + ls_scan_prep.tid_off, &tid) ||
+	    (int32_t)tid <= 0 || ls_scan_peek(sc, pd + 8, &dtv))
+		return;
+	i = ls_scan_lookup(sc, dtv, &start);
+	if (i >= 0 && dtv == sc->blk[i].addr + 16)
+		ls_scan_mark_word(sc, sc->blk[i].addr, 1);
+}
+
+/*
  * Region g from s: glibc's heaps in it (the main arena's [heap], and
  * thread arenas' heaps at every 64 MiB boundary whose heap_info makes
  * sense) are walked chunk by chunk; the rest is scanned as a root, less
@@ -265,6 +291,7 @@ void ls_scan_mark_region(struct scan *sc, const struct region *g, uint64_t s)
 	struct ls_gh_heap h;
 	uint64_t cur, a;
 
+	mark_dtv(sc, g, s);
 	if (ended_desc(sc, g, s)) {
 		mark_plain(sc, g, s, s + PD_RESULT);
 		mark_plain(sc, g, s + PD_RESULT + 8, s + PD_ARG);
@@ -313,18 +340,19 @@ static uint64_t thread_desc(struct scan *sc, const struct region *g)
 
 /*
  * Where the roots of region g begin.  A stack from its thread's stack
- * pointer less the red zone (the exiting thread's at exit: exactly from
- * where its live frames begin, self_red 0; the context a signal handler
- * that called exit() on an alternate stack interrupted: from its stack
- * pointer, no red zone: that context never resumes, and what lies below
- * its stack pointer is the words of frames that returned, the agent's
- * own malloc hooks' among them).  The stack of a thread that
- * has ended (glibc keeps it mapped, in its stack cache or until a join;
- * the kernel cleared the descriptor's tid): only its descriptor, which
- * glibc reuses (its DTV, and through it the dynamic TLS blocks glibc
- * frees when the stack is reused).  Not its frames, not its static TLS:
- * what only an ended thread's __thread variable holds is lost, as
- * memcheck and LeakSanitizer both say.
+ * pointer less the red zone (none below a thread waiting in a system
+ * call of the C library, ls_scan_red_zone(); the exiting thread's at
+ * exit: exactly from where its live frames begin, self_red 0; the
+ * context a signal handler that called exit() on an alternate stack
+ * interrupted: from its stack pointer, no red zone: that context never
+ * resumes, and what lies below its stack pointer is the words of frames
+ * that returned, the agent's own malloc hooks' among them).  The stack
+ * of a thread that has ended (glibc keeps it mapped, in its stack cache
+ * or until a join; the kernel cleared the descriptor's tid): only its
+ * descriptor, which glibc reuses (its DTV, and through it the dynamic
+ * TLS blocks glibc frees when the stack is reused).  Not its frames,
+ * not its static TLS: what only an ended thread's __thread variable
+ * holds is lost, as memcheck and LeakSanitizer both say.
  */
 uint64_t ls_scan_root_start(struct scan *sc, const struct region *g,
 			   const struct lsnap_check_thread *th, uint32_t nth,
@@ -336,8 +364,10 @@ uint64_t ls_scan_root_start(struct scan *sc, const struct region *g,
 	/* The lowest, when the kernel merged two stacks into one region. */
 	for (k = 0; k <= nth + 1; k++) {
 		sp = k < nth ? th[k].sp : k == nth ? self_sp : ls_scan_exit.intr_sp;
-		red = k < nth ? RED_ZONE : k == nth ? self_red : 0;
-		if (sp >= s && sp < g->end && sp - red > s && (!low || sp - red < low))
+		if (sp < s || sp >= g->end)
+			continue;
+		red = k < nth ? ls_scan_red_zone(&th[k]) : k == nth ? self_red : 0;
+		if (sp - red > s && (!low || sp - red < low))
 			low = sp - red;
 	}
 	if (low)
