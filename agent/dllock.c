@@ -88,12 +88,14 @@ int ls_dllock_learn(void)
 	return 1;
 }
 
-int ls_dl_iterate(ls_dl_cb cb, void *arg)
+int ls_dl_iterate_held(ls_dl_cb cb, void *arg, pid_t *holder)
 {
 	pid_t owner = lock_owner ? __atomic_load_n(lock_owner, __ATOMIC_ACQUIRE) : 0;
 
 	if (owner && owner != ls_gettid()) {
 		__atomic_store_n(&missed, owner, __ATOMIC_RELEASE);
+		if (holder)
+			*holder = owner;
 		return -EBUSY;
 	}
 	dl_iterate_phdr(cb, arg);

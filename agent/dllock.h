@@ -39,9 +39,15 @@ unsigned ls_dllock_collect(const void *base, size_t size, pid_t tid);
 ptrdiff_t ls_dllock_pick(const void *base);
 
 /* Walk the loaded objects as dl_iterate_phdr(cb, arg), unless another
- * thread holds the loader's lock: then -EBUSY, cb not called, and the
- * holder noted for ls_dllock_missed(). */
-int ls_dl_iterate(ls_dl_cb cb, void *arg);
+ * thread holds the loader's lock: then -EBUSY, cb not called, the
+ * holder in *holder (when holder is not NULL) and noted for
+ * ls_dllock_missed(). */
+int ls_dl_iterate_held(ls_dl_cb cb, void *arg, pid_t *holder);
+
+static inline int ls_dl_iterate(ls_dl_cb cb, void *arg)
+{
+	return ls_dl_iterate_held(cb, arg, NULL);
+}
 
 /* The thread seen holding the lock since ls_dllock_clear(), or 0. */
 pid_t ls_dllock_missed(void);

@@ -25,6 +25,12 @@ static uint64_t self_lo, self_hi;
 static unsigned char seen[MAX_MODULES];
 static int changed;
 
+/* The last walk done, and the refreshes refused since (ls_modules_stale):
+ * written under mod_lock, read without (a frozen image reads them). */
+static uint64_t walked_ns;
+static uint32_t refused_n;
+static pid_t refused_by;
+
 uint32_t ls_modules_gen(void)
 {
 	return __atomic_load_n(&gen, __ATOMIC_ACQUIRE);
@@ -149,6 +155,7 @@ unsigned ls_modules_count(void)
 unsigned ls_modules_refresh(void)
 {
 	unsigned i, n;
+	pid_t holder = 0;
 
 	ls_lock_ranked(&mod_lock, LS_RANK_MODULES);
 	if (!exe_path[0]) {
@@ -159,12 +166,19 @@ unsigned ls_modules_refresh(void)
 	}
 	memset(seen, 0, nmods);
 	changed = 0;
-	/* Another thread in the loader: the table stays as it was. */
-	if (ls_dl_iterate(visit, NULL) < 0) {
+	/* Another thread in the loader: the table stays as it was, and
+	 * the snapshot that asked says so. */
+	if (ls_dl_iterate_held(visit, NULL, &holder) < 0) {
+		__atomic_store_n(&refused_n, refused_n + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&refused_by, holder, __ATOMIC_RELEASE);
 		n = nmods;
 		ls_unlock_ranked(&mod_lock, LS_RANK_MODULES);
 		return n;
 	}
+	__atomic_store_n(&walked_ns, ls_now_ns(CLOCK_MONOTONIC),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&refused_n, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&refused_by, 0, __ATOMIC_RELEASE);
 	for (i = 0; i < nmods; i++)
 		if (mods[i].m.gen_to == LSNAP_GEN_LOADED && !seen[i]) {
 			mods[i].m.gen_to = gen + 1;
@@ -175,6 +189,15 @@ unsigned ls_modules_refresh(void)
 	n = nmods;
 	ls_unlock_ranked(&mod_lock, LS_RANK_MODULES);
 	return n;
+}
+
+pid_t ls_modules_stale(uint64_t *walk_mono_ns, uint32_t *refused)
+{
+	pid_t by = __atomic_load_n(&refused_by, __ATOMIC_ACQUIRE);
+
+	*walk_mono_ns = __atomic_load_n(&walked_ns, __ATOMIC_RELAXED);
+	*refused = __atomic_load_n(&refused_n, __ATOMIC_RELAXED);
+	return by;
 }
 
 const struct ls_module_rec *ls_modules_get(unsigned i)

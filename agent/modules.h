@@ -17,6 +17,7 @@
 #define LEAKSCOPE_AGENT_MODULES_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include "../common/lsnap.h"
 
 struct ls_module_rec {
@@ -29,6 +30,15 @@ uint32_t ls_modules_gen(void);
 
 /* Re-read the loaded objects; returns the number of modules known. */
 unsigned ls_modules_refresh(void);
+
+/*
+ * Whether the last refresh was refused because another thread held the
+ * loader's lock (agent/dllock.h): that thread's id, else 0.  Either way
+ * *walk_mono_ns is when the table was last walked (CLOCK_MONOTONIC) and
+ * *refused how many refreshes were refused since.  Takes no lock: a
+ * frozen image may call it.
+ */
+pid_t ls_modules_stale(uint64_t *walk_mono_ns, uint32_t *refused);
 
 /* Modules known, without refreshing (a frozen image: no loader lock). */
 unsigned ls_modules_count(void);

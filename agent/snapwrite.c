@@ -305,6 +305,35 @@ static void put_modules(struct writer *w, const struct ls_reach_result *res)
 }
 
 /*
+ * Who held the loader's lock when a walk for this snapshot was refused:
+ * the check's walks (a check's flag), else the module table's refresh,
+ * whose MODULE records are then an earlier walk's (MODULE_WALK says
+ * when).  Nothing when every walk was done.
+ */
+static void put_loader(struct writer *w, const struct ls_reach_result *res)
+{
+	uint64_t walk_ns;
+	uint32_t refused;
+	pid_t mod = ls_modules_stale(&walk_ns, &refused);
+	struct lsnap_module_walk mw = { .walk_mono_ns = walk_ns,
+					.refused = refused };
+	struct lsnap_loader l = { 0 };
+	int check = res && (res->totals.flags & LSNAP_REACH_LOADER_HELD);
+
+	if (!check && !mod)
+		return;
+	l.tid = check ? (uint32_t)ls_dllock_missed() : 0;
+	if (!l.tid)
+		l.tid = (uint32_t)mod;
+	record(w, LSNAP_LOADER, sizeof(l));
+	put(w, &l, sizeof(l));
+	if (!mod)
+		return;
+	record(w, LSNAP_MODULE_WALK, sizeof(mw));
+	put(w, &mw, sizeof(mw));
+}
+
+/*
  * Working memory kept from one snapshot to the next (never unmapped), and
  * grown ahead by ls_snapwrite_prepare(): an exit snapshot must not need
  * memory the program may have used up.
@@ -552,12 +581,6 @@ static void put_reach(struct writer *w, const struct ls_reach_result *res)
 	put(w, &res->heur, sizeof(res->heur));
 	record(w, LSNAP_REACH_HOW, sizeof(res->how));
 	put(w, &res->how, sizeof(res->how));
-	if (res->totals.flags & LSNAP_REACH_LOADER_HELD) {
-		struct lsnap_reach_loader l = { .tid = (uint32_t)ls_dllock_missed() };
-
-		record(w, LSNAP_REACH_LOADER, sizeof(l));
-		put(w, &l, sizeof(l));
-	}
 	record(w, LSNAP_REACH, sizeof(res->totals));
 	put(w, &res->totals, sizeof(res->totals));
 }
@@ -784,6 +807,7 @@ static int write_snapshot(int fd, enum lsnap_reason reason, int with_blocks,
 	put_namespaces(w);
 	put_notes(w);
 	put_modules(w, res);
+	put_loader(w, res);
 	ret = res ? walk_frozen(w, &sums, with_blocks, res) :
 		    walk_live(w, &sums, with_blocks);
 	if (ret)

@@ -82,9 +82,13 @@ enum lsnap_tag {
 				   sites, with LSNAP_REACH */
 	LSNAP_NAMESPACES = 33,	/* struct lsnap_namespaces, at most once:
 				   the namespaces the process ran in */
-	LSNAP_REACH_LOADER = 34,	/* struct lsnap_reach_loader, at most
-					   once, with LSNAP_REACH: who held the
-					   loader's lock at the check */
+	LSNAP_LOADER = 34,	/* struct lsnap_loader, at most once: a
+				   walk of the loaded objects for this
+				   snapshot was refused, who held the
+				   loader's lock */
+	LSNAP_MODULE_WALK = 35,	/* struct lsnap_module_walk, at most
+				   once, with LSNAP_LOADER: the MODULE
+				   records are an earlier walk's */
 	LSNAP_END = 0xffff,	/* struct lsnap_end, last */
 };
 
@@ -199,9 +203,22 @@ struct lsnap_namespaces {
 	uint64_t mnt_ns;
 } __attribute__((packed));
 
-/* The thread that held the loader's lock at a check (LSNAP_REACH_LOADER_HELD). */
-struct lsnap_reach_loader {
-	uint32_t tid;
+/*
+ * Another thread held the loader's lock (agent/dllock.h), so a walk of
+ * the loaded objects for this snapshot was not done: the check's
+ * (LSNAP_REACH_LOADER_HELD), or the module table's (LSNAP_MODULE_WALK).
+ */
+struct lsnap_loader {
+	uint32_t tid;		/* the thread that held it */
+	uint32_t pad;		/* 0 */
+} __attribute__((packed));
+
+/* The module table's refresh for this snapshot was refused: its MODULE
+ * records are what the last walk done found. */
+struct lsnap_module_walk {
+	uint64_t walk_mono_ns;	/* CLOCK_MONOTONIC of that walk */
+	uint32_t refused;	/* refreshes refused since, this one
+				   included: >= 1 */
 	uint32_t pad;		/* 0 */
 } __attribute__((packed));
 

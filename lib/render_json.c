@@ -52,6 +52,24 @@ static void put_notes(struct ls_json *j, const char *notes)
 	ls_json_end(j);
 }
 
+/* "stale_modules": null, or the module map is an earlier walk's because
+ * another thread held the loader's lock: who, and how old the map is. */
+static void put_module_walk(struct ls_json *j, const struct ls_snapshot *s)
+{
+	if (!s->has_module_walk) {
+		ls_json_null(j, "stale_modules");
+		return;
+	}
+	ls_json_object(j, "stale_modules");
+	if (s->has_loader)
+		ls_json_u64(j, "loader_lock_thread", s->loader.tid);
+	else
+		ls_json_null(j, "loader_lock_thread");
+	ls_json_ms(j, "age_ms", ls_module_walk_age_ns(s));
+	ls_json_u64(j, "walks_refused", s->module_walk.refused);
+	ls_json_end(j);
+}
+
 static void put_container(struct ls_json *j, const struct ls_container *k)
 {
 	char name[300];
@@ -114,6 +132,7 @@ void ls_json_process(struct ls_json *j, const struct ls_snapshot *s)
 		   h->mono_ns - h->start_mono_ns : 0);
 	ls_json_u64(j, "threads", h->nthreads);
 	put_notes(j, s->notes);
+	put_module_walk(j, s);
 }
 
 static void put_reach_figs(struct ls_json *j, const char *key,
@@ -349,8 +368,8 @@ static void put_check(struct ls_json *j, const struct ls_render_ctx *c)
 	ls_json_bool(j, "partial", !!(r->flags & LSNAP_REACH_PARTIAL));
 	ls_json_bool(j, "loader_lock_held",
 		     !!(r->flags & LSNAP_REACH_LOADER_HELD));
-	if (s->has_reach_loader)
-		ls_json_u64(j, "loader_lock_thread", s->reach_loader.tid);
+	if ((r->flags & LSNAP_REACH_LOADER_HELD) && s->has_loader)
+		ls_json_u64(j, "loader_lock_thread", s->loader.tid);
 	else
 		ls_json_null(j, "loader_lock_thread");
 	ls_json_u64(j, "threads_stopped", r->nthreads);

@@ -130,6 +130,23 @@ static void put_notes(FILE *out, const char *notes)
 	}
 }
 
+/* Another thread held the loader's lock when the snapshot's refresh of
+ * the module map asked: the map is an earlier walk's. */
+static void put_module_walk(FILE *out, const struct ls_snapshot *s)
+{
+	if (!s->has_module_walk)
+		return;
+	if (s->has_loader)
+		fprintf(out, "Note: thread %u held the loader's lock: ",
+			s->loader.tid);
+	else
+		fputs("Note: another thread held the loader's lock: ", out);
+	fputs("the module map is the one read ", out);
+	put_seconds(out, ls_module_walk_age_ns(s));
+	fputs(" before this snapshot; objects loaded or unloaded since are "
+	      "not in it\n", out);
+}
+
 static void put_dropped(FILE *out, const struct ls_snapshot *s)
 {
 	if (s->dropped)
@@ -194,6 +211,7 @@ static void put_header(const struct ls_render_ctx *c)
 		fputs("Note: the process died during an update: figures may "
 		      "mix two samples\n", c->out);
 	put_notes(c->out, s->notes);
+	put_module_walk(c->out, s);
 	put_dropped(c->out, s);
 	put_filters(c);
 }
@@ -520,10 +538,10 @@ static void put_check(const struct ls_render_ctx *c)
 		fputs("Warning: the check ran out of memory: some blocks were "
 		      "not scanned, and some blocks reported lost may not be\n",
 		      c->out);
-	if ((r->flags & LSNAP_REACH_LOADER_HELD) && s->has_reach_loader)
+	if ((r->flags & LSNAP_REACH_LOADER_HELD) && s->has_loader)
 		fprintf(c->out, "Note: thread %u held the loader's lock at the "
 			"check: objects loaded or unloaded since were not "
-			"seen\n", s->reach_loader.tid);
+			"seen\n", s->loader.tid);
 	else if (r->flags & LSNAP_REACH_LOADER_HELD)
 		fputs("Note: another thread held the loader's lock at the "
 		      "check: objects loaded or unloaded since were not seen\n",
@@ -777,6 +795,7 @@ int ls_render_stats_text(FILE *fp, const struct ls_snapshot *s)
 	if (s->has_agent_memory)
 		stats_agent(fp, &s->agent_memory);
 	put_notes(fp, s->notes);
+	put_module_walk(fp, s);
 	put_dropped(fp, s);
 	return 0;
 }

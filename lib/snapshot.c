@@ -87,7 +87,7 @@ struct parse {
 	int seen_header, seen_command, seen_totals, seen_peak, seen_mallinfo;
 	int seen_attach, seen_reach, seen_dropped, seen_agent_memory;
 	int seen_namespaces;
-	int seen_reach_loader;
+	int seen_loader, seen_module_walk;
 	int seen_reach_heur, seen_reach_how;
 	int seen_history, seen_unwind, seen_notes;
 	struct lsnap_reach_site *rsites;	/* attached after END */
@@ -201,7 +201,8 @@ static const char *tag_name(uint32_t tag)
 	case LSNAP_UNWIND: return "unwind";
 	case LSNAP_ATTACH: return "attach";
 	case LSNAP_NAMESPACES: return "namespaces";
-	case LSNAP_REACH_LOADER: return "loader lock";
+	case LSNAP_LOADER: return "loader lock";
+	case LSNAP_MODULE_WALK: return "module walk";
 	case LSNAP_REACH: return "reachability";
 	case LSNAP_REACH_SITE: return "site reachability";
 	case LSNAP_REACH_HEUR: return "heuristics";
@@ -687,10 +688,14 @@ static int dispatch(struct parse *p, uint32_t tag, uint32_t len)
 		return parse_fixed(p, tag, len, &p->seen_attach,
 				   &s->has_attach, &s->attach,
 				   sizeof(s->attach));
-	case LSNAP_REACH_LOADER:
-		return parse_fixed(p, tag, len, &p->seen_reach_loader,
-				   &s->has_reach_loader, &s->reach_loader,
-				   sizeof(s->reach_loader));
+	case LSNAP_LOADER:
+		return parse_fixed(p, tag, len, &p->seen_loader,
+				   &s->has_loader, &s->loader,
+				   sizeof(s->loader));
+	case LSNAP_MODULE_WALK:
+		return parse_fixed(p, tag, len, &p->seen_module_walk,
+				   &s->has_module_walk, &s->module_walk,
+				   sizeof(s->module_walk));
 	case LSNAP_NAMESPACES:
 		return parse_fixed(p, tag, len, &p->seen_namespaces,
 				   &s->has_namespaces, &s->namespaces,
@@ -1275,6 +1280,13 @@ uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
 {
 	return snap->hdr.mono_ns > b->birth_ns ?
 		snap->hdr.mono_ns - b->birth_ns : 0;
+}
+
+uint64_t ls_module_walk_age_ns(const struct ls_snapshot *snap)
+{
+	uint64_t at = snap->module_walk.walk_mono_ns;
+
+	return snap->hdr.mono_ns > at ? snap->hdr.mono_ns - at : 0;
 }
 
 uint64_t ls_snapshot_apart_bytes(const struct ls_snapshot *snap,

@@ -117,8 +117,12 @@ struct ls_snapshot {
 	struct lsnap_attach attach;
 	int has_namespaces;	/* the writer's PID and mount namespaces */
 	struct lsnap_namespaces namespaces;
-	int has_reach_loader;	/* the check names who held the loader's lock */
-	struct lsnap_reach_loader reach_loader;
+	int has_loader;		/* a walk of the loaded objects was
+				   refused: who held the loader's lock */
+	struct lsnap_loader loader;
+	int has_module_walk;	/* ... the module table's: the modules
+				   are an earlier walk's */
+	struct lsnap_module_walk module_walk;
 	int has_reach;		/* from a reachability check */
 	struct lsnap_reach reach;
 	int has_reach_heur;	/* ... that says what valgrind's heuristics
@@ -240,6 +244,10 @@ const struct ls_reach_figs *ls_site_reach(const struct ls_site *s);
 /* Age of a block at snapshot time, 0 for a clock that went backwards. */
 uint64_t ls_block_age_ns(const struct ls_snapshot *snap,
 			 const struct ls_block *b);
+
+/* With has_module_walk: how long before the snapshot its module table
+ * was walked (0 for a walk stamped after the header, a race). */
+uint64_t ls_module_walk_age_ns(const struct ls_snapshot *snap);
 
 /*
  * Live bytes of the sites of one kind kept apart from the live totals

@@ -5,7 +5,9 @@
  * dl_iterate_phdr takes, so a walk while another thread sits in a
  * callback is refused at once and names that thread, a walk from inside
  * our own callback (the lock is recursive) and after the other thread
- * left are done.
+ * left are done.  The module table's refresh (agent/modules.h) then keeps
+ * the last walk's table and says who refused it, since when and how many
+ * times; the next walk done clears that.
  */
 #include <errno.h>
 #include <link.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "../../agent/dllock.h"
+#include "../../agent/modules.h"
 #include "../../agent/sys.h"
 #include "tap.h"
 
@@ -60,6 +63,8 @@ int main(void)
 	pthread_mutex_t w;
 	pthread_t t;
 	ptrdiff_t want;
+	uint64_t walk0, at;
+	uint32_t n;
 	int i, r;
 
 	pthread_mutexattr_init(&a);
@@ -109,10 +114,18 @@ int main(void)
 	ok(ls_dl_iterate(nested, NULL) == 0 && nested_r == 0 && walked == 1,
 	   "a walk from inside our own callback is done");
 
+	ok(ls_modules_refresh() > 0 && ls_modules_stale(&walk0, &n) == 0 &&
+	   n == 0 && walk0 > 0, "the module table walked, nothing refused");
+
 	sem_init(&entered, 0, 0);
 	sem_init(&leave, 0, 0);
 	pthread_create(&t, NULL, holder, NULL);
 	sem_wait(&entered);
+	ls_modules_refresh();
+	ls_modules_refresh();
+	ok(ls_modules_stale(&at, &n) == holder_tid && at == walk0 && n == 2,
+	   "two refreshes while it sits: refused by it, the table the "
+	   "earlier walk's (%u refused)", n);
 	ls_dllock_clear();
 	walked = 0;
 	r = ls_dl_iterate(counting, NULL);
@@ -124,5 +137,8 @@ int main(void)
 	ls_dllock_clear();
 	ok(ls_dl_iterate(counting, NULL) == 0 && walked == 1 &&
 	   ls_dllock_missed() == 0, "after it left: the walk is done");
+	ls_modules_refresh();
+	ok(ls_modules_stale(&at, &n) == 0 && at > walk0 && n == 0,
+	   "after it left: the module table walked anew");
 	return tap_done();
 }

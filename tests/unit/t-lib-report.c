@@ -480,6 +480,7 @@ static void test_json(void)
 		"\"\xc3\xa9\"],\"mode\":\"full\",\"reason\":\"exit\","
 		"\"postmortem\":false,\"time\":\"2023-11-14T22:13:20.123Z\",\"attached\":null,"
 		"\"uptime_ms\":10000,\"threads\":3,\"notes\":[],"
+		"\"stale_modules\":null,"
 		"\"totals\":{\"live_bytes\":4096,\"live_blocks\":1,"
 		"\"allocated_bytes\":8192,\"allocated_blocks\":2,"
 		"\"peak_live_bytes\":4096,\"peak_slack\":0,"
@@ -514,6 +515,75 @@ static void test_json(void)
 	   "without show_allocs");
 	free(got);
 	ls_snapshot_release(&s);
+}
+
+/* ls_render_stats_text() into a malloc()ed string. */
+static char *render_stats(const struct ls_snapshot *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+
+	ls_render_stats_text(mem, s);
+	fclose(mem);
+	return buf;
+}
+
+/*
+ * A snapshot whose module map is an earlier walk's, another thread
+ * holding the loader's lock (LSNAP_LOADER, LSNAP_MODULE_WALK): one line
+ * after the header in the report and in stats, "stale_modules" in JSON;
+ * the age is the header's time less the walk's; none of it without the
+ * walk record.
+ */
+static void test_stale_modules(struct ls_snapshot *s)
+{
+	static const char line[] = "Note: thread 4321 held the loader's "
+		"lock: the module map is the one read 2.750s before this "
+		"snapshot; objects loaded or unloaded since are not in it\n";
+	struct ls_report_opts json = { .format = ls_renderer_find("json") };
+	char want[512];
+	int ret;
+	char *got;
+
+	s->has_loader = 1;
+	s->loader.tid = 4321;
+	s->has_module_walk = 1;
+	s->module_walk = (struct lsnap_module_walk){
+		.walk_mono_ns = 97 * SEC + SEC / 4, .refused = 3 };
+	snprintf(want, sizeof(want), "at exit, full tracking\n%sTop 4 of 4 ",
+		 line);
+	got = render(s, (struct ls_report_opts){ 0 }, &ret);
+	ok(ret == 0 && contains(got, want), "text: the stale module map's "
+	   "line, thread and age, after the header");
+	free(got);
+	got = render_stats(s);
+	ok(contains(got, line), "stats: the same line");
+	free(got);
+	got = render(s, json, &ret);
+	ok(ret == 0 && contains(got, "\"notes\":[],\"stale_modules\":{"
+				"\"loader_lock_thread\":4321,\"age_ms\":2750,"
+				"\"walks_refused\":3},\"totals\":"),
+	   "JSON: stale_modules with the thread, the age, the walks refused");
+	free(got);
+	s->has_loader = 0;
+	s->module_walk.walk_mono_ns = 101 * SEC;
+	got = render(s, json, &ret);
+	ok(ret == 0 && contains(got, "\"stale_modules\":{"
+				"\"loader_lock_thread\":null,\"age_ms\":0,"),
+	   "JSON: no thread recorded; a walk stamped after the header is "
+	   "0 ms old");
+	free(got);
+	got = render(s, (struct ls_report_opts){ 0 }, &ret);
+	ok(ret == 0 && contains(got, "Note: another thread held the loader's "
+				"lock: the module map is the one read 0.000s "
+				"before"), "text: no thread recorded");
+	free(got);
+	s->has_module_walk = 0;
+	got = render(s, (struct ls_report_opts){ 0 }, &ret);
+	ok(ret == 0 && !strstr(got, "loader's lock"),
+	   "text: no line without the walk record");
+	free(got);
 }
 
 static char *escaped(const char *s, size_t len)
@@ -665,6 +735,7 @@ int main(void)
 	test_leaks_over(&s);
 	test_text(&s, ls_sym_basename(self.exe));
 	test_text_allocs(&s);
+	test_stale_modules(&s);
 	test_write_error(&s);
 	test_folded(&s);
 	test_json();

@@ -519,24 +519,32 @@ static void expect(int ret, const char *err, const char *want,
 	   err);
 }
 
+/* A snapshot with two records tag of payload p: the reader's answer. */
+static int read_twice(uint32_t tag, const void *p, size_t len, char *err,
+		      size_t errlen)
+{
+	struct ls_snapshot s;
+	struct wbuf w = { 0 };
+	int ret;
+
+	w_header(&w);
+	w_rec(&w, tag, p, len);
+	w_rec(&w, tag, p, len);
+	w_end(&w);
+	ret = read_buf(w.p, w.len, &s, err, errlen);
+	ls_snapshot_release(&s);
+	free(w.p);
+	return ret;
+}
+
 /* The unwinder's record comes at most once. */
 static void test_two_unwind(void)
 {
 	struct lsnap_unwind uw = { .walks = 1 };
-	struct ls_snapshot s;
-	struct wbuf w = { 0 };
 	char err[256] = "";
-	int ret;
 
-	w_header(&w);
-	w_rec(&w, LSNAP_UNWIND, &uw, sizeof(uw));
-	w_rec(&w, LSNAP_UNWIND, &uw, sizeof(uw));
-	w_end(&w);
-	ret = read_buf(w.p, w.len, &s, err, sizeof(err));
-	ls_snapshot_release(&s);
-	free(w.p);
-	expect(ret, err, "record 3 is a second unwind record",
-	       "two unwind records");
+	expect(read_twice(LSNAP_UNWIND, &uw, sizeof(uw), err, sizeof(err)),
+	       err, "record 3 is a second unwind record", "two unwind records");
 }
 
 static void test_bad_history(void)
@@ -1025,15 +1033,78 @@ static void test_reach(void)
 			  sizeof(rs) - 8, NULL, 0, &s, err, sizeof(err));
 	ok(ret == -EINVAL, "a short site reachability record is refused (%s)",
 	   err);
+	expect(read_twice(LSNAP_REACH, &r, sizeof(r), err, sizeof(err)), err,
+	       "second reachability record", "two REACH records");
+}
+
+/*
+ * Who held the loader's lock (LSNAP_LOADER) and the module table's
+ * earlier walk (LSNAP_MODULE_WALK): read back as written, a check's
+ * record of older agents (LOADER alone, with REACH) too; a short, long,
+ * cut or second record refused by name.
+ */
+static void test_loader(void)
+{
+	struct lsnap_loader l = { .tid = 4321 };
+	struct lsnap_module_walk mw = { .walk_mono_ns = 85000000000ULL,
+					.refused = 3 };
+	struct lsnap_reach r = { .flags = LSNAP_REACH_LOADER_HELD };
+	unsigned char zero[24] = { 0 };
+	struct ls_snapshot s;
+	struct wbuf w = { 0 };
+	char err[256] = "";
+	int ret;
+
+	w_header(&w);
+	w_rec(&w, LSNAP_LOADER, &l, sizeof(l));
+	w_rec(&w, LSNAP_MODULE_WALK, &mw, sizeof(mw));
+	w_end(&w);
+	ret = read_buf(w.p, w.len, &s, err, sizeof(err));
+	ok(ret == 0 && s.has_loader && s.loader.tid == 4321 &&
+	   s.has_module_walk && s.module_walk.walk_mono_ns == 85000000000ULL &&
+	   s.module_walk.refused == 3 && !s.has_reach,
+	   "LOADER and MODULE_WALK read back (%s)", err);
+	is_u64(ret ? 1 : ls_module_walk_age_ns(&s), 5000000000ULL,
+	       "the module table's age: the header's time less the walk's");
+	ls_snapshot_release(&s);
+	read_buf(w.p, w.len - 32, &s, err, sizeof(err));
+	ok(!strcmp(err, "corrupt snapshot: record 3 (module walk) is "
+		   "truncated"), "cut inside MODULE_WALK: '%s'", err);
+	ls_snapshot_release(&s);
+	free(w.p);
+
 	memset(&w, 0, sizeof(w));
 	w_header(&w);
-	w_rec(&w, LSNAP_REACH, &r, sizeof(r));
+	w_rec(&w, LSNAP_LOADER, &l, sizeof(l));
 	w_rec(&w, LSNAP_REACH, &r, sizeof(r));
 	w_end(&w);
 	ret = read_buf(w.p, w.len, &s, err, sizeof(err));
+	ok(ret == 0 && s.has_loader && s.loader.tid == 4321 &&
+	   !s.has_module_walk && s.has_reach &&
+	   (s.reach.flags & LSNAP_REACH_LOADER_HELD),
+	   "a check's LOADER without MODULE_WALK, as older agents wrote it "
+	   "(%s)", err);
 	ls_snapshot_release(&s);
 	free(w.p);
-	expect(ret, err, "second reachability record", "two REACH records");
+
+	ret = with_record(LSNAP_LOADER, 4, zero, 4, NULL, 0, &s, err,
+			  sizeof(err));
+	expect(ret, err, "record 2 (loader lock) has length 4, expected 8",
+	       "a short LOADER");
+	ret = with_record(LSNAP_MODULE_WALK, 8, zero, 8, NULL, 0, &s, err,
+			  sizeof(err));
+	expect(ret, err, "record 2 (module walk) has length 8, expected 16",
+	       "a short MODULE_WALK");
+	ret = with_record(LSNAP_MODULE_WALK, 24, zero, 24, NULL, 0, &s, err,
+			  sizeof(err));
+	expect(ret, err, "record 2 (module walk) has length 24, expected 16",
+	       "a long MODULE_WALK");
+	expect(read_twice(LSNAP_MODULE_WALK, &mw, sizeof(mw), err,
+			  sizeof(err)), err,
+	       "record 3 is a second module walk record",
+	       "two MODULE_WALK records");
+	expect(read_twice(LSNAP_LOADER, &l, sizeof(l), err, sizeof(err)), err,
+	       "record 3 is a second loader lock record", "two LOADER records");
 }
 
 /*
@@ -1109,6 +1180,7 @@ static void test_jit(uint32_t version)
 int main(void)
 {
 	test_reach();
+	test_loader();
 	test_jit(1);
 	test_jit(LSNAP_VERSION);
 	test_roundtrip();
