@@ -87,14 +87,14 @@ def program_pid(runner, binary):
     """The pid of binary, the child `leakscope run` (pid runner)
     started."""
     want = os.path.realpath(binary)
-    for t in os.listdir("/proc/%d/task" % runner):
-        with open("/proc/%d/task/%s/children" % (runner, t)) as f:
-            for c in f.read().split():
-                try:
-                    if os.readlink("/proc/%s/exe" % c) == want:
-                        return int(c)
-                except OSError:
-                    pass
+    for c in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % c) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid == runner and os.readlink("/proc/%s/exe" % c) == want:
+                return int(c)
+        except (OSError, IndexError, ValueError):
+            pass
     raise Failure("no child of leakscope run %d runs %s" % (runner, binary))
 
 
