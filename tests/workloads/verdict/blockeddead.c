@@ -121,41 +121,56 @@ static void *waiter(void *arg)
 	return arg;
 }
 
+/* Is thread tid waiting in a system call?  Its syscall file says; in a
+ * process that is not dumpable only root may open that file, and its
+ * stat file's state says it sleeps. */
+static int waiting(pid_t tid)
+{
+	char path[64], line[512], *p;
+	int fd, sys = 1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		sys = 0;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat",
+			 (int)tid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return 0;
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	line[n] = 0;
+	if (sys)
+		return line[0] >= '0' && line[0] <= '9';
+	p = strrchr(line, ')');
+	return p && p[1] == ' ' && p[2] == 'S';
+}
+
 /* Until the waiter has started and waits in a system call (5 s at
  * most), and 50 ms more (under valgrind the call seen may be its wait
  * for valgrind's lock). */
 static void wait_blocked(void)
 {
-	char path[64], line[64];
-	ssize_t n = 0;
-	int i, fd;
+	int i;
 
-	for (i = 0; i < 5000 && !(n > 0 && line[0] >= '0' && line[0] <= '9');
-	     i++) {
+	for (i = 0; i < 5000 && !(waiter_tid && waiting(waiter_tid)); i++)
 		usleep(1000);
-		snprintf(path, sizeof(path), "/proc/self/task/%d/syscall",
-			 (int)waiter_tid);
-		fd = waiter_tid ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-		n = fd < 0 ? -1 : read(fd, line, sizeof(line) - 1);
-		if (fd >= 0)
-			close(fd);
-	}
 	usleep(50000);
 }
 
 int main(int argc, char **argv)
 {
 	pthread_t t;
-	char c;
 
 	mode = v_mode(argc, argv);
 	if (pipe(hold) || pthread_create(&t, NULL, waiter, NULL))
 		return 2;
 	wait_blocked();
-	if (argc > 2) {
-		(void)!write(1, "ready\n", 6);
-		while (read(0, &c, 1) > 0)
-			;
-	}
+	v_ready(argc);
 	exit(0);
 }

@@ -1,5 +1,5 @@
 /*
- * blockedreg.c MODE - a thread blocked in a system call when main
+ * blockedreg.c MODE [ready] - a thread blocked in a system call when main
  * returns holds the only pointer to a 400-byte block in a callee-saved
  * register: still reachable, as valgrind and LeakSanitizer say (both
  * read every register of every thread).  The system call is made here
@@ -8,6 +8,8 @@
  *   0  read() of a pipe nobody writes, the pointer in r12
  *   1  a futex wait nobody wakes, in rbx
  *   2  nanosleep of an hour, in r15
+ * With a second argument main writes "ready" once the thread waits and
+ * returns when its standard input closes.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -81,5 +83,6 @@ int main(int argc, char **argv)
 	pthread_create(&t, NULL, blocked, NULL);
 	(void)!read(ready[0], &c, 1);
 	usleep(20000);	/* into its system call */
+	v_ready(argc);
 	return 0;
 }

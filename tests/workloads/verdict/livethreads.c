@@ -1,10 +1,12 @@
 /*
- * livethreads.c MODE - threads still alive when main returns.
+ * livethreads.c MODE [ready] - threads still alive when main returns.
  *   0  a thread blocked in read() holds a 700-byte block in a local and
  *      another 90-byte block in its TLS: both reachable
  *   1  a thread allocating and freeing 2 MiB blocks in a loop while main
  *      returns: nothing lost (what it holds it holds in its registers or
  *      live frames), a 500-byte block main dropped is lost
+ * With a second argument main writes "ready" once the thread runs (and
+ * main dropped its block) and returns when its standard input closes.
  */
 #include <pthread.h>
 #include <unistd.h>
@@ -54,5 +56,6 @@ int main(int argc, char **argv)
 		v_use(v_alloc(500));
 		usleep(20000);
 	}
+	v_ready(argc);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #define V_H
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The compiler must believe p is used (no allocation optimised away). */
 static inline void v_use(void *p)
@@ -30,5 +31,19 @@ __attribute__((noinline)) static void *v_alloc(size_t n)
 static inline int v_mode(int argc, char **argv)
 {
 	return argc > 1 ? atoi(argv[1]) : 0;
+}
+
+/* With a second argument ("MODE ready"): "ready" on standard output,
+ * then until standard input closes (a test holds the program there,
+ * its threads waiting, while it checks or traces it). */
+static inline void v_ready(int argc)
+{
+	char c;
+
+	if (argc < 3)
+		return;
+	(void)!write(1, "ready\n", 6);
+	while (read(0, &c, 1) > 0)
+		;
 }
 #endif
