@@ -254,6 +254,22 @@ static int decode_text(struct dec *dc, int *index, struct ls_term *t,
 	return 0;
 }
 
+/*
+ * Skip a term the C node does not look into, by ei, where span() says it
+ * ends.  ei_skip_term alone is not to be trusted with that: given a map
+ * whose last value it cannot read (a float whose text sscanf rejects), it
+ * stops there and reports success, so the map would end early and what
+ * follows would be read from inside it.
+ */
+static int skip(struct dec *dc, int *index)
+{
+	long end = span((const unsigned char *)dc->buf, *index, dc->end, 0);
+
+	if (end < 0 || ei_skip_term(dc->buf, index) || *index != end)
+		return -EINVAL;
+	return 0;
+}
+
 static int decode(struct dec *dc, int *index, struct ls_term *t, int depth)
 {
 	const char *buf = dc->buf;
@@ -279,7 +295,7 @@ static int decode(struct dec *dc, int *index, struct ls_term *t, int depth)
 	case ERL_LARGE_BIG_EXT:
 		if (ei_decode_longlong(buf, index, &v)) {
 			t->type = LS_TERM_OTHER;
-			r = ei_skip_term(buf, index) ? -EINVAL : 0;
+			r = skip(dc, index);
 		} else {
 			t->type = LS_TERM_INT;
 			t->i = v;
@@ -329,7 +345,7 @@ static int decode(struct dec *dc, int *index, struct ls_term *t, int depth)
 		break;
 	default:
 		t->type = LS_TERM_OTHER;
-		r = ei_skip_term(buf, index) ? -EINVAL : 0;
+		r = skip(dc, index);
 		break;
 	}
 	t->len = *index - t->off;
@@ -340,17 +356,20 @@ int ls_term_decode(const char *buf, int len, int *index,
 		   struct ls_term_tree *t)
 {
 	struct dec dc = { .tr = t, .buf = buf, .end = len };
+	long end;
 	int r;
 
 	memset(t, 0, sizeof(*t));
 	t->buf = buf;
 	if (*index < 0 || *index > len ||
-	    span((const unsigned char *)buf, *index, len, 0) < 0)
+	    (end = span((const unsigned char *)buf, *index, len, 0)) < 0)
 		return -EINVAL;
 	t->root = arena_alloc(t, sizeof(*t->root));
 	if (!t->root)
 		return -ENOMEM;
 	r = decode(&dc, index, t->root, 0);
+	if (!r && *index != end)
+		r = -EINVAL;
 	if (r)
 		ls_term_free(t);
 	return r;

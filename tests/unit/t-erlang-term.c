@@ -151,11 +151,41 @@ static void test_deep(void)
 	ei_x_free(&x);
 }
 
+/*
+ * A map whose last value is an old-style float whose text sscanf cannot
+ * read: ei_skip_term stops at it and reports success, so a decoder that
+ * trusted it would end the map early and read what follows from inside
+ * it.  The whole answer is refused instead.
+ */
+static void test_map_unreadable_float(void)
+{
+	static const unsigned char ans[] = {
+		131, 104, 2, 119, 3, 'r', 'e', 'x',
+		116, 0, 0, 0, 2,
+		119, 1, 'a', 97, 1,
+		119, 1, 'b',
+		99, 'e', 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	};
+	struct ls_term_tree tr;
+	int index = 1, skipped = 8, r;
+
+	_Static_assert(sizeof(ans) == 21 + 32, "the float's tag and 31 bytes");
+	/* What ei makes of the map: it ends before the float, no error. */
+	r = ei_skip_term((const char *)ans, &skipped);
+	ok(!r && skipped == 21, "ei_skip_term ends the map before the float "
+	   "it cannot read (status %d, ends at %d)", r, skipped);
+	ok(ls_term_decode((const char *)ans, (int)sizeof(ans), &index,
+			  &tr) == -EINVAL,
+	   "an answer holding such a map refused");
+}
+
 int main(void)
 {
 	test_decode();
 	test_truncated();
 	test_garbage();
 	test_deep();
+	test_map_unreadable_float();
 	return tap_done();
 }
