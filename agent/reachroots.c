@@ -244,18 +244,21 @@ static void mark_other(struct scan *sc, const struct region *g, uint64_t s)
 
 static uint64_t thread_desc(struct scan *sc, const struct region *g);
 
-static int ended_desc(struct scan *sc, const struct region *g, uint64_t s)
+/* Is pd, the descriptor in region g (thread_desc(), 0: none), an ended
+ * thread's, lying where g's roots begin (s)? */
+static int ended_desc(struct scan *sc, const struct region *g, uint64_t pd,
+		      uint64_t s)
 {
 	uint64_t tid;
 
-	return ls_scan_prep.tid_off == 0x2d0 && s > g->start &&
-	       s + PD_ARG + 8 <= g->end && thread_desc(sc, g) == s &&
+	return ls_scan_prep.tid_off == 0x2d0 && pd && pd == s &&
+	       s + PD_ARG + 8 <= g->end &&
 	       !ls_scan_peek(sc, s + ls_scan_prep.tid_off, &tid) && (int32_t)tid <= 0;
 }
 
 /*
- * glibc's descriptor of a live thread whose stack region g holds (the
- * descriptor scanned, at or above s) points to the thread's DTV, the
+ * glibc's descriptor pd of a live thread (thread_desc(), 0: none; one
+ * scanned, at or above s) points to the thread's DTV, the
  * dynamic TLS vector (a block glibc allocates for the thread and grows
  * when a dlopen needs it), 16 bytes in, past the vector's length entry:
  * taken for a pointer to its start, so that the dynamic TLS blocks the
@@ -264,14 +267,13 @@ static int ended_desc(struct scan *sc, const struct region *g, uint64_t s)
  * root).  memcheck calls the DTV possibly lost (only a stale register
  * or dead word then keeps the blocks it leads to reachable).
  */
-static void mark_dtv(struct scan *sc, const struct region *g, uint64_t s)
+static void mark_dtv(struct scan *sc, uint64_t pd, uint64_t s)
 {
-	uint64_t pd, tid, dtv;
+	uint64_t tid, dtv;
 	int64_t i;
 	int start;
 
-	if (!ls_scan_prep.tid_off || s == g->start || !(pd = thread_desc(sc, g)) ||
-	    pd < s || ls_scan_peek(sc, pd + ls_scan_prep.tid_off, &tid) ||
+	if (!pd || pd < s || ls_scan_peek(sc, pd + ls_scan_prep.tid_off, &tid) ||
 	    (int32_t)tid <= 0 || ls_scan_peek(sc, pd + 8, &dtv))
 		return;
 	i = ls_scan_lookup(sc, dtv, &start);
@@ -289,10 +291,12 @@ static void mark_dtv(struct scan *sc, const struct region *g, uint64_t s)
 void ls_scan_mark_region(struct scan *sc, const struct region *g, uint64_t s)
 {
 	struct ls_gh_heap h;
-	uint64_t cur, a;
+	/* The descriptor, found once for both uses, and only where the
+	 * roots begin above the region's start, as both ask. */
+	uint64_t cur, a, pd = s > g->start ? thread_desc(sc, g) : 0;
 
-	mark_dtv(sc, g, s);
-	if (ended_desc(sc, g, s)) {
+	mark_dtv(sc, pd, s);
+	if (ended_desc(sc, g, pd, s)) {
 		mark_plain(sc, g, s, s + PD_RESULT);
 		mark_plain(sc, g, s + PD_RESULT + 8, s + PD_ARG);
 		s += PD_ARG + 8;
